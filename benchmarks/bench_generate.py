@@ -1,8 +1,8 @@
 """Critiques per second of the default critic at batch sizes 1, 4 and 8, against a one-record-at-a-time loop.
 
 The baseline is the plain transformers loop a user would write (chat template, `generate`, decode, one
-record at a time), timed in the same run on the same records and decoding settings. Target: >= 3x at
-batch 8.
+record at a time), timed in the same run on the same model object (same dtype and threads), records and
+decoding settings. Target: >= 3x at batch 8.
 
     .venv/bin/python benchmarks/bench_generate.py [--records 16] [--max-new-tokens 64]
 """
@@ -50,10 +50,17 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--template", default="mtbench")
+    parser.add_argument("--dtype", default="auto", help="model dtype (default: auto, as the CLI)")
+    parser.add_argument("--threads", type=int, help="torch threads (default: one per physical core, as the CLI)")
     args = parser.parse_args()
 
     critic = Critic.from_pretrained(
-        None, template=args.template, progress=False, decoding=DecodingConfig(max_new_tokens=args.max_new_tokens)
+        None,
+        template=args.template,
+        progress=False,
+        decoding=DecodingConfig(max_new_tokens=args.max_new_tokens),
+        dtype=args.dtype,
+        num_threads=args.threads,
     )
     backend = critic.backend
     rows = records(args.records)
@@ -62,7 +69,7 @@ def main() -> None:
     conversations = [template.render(r) for r in rows]
     print(
         f"default critic, {args.records} records, greedy, max_new_tokens={args.max_new_tokens}, "
-        f"torch threads={torch.get_num_threads()}, setting={setting.name}"
+        f"dtype={backend.model.dtype}, torch threads={torch.get_num_threads()}, setting={setting.name}"
     )
 
     base = baseline(backend, conversations, args.max_new_tokens)

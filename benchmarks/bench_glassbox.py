@@ -66,8 +66,8 @@ def main() -> None:
     from hf_critic.glassbox import GlassBoxEvaluator, encode_turn
     from hf_critic.models import default_num_threads, load_model
 
-    model, tokenizer = load_model(None)
-    threads = args.threads or default_num_threads(model.num_parameters())
+    model, tokenizer = load_model(None, dtype="float32")
+    threads = args.threads or default_num_threads()
     torch.set_num_threads(threads)
     records, source = _records(args.n, args.max_chars)
     lengths = [

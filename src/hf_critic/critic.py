@@ -125,6 +125,7 @@ class Critic:
         trust_remote_code: bool = False,
         batch_size: int = 8,
         num_threads: int | None = None,
+        dtype: str = "auto",
         progress: bool = True,
         **kwargs,
     ) -> Critic:
@@ -134,7 +135,9 @@ class Critic:
             model: local folder or Hub id (fails fast when offline and not cached).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call.
-            num_threads: CPU threads (default: chosen by model size and cores).
+            num_threads: CPU threads (default: one per physical core).
+            dtype: ``"auto"`` (bfloat16 on CPUs with native bfloat16, else float32; the checkpoint's dtype on CUDA)
+                or a torch dtype name.
             progress: show progress bars.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path).
         """
@@ -144,6 +147,7 @@ class Critic:
             model,
             trust_remote_code=trust_remote_code,
             num_threads=num_threads,
+            dtype=dtype,
             batch_size=batch_size,
             progress=progress,
         )

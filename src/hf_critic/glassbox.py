@@ -916,7 +916,7 @@ class GlassBoxEvaluator:
         if model is None or isinstance(model, str) or hasattr(model, "__fspath__"):
             from hf_critic.models import load_model
 
-            model, tokenizer = load_model(model, trust_remote_code=trust_remote_code)
+            model, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype="float32")
         elif tokenizer is None:
             raise ValueError("pass the tokenizer together with a loaded model")
         self.model, self.tokenizer = model, tokenizer

@@ -115,6 +115,51 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     return model
 
 
+def native_bf16_cpu() -> bool:
+    """True when the CPU multiplies bfloat16 natively (x86 AMX-BF16 or AVX512-BF16, Arm BF16).
+
+    Uses ``torch.cpu.get_capabilities()``; False where torch cannot tell (older torch, other CPUs).
+    """
+    import torch
+
+    try:
+        caps = torch.cpu.get_capabilities()
+    except AttributeError:
+        return False
+    return bool(caps.get("amx_bf16") or caps.get("avx512_bf16") or caps.get("bf16"))
+
+
+def inference_dtype(dtype: str = "auto"):
+    """The torch dtype critiques are generated in.
+
+    ``"auto"``: on CUDA the checkpoint's own dtype (transformers' ``"auto"``); on a CPU with native bfloat16
+    (:func:`native_bf16_cpu`) ``torch.bfloat16``, which made batch-8 generation of the default critic about 2x
+    faster than float32 on this project's 2-core Xeon (``benchmarks/bench_generate.py``); otherwise float32
+    (emulated bfloat16 is slow).
+
+    Args:
+        dtype: ``"auto"`` or a torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``).
+
+    Returns:
+        A ``torch.dtype``, or the string ``"auto"`` (CUDA).
+
+    Raises:
+        ValueError: an unknown dtype name.
+    """
+    import torch
+
+    if dtype == "auto":
+        if torch.cuda.is_available():
+            return "auto"
+        return torch.bfloat16 if native_bf16_cpu() else torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    value = getattr(torch, str(dtype), None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+    return value
+
+
 def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: bool = False, dtype: str = "auto"):
     """Load a causal LM and its tokenizer for critique generation or scoring.
 
@@ -122,26 +167,24 @@ def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: boo
         model: see :func:`resolve_model` (None = the embedded default critic).
         trust_remote_code: run the model repository's own Python code (needed by e.g. THUDM/chatglm3-6b).
             Off unless the user asks for it explicitly.
-        dtype: torch dtype name or "auto" (fp32 on CPU).
+        dtype: torch dtype name or "auto" (see :func:`inference_dtype`).
 
     Returns:
         ``(model, tokenizer)``: the model in eval mode; the tokenizer with left padding and a pad token.
 
     Raises:
         ModelNotFoundError: see :func:`resolve_model`.
+        ValueError: an unknown dtype.
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(model)
+    dtype = inference_dtype(dtype)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     tokenizer.padding_side = "left"  # decoder-only batches must be left-padded for generation
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if dtype == "auto":
-        dtype = torch.float32 if not torch.cuda.is_available() else "auto"
-    elif isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
     lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code)
     if torch.cuda.is_available():
         lm = lm.to("cuda")
@@ -149,21 +192,24 @@ def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: boo
     return lm, tokenizer
 
 
-def default_num_threads(num_parameters: int, cores: int | None = None) -> int:
-    """Torch intra-op threads for CPU inference.
+def default_num_threads(cores: int | None = None) -> int:
+    """Torch intra-op threads for CPU inference: one per physical core.
 
-    Small models do too little work per matmul to pay for thread synchronisation: on the project's
-    2-core machine SmolLM2-135M generated faster with 1 thread than with 2 (GUIDE §4; see
-    ``benchmarks/bench_generate.py``). Larger models use every core.
+    Measured on the project's quiet 2-core machine (SmolLM2-135M, 245-token prompt): 2 threads decode
+    1.8x faster than 1 at batch 1 and 2x faster at batch 8. On a machine busy with other work fewer
+    threads can win; pass ``--threads`` then.
 
     Args:
-        num_parameters: model size in parameters.
-        cores: CPU cores available (default: ``os.cpu_count()``).
+        cores: CPU cores available (default: physical cores reported by torch, else ``os.cpu_count()``).
 
     Returns:
         Thread count >= 1.
     """
-    cores = cores or os.cpu_count() or 1
-    if num_parameters < 500_000_000 and cores <= 4:
-        return 1
-    return cores
+    if cores is None:
+        import torch
+
+        try:
+            cores = torch.cpu.get_capabilities().get("num_physical_cores")
+        except AttributeError:
+            cores = None
+    return max(1, cores or os.cpu_count() or 1)

@@ -49,6 +49,7 @@ class TransformersBackend(Backend):
         *,
         trust_remote_code: bool = False,
         num_threads: int | None = None,
+        dtype: str = "auto",
         **kwargs,
     ) -> TransformersBackend:
         """Load ``model`` (None = the embedded default critic) and set CPU threads.
@@ -57,15 +58,18 @@ class TransformersBackend(Backend):
             model: local folder, Hub id, or None; see :func:`hf_critic.models.resolve_model`.
             trust_remote_code: only when the user asks (e.g. ChatGLM3).
             num_threads: torch intra-op threads on CPU; default :func:`hf_critic.models.default_num_threads`.
+            dtype: ``"auto"`` (bfloat16 on CPUs that have it natively, see :func:`hf_critic.models.inference_dtype`)
+                or a torch dtype name; part of the backend's name, so cached generations never mix dtypes.
             **kwargs: ``batch_size``, ``progress``.
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
         """
-        lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code)
+        lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype)
         if lm.device.type == "cpu":
-            torch.set_num_threads(num_threads or default_num_threads(lm.num_parameters()))
-        return cls(lm, tokenizer, name=str(model or "default:smollm2-135m-instruct"), **kwargs)
+            torch.set_num_threads(num_threads or default_num_threads())
+        name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}"
+        return cls(lm, tokenizer, name=name, **kwargs)
 
     def _prompt_text(self, conversation: Messages) -> str:
         return self.tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)

@@ -55,7 +55,14 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--language", default="en", choices=["en", "zh"], help="language of the critiques (default: en)"
     )
     model.add_argument("--batch-size", type=int, default=8, help="inputs per generate call (default: 8)")
-    model.add_argument("--threads", type=int, help="CPU threads for torch (default: 1 for small models on small CPUs)")
+    model.add_argument("--threads", type=int, help="CPU threads for torch (default: one per physical core)")
+    model.add_argument(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="model dtype (default: auto = bfloat16 on CPUs with native bfloat16 such as AMX / AVX512-BF16, else "
+        "float32; the checkpoint's dtype on GPU)",
+    )
     model.add_argument(
         "--truncate",
         default="middle",
@@ -142,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         trust_remote_code=args.trust_remote_code,
         batch_size=args.batch_size,
         num_threads=args.threads,
+        dtype=args.dtype,
         progress=args.progress,
         template=args.template or DEFAULT_FAMILY,
         language=args.language,

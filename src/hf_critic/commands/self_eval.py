@@ -102,7 +102,7 @@ def register(subparsers) -> None:
     model.add_argument("--model", help="local folder or Hub id (default: the embedded SmolLM2-135M-Instruct)")
     model.add_argument("--trust-remote-code", action="store_true", help="run the model repository's own code")
     model.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass (default: 8)")
-    model.add_argument("--threads", type=int, help="CPU threads for torch (default: 1 for small models on small CPUs)")
+    model.add_argument("--threads", type=int, help="CPU threads for torch (default: one per physical core)")
     model.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
     parser.set_defaults(func=run)
 
@@ -137,9 +137,10 @@ def run(args: argparse.Namespace) -> int:
     if args.combo_normalization:
         combo = ComboNormalization.from_dict(json.loads(Path(args.combo_normalization).read_text(encoding="utf-8")))
     records = load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
-    lm, tokenizer = load_model(args.model, trust_remote_code=args.trust_remote_code)
+    # float32: the features are log-probabilities, entropies and variances (bfloat16 keeps ~3 digits)
+    lm, tokenizer = load_model(args.model, trust_remote_code=args.trust_remote_code, dtype="float32")
     if not torch.cuda.is_available():
-        torch.set_num_threads(args.threads or default_num_threads(lm.num_parameters()))
+        torch.set_num_threads(args.threads or default_num_threads())
     evaluator = GlassBoxEvaluator(
         lm,
         tokenizer=tokenizer,
