@@ -45,6 +45,7 @@ bench: install
 	$(PY) benchmarks/bench_generate.py
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_teacher.py
+	$(PY) benchmarks/bench_sft.py
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache

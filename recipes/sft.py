@@ -1,0 +1,402 @@
+# Copyright 2024 The hf-critic Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""
+Supervised fine-tuning of a critic model (CritiqueLLM v2 §3.3 / §4.3, v1 §3.3 / §4.3) with TRL.
+
+The model learns to write critiques (an explanation, then a score or a verdict) from teacher critiques: Eval-Instruct
+configs mixed with per-config weights, the loss on the critique tokens only, the prompts rendered with the critic's
+own templates through the model's chat template. Optionally the best checkpoint is chosen by the Pearson correlation
+of its critiques with the gold scores of a held-out pointwise set (CritiqueLLM v1 §4.3).
+
+Usage:
+
+# ChatGLM3-6B, the paper's settings, 8 GPUs, DeepSpeed ZeRO-2
+accelerate launch --config_file accelerate_configs/zero2.yaml recipes/sft.py \
+    --config recipes/chatglm3-6b/sft/full.yaml
+
+# See the examples (masks) before training
+python recipes/sft.py --config recipes/chatglm3-6b/sft/full.yaml --dry-run
+
+# SmolLM2-135M on CPU, on critiques built from published GPT-4 judgments (see recipes/smollm2-135m/README.md)
+accelerate launch --num_processes 1 --use_cpu recipes/sft.py --config recipes/smollm2-135m/sft/cpu.yaml
+
+Any recipe value can be overridden on the command line, e.g. `--learning_rate 1e-5 --output_dir data/run2`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field
+
+import datasets
+import transformers
+from transformers import AutoTokenizer, set_seed
+from transformers.trainer_utils import get_last_checkpoint
+from trl import (
+    ModelConfig,
+    SFTConfig,
+    SFTTrainer,
+    TrlParser,
+    get_peft_config,
+    get_quantization_config,
+)
+from trl import ScriptArguments as TrlScriptArguments
+
+from hf_critic import training
+from hf_critic.prompts import DEFAULT_FAMILY
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ScriptArguments(TrlScriptArguments):
+    """Data, rendering, dry-run and validation arguments (TRL's ``dataset_name`` etc. plus the fields below)."""
+
+    dataset_mixture: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Weighted mixture of critique SFT configs (YAML mapping, or JSON on the command line): "
+            "{datasets: [{id, config, split, weight, columns}], seed, test_split | test_split_size}. "
+            "Overrides dataset_name."
+        },
+    )
+    template: str = field(
+        default=DEFAULT_FAMILY,
+        metadata={"help": "Critic template family / name / YAML path for rows without a 'messages' column."},
+    )
+    language: str = field(default="en", metadata={"help": "Critique language (en / zh) for template families."})
+    critique_column: str = field(
+        default="critique", metadata={"help": "Column with the teacher critique, for rows without 'messages'."}
+    )
+    drop_overlong: bool = field(
+        default=True,
+        metadata={
+            "help": "Drop examples longer than max_length instead of truncating them (truncation would cut the "
+            "verdict, which comes last)."
+        },
+    )
+    dry_run: bool = field(
+        default=False, metadata={"help": "Print a few rendered training examples with their loss masks, then exit."}
+    )
+    dry_run_examples: int = field(default=3, metadata={"help": "Examples shown by --dry-run."})
+    validation_dataset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Held-out pointwise records (same forms as a mixture 'id') graded at each evaluation; their "
+            "Pearson with the gold scores becomes eval_<validation_metric_name> (CritiqueLLM v1 §4.3)."
+        },
+    )
+    validation_config: str | None = field(default=None, metadata={"help": "Config of validation_dataset."})
+    validation_split: str = field(default="validation", metadata={"help": "Split of validation_dataset."})
+    validation_score_column: str = field(
+        default="score", metadata={"help": "Gold score column of the validation set."}
+    )
+    validation_query_column: str | None = field(
+        default=None, metadata={"help": "Query id column: text-level (per-query) correlation instead of pooled."}
+    )
+    validation_template: str | None = field(
+        default=None, metadata={"help": "Critic template for validation grading (default: --template)."}
+    )
+    validation_max_examples: int | None = field(
+        default=None, metadata={"help": "Grade only the first N validation rows (generation is the slow part)."}
+    )
+    validation_max_new_tokens: int = field(
+        default=256, metadata={"help": "Generation budget per validation critique."}
+    )
+    validation_batch_size: int = field(default=8, metadata={"help": "Validation conversations per generate call."})
+    validation_metric_name: str = field(
+        default="critique_pearson",
+        metadata={"help": "Name of the validation Pearson (use it as metric_for_best_model)."},
+    )
+
+    def __post_init__(self):
+        if isinstance(self.dataset_mixture, str):
+            self.dataset_mixture = json.loads(self.dataset_mixture)
+        if self.dataset_mixture is None and self.dataset_name is None and not self.dry_run:
+            raise ValueError("give dataset_mixture (recommended) or dataset_name")
+
+
+def main(script_args, training_args, model_args):
+    ###############################
+    # Seed and logging
+    ###############################
+    set_seed(training_args.seed)
+    logging.basicConfig(
+        format="%(asctime)s - %(levelname)s - %(name)s - %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        handlers=[logging.StreamHandler(sys.stdout)],
+    )
+    log_level = training_args.get_process_log_level()
+    logger.setLevel(log_level)
+    logging.getLogger("hf_critic").setLevel(log_level)
+    datasets.utils.logging.set_verbosity(log_level)
+    transformers.utils.logging.set_verbosity(log_level)
+    transformers.utils.logging.enable_default_handler()
+    transformers.utils.logging.enable_explicit_format()
+    logger.warning(
+        f"Process rank: {training_args.process_index}, device: {training_args.device}, "
+        f"world size: {training_args.world_size}, bf16: {training_args.bf16}"
+    )
+    logger.info(f"Model parameters {model_args}")
+    logger.info(f"Script parameters {script_args}")
+    logger.info(f"Training parameters {training_args}")
+
+    ###############################
+    # Checkpoint resume
+    ###############################
+    last_checkpoint = None
+    if os.path.isdir(training_args.output_dir):
+        last_checkpoint = get_last_checkpoint(training_args.output_dir)
+    if last_checkpoint is not None and training_args.resume_from_checkpoint is None:
+        logger.info(f"Checkpoint detected, resuming training at {last_checkpoint}.")
+
+    ###############################
+    # Tokenizer and chat template
+    ###############################
+    if model_args.model_name_or_path == "default":  # the embedded default critic (SmolLM2-135M-Instruct)
+        from hf_critic.models import default_model_dir
+
+        model_args.model_name_or_path = str(default_model_dir())
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_args.model_name_or_path,
+        revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
+    )
+    if training_args.chat_template_path:  # a training template with {% generation %} markers, from the recipe
+        training.set_chat_template(tokenizer, training_args.chat_template_path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    mode = training.loss_mode(training_args)
+    if mode == "assistant" and not tokenizer.is_fast:
+        # apply_chat_template's assistant masks need a fast tokenizer (ChatGLM3's remote-code one is slow): train on
+        # prompt / completion pairs instead, which masks the same critique tokens from a common-prefix comparison.
+        logger.warning(
+            "slow tokenizer: switching from assistant_only_loss to completion_only_loss on prompt/completion"
+        )
+        training_args.assistant_only_loss, training_args.completion_only_loss, mode = False, True, "completion"
+
+    ###############################
+    # Data
+    ###############################
+    def prepare(dataset, source):
+        return training.ensure_messages(
+            dataset,
+            template=script_args.template,
+            language=script_args.language,
+            critique_column=script_args.critique_column,
+            source=source.name,
+        )
+
+    if script_args.dataset_mixture is not None:
+        mixture = training.DatasetMixture.from_dict(script_args.dataset_mixture)
+    else:
+        mixture = training.DatasetMixture(
+            [
+                training.DatasetSource(
+                    script_args.dataset_name, script_args.dataset_config, script_args.dataset_train_split
+                )
+            ],
+            seed=training_args.seed,
+            test_split=script_args.dataset_test_split if training_args.eval_strategy != "no" else None,
+        )
+    keep = training.filter_by_length(tokenizer, training_args.max_length) if script_args.drop_overlong else None
+    data = training.load_mixture(mixture, prepare=prepare, keep=keep)
+    dataset = data.dataset
+    logger.info(f"training data: {dataset}")
+    if training_args.eval_strategy != "no" and "test" not in dataset:
+        raise ValueError(
+            f"eval_strategy is {training_args.eval_strategy!r} but the data has no held-out split: set "
+            "dataset_mixture.test_split (e.g. validation) or test_split_size, or eval_strategy: no"
+        )
+
+    ###############################
+    # Dry run: what the model learns
+    ###############################
+    if script_args.dry_run:
+        print(
+            training.dry_run_report(
+                dataset["train"],
+                tokenizer,
+                mode=mode,
+                num_examples=script_args.dry_run_examples,
+                max_length=training_args.max_length,
+                color=sys.stdout.isatty(),
+            )
+        )
+        return None
+
+    if mode == "completion" and not training_args.assistant_only_loss:
+        dataset = datasets.DatasetDict({k: training.to_prompt_completion(v) for k, v in dataset.items()})
+
+    ###############################
+    # Model init kwargs
+    ###############################
+    quantization_config = get_quantization_config(model_args)
+    training_args.model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+        "use_cache": not training_args.activation_checkpointing,
+        **(training_args.model_init_kwargs or {}),
+    }
+    clean_config = training.dequantized_gguf_config(model_args.model_name_or_path)
+    if clean_config is not None:  # e.g. the embedded default critic: fp32 weights under a stale GGUF config
+        clean_config.use_cache = training_args.model_init_kwargs.pop("use_cache", clean_config.use_cache)
+        training_args.model_init_kwargs["config"] = clean_config
+    if quantization_config is not None:  # QLoRA: each process loads its 4-bit / 8-bit copy on its own device
+        from accelerate import PartialState
+
+        training_args.model_init_kwargs.setdefault("device_map", {"": PartialState().local_process_index})
+
+    ###############################
+    # Trainer and validation callback
+    ###############################
+    trainer = SFTTrainer(
+        model=model_args.model_name_or_path,
+        args=training_args,
+        train_dataset=dataset["train"],
+        eval_dataset=dataset["test"] if training_args.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        quantization_config=quantization_config,
+        peft_config=get_peft_config(model_args),
+    )
+    pearson = None
+    if script_args.validation_dataset:
+        records = training.load_dataset_source(
+            script_args.validation_dataset, script_args.validation_config, script_args.validation_split
+        )
+        if script_args.validation_max_examples is not None:
+            records = records.select(range(min(script_args.validation_max_examples, len(records))))
+        pearson = training.CritiquePearsonCallback(
+            records,
+            trainer=trainer,
+            template=script_args.validation_template or script_args.template,
+            language=script_args.language,
+            score_column=script_args.validation_score_column,
+            query_column=script_args.validation_query_column,
+            max_new_tokens=script_args.validation_max_new_tokens,
+            batch_size=script_args.validation_batch_size,
+            metric_name=script_args.validation_metric_name,
+        )
+        trainer.add_callback(pearson)
+        logger.info(f"validation Pearson on {len(records)} rows of {script_args.validation_dataset}")
+    elif (training_args.metric_for_best_model or "").endswith(script_args.validation_metric_name):
+        raise ValueError(f"metric_for_best_model is {training_args.metric_for_best_model!r}: set validation_dataset")
+
+    ###############################
+    # Training loop
+    ###############################
+    logger.info("*** Train ***")
+    checkpoint = training_args.resume_from_checkpoint or last_checkpoint
+    train_result = trainer.train(resume_from_checkpoint=checkpoint)
+    metrics = train_result.metrics
+    metrics["train_samples"] = len(dataset["train"])
+    trainer.log_metrics("train", metrics)
+    trainer.save_metrics("train", metrics)
+    trainer.save_state()
+
+    ###############################
+    # Save model and create model card
+    ###############################
+    logger.info("*** Save model ***")
+    trainer.model.generation_config.eos_token_id = (
+        trainer.model.generation_config.eos_token_id or tokenizer.eos_token_id
+    )
+    trainer.save_model(training_args.output_dir)
+    logger.info(f"Model saved to {training_args.output_dir}")
+
+    card = training.model_card(
+        model_name=training_args.hub_model_id or os.path.basename(os.path.normpath(training_args.output_dir)),
+        base_model=model_args.model_name_or_path,
+        training_args=training_args,
+        model_args=model_args,
+        mixture=data,
+        templates=_templates(mixture),
+        validation=pearson.history if pearson else (),
+        best={
+            "checkpoint": trainer.state.best_model_checkpoint,
+            "metric": training_args.metric_for_best_model,
+            "value": trainer.state.best_metric,
+        },
+        world_size=training_args.world_size,
+        usage_template=script_args.validation_template or script_args.template,
+        usage_model=training_args.hub_model_id if training_args.push_to_hub else training_args.output_dir,
+    )
+    if trainer.accelerator.is_main_process:
+        _write_card(training_args.output_dir, card)
+        if not model_args.use_peft:  # restore k,v cache for fast inference (an adapter folder gets no config.json)
+            trainer.model.config.use_cache = True
+            trainer.model.config.save_pretrained(training_args.output_dir)
+
+    ###############################
+    # Evaluate
+    ###############################
+    if training_args.do_eval and "test" in dataset:
+        logger.info("*** Evaluate ***")
+        # The selected model (the best checkpoint, or the last step) was evaluated during training already: report
+        # those figures rather than generating the validation critiques a second time.
+        step = trainer.state.best_global_step if training_args.load_best_model_at_end else None
+        metrics = training.logged_eval_metrics(trainer.state.log_history, step or trainer.state.global_step)
+        if "eval_loss" not in metrics:
+            metrics = trainer.evaluate()
+        metrics["eval_samples"] = len(dataset["test"])
+        trainer.log_metrics("eval", metrics)
+        trainer.save_metrics("eval", metrics)
+
+    ###############################
+    # Push to the Hub
+    ###############################
+    if training_args.push_to_hub:
+        logger.info("Pushing to hub...")
+        trainer.push_to_hub(tags=["hf-critic", "critiquellm"])
+        if trainer.accelerator.is_main_process:  # push_to_hub wrote TRL's generic card: put ours back
+            from huggingface_hub import upload_file
+
+            _write_card(training_args.output_dir, card)
+            upload_file(
+                path_or_fileobj=card.encode(),
+                path_in_repo="README.md",
+                repo_id=trainer.hub_model_id,
+                token=training_args.hub_token,
+            )
+    return trainer
+
+
+def _write_card(output_dir: str, card: str) -> None:
+    with open(os.path.join(output_dir, "README.md"), "w", encoding="utf-8") as handle:
+        handle.write(card)
+
+
+def _templates(mixture) -> list[dict]:
+    """Prompt templates recorded in the training data (``template`` / ``template_version`` columns), for the card."""
+    seen = []
+    for source in mixture.datasets:
+        try:
+            rows = training.load_dataset_source(source.id, source.config, source.split)
+        except Exception:  # a source that only loads once (e.g. streaming) is not worth failing the card for
+            continue
+        for entry in training.templates_in(rows):
+            if entry not in seen:
+                seen.append(entry)
+    return seen
+
+
+if __name__ == "__main__":
+    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
+    script_args, training_args, model_args = parser.parse_args_and_config()
+    main(script_args, training_args, model_args)

@@ -1,0 +1,375 @@
+"""Critique SFT data from published GPT-4 judgments: MT-Bench / Vicuna-Bench single grades and Prometheus feedback.
+
+CritiqueLLM fine-tunes a critic on teacher critiques (v1 §3.2-3.3, v2 §3.2-3.3: GPT-4 writes a score plus an
+explanation; the critic learns to write both). Eval-Instruct (:mod:`hf_critic.data`) builds such data by prompting a
+teacher. This module builds it from judgments GPT-4 already wrote and that were published, so that a critic can be
+trained and meta-evaluated on real data with no API call:
+
+* FastChat MT-Bench / Vicuna-Bench ``model_judgment/gpt-4_single.jsonl`` (Zheng et al., 2023; as copied in
+  HuihuiChyan/SelfEval): GPT-4's 1-10 grade and full judgment of one answer. Only first-turn judgments are used
+  (``single-v1`` and ``single-math-v1``): the multi-turn judge prompts have no template in :mod:`hf_critic.prompts`.
+  The question, reference and answer are read back from the prompt GPT-4 saw, and that prompt is re-rendered with
+  the project's ``mtbench`` templates; a row whose re-rendering differs from the published prompt raises, so the
+  training prompt is exactly the one the teacher answered and the one the critic sees at inference.
+* Prometheus ``{mt_bench,vicuna}_eval.json`` (Kim et al., 2024, prometheus-eval, Apache-2.0): rubric-based absolute
+  grading prompts with a reference answer, GPT-4's 1-5 scores and feedback from three runs. Each run is one
+  example; the prompt is the published one, verbatim, and the target is ``"<feedback> [RESULT] <score>"``, the
+  output format that prompt asks for. (hf-critic's parsers do not read ``[RESULT]`` yet, so this config is training
+  data only, never a validation set.)
+
+Every example is assigned to train / validation / test by its question (``(benchmark, question_id)``), so no
+question, and none of its answers, rubrics or judgments, appears in two splits (CritiqueLLM v1 §4.1 footnote 6 and
+v2 §4.1 footnote 9 check the same for their queries). The MT-Bench Prometheus items use the MT-Bench question ids
+(81-160; they grade second-turn answers of the same questions), the Vicuna ones the Vicuna-Bench ids (1-80).
+
+Output: ``{config: DatasetDict(train, validation, test)}`` with configs ``pointwise_referenced`` and
+``pointwise_reference_free`` (MT-Bench / Vicuna-Bench judgments, ``mtbench`` templates) and ``prometheus_absolute``.
+Every row carries the structured fields, the teacher's ``score`` and ``critique`` and an SFT-ready ``messages``
+column (the critic prompt, then the assistant's critique), the format ``recipes/sft.py`` trains on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+from .prompts import get_template
+from .schema import QUESTION, REFERENCE, RESPONSE
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "BENCHMARKS",
+    "CONFIGS",
+    "SPLITS",
+    "BuildReport",
+    "build_judgment_sft_data",
+    "load_gpt4_single_judgments",
+    "load_prometheus_feedback",
+    "save_judgment_sft_data",
+    "split_by_question",
+]
+
+#: Benchmarks with published GPT-4 single-answer judgments (folder names under ``selfeval/``).
+BENCHMARKS = ("mt_bench", "vicuna_bench")
+#: Prometheus evaluation files per benchmark (under ``prometheus/``).
+PROMETHEUS_FILES = {"mt_bench": "mt_bench_eval.json", "vicuna_bench": "vicuna_eval.json"}
+#: The configs :func:`build_judgment_sft_data` returns.
+CONFIGS = ("pointwise_referenced", "pointwise_reference_free", "prometheus_absolute")
+SPLITS = ("train", "validation", "test")
+
+# FastChat judge prompt name -> hf-critic setting (the reference-based one is used for math / reasoning / coding).
+_JUDGE_SETTINGS = {"single-v1": "pointwise_reference_free", "single-math-v1": "pointwise_referenced"}
+_SINGLE_PROMPT = re.compile(
+    r"\[Question\]\n(?P<question>.*?)\n\n"
+    r"(?:\[The Start of Reference Answer\]\n(?P<reference>.*?)\n\[The End of Reference Answer\]\n\n)?"
+    r"\[The Start of Assistant's Answer\]\n(?P<response>.*)\n\[The End of Assistant's Answer\]$",
+    re.S,
+)
+_PROMETHEUS_PROMPT = re.compile(
+    r"###The instruction to evaluate:\n(?P<question>.*?)\n\n###Response to evaluate:\n(?P<response>.*?)\n\n"
+    r"###Reference Answer \(Score 5\):\n(?P<reference>.*?)\n\n###Score Rubrics:\n(?P<rubric>.*?)\n\n###Feedback:\s*$",
+    re.S,
+)
+
+
+@dataclass
+class BuildReport:
+    """What :func:`build_judgment_sft_data` kept and dropped.
+
+    Attributes:
+        rows: ``{config: {split: count}}``.
+        questions: ``{split: number of distinct (benchmark, question_id)}``.
+        dropped: ``{reason: count}``, e.g. ``"gpt-4 gave no rating (score -1)"``.
+    """
+
+    rows: dict = field(default_factory=dict)
+    questions: dict = field(default_factory=dict)
+    dropped: Counter = field(default_factory=Counter)
+
+    def summary(self) -> str:
+        """Multi-line human-readable summary."""
+        lines = [f"questions per split: {self.questions}"]
+        lines += [f"{config}: {counts}" for config, counts in self.rows.items()]
+        lines += [f"dropped {n}: {reason}" for reason, n in self.dropped.items()]
+        return "\n".join(lines)
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_gpt4_single_judgments(
+    data_dir: str | Path, benchmark: str, *, report: BuildReport | None = None
+) -> list[dict]:
+    """First-turn GPT-4 single-answer judgments of one benchmark, as critique records.
+
+    Args:
+        data_dir: the real-data folder (``../shared/data``), holding ``selfeval/<benchmark>/``.
+        benchmark: one of :data:`BENCHMARKS`.
+        report: if given, dropped rows are counted in ``report.dropped``.
+
+    Returns:
+        One dict per judgment (160 per benchmark, less dropped rows) with keys ``benchmark``, ``question_id``
+        (int), ``model`` (the graded system), ``category``, ``judge_prompt`` (FastChat name), ``setting``
+        (``pointwise_referenced`` for ``single-math-v1``, else ``pointwise_reference_free``), ``question``,
+        ``reference`` (None when reference-free), ``response``, ``score`` (GPT-4's grade, float in [1, 10]) and
+        ``critique`` (GPT-4's judgment text, ending in ``Rating: [[n]]``). Judgments whose score is -1 (GPT-4
+        gave no parseable rating) are dropped, never given a score.
+
+    Raises:
+        FileNotFoundError: the benchmark's judgment or question file is missing.
+        ValueError: an unknown benchmark, a prompt not in FastChat's single-answer layout, or a prompt that the
+            ``mtbench`` template does not re-render byte for byte (the data would not match inference).
+    """
+    if benchmark not in BENCHMARKS:
+        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
+    folder = Path(data_dir) / "selfeval" / benchmark
+    categories = {q["question_id"]: q.get("category") for q in _read_jsonl(folder / "question.jsonl")}
+    path = folder / "model_judgment" / "gpt-4_single.jsonl"
+    records = []
+    for line_no, judgment in enumerate(_read_jsonl(path), start=1):
+        if judgment.get("turn", 1) != 1:
+            continue
+        judge_prompt = judgment["judge"][1]
+        setting = _JUDGE_SETTINGS.get(judge_prompt)
+        if setting is None:
+            raise ValueError(f"{path}:{line_no}: unexpected judge prompt {judge_prompt!r} for a first-turn judgment")
+        score = float(judgment["score"])
+        if score < 1:  # FastChat writes -1 when GPT-4's output had no [[rating]]
+            if report is not None:
+                report.dropped["gpt-4 gave no rating (score -1)"] += 1
+            continue
+        match = _SINGLE_PROMPT.search(judgment["user_prompt"])
+        if match is None:
+            raise ValueError(f"{path}:{line_no}: prompt is not in FastChat's single-answer layout")
+        fields = match.groupdict()
+        if (fields["reference"] is None) != (setting == "pointwise_reference_free"):
+            raise ValueError(f"{path}:{line_no}: {judge_prompt} prompt with(out) a reference answer")
+        record = {QUESTION: fields["question"], RESPONSE: fields["response"]}
+        if fields["reference"] is not None:
+            record[REFERENCE] = fields["reference"]
+        template = get_template("mtbench", setting, "en")
+        if template.render(record)[-1]["content"] != judgment["user_prompt"]:
+            raise ValueError(f"{path}:{line_no}: the {template.name} template does not reproduce GPT-4's prompt")
+        records.append(
+            {
+                "benchmark": benchmark,
+                "question_id": int(judgment["question_id"]),
+                "model": judgment["model"],
+                "category": categories.get(judgment["question_id"]),
+                "judge_prompt": judge_prompt,
+                "setting": setting,
+                QUESTION: fields["question"],
+                REFERENCE: fields["reference"],
+                RESPONSE: fields["response"],
+                "score": score,
+                "critique": judgment["judgment"].strip(),
+            }
+        )
+    return records
+
+
+def load_prometheus_feedback(data_dir: str | Path, benchmark: str) -> list[dict]:
+    """Prometheus absolute-grading items of one benchmark, one record per GPT-4 run.
+
+    Args:
+        data_dir: the real-data folder, holding ``prometheus/<file>.json`` (see :data:`PROMETHEUS_FILES`).
+        benchmark: one of :data:`BENCHMARKS`.
+
+    Returns:
+        960 dicts per benchmark (320 items x 3 GPT-4 runs) with keys ``benchmark``, ``question_id`` (int, the
+        benchmark's question id), ``model`` (the graded system), ``category``, ``run`` (0-2), ``prompt`` (the
+        published absolute-grading prompt, verbatim), ``question`` (the instruction to evaluate), ``reference``
+        (the score-5 reference answer), ``response``, ``rubric``, ``score`` (float in [1, 5]) and ``critique``
+        (``"<feedback> [RESULT] <score>"``).
+
+    Raises:
+        FileNotFoundError: the file is missing.
+        ValueError: an unknown benchmark, a prompt not in the Prometheus layout, or feedback and score lists of
+            different lengths.
+    """
+    if benchmark not in PROMETHEUS_FILES:
+        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {tuple(PROMETHEUS_FILES)}")
+    path = Path(data_dir) / "prometheus" / PROMETHEUS_FILES[benchmark]
+    items = json.loads(path.read_text(encoding="utf-8"))
+    records = []
+    for index, item in enumerate(items):
+        match = _PROMETHEUS_PROMPT.search(item["instruction"])
+        if match is None:
+            raise ValueError(f"{path}: item {index}: prompt is not in the Prometheus absolute-grading layout")
+        if len(item["gpt4_feedback"]) != len(item["gpt4_score"]):
+            raise ValueError(
+                f"{path}: item {index}: {len(item['gpt4_feedback'])} feedbacks for {len(item['gpt4_score'])} scores"
+            )
+        for run, (feedback, score) in enumerate(zip(item["gpt4_feedback"], item["gpt4_score"], strict=True)):
+            records.append(
+                {
+                    "benchmark": benchmark,
+                    "question_id": int(item["idx"]),
+                    "model": item["response_source"],
+                    "category": item.get("category"),
+                    "run": run,
+                    "prompt": item["instruction"],
+                    **{k: v.strip() for k, v in match.groupdict().items()},
+                    "score": float(score),
+                    "critique": f"{feedback.strip()} [RESULT] {int(score)}",
+                }
+            )
+    return records
+
+
+def split_by_question(
+    keys: Iterable, *, test_fraction: float = 0.2, validation_fraction: float = 0.1, seed: int = 0
+) -> dict:
+    """Assign each question to one split, per benchmark, reproducibly.
+
+    Args:
+        keys: question keys ``(benchmark, question_id)``; duplicates are ignored.
+        test_fraction: share of each benchmark's questions in ``test``, in [0, 1).
+        validation_fraction: share in ``validation``; ``test_fraction + validation_fraction < 1``.
+        seed: shuffling seed.
+
+    Returns:
+        ``{key: "train" | "validation" | "test"}``. Per benchmark, ``round(n * test_fraction)`` questions go to
+        test and ``round(n * validation_fraction)`` to validation.
+
+    Raises:
+        ValueError: fractions out of range.
+    """
+    if not (0 <= test_fraction < 1 and 0 <= validation_fraction < 1 and test_fraction + validation_fraction < 1):
+        raise ValueError("need 0 <= test_fraction, validation_fraction and test_fraction + validation_fraction < 1")
+    by_benchmark: dict = {}
+    for key in sorted(set(keys)):
+        by_benchmark.setdefault(key[0], []).append(key)
+    assignment = {}
+    for benchmark, group in sorted(by_benchmark.items()):
+        order = list(group)
+        random.Random(f"{seed}-{benchmark}").shuffle(order)
+        n_test, n_val = round(len(order) * test_fraction), round(len(order) * validation_fraction)
+        for i, key in enumerate(order):
+            assignment[key] = "test" if i < n_test else "validation" if i < n_test + n_val else "train"
+    return assignment
+
+
+def _messages(prompt: Sequence[Mapping], critique: str) -> list[dict]:
+    return [
+        *({"role": m["role"], "content": m["content"]} for m in prompt),
+        {"role": "assistant", "content": critique},
+    ]
+
+
+def build_judgment_sft_data(
+    data_dir: str | Path,
+    *,
+    benchmarks: Sequence[str] = BENCHMARKS,
+    prometheus: bool = True,
+    test_fraction: float = 0.2,
+    validation_fraction: float = 0.1,
+    seed: int = 0,
+) -> tuple[dict[str, datasets.DatasetDict], BuildReport]:
+    """Critique SFT data from the published GPT-4 judgments, split by question.
+
+    Args:
+        data_dir: the real-data folder (``../shared/data``).
+        benchmarks: subset of :data:`BENCHMARKS`.
+        prometheus: include the Prometheus feedback (config ``prometheus_absolute``).
+        test_fraction, validation_fraction, seed: see :func:`split_by_question`; the split is over the union of
+            the questions of both sources.
+
+    Returns:
+        ``(configs, report)``: ``configs`` maps each of :data:`CONFIGS` present to a ``DatasetDict`` with the
+        splits that have rows. Columns: ``id`` (unique string), ``benchmark``, ``question_id``, ``model``,
+        ``category``, ``setting``, ``template``, ``template_version``, the setting's fields (``question``,
+        [``reference``], ``response``; Prometheus adds ``rubric``), ``score`` (GPT-4's grade: 1-10 for the
+        MT-Bench configs, 1-5 for Prometheus), ``critique`` and ``messages``.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`load_gpt4_single_judgments` and :func:`load_prometheus_feedback`.
+    """
+    report = BuildReport()
+    single = [r for b in benchmarks for r in load_gpt4_single_judgments(data_dir, b, report=report)]
+    feedback = [r for b in benchmarks for r in load_prometheus_feedback(data_dir, b)] if prometheus else []
+    keys = {(r["benchmark"], r["question_id"]) for r in single + feedback}
+    assignment = split_by_question(
+        keys, test_fraction=test_fraction, validation_fraction=validation_fraction, seed=seed
+    )
+    report.questions = dict(sorted(Counter(assignment.values()).items()))
+
+    rows: dict[str, dict[str, list]] = {c: {s: [] for s in SPLITS} for c in CONFIGS}
+    for r in single:
+        template = get_template("mtbench", r["setting"], "en")
+        record = {k: v for k, v in r.items() if not (k == REFERENCE and v is None)}
+        row = {
+            "id": f"{r['benchmark']}-{r['question_id']}-{r['model']}",
+            **{k: v for k, v in record.items() if k != "judge_prompt"},
+            "template": template.name,
+            "template_version": template.version,
+            "messages": _messages(template.render(record), r["critique"]),
+        }
+        rows[r["setting"]][assignment[(r["benchmark"], r["question_id"])]].append(row)
+    for r in feedback:
+        row = {
+            "id": f"prometheus-{r['benchmark']}-{r['question_id']}-{r['model']}-run{r['run']}",
+            **{k: v for k, v in r.items() if k != "prompt"},
+            "setting": "pointwise_referenced",
+            "template": "prometheus_absolute_grading (published prompt, verbatim)",
+            "template_version": "prometheus-eval@dcfb442",
+            "messages": _messages([{"role": "user", "content": r["prompt"]}], r["critique"]),
+        }
+        rows["prometheus_absolute"][assignment[(r["benchmark"], r["question_id"])]].append(row)
+
+    configs = {}
+    for config, splits in rows.items():
+        present = {s: datasets.Dataset.from_list(v) for s, v in splits.items() if v}
+        if present:
+            configs[config] = datasets.DatasetDict(present)
+            report.rows[config] = {s: len(d) for s, d in present.items()}
+    return configs, report
+
+
+def save_judgment_sft_data(configs: Mapping[str, datasets.DatasetDict], out_dir: str | Path) -> list[Path]:
+    """Write the configs for training and for ``hf-critic grade``.
+
+    Layout: ``<out_dir>/<config>/`` is a ``save_to_disk`` ``DatasetDict`` (what a recipe's ``dataset_mixture``
+    points at, ``id: <out_dir>``, ``config: <config>``), and ``<out_dir>/<split>_<config>.jsonl`` holds the
+    validation and test rows of the pointwise configs without the ``messages`` column, ready for
+    ``hf-critic grade --data ... --human-score score``. Reference-free files have no ``reference`` column, so the
+    CLI picks the reference-free setting.
+
+    Args:
+        configs: the first value returned by :func:`build_judgment_sft_data`.
+        out_dir: target folder (created). Keep it out of version control: the source files carry no licence for
+            redistribution (``outputs/`` is git-ignored).
+
+    Returns:
+        The paths written (folders and files).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for config, splits in configs.items():
+        splits.save_to_disk(str(out_dir / config))
+        written.append(out_dir / config)
+        if not config.startswith("pointwise"):
+            continue
+        for split in ("validation", "test"):
+            if split not in splits:
+                continue
+            path = out_dir / f"{split}_{config}.jsonl"
+            with path.open("w", encoding="utf-8") as handle:
+                for row in splits[split].remove_columns("messages"):
+                    if row.get(REFERENCE) is None:
+                        row.pop(REFERENCE, None)
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            written.append(path)
+    return written
