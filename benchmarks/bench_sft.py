@@ -38,6 +38,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_critic import training
+from hf_critic.models import dequantized_gguf_config
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("padded", "padding_free", "packing")
@@ -163,7 +164,7 @@ def main() -> None:
     args.pack_length = args.pack_length or int(args.batch_size * statistics.median(lengths))
     batches = make_batches(examples, args, tokenizer.pad_token_id)
 
-    clean = training.dequantized_gguf_config(model_path)
+    clean = dequantized_gguf_config(model_path)
     model = AutoModelForCausalLM.from_pretrained(
         model_path, dtype=torch.float32, **({"config": clean} if clean else {})
     )

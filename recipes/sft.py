@@ -57,6 +57,7 @@ from trl import (
 from trl import ScriptArguments as TrlScriptArguments
 
 from hf_critic import training
+from hf_critic.models import dequantized_gguf_config
 from hf_critic.prompts import DEFAULT_FAMILY
 
 logger = logging.getLogger(__name__)
@@ -254,7 +255,7 @@ def main(script_args, training_args, model_args):
         "use_cache": not training_args.activation_checkpointing,
         **(training_args.model_init_kwargs or {}),
     }
-    clean_config = training.dequantized_gguf_config(model_args.model_name_or_path)
+    clean_config = dequantized_gguf_config(model_args.model_name_or_path)
     if clean_config is not None:  # e.g. the embedded default critic: fp32 weights under a stale GGUF config
         clean_config.use_cache = training_args.model_init_kwargs.pop("use_cache", clean_config.use_cache)
         training_args.model_init_kwargs["config"] = clean_config

@@ -8,6 +8,7 @@ folder under the hf-critic cache so that later loads take seconds and need no ne
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import shutil
@@ -160,6 +161,37 @@ def inference_dtype(dtype: str = "auto"):
     return value
 
 
+def dequantized_gguf_config(path: str | os.PathLike):
+    """The config of a GGUF-converted model folder without its stale ``quantization_config``, or None.
+
+    ``from_pretrained(..., gguf_file=...)`` de-quantises GGUF weights to plain float tensors, but a folder saved from
+    such a model (hf-critic's embedded default critic, :func:`hf_critic.models.default_model_dir`) keeps
+    ``quantization_config: {quant_method: gguf}`` in ``config.json``; transformers then flags the model as quantized
+    and refuses full fine-tuning ("purely quantized models"), and at inference warns that a non-float32 dtype casts
+    every matmul (it does not: the layers are plain ``nn.Linear``). Passing the returned config to
+    ``from_pretrained`` loads the same weights as an ordinary model (:func:`load_model` and ``recipes/sft.py`` do),
+    and a trained checkpoint is saved with a clean config.
+
+    Args:
+        path: a model folder or Hub id.
+
+    Returns:
+        A ``PretrainedConfig`` without ``quantization_config`` when ``path`` is a local folder whose config says
+        ``gguf`` and that holds safetensors weights (no ``.gguf`` file); None otherwise.
+    """
+    folder = Path(path)
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) or any(folder.glob("*.gguf")):
+        return None
+    quantization = json.loads((folder / "config.json").read_text()).get("quantization_config") or {}
+    if quantization.get("quant_method") != "gguf":
+        return None
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(folder)
+    del config.quantization_config
+    return config
+
+
 def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: bool = False, dtype: str = "auto"):
     """Load a causal LM and its tokenizer for critique generation or scoring.
 
@@ -185,7 +217,9 @@ def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: boo
     tokenizer.padding_side = "left"  # decoder-only batches must be left-padded for generation
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code)
+    clean = dequantized_gguf_config(path)  # the default critic: plain weights under a stale GGUF config
+    extra = {"config": clean} if clean is not None else {}
+    lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code, **extra)
     if torch.cuda.is_available():
         lm = lm.to("cuda")
     lm.eval()

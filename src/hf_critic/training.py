@@ -1075,35 +1075,6 @@ def templates_in(dataset: datasets.Dataset) -> list[dict[str, str]]:
     return [dict(zip(columns, values, strict=True)) for values in sorted(seen, key=str)]
 
 
-def dequantized_gguf_config(path: str | os.PathLike):
-    """The config of a GGUF-converted model folder without its stale ``quantization_config``, or None.
-
-    ``from_pretrained(..., gguf_file=...)`` de-quantises GGUF weights to plain float tensors, but a folder saved from
-    such a model (hf-critic's embedded default critic, :func:`hf_critic.models.default_model_dir`) keeps
-    ``quantization_config: {quant_method: gguf}`` in ``config.json``; transformers then flags the model as quantized
-    and refuses full fine-tuning ("purely quantized models"). Passing the returned config to ``from_pretrained``
-    loads the same weights as an ordinary model, and the trained checkpoint is saved with a clean config.
-
-    Args:
-        path: a model folder or Hub id.
-
-    Returns:
-        A ``PretrainedConfig`` without ``quantization_config`` when ``path`` is a local folder whose config says
-        ``gguf`` and that holds safetensors weights (no ``.gguf`` file); None otherwise.
-    """
-    folder = Path(path)
-    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) or any(folder.glob("*.gguf")):
-        return None
-    quantization = json.loads((folder / "config.json").read_text()).get("quantization_config") or {}
-    if quantization.get("quant_method") != "gguf":
-        return None
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(folder)
-    del config.quantization_config
-    return config
-
-
 # ----------------------------------------------------------------------------------------------------------------
 # accelerate / DeepSpeed configs
 # ----------------------------------------------------------------------------------------------------------------
