@@ -150,6 +150,23 @@ def _dataset(rows: list[dict], columns: Iterable[str]) -> datasets.Dataset:
     return datasets.Dataset.from_dict({c: [] for c in columns})
 
 
+def _answered(teacher, rows: list[dict], requests: list[ChatRequest], *, stage: str, progress: bool, report):
+    """Ask the teacher one request per row; ``[(row, result), ...]`` for the answered ones, in row order.
+
+    Sets ``report.items_in`` to ``len(rows)`` and books every failed request in ``report`` (reported, never dropped
+    silently: Eval-Instruct's resumable-run contract).
+    """
+    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
+    report.items_in = len(rows)
+    answered = []
+    for row, result in zip(rows, results, strict=True):
+        if result.ok:
+            answered.append((row, result))
+        else:
+            report.fail(result.id, result.error or "failed")
+    return answered
+
+
 def _report(report: StageReport | None, name: str, unit: str, conserved: bool = True) -> StageReport:
     report = report if report is not None else StageReport(name)
     report.unit, report.conserved = unit, conserved
@@ -582,13 +599,8 @@ def grade_pointwise_referenced(
     template = get_template(family, POINTWISE_REFERENCED, language)
     rows = list(responses)
     requests = [ChatRequest(row["response_id"], template.render(row)) for row in rows]
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
-    report.items_in = len(rows)
     out = []
-    for row, result in zip(rows, results, strict=True):
-        if not result.ok:
-            report.fail(result.id, result.error or "failed")
-            continue
+    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
         parsed, reason = check_critique(
             result.text or "", kind="score", language=language, score_range=template.output.score_range, config=filters
         )
@@ -742,13 +754,8 @@ def pointwise_to_pairwise(
     template = get_teacher_template("p2p", Setting(Task.PAIRWISE, referenced), language)
     rows = list(pairs)
     requests = [ChatRequest(row["pair_id"], template.render(row)) for row in rows]
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
-    report.items_in = len(rows)
     out = []
-    for row, result in zip(rows, results, strict=True):
-        if not result.ok:
-            report.fail(result.id, result.error or "failed")
-            continue
+    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
         parsed, reason = check_critique(
             result.text or "",
             kind="label",
@@ -827,13 +834,8 @@ def referenced_to_reference_free(
     kind = template.output.kind
     rows = list(dataset)
     requests = [ChatRequest(row["id"], template.render(row)) for row in rows]
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
-    report.items_in = len(rows)
     out = []
-    for row, result in zip(rows, results, strict=True):
-        if not result.ok:
-            report.fail(result.id, result.error or "failed")
-            continue
+    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
         parsed, reason = check_critique(
             result.text or "",
             kind=kind,
@@ -1093,13 +1095,8 @@ def dialogue_revision(
         )
         for row in rows
     ]
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
-    report.items_in = len(rows)
     out = []
-    for row, result in zip(rows, results, strict=True):
-        if not result.ok:
-            report.fail(result.id, result.error or "failed")
-            continue
+    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
         parsed, reason = check_critique(
             result.text or "",
             kind="score",
