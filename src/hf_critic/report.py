@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from . import schema as S
-from .benchmarks._rows import query_id_of
-from .benchmarks.alignbench import CATEGORIES_EN
+from .datasets._rows import query_id_of
+from .datasets.alignbench import CATEGORIES_EN
 from .metrics import critique_correlation, normalize_labels, pairwise_agreement
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]

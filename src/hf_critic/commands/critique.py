@@ -24,7 +24,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     io.add_argument(
         "--format",
         help="read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
-        "folder), prometheus (see hf_critic.benchmarks)",
+        "folder), prometheus (see hf_critic.datasets)",
     )
     io.add_argument("--split", default="train", help="split to read from a Hub dataset (default: train)")
     io.add_argument("--limit", type=int, help="only the first N rows")
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     from ..prompts import DEFAULT_FAMILY
 
     if args.format:
-        from ..benchmarks import load_benchmark
+        from ..datasets import load_benchmark
         from ..io import rename_columns
 
         records = rename_columns(load_benchmark(args.format, args.data), parse_columns(args.columns), args.data)

@@ -94,7 +94,7 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
     Raises:
         ValueError: no ``FORMAT:`` prefix or an unknown format.
     """
-    from ..benchmarks import FORMATS
+    from ..datasets import FORMATS
 
     name, rest = _name_and_value(spec)
     fmt, sep, path = rest.partition(":")
@@ -104,7 +104,7 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
 
 
 def _load_benchmark(args, fmt: str, path: str):
-    from ..benchmarks import load_benchmark
+    from ..datasets import load_benchmark
     from ..io import parse_columns
 
     kwargs = {}
@@ -123,7 +123,7 @@ def _load_benchmark(args, fmt: str, path: str):
 def _verdict_runs(args, benchmarks):
     """Auto-J-style verdict files turned into critique datasets (the swapped file mapped back to original order)."""
     from .. import schema as S
-    from ..benchmarks import load_verdicts
+    from ..datasets import load_verdicts
 
     if not args.verdicts:
         return []

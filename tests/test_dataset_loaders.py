@@ -1,4 +1,4 @@
-"""hf_critic.benchmarks loaders: synthetic fixtures for the mapping and the errors, shared data for the real files."""
+"""hf_critic.datasets loaders: synthetic fixtures for the mapping and the errors, shared data for the real files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hf_critic.benchmarks import (
+from hf_critic.datasets import (
     load_alignbench,
     load_autoj_eval_p,
     load_benchmark,
@@ -15,7 +15,7 @@ from hf_critic.benchmarks import (
     load_prometheus,
     load_verdicts,
 )
-from hf_critic.benchmarks._rows import query_id_of
+from hf_critic.datasets._rows import query_id_of
 from hf_critic.io import RecordError
 
 
