@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from hf_critic import schema as S
+from hf_critic import schema
 from hf_critic.cli import main
 from hf_critic.io import RecordError, load_records, parse_columns
 
-STATUSES = {s.value for s in S.ParseStatus}
+STATUSES = {s.value for s in schema.ParseStatus}
 
 
 def _write_jsonl(path, rows):
@@ -63,10 +63,10 @@ def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):
     assert len(rows) == 4
     assert [r["question"] for r in rows] == [f"Question {i}?" for i in range(4)]
     for row in rows:
-        assert row[S.CRITIQUE_STATUS] in STATUSES
-        assert isinstance(row[S.CRITIQUE_GENERATION], str)
+        assert row[schema.CRITIQUE_STATUS] in STATUSES
+        assert isinstance(row[schema.CRITIQUE_GENERATION], str)
         # A random model rarely writes a verdict; whatever it wrote, no default score is invented.
-        assert (row[S.CRITIQUE_SCORE] is None) == (row[S.CRITIQUE_STATUS] != "ok")
+        assert (row[schema.CRITIQUE_SCORE] is None) == (row[schema.CRITIQUE_STATUS] != "ok")
     printed = capsys.readouterr().out
     assert "wrote 4 rows" in printed and "/4 parsed" in printed
     # Rerun: every generation comes from the cache, same output.
@@ -104,7 +104,7 @@ def test_compare_swap_end_to_end_parquet(tiny_model_dir, tmp_path, capsys):
     assert main(argv) == 0
     rows = load_records(out)
     assert len(rows) == 2
-    for column in (S.CRITIQUE_LABEL_SWAPPED, S.CRITIQUE_GENERATION_SWAPPED, S.CRITIQUE_CONSISTENT):
+    for column in (schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_GENERATION_SWAPPED, schema.CRITIQUE_CONSISTENT):
         assert column in rows.column_names
     assert "agreement" in capsys.readouterr().out
 
@@ -161,12 +161,12 @@ def test_default_critic_on_three_records(tmp_path, capsys):
     )
     assert len(out) == 3
     for row in out:
-        assert row[S.CRITIQUE_GENERATION].strip()  # the model really generated text
-        assert row[S.CRITIQUE_STATUS] in STATUSES
-        if row[S.CRITIQUE_STATUS] == "ok":
-            assert 1 <= row[S.CRITIQUE_SCORE] <= 10
+        assert row[schema.CRITIQUE_GENERATION].strip()  # the model really generated text
+        assert row[schema.CRITIQUE_STATUS] in STATUSES
+        if row[schema.CRITIQUE_STATUS] == "ok":
+            assert 1 <= row[schema.CRITIQUE_SCORE] <= 10
         else:
-            assert row[S.CRITIQUE_SCORE] is None
+            assert row[schema.CRITIQUE_SCORE] is None
 
 
 def test_compare_reads_a_benchmark_format(tiny_model_dir, tmp_path, capsys):

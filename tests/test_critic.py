@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from hf_critic import schema as S
+from hf_critic import schema
 from hf_critic.backends.base import Backend
 from hf_critic.critic import ContextLengthError, Critic
 from hf_critic.decoding import DecodingConfig
@@ -54,11 +54,11 @@ def grader(text, k):
 def test_grade_reference_free_columns_and_unparsed():
     critic = Critic(ScriptedBackend(grader), template="mtbench")
     out = critic.grade(POINT)
-    assert out[S.CRITIQUE_SCORE] == [9.0, 2.0, None]
-    assert out[S.CRITIQUE_STATUS] == ["ok", "ok", "unparsed"]
-    assert out[S.CRITIQUE_EXPLANATION][0].startswith("Correct and concise")
-    assert "[[9]]" not in out[S.CRITIQUE_EXPLANATION][0]
-    assert out[S.CRITIQUE_GENERATION][2] == "I cannot decide."
+    assert out[schema.CRITIQUE_SCORE] == [9.0, 2.0, None]
+    assert out[schema.CRITIQUE_STATUS] == ["ok", "ok", "unparsed"]
+    assert out[schema.CRITIQUE_EXPLANATION][0].startswith("Correct and concise")
+    assert "[[9]]" not in out[schema.CRITIQUE_EXPLANATION][0]
+    assert out[schema.CRITIQUE_GENERATION][2] == "I cannot decide."
     assert out["question"] == [r["question"] for r in POINT]  # input rows kept
     stats = critic.last_stats
     assert (stats.total, stats.parsed, stats.unparsed) == (3, 2, 1)
@@ -76,8 +76,8 @@ def test_setting_chosen_from_data_and_forced():
 
 def test_out_of_range_is_not_clipped():
     out = Critic(ScriptedBackend(lambda t, k: "Rating: [[11]]"), template="mtbench").grade(POINT[:1])
-    assert out[S.CRITIQUE_SCORE] == [None]
-    assert out[S.CRITIQUE_STATUS] == ["out_of_range"]
+    assert out[schema.CRITIQUE_SCORE] == [None]
+    assert out[schema.CRITIQUE_STATUS] == ["out_of_range"]
 
 
 def test_missing_column_and_empty_field_are_named():
@@ -95,7 +95,7 @@ def test_empty_response_is_judged_not_rejected():
     out = Critic(
         ScriptedBackend(lambda t, k: seen.append(t) or "Nothing was answered. Rating: [[1]]"), template="mtbench"
     ).compare([{"question": "q", "response_1": "an answer", "response_2": ""}])
-    assert out[S.CRITIQUE_LABEL] is not None and "[The Start of Assistant B's Answer]\n\n[The End" in seen[0]
+    assert out[schema.CRITIQUE_LABEL] is not None and "[The Start of Assistant B's Answer]\n\n[The End" in seen[0]
 
 
 PAIRS = [
@@ -114,17 +114,17 @@ def position_biased(text, k):
 def test_compare_swap_maps_back_and_records_consistency():
     critic = Critic(ScriptedBackend(position_biased), template="mtbench")
     out = critic.compare(PAIRS, swap=True)
-    assert out[S.CRITIQUE_LABEL] == [S.RESPONSE_1_WINS, S.RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_LABEL] == [schema.RESPONSE_1_WINS, schema.RESPONSE_2_WINS]
     # Swapped pair 1 shows Berlin first -> "[[A]]" = Berlin = response 2 in original terms.
-    assert out[S.CRITIQUE_LABEL_SWAPPED] == [S.RESPONSE_2_WINS, S.RESPONSE_2_WINS]
-    assert out[S.CRITIQUE_CONSISTENT] == [False, True]
+    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [schema.RESPONSE_2_WINS, schema.RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_CONSISTENT] == [False, True]
     assert critic.last_stats.total == 4
 
 
 def test_swap_label_mapping():
-    assert [S.swap_label(x) for x in (0, 1, 2, None)] == [1, 0, 2, None]
+    assert [schema.swap_label(x) for x in (0, 1, 2, None)] == [1, 0, 2, None]
     with pytest.raises(ValueError):
-        S.swap_label(3)
+        schema.swap_label(3)
 
 
 def test_self_consistency_mean_and_closest_explanation():
@@ -135,9 +135,9 @@ def test_self_consistency_mean_and_closest_explanation():
         decoding=DecodingConfig(strategy="self_consistency", num_samples=5),
     )
     out = critic.grade(POINT[:1])
-    assert out[S.CRITIQUE_SCORE] == [6.5]
-    assert out[S.CRITIQUE_EXPLANATION][0].startswith("sample 3")
-    assert len(out[S.CRITIQUE_SAMPLES][0]) == 5
+    assert out[schema.CRITIQUE_SCORE] == [6.5]
+    assert out[schema.CRITIQUE_EXPLANATION][0].startswith("sample 3")
+    assert len(out[schema.CRITIQUE_SAMPLES][0]) == 5
 
 
 def test_truncation_policies():
@@ -145,16 +145,16 @@ def test_truncation_policies():
     backend = ScriptedBackend(lambda t, k: f"Rating: [[{4 if '...' in t else 6}]]", context_length=300)
     decoding = DecodingConfig(max_new_tokens=50)
     out = Critic(backend, template="mtbench", decoding=decoding).grade([long, POINT[0]])
-    assert out[S.CRITIQUE_TRUNCATED] == [True, False]
-    assert out[S.CRITIQUE_SCORE][0] == 4.0  # the model saw the cut text
+    assert out[schema.CRITIQUE_TRUNCATED] == [True, False]
+    assert out[schema.CRITIQUE_SCORE][0] == 4.0  # the model saw the cut text
     prompt_len = backend.prompt_tokens(
         Critic(backend, template="mtbench")
-        .template_for(S.Setting(S.Task.POINTWISE, False))
+        .template_for(schema.Setting(schema.Task.POINTWISE, False))
         .render({**long, "response": "x"})
     )
     assert prompt_len < 250
     skipped = Critic(backend, template="mtbench", decoding=decoding, truncate="skip").grade([long])
-    assert skipped[S.CRITIQUE_STATUS] == ["skipped"] and skipped[S.CRITIQUE_SCORE] == [None]
+    assert skipped[schema.CRITIQUE_STATUS] == ["skipped"] and skipped[schema.CRITIQUE_SCORE] == [None]
     with pytest.raises(ContextLengthError, match="row 0"):
         Critic(backend, template="mtbench", decoding=decoding, truncate="error").grade([long])
 
@@ -168,7 +168,7 @@ def test_cache_makes_reruns_free_and_resumes(tmp_path):
     out = critic.grade(POINT)  # two finished, one new
     assert backend.calls == 3
     assert critic.last_stats.cached == 2
-    assert out[S.CRITIQUE_SCORE] == [9.0, 2.0, None]
+    assert out[schema.CRITIQUE_SCORE] == [9.0, 2.0, None]
     # Another decoding configuration is another cache entry.
     Critic(backend, template="mtbench", cache_path=cache, decoding=DecodingConfig(strategy="beam")).grade(POINT[:1])
     assert backend.calls == 4
@@ -183,5 +183,5 @@ def test_template_for_wrong_setting_is_refused():
 def test_dimensions_column_is_json():
     reply = "ok. {'Correctness': 8, 'Richness': 6, 'Overall Score': 7}"
     out = Critic(ScriptedBackend(lambda t, k: reply), template="critiquellm_v2").grade(POINT[:1])
-    assert out[S.CRITIQUE_SCORE] == [7.0]
-    assert json.loads(out[S.CRITIQUE_DIMENSIONS][0]) == {"Correctness": 8.0, "Richness": 6.0}
+    assert out[schema.CRITIQUE_SCORE] == [7.0]
+    assert json.loads(out[schema.CRITIQUE_DIMENSIONS][0]) == {"Correctness": 8.0, "Richness": 6.0}

@@ -130,7 +130,7 @@ def test_faults_kill_and_restart_lose_and_repeat_nothing(server, tmp_path):
         path = recipe(tmp_path, proxy.url, model=model, queries={"balance_total": 4})
         data = yaml.safe_load(path.read_text())
         # 9 attempts: an item fails at random with p ~ 0.26**9 (a fault, or a delay past the timeout, each time)
-        retries = {"timeout": 1.5, "max_retries": 8, "initial_backoff": 0.05, "max_backoff": 0.4}
+        retries = {"timeout": 1.5, "retry": {"max_retries": 8, "initial_backoff": 0.05, "max_backoff": 0.4}}
         data["teacher"].update(retries)
         for generator in data["generators"]:
             generator["endpoint"].update(retries)

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from hf_critic.backends.chat import ChatResult, UsageLedger
+from hf_critic.backends.openai import RetryPolicy
 from hf_critic.data import filters as F
-from hf_critic.data import stages as S
+from hf_critic.data import stages
 from hf_critic.data.config import ConfigError, load_config
 from hf_critic.data.hub import push_to_hub, render_card, save_outputs
 from hf_critic.data.pipeline import run_eval_instruct
@@ -63,24 +64,27 @@ PAIRWISE_ZH = "事实正确性：助手1的回答准确，助手2的答案遗漏
 # ----------------------------------------------------------------------------------------------- parsers
 def test_parse_generated_queries_and_categories():
     text = "1.@@What is 2+2?@@ &&数学计算&&\n2. @@Write a\nhaiku.@@&&Writing Ability&&\n3.@@@@&&x&&\nnoise"
-    assert S.parse_generated_queries(text) == [("What is 2+2?", "数学计算"), ("Write a\nhaiku.", "Writing Ability")]
-    assert S.normalize_category("数学计算") == "Mathematics"
-    assert S.normalize_category("10. multi-lingual ability") == "Multi-lingual Ability"
-    assert S.normalize_category("基本能力") == "Fundamental Language Ability"  # AlignBench's name
-    assert S.normalize_category("综合问答类别") == "Open-ended Question Answering"
-    assert S.normalize_category("Cooking") is None and S.normalize_category(None) is None
-    assert len(S.CATEGORIES) == 10
+    assert stages.parse_generated_queries(text) == [
+        ("What is 2+2?", "数学计算"),
+        ("Write a\nhaiku.", "Writing Ability"),
+    ]
+    assert stages.normalize_category("数学计算") == "Mathematics"
+    assert stages.normalize_category("10. multi-lingual ability") == "Multi-lingual Ability"
+    assert stages.normalize_category("基本能力") == "Fundamental Language Ability"  # AlignBench's name
+    assert stages.normalize_category("综合问答类别") == "Open-ended Question Answering"
+    assert stages.normalize_category("Cooking") is None and stages.normalize_category(None) is None
+    assert len(stages.CATEGORIES) == 10
 
 
 def test_parse_difficulties():
     text = "1.@@a@@&&b&&##2##\n2.@@c@@&&d&&##7##\n3. @@e@@ && f && ## 3 ##\n3.@@g@@&&h&&##1##"
-    assert S.parse_difficulties(text, 3) == {0: 2, 2: 3}  # 7 is off the 1-3 scale; the first serial 3 wins
-    assert S.parse_difficulties("no scores", 3) == {}
+    assert stages.parse_difficulties(text, 3) == {0: 2, 2: 3}  # 7 is off the 1-3 scale; the first serial 3 wins
+    assert stages.parse_difficulties("no scores", 3) == {}
 
 
 def test_query_id_is_stable_and_normalised():
-    assert S.query_id("What?") == S.query_id("  What?\n") != S.query_id("Why?")
-    assert S.query_id("ＡＢＣ") == S.query_id("ABC")  # full-width folded (NFKC)
+    assert stages.query_id("What?") == stages.query_id("  What?\n") != stages.query_id("Why?")
+    assert stages.query_id("ＡＢＣ") == stages.query_id("ABC")  # full-width folded (NFKC)
 
 
 # ----------------------------------------------------------------------------------------------- text measures
@@ -148,18 +152,18 @@ def test_label_contradicts_scores():
 
 # ----------------------------------------------------------------------------------------------- swap augmentation
 def test_swap_critique_exchanges_the_assistants():
-    assert S.swap_critique(PAIRWISE_EN) == (
+    assert stages.swap_critique(PAIRWISE_EN) == (
         "Correctness: Assistant 2 is accurate, while Assistant 1 misses a step.\n"
         "Assistant 2's answer is better overall. {'Overall Comparison Result': 'Assistant 2'}"
     )
-    assert S.swap_critique(PAIRWISE_ZH) == PAIRWISE_ZH.replace("助手1", "X").replace("助手2", "助手1").replace(
+    assert stages.swap_critique(PAIRWISE_ZH) == PAIRWISE_ZH.replace("助手1", "X").replace("助手2", "助手1").replace(
         "X", "助手2"
     )
     assert (
-        S.swap_critique("[[A]] beats response B; Assistant 10 unchanged")
+        stages.swap_critique("[[A]] beats response B; Assistant 10 unchanged")
         == "[[B]] beats response A; Assistant 10 unchanged"
     )
-    assert S.swap_critique(S.swap_critique(PAIRWISE_ZH)) == PAIRWISE_ZH
+    assert stages.swap_critique(stages.swap_critique(PAIRWISE_ZH)) == PAIRWISE_ZH
 
 
 def test_swap_augment_maps_texts_label_and_critique():
@@ -172,7 +176,7 @@ def test_swap_augment_maps_texts_label_and_critique():
          "score_2": 6.0, "critique": "Prefers the first. {'Overall Comparison Result': 'Assistant 1'} Verdict: [[1]]", "label": 0},
     ]  # fmt: skip
     report = StageReport("swap")
-    out = list(S.swap_augment(ds(rows), report=report))
+    out = list(stages.swap_augment(ds(rows), report=report))
     assert [r["id"] for r in out] == ["p1", "p1/swap", "p2", "p2/swap", "p3"]
     swapped = out[1]
     assert (swapped["response_1"], swapped["response_2"], swapped["generator_1"], swapped["score_1"]) == (
@@ -196,14 +200,14 @@ def test_cross_validation_keeps_agreeing_pairs_with_both_critiques():
     path1 = ds([_pair("a", 0, "path1"), _pair("b", 1, "path1"), _pair("c", 2, "path1"), _pair("d", 0, "path1")])
     path2 = ds([_pair("a", 0, "path2"), _pair("b", 0, "path2"), _pair("c", 2, "path2"), _pair("e", 1, "path2")])
     report = StageReport("cv")
-    out = S.cross_validate(path1, path2, report=report)
+    out = stages.cross_validate(path1, path2, report=report)
     assert out["id"] == ["a/path1", "a/path2", "c/path1", "c/path2"]
     assert out["critique"] == ["path1 critique a", "path2 critique a", "path1 critique c", "path2 critique c"]
     assert report.rejected == {"label_mismatch": 1, "missing_path": 2}
     assert (report.items_in, report.items_out) == (5, 2) and report.balanced
     assert report.notes == {"pairs_in_both_paths": 3, "filtered_share": pytest.approx(1 / 3)}
     with pytest.raises(ValueError, match="twice"):
-        S.cross_validate(ds([_pair("a", 0, "p"), _pair("a", 1, "p")]), path2)
+        stages.cross_validate(ds([_pair("a", 0, "p"), _pair("a", 1, "p")]), path2)
 
 
 # ----------------------------------------------------------------------------------------------- multi-path stages
@@ -218,9 +222,9 @@ def graded_rows():
 
 
 def test_make_pairs_is_deterministic_and_complete():
-    pairs = S.make_pairs(ds(graded_rows()), seed=0)
+    pairs = stages.make_pairs(ds(graded_rows()), seed=0)
     assert len(pairs) == 3 and len(set(pairs["pair_id"])) == 3
-    assert pairs["pair_id"] == S.make_pairs(ds(graded_rows()), seed=0)["pair_id"]
+    assert pairs["pair_id"] == stages.make_pairs(ds(graded_rows()), seed=0)["pair_id"]
     assert {frozenset((p["generator_1"], p["generator_2"])) for p in pairs} == {
         frozenset("ab"),
         frozenset("ac"),
@@ -228,16 +232,16 @@ def test_make_pairs_is_deterministic_and_complete():
     }
     row = pairs[0]
     assert row["critique_1"] == next(r["critique"] for r in graded_rows() if r["generator"] == row["generator_1"])
-    assert len(S.make_pairs(ds(graded_rows()), per_query=2)) == 2
+    assert len(stages.make_pairs(ds(graded_rows()), per_query=2)) == 2
 
 
 def test_pointwise_to_pairwise_filters_labels_against_large_score_gaps():
     teacher = Source(
         lambda m: "Correctness: Assistant 2 is more accurate overall. {'Overall Comparison Result': 'Assistant 2'}"
     )
-    pairs = S.make_pairs(ds(graded_rows()))
+    pairs = stages.make_pairs(ds(graded_rows()))
     report = StageReport("p2p")
-    out = S.pointwise_to_pairwise(pairs, teacher, referenced=True, report=report, path="path1")
+    out = stages.pointwise_to_pairwise(pairs, teacher, referenced=True, report=report, path="path1")
     # "Assistant 2" goes against a gap >= 3 in the pairs where response 1 scored 3+ higher
     expected_bad = sum(1 for p in pairs if p["score_1"] - p["score_2"] >= 3)
     assert report.rejected == ({"label_contradicts_scores": expected_bad} if expected_bad else {})
@@ -256,7 +260,9 @@ def test_referenced_to_reference_free_checks_shift_and_leaks():
     }
     teacher = Source(lambda m: replies[next(k for k in replies if f"Answer by {k[-1]}." in m[0]["content"])])
     report = StageReport("r2rf")
-    out = S.referenced_to_reference_free(ds(graded_rows()), teacher, task="pointwise", path="path2", report=report)
+    out = stages.referenced_to_reference_free(
+        ds(graded_rows()), teacher, task="pointwise", path="path2", report=report
+    )
     assert out["id"] == ["q1/a"] and out[0]["score_referenced"] == 8.0 and out[0]["path"] == "path2"
     assert out[0]["critique_referenced"] == graded_rows()[0]["critique"]
     assert report.rejected == {"score_shift": 1, "reference_leak": 1} and report.balanced
@@ -266,7 +272,7 @@ def test_failures_are_reported_not_dropped():
     teacher = Source(lambda m: POINTWISE_EN, fail={"q1/b"})
     report = StageReport("grading")
     rows = [{k: v for k, v in r.items() if k not in ("id", "critique", "score")} for r in graded_rows()]
-    out = S.grade_pointwise_referenced(ds(rows), teacher, report=report)
+    out = stages.grade_pointwise_referenced(ds(rows), teacher, report=report)
     assert out["id"] == ["q1/a", "q1/c"] and [f.id for f in report.failures] == ["q1/b"]
     assert report.items_in == 3 and report.balanced and "after 7 attempts" in report.failures[0].error
     assert json.loads(out[0]["dimension_scores"]) == {"Correctness": 8.0, "User Satisfaction": 7.0}
@@ -285,7 +291,7 @@ def test_v1_dialogue_revision_bounds_the_score_move():
         )
     )
     report = StageReport("v1")
-    out = S.dialogue_revision(ds(first), teacher, report=report)
+    out = stages.dialogue_revision(ds(first), teacher, report=report)
     assert out["id"] == ["r0", "r2"] and report.rejected == {"score_shift": 1}
     roles = [m["role"] for m in teacher.calls[0].messages]
     assert roles == ["user", "assistant", "user"] and teacher.calls[0].messages[1]["content"] == "Fine. Rating: [[6]]"
@@ -296,12 +302,12 @@ def test_balance_queries_by_category_then_difficulty():
     rows = [{"query_id": f"m{i}", "category": "Mathematics", "difficulty": 1 + i % 3} for i in range(9)]
     rows += [{"query_id": f"w{i}", "category": "Writing Ability", "difficulty": 1} for i in range(2)]
     report = StageReport("balance")
-    out = S.balance_queries(ds(rows), total=8, report=report)
+    out = stages.balance_queries(ds(rows), total=8, report=report)
     cats = [r["category"] for r in out]
     assert cats.count("Writing Ability") == 2 and cats.count("Mathematics") == 6
     assert sorted(r["difficulty"] for r in out if r["category"] == "Mathematics") == [1, 1, 2, 2, 3, 3]
     assert report.rejected == {"balance": 3} and report.balanced
-    assert out["query_id"] == S.balance_queries(ds(rows), total=8)["query_id"]  # seeded
+    assert out["query_id"] == stages.balance_queries(ds(rows), total=8)["query_id"]  # seeded
 
 
 def test_pseudo_references_and_manual_revisions():
@@ -309,7 +315,7 @@ def test_pseudo_references_and_manual_revisions():
             for q in ("q1", "q2") for g in ("gpt4", "small")]  # fmt: skip
     rows = [r for r in rows if not (r["query_id"] == "q2" and r["generator"] == "gpt4")]  # no reference for q2
     report = StageReport("refs")
-    out = S.add_pseudo_references(
+    out = stages.add_pseudo_references(
         ds(rows), reference_generator="gpt4", revisions={"question q1": "Revised."}, report=report
     )
     assert [(r["generator"], r["reference"], r["reference_source"]) for r in out] == [
@@ -330,7 +336,7 @@ def test_augmentation_filters_duplicates_unknown_categories_and_near_copies():
     teacher = Source(lambda m: reply)
     report = StageReport("aug")
     seeds = datasets.load_dataset("json", data_files=str(SEEDS), split="train")
-    out = S.augment_queries(seeds, teacher, rounds=2, self_bleu_max=0.5, report=report)
+    out = stages.augment_queries(seeds, teacher, rounds=2, self_bleu_max=0.5, report=report)
     assert out.filter(lambda r: r["source"] == "augmented")["question"] == [
         "Name three uses of graphene in electronics."
     ]
@@ -345,21 +351,21 @@ def test_augmentation_filters_duplicates_unknown_categories_and_near_copies():
 @pytest.mark.parametrize("setting", ["pointwise_referenced", "pairwise_reference_free"])
 def test_sft_messages_use_the_critics_inference_template(setting):
     row = {**graded_rows()[0], "response_1": "R1", "response_2": "R2", "label": 0, "path": "path2", "swapped": False}
-    out = S.to_sft_dataset(ds([row]), setting, language="en", teacher="gpt-4")
+    out = stages.to_sft_dataset(ds([row]), setting, language="en", teacher="gpt-4")
     messages = out[0]["messages"]
     assert messages[:-1] == get_template("critiquellm_v2", setting, "en").render(row)
     assert messages[-1] == {"role": "assistant", "content": row["critique"]}
-    assert out.features == S.OUTPUT_FEATURES[setting] and out[0]["teacher"] == "gpt-4"
-    empty = S.to_sft_dataset(datasets.Dataset.from_dict({}), setting)
-    assert len(empty) == 0 and empty.features == S.OUTPUT_FEATURES[setting]
+    assert out.features == stages.OUTPUT_FEATURES[setting] and out[0]["teacher"] == "gpt-4"
+    empty = stages.to_sft_dataset(datasets.Dataset.from_dict({}), setting)
+    assert len(empty) == 0 and empty.features == stages.OUTPUT_FEATURES[setting]
 
 
 # ----------------------------------------------------------------------------------------------- card and saving
 def test_card_has_a_valid_yaml_header_and_lists_the_configs(tmp_path):
     row = {**graded_rows()[0], "label": 0, "response_1": "a", "response_2": "b"}
     data = datasets.DatasetDict(
-        {name: S.to_sft_dataset(ds([row]) if name.startswith("pointwise") else datasets.Dataset.from_dict({}), name)
-         for name in S.OUTPUT_FEATURES}
+        {name: stages.to_sft_dataset(ds([row]) if name.startswith("pointwise") else datasets.Dataset.from_dict({}), name)
+         for name in stages.OUTPUT_FEATURES}
     )  # fmt: skip
     report = PipelineReport(
         stages=[StageReport("cross_validation", "pairs", 10, 9, notes={"filtered_share": 0.1})],
@@ -376,7 +382,7 @@ def test_card_has_a_valid_yaml_header_and_lists_the_configs(tmp_path):
         and header["pretty_name"] == "My critiques"
     )
     assert header["task_categories"] == ["text-generation"]
-    assert [c["config_name"] for c in header["configs"]] == list(S.OUTPUT_FEATURES)
+    assert [c["config_name"] for c in header["configs"]] == list(stages.OUTPUT_FEATURES)
     assert header["configs"][0]["data_files"] == [{"split": "train", "path": "pointwise_referenced/train-*"}]
     infos = {i["config_name"]: i for i in header["dataset_info"]}
     assert infos["pointwise_referenced"]["splits"][0]["num_examples"] == 1
@@ -411,15 +417,17 @@ def test_card_has_a_valid_yaml_header_and_lists_the_configs(tmp_path):
     api = FakeApi()
     assert push_to_hub(paths["hub"], "me/critiques", api=api).endswith("me/critiques")
     assert api.calls[0] == ("create", "me/critiques", {"repo_type": "dataset", "private": True, "exist_ok": True})
-    assert api.calls[1][2] == ["README.md", *sorted(S.OUTPUT_FEATURES)]
+    assert api.calls[1][2] == ["README.md", *sorted(stages.OUTPUT_FEATURES)]
 
 
 # ----------------------------------------------------------------------------------------------- recipe
 def test_recipes_in_the_repo_load():
     root = Path(__file__).resolve().parents[1] / "recipes" / "eval_instruct"
     for path in sorted(root.glob("*.yaml")):
-        config = load_config(path, {"teacher": {"base_url": "http://127.0.0.1:1/v1", "model": "m"}})
+        teacher = yaml.safe_load(path.read_text(encoding="utf-8"))["teacher"]
+        config = load_config(path, {"teacher": {**teacher, "base_url": "http://127.0.0.1:1/v1", "model": "m"}})
         assert config.variant in ("v1", "v2") and config.generators
+        assert config.teacher.retry == RetryPolicy(**teacher["retry"])  # the nested retry policy is read
 
 
 def test_bad_recipes_name_the_key(tmp_path):
@@ -430,6 +438,9 @@ def test_bad_recipes_name_the_key(tmp_path):
         ({"references": {"generator": "nobody"}}, "references.generator 'nobody'"),
         ({"teacher": {**good["teacher"], "sampling": {"api_key": "sk-x"}}}, "credential"),
         ({"generators": [{"name": "x"}]}, "exactly one of 'endpoint' / 'transformers'"),
+        ({"teacher": {**good["teacher"], "max_retries": 3}}, "teacher: unknown key(s) ['max_retries']"),
+        ({"teacher": {**good["teacher"], "retry": {"max_retry": 3}}}, "teacher.retry: unknown key(s) ['max_retry']"),
+        ({"teacher": {**good["teacher"], "retry": {"jitter": 2}}}, "teacher.retry: need multiplier >= 1 and jitter"),
     ]:
         path = tmp_path / "bad.yaml"
         path.write_text(yaml.safe_dump({**good, **change}), encoding="utf-8")
@@ -461,7 +472,7 @@ def test_pipeline_against_a_scripted_local_server(tmp_path, monkeypatch):
     assert report.counts["pairwise_reference_free"] == 4 * cv.items_out  # two paths, each swapped
     for name, split in result.dataset.items():
         assert len(set(split["id"])) == len(split)
-        assert split.features == S.OUTPUT_FEATURES[name]
+        assert split.features == stages.OUTPUT_FEATURES[name]
     manual = result.dataset["pointwise_referenced"].filter(lambda r: r["question"] == first_seed)
     assert len(manual) == 2 and set(manual["reference"]) == {"MANUALLY REVISED REFERENCE."}
     rf = result.dataset["pairwise_reference_free"]

@@ -10,12 +10,12 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
 
-from . import schema as S
+from . import schema
 from .backends.base import Backend
 from .cache import GenerationCache, cache_key
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
@@ -59,16 +59,15 @@ class RunStats:
     skipped: int = 0
     truncated: int = 0
     cached: int = 0
-    by_status: dict = field(default_factory=dict)
 
     @property
     def parse_rate(self) -> float:
         """Share of inputs with a parsed verdict, in [0, 1] (0 when nothing ran)."""
         return self.parsed / self.total if self.total else 0.0
 
-    def count(self, status: S.ParseStatus) -> None:
+    def count(self, status: schema.ParseStatus) -> None:
         self.total += 1
-        attr = {S.ParseStatus.OK: "parsed"}.get(status, status.value)
+        attr = {schema.ParseStatus.OK: "parsed"}.get(status, status.value)
         setattr(self, attr, getattr(self, attr) + 1)
 
     def summary(self) -> str:
@@ -154,7 +153,7 @@ class Critic:
         return cls(backend, **kwargs)
 
     # ----------------------------------------------------------------------------------- templates
-    def template_for(self, setting: S.Setting) -> PromptTemplate:
+    def template_for(self, setting: schema.Setting) -> PromptTemplate:
         """The template used for ``setting``.
 
         Raises:
@@ -194,24 +193,24 @@ class Critic:
             ContextLengthError: an input too long for the model with ``truncate="error"``.
         """
         dataset = _as_dataset(records)
-        setting = S.Setting(S.Task.POINTWISE, _is_referenced(dataset, referenced))
+        setting = schema.Setting(schema.Task.POINTWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
         conversations, truncated = self._render(template, dataset, source, swap=False)
-        parsed, raws, samples = self._judge(template, conversations)
+        parsed, raws, samples, cached = self._judge(template, conversations)
         columns = {
-            S.CRITIQUE_SCORE: [p.score for p in parsed],
-            S.CRITIQUE_EXPLANATION: [p.explanation for p in parsed],
-            S.CRITIQUE_GENERATION: raws,
-            S.CRITIQUE_STATUS: [p.status.value for p in parsed],
-            S.CRITIQUE_DIMENSIONS: [
+            schema.CRITIQUE_SCORE: [p.score for p in parsed],
+            schema.CRITIQUE_EXPLANATION: [p.explanation for p in parsed],
+            schema.CRITIQUE_GENERATION: raws,
+            schema.CRITIQUE_STATUS: [p.status.value for p in parsed],
+            schema.CRITIQUE_DIMENSIONS: [
                 json.dumps(p.dimensions, ensure_ascii=False) if p.dimensions else None for p in parsed
             ],
-            S.CRITIQUE_TRUNCATED: truncated,
+            schema.CRITIQUE_TRUNCATED: truncated,
         }
         if self.decoding.strategy == "self_consistency":
-            columns[S.CRITIQUE_SAMPLES] = samples
-        self.last_stats = self._stats(parsed, truncated)
+            columns[schema.CRITIQUE_SAMPLES] = samples
+        self.last_stats = _stats(parsed, truncated, cached)
         return _add_columns(dataset, columns)
 
     def compare(
@@ -241,7 +240,7 @@ class Critic:
             RecordError, ContextLengthError: as in :meth:`grade`.
         """
         dataset = _as_dataset(records)
-        setting = S.Setting(S.Task.PAIRWISE, _is_referenced(dataset, referenced))
+        setting = schema.Setting(schema.Task.PAIRWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
         conversations, truncated = self._render(template, dataset, source, swap=False)
@@ -249,28 +248,28 @@ class Critic:
         if swap:  # one generate call for both orders: better batches
             swapped, truncated_swapped = self._render(template, dataset, source, swap=True)
             conversations = conversations + swapped
-        parsed, raws, samples = self._judge(template, conversations)
+        parsed, raws, samples, cached = self._judge(template, conversations)
         first = parsed[:n]
         columns = {
-            S.CRITIQUE_LABEL: [p.label for p in first],
-            S.CRITIQUE_EXPLANATION: [p.explanation for p in first],
-            S.CRITIQUE_GENERATION: raws[:n],
-            S.CRITIQUE_STATUS: [p.status.value for p in first],
-            S.CRITIQUE_TRUNCATED: truncated,
+            schema.CRITIQUE_LABEL: [p.label for p in first],
+            schema.CRITIQUE_EXPLANATION: [p.explanation for p in first],
+            schema.CRITIQUE_GENERATION: raws[:n],
+            schema.CRITIQUE_STATUS: [p.status.value for p in first],
+            schema.CRITIQUE_TRUNCATED: truncated,
         }
         if self.decoding.strategy == "self_consistency":
-            columns[S.CRITIQUE_SAMPLES] = samples[:n]
+            columns[schema.CRITIQUE_SAMPLES] = samples[:n]
         if swap:
-            back = [S.swap_label(p.label) for p in parsed[n:]]
-            columns[S.CRITIQUE_LABEL_SWAPPED] = back
-            columns[S.CRITIQUE_GENERATION_SWAPPED] = raws[n:]
-            columns[S.CRITIQUE_STATUS_SWAPPED] = [p.status.value for p in parsed[n:]]
-            columns[S.CRITIQUE_CONSISTENT] = [
+            back = [schema.swap_label(p.label) for p in parsed[n:]]
+            columns[schema.CRITIQUE_LABEL_SWAPPED] = back
+            columns[schema.CRITIQUE_GENERATION_SWAPPED] = raws[n:]
+            columns[schema.CRITIQUE_STATUS_SWAPPED] = [p.status.value for p in parsed[n:]]
+            columns[schema.CRITIQUE_CONSISTENT] = [
                 None if a.label is None or b is None else a.label == b for a, b in zip(first, back, strict=True)
             ]
-            columns[S.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
+            columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
-        self.last_stats = self._stats(parsed, truncated)
+        self.last_stats = _stats(parsed, truncated, cached)
         return _add_columns(dataset, columns)
 
     # ----------------------------------------------------------------------------------- internals
@@ -280,7 +279,11 @@ class Critic:
         budget = self.backend.context_length and self.backend.context_length - self.decoding.max_new_tokens
         for row, record in enumerate(dataset):
             if swap:
-                record = {**record, S.RESPONSE_1: record[S.RESPONSE_2], S.RESPONSE_2: record[S.RESPONSE_1]}
+                record = {
+                    **record,
+                    schema.RESPONSE_1: record[schema.RESPONSE_2],
+                    schema.RESPONSE_2: record[schema.RESPONSE_1],
+                }
             try:
                 messages = template.render(record)
             except TemplateFieldError as err:
@@ -302,7 +305,7 @@ class Critic:
         if self.truncate == "skip":
             return None, True
         # Cut the response(s) from the middle; pairwise shares the cut in proportion to each response's length.
-        names = [f for f in (S.RESPONSE, S.RESPONSE_1, S.RESPONSE_2) if f in template.setting.fields]
+        names = [f for f in (schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2) if f in template.setting.fields]
         lengths = {f: self.backend.count_tokens(record[f]) for f in names}
         total = sum(lengths.values())
         if total <= excess:
@@ -312,34 +315,38 @@ class Critic:
             record[f] = self.backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
         return template.render(record), True
 
-    def _judge(self, template: PromptTemplate, conversations: list) -> tuple[list[ParsedCritique], list, list]:
-        """Generate (through the cache), parse and aggregate; returns final verdicts, chosen raw texts, samples."""
-        generations = self._generate(conversations)
+    def _judge(self, template: PromptTemplate, conversations: list) -> tuple[list[ParsedCritique], list, list, int]:
+        """Generate (through the cache), parse and aggregate.
+
+        Returns final verdicts, chosen raw texts, all samples per input, and how many inputs came from the cache.
+        """
+        generations, cached = self._generate(conversations)
         kind, low_high = template.output.kind, template.output.score_range
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
         parsed, raws = [], []
         for texts in generations:
             if texts is None:  # skipped as too long
-                parsed.append(ParsedCritique(S.ParseStatus.SKIPPED))
+                parsed.append(ParsedCritique(schema.ParseStatus.SKIPPED))
                 raws.append(None)
                 continue
             result = aggregate([parse(t, kind, low_high) for t in texts])
             parsed.append(result.parsed)
             raws.append(texts[result.chosen])
-        return parsed, raws, generations
+        return parsed, raws, generations, cached
 
-    def _generate(self, conversations: list) -> list[list[str] | None]:
+    def _generate(self, conversations: list) -> tuple[list[list[str] | None], int]:
+        """Generations per conversation (None for skipped ones) and the number answered from the cache."""
         keys = [
             None if c is None else cache_key(model=self.backend.name, messages=c, decoding=self.decoding.__dict__)
             for c in conversations
         ]
         done = self.cache.get_many([k for k in keys if k]) if self.cache is not None else {}
-        self._cached = sum(1 for k in keys if k in done)
+        cached = sum(1 for k in keys if k in done)
         todo = [i for i, k in enumerate(keys) if k and k not in done]
         # Generate in chunks and commit each, so a killed run keeps everything finished before the kill.
         chunk = max(getattr(self.backend, "batch_size", 8) * 4, 1) if self.cache is not None else max(len(todo), 1)
         if todo:
-            logger.info("%d input(s) to generate, %d from cache", len(todo), self._cached)
+            logger.info("%d input(s) to generate, %d from cache", len(todo), cached)
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
             outputs = self.backend.generate([conversations[i] for i in part], self.decoding)
@@ -347,13 +354,14 @@ class Critic:
             if self.cache is not None:
                 self.cache.put_many(fresh)
             done.update(fresh)
-        return [done[k] if k else None for k in keys]
+        return [done[k] if k else None for k in keys], cached
 
-    def _stats(self, parsed: list[ParsedCritique], truncated: list[bool]) -> RunStats:
-        stats = RunStats(truncated=sum(truncated), cached=self._cached)
-        for p in parsed:
-            stats.count(p.status)
-        return stats
+
+def _stats(parsed: list[ParsedCritique], truncated: list[bool], cached: int) -> RunStats:
+    stats = RunStats(truncated=sum(truncated), cached=cached)
+    for p in parsed:
+        stats.count(p.status)
+    return stats
 
 
 def _as_dataset(records) -> datasets.Dataset:
@@ -363,7 +371,7 @@ def _as_dataset(records) -> datasets.Dataset:
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:
-    return S.REFERENCE in dataset.column_names if referenced is None else referenced
+    return schema.REFERENCE in dataset.column_names if referenced is None else referenced
 
 
 def _add_columns(dataset: datasets.Dataset, columns: dict[str, list]) -> datasets.Dataset:

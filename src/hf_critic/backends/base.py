@@ -1,4 +1,9 @@
-"""The interface every generation backend implements (transformers now; OpenAI-compatible HTTP, vLLM later)."""
+"""The interface every generation backend implements.
+
+Implementations: :class:`~hf_critic.backends.transformers.TransformersBackend` (a local model, in-process) and
+:class:`~hf_critic.backends.openai.OpenAIBackend` (any OpenAI-compatible server: OpenAI, vLLM, ``transformers serve``,
+llama.cpp's server).
+"""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _figures(result, args) -> list[str]:
     """Agreement with the human (or GPT-4) labels present in the data; nothing when there are none."""
-    from .. import schema as S
+    from .. import schema
     from ..metrics import critique_correlation, pairwise_agreement
 
     if args.task == "grade":
@@ -183,9 +183,9 @@ def _figures(result, args) -> list[str]:
             return []
         # All rows as one group: the pooled (sample-level) correlation. Per-query (text-level) and
         # per-system figures come from `hf-critic meta-eval`.
-        r = critique_correlation(result[S.CRITIQUE_SCORE], result[column])
+        r = critique_correlation(result[schema.CRITIQUE_SCORE], result[column])
         used = sum(
-            p is not None and h is not None for p, h in zip(result[S.CRITIQUE_SCORE], result[column], strict=True)
+            p is not None and h is not None for p, h in zip(result[schema.CRITIQUE_SCORE], result[column], strict=True)
         )
         return [
             f"vs {column}: Pearson {r['text_pearson']:.3f}, Spearman {r['text_spearman']:.3f}, "
@@ -195,8 +195,8 @@ def _figures(result, args) -> list[str]:
     column = args.human_label or ("label" if "label" in result.column_names else None)
     if not column:
         return []
-    swapped = result[S.CRITIQUE_LABEL_SWAPPED] if args.swap else None
-    r = pairwise_agreement(result[S.CRITIQUE_LABEL], result[column], swapped_predictions=swapped)
+    swapped = result[schema.CRITIQUE_LABEL_SWAPPED] if args.swap else None
+    r = pairwise_agreement(result[schema.CRITIQUE_LABEL], result[column], swapped_predictions=swapped)
     if swapped is None:
         return [f"vs {column}: agreement (one order) {100 * r['first_order_agreement']:.2f} over {len(result)} pairs"]
     return [

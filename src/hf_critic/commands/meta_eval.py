@@ -122,7 +122,7 @@ def _load_benchmark(args, fmt: str, path: str):
 
 def _verdict_runs(args, benchmarks):
     """Auto-J-style verdict files turned into critique datasets (the swapped file mapped back to original order)."""
-    from .. import schema as S
+    from .. import schema
     from ..datasets import load_verdicts
 
     if not args.verdicts:
@@ -138,12 +138,14 @@ def _verdict_runs(args, benchmarks):
         first = load_verdicts(first_file)
         if len(first) < len(data):
             raise ValueError(f"{first_file}: {len(first)} verdicts for {len(data)} pairs of {name}")
-        critique = data.add_column(S.CRITIQUE_LABEL, first[: len(data)])
+        critique = data.add_column(schema.CRITIQUE_LABEL, first[: len(data)])
         if swapped_file:
             swapped = load_verdicts(swapped_file)
             if len(swapped) < len(data):
                 raise ValueError(f"{swapped_file}: {len(swapped)} verdicts for {len(data)} pairs of {name}")
-            critique = critique.add_column(S.CRITIQUE_LABEL_SWAPPED, [S.swap_label(v) for v in swapped[: len(data)]])
+            critique = critique.add_column(
+                schema.CRITIQUE_LABEL_SWAPPED, [schema.swap_label(v) for v in swapped[: len(data)]]
+            )
         runs.append((critic or Path(first_file).stem, name, critique))
     return runs
 

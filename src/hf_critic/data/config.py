@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from ..backends.openai import RetryPolicy
 from ..cache import cache_key
 from .filters import FilterConfig
 
@@ -53,7 +54,7 @@ __all__ = [
 
 
 class ConfigError(ValueError):
-    """An invalid recipe: the message names the file and the key path (``teacher.retry.max_retries``)."""
+    """An invalid recipe: the message names the file and the key path (e.g. ``teacher.retry: unknown key(s)``)."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,9 @@ class EndpointConfig:
             appears in a config, cache, log or card.
         concurrency: requests in flight (>= 1).
         timeout: seconds per attempt.
-        max_retries / initial_backoff / max_backoff / multiplier / jitter: see
-            :class:`~hf_critic.backends.openai.RetryPolicy`.
+        retry: when and how long to wait before retrying a failed attempt: a
+            :class:`~hf_critic.backends.openai.RetryPolicy` (YAML: a mapping with ``max_retries``,
+            ``initial_backoff``, ``max_backoff``, ``multiplier``, ``jitter``).
         sampling: request parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); CritiqueLLM's
             scripts use temperature 0 for the teacher.
         price_input_per_million / price_output_per_million: token prices for the cost column.
@@ -79,11 +81,7 @@ class EndpointConfig:
     api_key_env: str = "OPENAI_API_KEY"
     concurrency: int = 8
     timeout: float = 120.0
-    max_retries: int = 6
-    initial_backoff: float = 1.0
-    max_backoff: float = 60.0
-    multiplier: float = 2.0
-    jitter: float = 1.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     sampling: dict = field(default_factory=dict)
     price_input_per_million: float = 0.0
     price_output_per_million: float = 0.0
@@ -264,6 +262,7 @@ _NESTED = {
     "hub": HubConfig,
     "augmentation": AugmentationConfig,
     "endpoint": EndpointConfig,
+    "retry": RetryPolicy,
 }
 
 
@@ -329,8 +328,8 @@ def _validate(config: EvalInstructConfig, where: str) -> None:
         lowered = {k.lower() for k in endpoint.sampling}
         if {"api_key", "authorization"} & lowered:
             raise ConfigError(f"{where}: {path}.sampling holds a credential; name the variable in api_key_env")
-        if endpoint.concurrency < 1 or endpoint.timeout <= 0 or endpoint.max_retries < 0:
-            raise ConfigError(f"{where}: {path}: concurrency >= 1, timeout > 0 and max_retries >= 0 are required")
+        if endpoint.concurrency < 1 or endpoint.timeout <= 0:
+            raise ConfigError(f"{where}: {path}: concurrency >= 1 and timeout > 0 are required")
     q = config.queries
     if q.balance_total is not None and q.balance_total < 1:
         raise ConfigError(f"{where}: queries.balance_total must be >= 1")

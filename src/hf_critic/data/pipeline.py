@@ -27,12 +27,12 @@ from typing import Any
 import datasets
 
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
-from ..backends.openai import OpenAIClient, RetryPolicy
+from ..backends.openai import OpenAIClient
 from ..cache import GenerationCache
 from ..io import RecordError, load_records
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..schema import SETTINGS, Setting, Task
-from . import stages as S
+from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
 from .hub import push_to_hub, render_card, save_outputs
 from .report import PipelineReport, StageReport
@@ -70,13 +70,7 @@ def make_client(
         params=endpoint.sampling,
         concurrency=endpoint.concurrency,
         timeout=endpoint.timeout,
-        retry=RetryPolicy(
-            max_retries=endpoint.max_retries,
-            initial_backoff=endpoint.initial_backoff,
-            max_backoff=endpoint.max_backoff,
-            multiplier=endpoint.multiplier,
-            jitter=endpoint.jitter,
-        ),
+        retry=endpoint.retry,
         pricing=Pricing(endpoint.price_input_per_million, endpoint.price_output_per_million),
         cache=cache,
         ledger=ledger,
@@ -194,7 +188,7 @@ def run_eval_instruct(
     seeds = load_records(q.seeds, q.columns or None, q.limit)
     queries = run(
         "augment_queries",
-        S.augment_queries,
+        stages.augment_queries,
         seeds,
         teacher,
         language=lang,
@@ -210,14 +204,16 @@ def run_eval_instruct(
         progress=progress,
     )
     if q.difficulty:
-        queries = run("score_difficulty", S.score_difficulty, queries, teacher, language=lang, progress=progress)
+        queries = run("score_difficulty", stages.score_difficulty, queries, teacher, language=lang, progress=progress)
     if q.balance_total:
-        queries = run("balance_queries", S.balance_queries, queries, total=q.balance_total, seed=config.seed)
+        queries = run("balance_queries", stages.balance_queries, queries, total=q.balance_total, seed=config.seed)
     system = {g.name: g.system for g in config.generators}
-    responses = run("collect_responses", S.collect_responses, queries, generators, system=system, progress=progress)
+    responses = run(
+        "collect_responses", stages.collect_responses, queries, generators, system=system, progress=progress
+    )
     responses = run(
         "pseudo_references",
-        S.add_pseudo_references,
+        stages.add_pseudo_references,
         responses,
         reference_generator=config.references.generator,
         revisions=_load_revisions(config.references.revisions),
@@ -225,7 +221,7 @@ def run_eval_instruct(
     )
     graded = run(
         "grade_pointwise_referenced" if v2 else "v1_turn1_referenced",
-        S.grade_pointwise_referenced,
+        stages.grade_pointwise_referenced,
         responses,
         teacher,
         language=lang,
@@ -235,33 +231,40 @@ def run_eval_instruct(
     )
     parts: dict[str, datasets.Dataset] = {"pointwise_referenced": graded}
     if v2:
-        pairs = run("make_pairs", S.make_pairs, graded, per_query=config.pairs.per_query, seed=config.seed)
+        pairs = run("make_pairs", stages.make_pairs, graded, per_query=config.pairs.per_query, seed=config.seed)
         common = {"teacher": teacher, "language": lang, "filters": filters, "progress": progress}
-        p1_ref = run("path1_p2p_referenced", S.pointwise_to_pairwise, pairs, referenced=True, path="path1", **common)
+        p1_ref = run(
+            "path1_p2p_referenced", stages.pointwise_to_pairwise, pairs, referenced=True, path="path1", **common
+        )
         p1_rf = run(
-            "path1_r2rf_pairwise", S.referenced_to_reference_free, p1_ref, task="pairwise", path="path1", **common
+            "path1_r2rf_pairwise", stages.referenced_to_reference_free, p1_ref, task="pairwise", path="path1", **common
         )
         pw_rf = run(
             "path2_r2rf_pointwise",
-            S.referenced_to_reference_free,
+            stages.referenced_to_reference_free,
             graded,
             task="pointwise",
             path="path2",
             **common,
         )
-        p2_pairs = run("path2_attach_pointwise", S.attach_pointwise_critiques, pairs, pw_rf)
+        p2_pairs = run("path2_attach_pointwise", stages.attach_pointwise_critiques, pairs, pw_rf)
         p2_rf = run(
-            "path2_p2p_reference_free", S.pointwise_to_pairwise, p2_pairs, referenced=False, path="path2", **common
+            "path2_p2p_reference_free",
+            stages.pointwise_to_pairwise,
+            p2_pairs,
+            referenced=False,
+            path="path2",
+            **common,
         )
-        pair_rf = run("cross_validation", S.cross_validate, p1_rf, p2_rf)
+        pair_rf = run("cross_validation", stages.cross_validate, p1_rf, p2_rf)
         if config.swap_augmentation:
-            p1_ref = run("swap_pairwise_referenced", S.swap_augment, p1_ref)
-            pair_rf = run("swap_pairwise_reference_free", S.swap_augment, pair_rf)
+            p1_ref = run("swap_pairwise_referenced", stages.swap_augment, p1_ref)
+            pair_rf = run("swap_pairwise_reference_free", stages.swap_augment, pair_rf)
         parts.update(pointwise_reference_free=pw_rf, pairwise_referenced=p1_ref, pairwise_reference_free=pair_rf)
     else:
         parts["pointwise_reference_free"] = run(
             "v1_turn2_reference_free",
-            S.dialogue_revision,
+            stages.dialogue_revision,
             graded,
             teacher,
             language=lang,
@@ -273,7 +276,7 @@ def run_eval_instruct(
         rows = parts.get(setting.name)
         if rows is None:
             rows = datasets.Dataset.from_dict({})
-        split = S.to_sft_dataset(rows, setting, family=family, language=lang, teacher=teacher_name)
+        split = stages.to_sft_dataset(rows, setting, family=family, language=lang, teacher=teacher_name)
         ids = split["id"]
         if len(set(ids)) != len(ids):
             raise RuntimeError(f"{setting.name}: duplicate ids in the output (a bug): {len(ids) - len(set(ids))}")
