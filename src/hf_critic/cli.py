@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 
 from . import __version__
+from .commands import critique, eval_instruct, meta_eval, metrics, self_eval
 
-# Sub-command modules, in the order --help lists them.
-COMMANDS = ("critique", "meta_eval", "self_eval", "eval_instruct", "metrics")
+# Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
+COMMANDS = (critique, meta_eval, self_eval, eval_instruct, metrics)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every available sub-command registered."""
+    """The top-level parser with every sub-command registered (an import error in one is an error, never skipped)."""
     parser = argparse.ArgumentParser(
         prog="hf-critic",
         description="LLM-as-critic evaluation: critiques (score or label + explanation) with an open critic model.",
@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hf-critic {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"hf_critic.commands.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"hf_critic.commands.{name}":
-                raise
-            continue  # a sub-command not built yet
+    for module in COMMANDS:
         module.register(subparsers)
     return parser
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .parsing import ParsedCritique
 from .schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, ParseStatus
@@ -20,26 +20,36 @@ STRATEGIES = ("greedy", "beam", "sampling", "self_consistency")
 
 @dataclass(frozen=True)
 class DecodingConfig:
-    """How critiques are decoded.
+    """How critiques are decoded (CritiqueLLM v1 §3.4, v2 §4.7).
 
-    Attributes:
-        strategy: one of :data:`STRATEGIES`.
-        max_new_tokens: generation budget per critique, in tokens.
-        num_beams: beams for ``"beam"`` (CritiqueLLM uses 4).
-        temperature: for ``"sampling"`` and ``"self_consistency"`` (default 0.9, > 0).
-        top_p: nucleus mass for sampling, in (0, 1] (default 0.9).
-        num_samples: critiques sampled per input under ``"self_consistency"`` (default 5, >= 1).
-        seed: seed set before each generation call, so sampling is reproducible for the same inputs and
-            batch size.
+    Each field's ``metadata["help"]`` says what it holds, with its unit and range; it is also the help text of
+    the matching ``hf-critic`` option (:func:`hf_critic.commands.options.add_decoding_args`), and
+    ``metadata["flag"]`` names the option where it is not ``--<field-name>``.
+
+    Raises:
+        ValueError: an unknown strategy, a budget / beam / sample count below 1, temperature <= 0 or top_p
+            outside (0, 1].
     """
 
-    strategy: str = "greedy"
-    max_new_tokens: int = 512
-    num_beams: int = 4
-    temperature: float = 0.9
-    top_p: float = 0.9
-    num_samples: int = 5
-    seed: int = 0
+    strategy: str = field(
+        default="greedy",
+        metadata={
+            "flag": "--decoding",
+            "choices": STRATEGIES,
+            "help": "decoding strategy: greedy search, beam search, nucleus sampling, or self-consistency (sample "
+            "--num-samples critiques; mean score / majority label, the explanation closest to it)",
+        },
+    )
+    max_new_tokens: int = field(default=512, metadata={"help": "generation budget per output, in tokens"})
+    num_beams: int = field(default=4, metadata={"help": "beams of --decoding beam (CritiqueLLM uses 4)"})
+    temperature: float = field(default=0.9, metadata={"help": "temperature of sampled generations, > 0"})
+    top_p: float = field(default=0.9, metadata={"help": "nucleus mass of sampled generations, in (0, 1]"})
+    num_samples: int = field(
+        default=5, metadata={"help": "critiques sampled per input under --decoding self_consistency, >= 1"}
+    )
+    seed: int = field(
+        default=0, metadata={"help": "seed set before each generation call, so sampling is reproducible"}
+    )
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:

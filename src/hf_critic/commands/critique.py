@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..decoding import STRATEGIES
+from .options import (
+    add_cache_args,
+    add_critic_args,
+    add_data_args,
+    add_decoding_args,
+    add_model_args,
+    critic_from_args,
+)
 
 EPILOG = """\
 The setting is chosen from the data: referenced when a `reference` column is present, reference-free
@@ -14,75 +21,14 @@ killed run started again redoes no finished work, and a rerun of the same config
 """
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    io = parser.add_argument_group("data")
-    io.add_argument("--data", required=True, help="JSONL / JSON / CSV / parquet file, or a Hub dataset id")
-    io.add_argument(
-        "--output", required=True, help="where to write the rows plus critique columns (.jsonl or .parquet)"
-    )
-    io.add_argument("--columns", help="map your column names to the canonical ones: question=prompt,response=answer")
-    io.add_argument(
-        "--format",
-        help="read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
-        "folder), prometheus (see hf_critic.datasets)",
-    )
-    io.add_argument("--split", default="train", help="split to read from a Hub dataset (default: train)")
-    io.add_argument("--limit", type=int, help="only the first N rows")
-    ref = io.add_mutually_exclusive_group()
-    ref.add_argument(
-        "--referenced", dest="referenced", action="store_const", const=True, help="force the referenced setting"
-    )
-    ref.add_argument(
-        "--reference-free",
-        dest="referenced",
-        action="store_const",
-        const=False,
-        help="force the reference-free setting",
-    )
-
-    model = parser.add_argument_group("critic")
-    model.add_argument("--model", help="local folder or Hub id (default: the embedded SmolLM2-135M-Instruct critic)")
-    model.add_argument(
-        "--trust-remote-code", action="store_true", help="run the model repository's own code (e.g. ChatGLM3)"
-    )
-    model.add_argument(
-        "--template",
-        default=None,
-        help="template family (critiquellm_v2, critiquellm_v1, mtbench), a built-in template name, or your own "
-        "YAML file (default: critiquellm_v2)",
-    )
-    model.add_argument(
-        "--language", default="en", choices=["en", "zh"], help="language of the critiques (default: en)"
-    )
-    model.add_argument("--batch-size", type=int, default=8, help="inputs per generate call (default: 8)")
-    model.add_argument("--threads", type=int, help="CPU threads for torch (default: one per physical core)")
-    model.add_argument(
-        "--dtype",
-        default="auto",
-        choices=["auto", "float32", "bfloat16", "float16"],
-        help="model dtype (default: auto = bfloat16 on CPUs with native bfloat16 such as AMX / AVX512-BF16, else "
-        "float32; the checkpoint's dtype on GPU)",
-    )
-    model.add_argument(
-        "--truncate",
-        default="middle",
-        choices=["middle", "skip", "error"],
-        help="inputs longer than the context: cut the response(s) from the middle, skip the row, or stop (default: middle)",
-    )
-    model.add_argument(
-        "--cache", help="SQLite file of finished generations (default: ~/.cache/hf_critic/generations.sqlite)"
-    )
-    model.add_argument("--no-cache", action="store_true", help="do not read or write the generation cache")
-    model.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
-
-    dec = parser.add_argument_group("decoding (CritiqueLLM v1 §3.4, v2 §4.7)")
-    dec.add_argument("--decoding", default="greedy", choices=STRATEGIES, help="decoding strategy (default: greedy)")
-    dec.add_argument("--max-new-tokens", type=int, default=512, help="generation budget per critique (default: 512)")
-    dec.add_argument("--num-beams", type=int, default=4, help="beams for --decoding beam (default: 4)")
-    dec.add_argument("--temperature", type=float, default=0.9, help="for sampling / self_consistency (default: 0.9)")
-    dec.add_argument("--top-p", type=float, default=0.9, help="nucleus mass for sampling (default: 0.9)")
-    dec.add_argument("--num-samples", type=int, default=5, help="samples per input for self_consistency (default: 5)")
-    dec.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+def _common(parser: argparse.ArgumentParser):
+    """The options of grade and compare; returns the data group for their human-label column."""
+    data = add_data_args(parser, output="critique columns", formats=True, setting=True)
+    critic = add_model_args(parser, title="critic")
+    add_critic_args(critic)
+    add_cache_args(critic)
+    add_decoding_args(parser)
+    return data
 
 
 def register(subparsers) -> None:
@@ -95,8 +41,7 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(grade)
-    grade.add_argument(
+    _common(grade).add_argument(
         "--human-score", help="column of human (or GPT-4) scores to correlate with (default: human_score if present)"
     )
     grade.set_defaults(func=run, task="grade")
@@ -109,9 +54,9 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(compare)
+    data = _common(compare)
     compare.add_argument("--swap", action="store_true", help="judge both orders and record whether the verdicts agree")
-    compare.add_argument(
+    data.add_argument(
         "--human-label", help="column of human labels 0/1/2 to measure agreement (default: label if present)"
     )
     compare.set_defaults(func=run, task="compare")
@@ -119,11 +64,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the data and the critic, write critiques, print the parse rate and agreement figures."""
-    from ..critic import Critic
-    from ..decoding import DecodingConfig
     from ..io import load_records, parse_columns, save_records
-    from ..models import cache_dir
-    from ..prompts import DEFAULT_FAMILY
 
     if args.format:
         from ..datasets import load_benchmark
@@ -134,29 +75,7 @@ def run(args: argparse.Namespace) -> int:
             records = records.select(range(min(args.limit, len(records))))
     else:
         records = load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
-    decoding = DecodingConfig(
-        strategy=args.decoding,
-        max_new_tokens=args.max_new_tokens,
-        num_beams=args.num_beams,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        num_samples=args.num_samples,
-        seed=args.seed,
-    )
-    cache = None if args.no_cache else (args.cache or cache_dir() / "generations.sqlite")
-    critic = Critic.from_pretrained(
-        args.model,
-        trust_remote_code=args.trust_remote_code,
-        batch_size=args.batch_size,
-        num_threads=args.threads,
-        dtype=args.dtype,
-        progress=args.progress,
-        template=args.template or DEFAULT_FAMILY,
-        language=args.language,
-        decoding=decoding,
-        truncate=args.truncate,
-        cache_path=cache,
-    )
+    critic = critic_from_args(args, args.model)
     started = time.perf_counter()
     if args.task == "grade":
         result = critic.grade(records, referenced=args.referenced, source=args.data)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .options import add_cache_args, add_options
+
 EPILOG = """\
 Every teacher and generator answer is cached (SQLite, <output_dir>/cache.sqlite by default): a killed run started
 again asks only for what is missing, and a rerun of the same recipe makes no request. The API key is read from the
@@ -32,11 +34,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
     parser.add_argument("--output-dir", help="override the recipe's output_dir")
-    parser.add_argument("--cache", help="override the request cache file (default: <output_dir>/cache.sqlite)")
+    add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)
     parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the datasets and card to this Hub repository")
-    parser.add_argument(
-        "--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bars (default: recipe's)"
-    )
+    add_options(parser, "progress", progress={"default": None, "help": "progress bars (default: the recipe's)"})
     parser.set_defaults(func=run)
 
 

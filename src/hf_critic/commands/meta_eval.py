@@ -6,6 +6,8 @@ import argparse
 import re
 from pathlib import Path
 
+from .options import add_cache_args, add_critic_args, add_decoding_args, add_model_args, add_options, critic_from_args
+
 EPILOG = """\
 Inputs (any mix, each repeatable):
   --critiques [CRITIC/DATASET=]FILE   critique files written by `hf-critic grade` / `compare` (JSONL or parquet:
@@ -50,31 +52,32 @@ def register(subparsers) -> None:
         metavar="[CRITIC=]FIRST[,SWAPPED]",
         help="Auto-J-style verdict files for the pairwise --benchmark",
     )
-    inputs.add_argument("--columns", help="for --benchmark generic:...: canonical=source column renames")
+    add_options(
+        inputs,
+        "columns",
+        "limit",
+        columns={"help": "for --benchmark generic:...: canonical=source column renames"},
+        limit={"help": "only the first N rows of each benchmark"},
+    )
     inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
     inputs.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for fastchat benchmarks (default: 1)")
-    inputs.add_argument("--limit", type=int, help="only the first N rows of each benchmark")
     inputs.add_argument("--human-score", default="human_score", help="human score column (default: human_score)")
     inputs.add_argument("--human-label", default="label", help="human label column (default: label)")
-    inputs.add_argument("--category", default="category", help="column for the per-category breakdown")
+    inputs.add_argument(
+        "--category", default="category", help="column for the per-category breakdown (default: category)"
+    )
 
-    run = parser.add_argument_group("critics run here (on each --benchmark)")
-    run.add_argument("--model", action="append", default=[], help="local folder or Hub id; repeat for several critics")
-    run.add_argument("--template", help="template family or file (default: critiquellm_v2)")
-    run.add_argument("--language", default="en", choices=["en", "zh"])
-    run.add_argument(
+    critics = add_model_args(parser, title="critics run here (on each --benchmark)", several=True)
+    add_critic_args(critics)
+    critics.add_argument(
         "--swap", action=argparse.BooleanOptionalAction, default=True, help="judge both orders (default: on)"
     )
-    run.add_argument("--batch-size", type=int, default=8)
-    run.add_argument("--max-new-tokens", type=int, default=512)
-    run.add_argument("--threads", type=int)
-    run.add_argument("--cache", help="SQLite generation cache (default: ~/.cache/hf_critic/generations.sqlite)")
-    run.add_argument("--no-cache", action="store_true")
-    run.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
+    add_cache_args(critics)
+    add_decoding_args(parser)
 
     out = parser.add_argument_group("report")
     out.add_argument("--output-dir", required=True, help="folder for report.md, report.json and the plots")
-    out.add_argument("--title", default="Meta-evaluation")
+    out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     parser.set_defaults(func=run_meta_eval)
 
@@ -152,27 +155,13 @@ def _verdict_runs(args, benchmarks):
 
 def _critic_runs(args, benchmarks):
     """Run every --model (default: the embedded critic) on every benchmark; save the critiques."""
-    from ..critic import Critic
-    from ..decoding import DecodingConfig
     from ..io import save_records
-    from ..models import cache_dir
-    from ..prompts import DEFAULT_FAMILY
 
     models = args.model or ([None] if not args.verdicts else [])
     runs = []
     for model in models:
         critic_name = "default-critic" if model is None else Path(model).name or model
-        cache = None if args.no_cache else (args.cache or cache_dir() / "generations.sqlite")
-        critic = Critic.from_pretrained(
-            model,
-            batch_size=args.batch_size,
-            num_threads=args.threads,
-            progress=args.progress,
-            template=args.template or DEFAULT_FAMILY,
-            language=args.language,
-            decoding=DecodingConfig(max_new_tokens=args.max_new_tokens),
-            cache_path=cache,
-        )
+        critic = critic_from_args(args, model)
         for name, data in benchmarks:
             if "response_1" in data.column_names:
                 critique = critic.compare(data, swap=args.swap, source=name)

@@ -35,7 +35,7 @@ def register(subparsers) -> None:
     install.set_defaults(func=run_install)
 
     path = actions.add_parser("path", help="print the folder of a metric module (for evaluate.load(path))")
-    path.add_argument("name", choices=METRIC_NAMES)
+    path.add_argument("name", choices=METRIC_NAMES, help="the metric module")
     path.set_defaults(func=run_path)
 
     sync = actions.add_parser("sync", help="developers: copy metrics/ into src/hf_critic/_metrics/ (package data)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .options import add_data_args, add_decoding_args, add_model_args
+
 EPILOG = """\
 Features (Huang et al., "Self-Evaluation of Large Language Model based on Glass-box Features"): sent_prob,
 sent_prob_sum, softmax_ent, softmax_var, softmax_var_logprob, softmax_var_vocab, softmax_combo,
@@ -30,14 +32,7 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    io = parser.add_argument_group("data")
-    io.add_argument("--data", required=True, help="JSONL / JSON / CSV / parquet file, or a Hub dataset id")
-    io.add_argument(
-        "--output", required=True, help="where to write the rows plus feature columns (.jsonl or .parquet)"
-    )
-    io.add_argument("--columns", help="map your column names to the canonical ones: question=prompt,response=answer")
-    io.add_argument("--split", default="train", help="split to read from a Hub dataset (default: train)")
-    io.add_argument("--limit", type=int, help="only the first N rows")
+    add_data_args(parser, output="feature columns")
 
     feats = parser.add_argument_group("features")
     feats.add_argument(
@@ -84,7 +79,12 @@ def register(subparsers) -> None:
         help="score the response text only, not the end-of-turn token that follows it",
     )
 
-    ens = parser.add_argument_group("uncertainty ensembles (§2.2)")
+    ens = add_decoding_args(
+        parser,
+        title="uncertainty ensembles (§2.2)",
+        only=("max_new_tokens", "temperature", "seed"),
+        defaults={"max_new_tokens": 256, "temperature": 0.7},
+    )
     ens.add_argument(
         "--ensemble-size", type=int, default=10, help="sampled passes of the decoding ensemble (default: 10)"
     )
@@ -94,16 +94,8 @@ def register(subparsers) -> None:
         help="prompts drawn at random for the prompt ensemble (default: each of the 7 pool prompts once)",
     )
     ens.add_argument("--top-k", type=int, default=50, help="top-k of the decoding ensemble (default: 50)")
-    ens.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default: 0.7)")
-    ens.add_argument("--max-new-tokens", type=int, default=256, help="length of sampled responses (default: 256)")
-    ens.add_argument("--seed", type=int, default=0, help="seed of the ensembles' draws (default: 0)")
 
-    model = parser.add_argument_group("model")
-    model.add_argument("--model", help="local folder or Hub id (default: the embedded SmolLM2-135M-Instruct)")
-    model.add_argument("--trust-remote-code", action="store_true", help="run the model repository's own code")
-    model.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass (default: 8)")
-    model.add_argument("--threads", type=int, help="CPU threads for torch (default: one per physical core)")
-    model.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars")
+    add_model_args(parser, dtype=False)  # features are computed in float32 (see run)
     parser.set_defaults(func=run)
 
 

@@ -1,0 +1,272 @@
+"""The command-line options the sub-commands share, each declared once, and the readers that turn them into objects.
+
+A sub-command builds its parser from the groups below (:func:`add_data_args`, :func:`add_model_args`,
+:func:`add_critic_args`, :func:`add_cache_args`, :func:`add_decoding_args`) and reads them back with
+:func:`decoding_from_args`, :func:`cache_from_args` and :func:`critic_from_args`, so a flag means the same thing,
+with the same help text, in every command.
+
+To add an option: declare it once in :data:`OPTIONS` (help text required; a switch is ``store_true`` or
+``argparse.BooleanOptionalAction``, never ``type=bool``, which reads "False" as True), add its name to the group it
+belongs to, and read it in the matching reader. A command that needs a different default or help passes it as an
+override: ``add_options(group, "limit", limit={"help": "..."})``. Decoding options are generated from
+:class:`~hf_critic.decoding.DecodingConfig`'s fields: a new field is a new option.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..decoding import DecodingConfig
+
+DEFAULT_CACHE = "$HF_CRITIC_CACHE/generations.sqlite; ~/.cache/hf_critic/ when HF_CRITIC_CACHE is unset"
+
+
+def _option(*flags: str, **kwargs) -> tuple[tuple[str, ...], dict]:
+    if not kwargs.get("help"):
+        raise ValueError(f"option {flags} needs help text")
+    if kwargs.get("type") is bool:
+        raise ValueError(f"option {flags}: type=bool reads 'False' as True; use a BooleanOptionalAction")
+    return flags, kwargs
+
+
+# name -> (flags, add_argument keyword arguments); the name is the attribute the parsed namespace carries.
+OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
+    # --------------------------------------------------------------------------------------------------- data
+    "data": _option("--data", required=True, help="JSONL / JSON / CSV / parquet file, or a Hub dataset id"),
+    "output": _option(
+        "--output", required=True, help="where to write the rows plus the new columns (.jsonl or .parquet)"
+    ),
+    "columns": _option(
+        "--columns", help="map your column names to the canonical ones: question=prompt,response=answer"
+    ),
+    "format": _option(
+        "--format",
+        help="read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
+        "folder), prometheus (see hf_critic.datasets)",
+    ),
+    "split": _option("--split", default="train", help="split to read from a Hub dataset (default: train)"),
+    "limit": _option("--limit", type=int, help="only the first N rows"),
+    # -------------------------------------------------------------------------------------------------- model
+    "model": _option("--model", help="local folder or Hub id (default: the embedded SmolLM2-135M-Instruct)"),
+    "trust_remote_code": _option(
+        "--trust-remote-code", action="store_true", help="run the model repository's own code (e.g. ChatGLM3)"
+    ),
+    "batch_size": _option("--batch-size", type=int, default=8, help="inputs per model call (default: 8)"),
+    "threads": _option("--threads", type=int, help="CPU threads for torch (default: one per physical core)"),
+    "dtype": _option(
+        "--dtype",
+        default="auto",
+        choices=["auto", "float32", "bfloat16", "float16"],
+        help="model dtype (default: auto = bfloat16 on CPUs with native bfloat16 such as AMX / AVX512-BF16, else "
+        "float32; the checkpoint's dtype on GPU)",
+    ),
+    "progress": _option(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars (default: on)"
+    ),
+    # ------------------------------------------------------------------------------------------------- critic
+    "template": _option(
+        "--template",
+        help="template family (critiquellm_v2, critiquellm_v1, mtbench), a built-in template name, or your own "
+        "YAML file (default: critiquellm_v2)",
+    ),
+    "language": _option(
+        "--language", default="en", choices=["en", "zh"], help="language of the critiques (default: en)"
+    ),
+    "truncate": _option(
+        "--truncate",
+        default="middle",
+        choices=["middle", "skip", "error"],
+        help="inputs longer than the context: cut the response(s) from the middle, skip the row, or stop "
+        "(default: middle)",
+    ),
+    # -------------------------------------------------------------------------------------------------- cache
+    "cache": _option("--cache", help=f"SQLite file of finished generations (default: {DEFAULT_CACHE})"),
+    "no_cache": _option("--no-cache", action="store_true", help="do not read or write the generation cache"),
+}
+
+
+def add_options(parser, *names: str, **overrides: Mapping) -> None:
+    """Add the named :data:`OPTIONS` to ``parser`` (an ``ArgumentParser`` or an argument group).
+
+    Args:
+        parser: where the options go.
+        *names: keys of :data:`OPTIONS`, in the order ``--help`` lists them.
+        **overrides: per name, keyword arguments replacing the declared ones (e.g. ``limit={"help": ...}``).
+
+    Raises:
+        KeyError: an unknown name, or an override for a name not added.
+    """
+    unknown = set(overrides) - set(names)
+    if unknown:
+        raise KeyError(f"overrides for options not added: {sorted(unknown)}")
+    for name in names:
+        flags, kwargs = OPTIONS[name]
+        parser.add_argument(*flags, dest=name, **{**kwargs, **overrides.get(name, {})})
+
+
+def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool = False, setting: bool = False):
+    """The ``data`` group: ``--data``, ``--output``, ``--columns``, [``--format``], ``--split``, ``--limit`` and,
+    with ``setting``, ``--referenced`` / ``--reference-free`` (stored as ``args.referenced``: True, False or None).
+
+    Args:
+        parser: the sub-command's parser.
+        output: what the output adds to the rows, for the help of ``--output`` (e.g. "critique columns").
+        formats: offer ``--format`` (read ``--data`` with a benchmark loader).
+        setting: offer the referenced / reference-free switch.
+
+    Returns:
+        The argument group, for command-specific additions.
+    """
+    group = parser.add_argument_group("data")
+    names = ["data", "output", "columns", *(["format"] if formats else []), "split", "limit"]
+    add_options(group, *names, output={"help": f"where to write the rows plus {output} (.jsonl or .parquet)"})
+    if setting:
+        ref = group.add_mutually_exclusive_group()
+        ref.add_argument("--referenced", action="store_const", const=True, help="force the referenced setting")
+        ref.add_argument(
+            "--reference-free",
+            dest="referenced",
+            action="store_const",
+            const=False,
+            help="force the reference-free setting (default: referenced exactly when a reference column is present)",
+        )
+    return group
+
+
+def add_model_args(
+    parser: argparse.ArgumentParser, *, title: str = "model", several: bool = False, dtype: bool = True
+):
+    """The model group: ``--model``, ``--trust-remote-code``, ``--batch-size``, ``--threads``, [``--dtype``],
+    ``--progress``.
+
+    Args:
+        parser: the sub-command's parser.
+        title: the group's title in ``--help``.
+        several: ``--model`` may repeat (``args.model`` is then a list, empty when not given).
+        dtype: offer ``--dtype`` (self-eval computes in float32 and leaves it out).
+
+    Returns:
+        The argument group.
+    """
+    group = parser.add_argument_group(title)
+    overrides = {}
+    if several:
+        kwargs = OPTIONS["model"][1]
+        overrides["model"] = {"action": "append", "default": [], "help": kwargs["help"] + "; repeat for several"}
+    names = ["model", "trust_remote_code", "batch_size", "threads", *(["dtype"] if dtype else []), "progress"]
+    add_options(group, *names, **overrides)
+    return group
+
+
+def add_critic_args(parser) -> None:
+    """How a critic is prompted: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1 settings)."""
+    add_options(parser, "template", "language", "truncate")
+
+
+def add_cache_args(parser, *, default: str = DEFAULT_CACHE, can_disable: bool = True) -> None:
+    """``--cache FILE`` and, with ``can_disable``, ``--no-cache``.
+
+    Args:
+        parser: a parser or group.
+        default: what ``--cache`` defaults to, for its help.
+        can_disable: offer ``--no-cache``.
+    """
+    add_options(
+        parser,
+        "cache",
+        *(["no_cache"] if can_disable else []),
+        cache={"help": f"SQLite file of finished generations (default: {default})"},
+    )
+
+
+def add_decoding_args(
+    parser: argparse.ArgumentParser,
+    *,
+    title: str = "decoding (CritiqueLLM v1 §3.4, v2 §4.7)",
+    only: Iterable[str] | None = None,
+    defaults: Mapping[str, object] | None = None,
+):
+    """One option per field of :class:`~hf_critic.decoding.DecodingConfig`, generated from the dataclass.
+
+    The flag is ``--<field-name>`` (or the field's ``metadata["flag"]``), the type is the field's annotation (a
+    bool field becomes a ``BooleanOptionalAction``), choices come from ``metadata["choices"]`` and the help from
+    ``metadata["help"]``; ``args.<field_name>`` holds the value, read back by :func:`decoding_from_args`.
+
+    Args:
+        parser: the sub-command's parser.
+        title: the group's title in ``--help``.
+        only: field names to offer (default: all).
+        defaults: per field name, a default replacing the dataclass's.
+
+    Returns:
+        The argument group.
+
+    Raises:
+        KeyError: a name in ``only`` or ``defaults`` that is not a field.
+    """
+    fields = {f.name: f for f in dataclasses.fields(DecodingConfig)}
+    unknown = (set(only or ()) | set(defaults or {})) - set(fields)
+    if unknown:
+        raise KeyError(f"not DecodingConfig fields: {sorted(unknown)}")
+    types = typing.get_type_hints(DecodingConfig)
+    group = parser.add_argument_group(title)
+    for name, f in fields.items():
+        if only is not None and name not in only:
+            continue
+        flag = f.metadata.get("flag", "--" + name.replace("_", "-"))
+        kwargs = {"dest": name, "default": (defaults or {}).get(name, f.default)}
+        if types[name] is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs.update(type=types[name], choices=f.metadata.get("choices"))
+        group.add_argument(flag, help=f"{f.metadata['help']} (default: %(default)s)", **kwargs)
+    return group
+
+
+# ------------------------------------------------------------------------------------------------------ readers
+def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
+    """The :class:`~hf_critic.decoding.DecodingConfig` of the parsed decoding options (absent ones: defaults).
+
+    Raises:
+        ValueError: values the dataclass rejects (e.g. ``--temperature 0``).
+    """
+    names = [f.name for f in dataclasses.fields(DecodingConfig)]
+    return DecodingConfig(**{n: getattr(args, n) for n in names if hasattr(args, n)})
+
+
+def cache_from_args(args: argparse.Namespace) -> Path | None:
+    """The generation cache file: ``--cache``, else the default under hf-critic's cache; None with ``--no-cache``."""
+    from ..models import cache_dir
+
+    if args.no_cache:
+        return None
+    return Path(args.cache) if args.cache else cache_dir() / "generations.sqlite"
+
+
+def critic_from_args(args: argparse.Namespace, model: str | None):
+    """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
+    critic, cache and decoding options.
+
+    Raises:
+        ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`.
+    """
+    from ..critic import Critic
+    from ..prompts import DEFAULT_FAMILY
+
+    return Critic.from_pretrained(
+        model,
+        trust_remote_code=args.trust_remote_code,
+        batch_size=args.batch_size,
+        num_threads=args.threads,
+        dtype=args.dtype,
+        progress=args.progress,
+        template=args.template or DEFAULT_FAMILY,
+        language=args.language,
+        decoding=decoding_from_args(args),
+        truncate=args.truncate,
+        cache_path=cache_from_args(args),
+    )
