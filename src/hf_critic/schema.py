@@ -95,6 +95,7 @@ class ParseStatus(str, enum.Enum):
     UNPARSED = "unparsed"  # no score / label in the format the template asks for
     OUT_OF_RANGE = "out_of_range"  # a score was found but lies outside the template's range
     SKIPPED = "skipped"  # the input was not sent to the model (e.g. too long with --truncate skip)
+    LOW_MASS = "low_mass"  # probability read-out: too little mass on the allowed verdicts (--min-verdict-mass)
 
 
 # Critique (output) columns, prefixed so they never clash with input columns such as a human `score`.

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from ..decoding import DecodingConfig
+from ..verdicts import VerdictProbabilityError, VerdictReadout
 
 Messages = list[dict[str, str]]
 
@@ -50,3 +51,30 @@ class Backend(ABC):
     @abstractmethod
     def truncate_middle(self, text: str, num_tokens: int) -> str:
         """Cut ``num_tokens`` tokens out of the middle of ``text``, keeping its head and tail."""
+
+    def verdict_probabilities(
+        self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]
+    ) -> list[VerdictReadout]:
+        """Probabilities of the allowed verdict strings right after each prompt and its continuation.
+
+        The read-out position is the chat prompt (template and generation prompt, as in :meth:`generate`) followed
+        by ``continuations[i]``: the verdict prefix (``"Rating: [["``), after the critique's explanation under
+        ``--explanation first``. Each verdict is scored as written and with one leading space, all its tokens
+        (``"10"`` = ``"1"`` then ``"0"``); verdicts whose path is a prefix of another's are made exclusive (see
+        :mod:`hf_critic.verdicts`). Backends that see only the top-k next tokens report the verdicts outside it as
+        :attr:`~hf_critic.verdicts.VerdictReadout.unseen` (probability 0).
+
+        Args:
+            conversations: chat messages ending in a user turn, as for :meth:`generate`.
+            continuations: text of the assistant turn so far, one per conversation (may be empty).
+            verdicts: the allowed verdict strings (e.g. ``"1"`` .. ``"10"``, or ``"A"``, ``"B"``, ``"C"``), distinct.
+
+        Returns:
+            One :class:`~hf_critic.verdicts.VerdictReadout` per conversation, in input order.
+
+        Raises:
+            VerdictProbabilityError: this backend cannot return probabilities (the default; the message names it).
+        """
+        raise VerdictProbabilityError(
+            f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
+        )

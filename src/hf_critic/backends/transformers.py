@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 
@@ -12,6 +13,7 @@ from transformers import GenerationConfig
 
 from ..decoding import DecodingConfig
 from ..models import default_num_threads, load_model
+from ..verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from .base import Backend, Messages
 
 
@@ -129,3 +131,78 @@ class TransformersBackend(Backend):
             bar.set_postfix(tok_s=f"{new_tokens / (time.perf_counter() - started):.1f}")
         bar.close()
         return results
+
+    # ------------------------------------------------------------------------------------ verdict read-out
+    def _verdict_trie(self, continuations: Sequence[str], verdicts: Sequence[str]) -> TokenTrie:
+        """Token paths of every verdict spelling as they continue the rows' common tail (BPE merges across the
+        boundary are what the model would see), else as tokenised alone."""
+        tail = os.path.commonprefix([c[::-1] for c in continuations])[::-1][-32:]
+        anchor = self.tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
+        paths = {}
+        for verdict in verdicts:
+            paths[verdict] = []
+            for spelling in verdict_spellings(verdict):
+                ids = self.tokenizer(tail + spelling, add_special_tokens=False)["input_ids"]
+                alone = ids[len(anchor) :] if ids[: len(anchor)] == anchor else []
+                paths[verdict].append(alone or self.tokenizer(spelling, add_special_tokens=False)["input_ids"])
+        return TokenTrie(paths)
+
+    @torch.inference_mode()
+    def verdict_probabilities(
+        self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]
+    ) -> list[VerdictReadout]:
+        """Exact verdict probabilities from the model's logits (see :meth:`Backend.verdict_probabilities`).
+
+        Per batch of ``batch_size`` rows: one prefill of prompt + continuation (only the last position's logits are
+        kept), then one forward pass of the verdict trie's internal tokens over the prefill's KV cache, with a tree
+        attention mask (each trie token sees the prompt and its own ancestors) and the positions it would have in
+        the sequence. No decoding. Float64 softmax of the logits.
+
+        Returns:
+            One readout per conversation, in input order.
+        """
+        if len(continuations) != len(conversations):
+            raise ValueError("verdict_probabilities needs one continuation per conversation")
+        trie = self._verdict_trie(continuations, verdicts)
+        texts = [self._prompt_text(c) + cont for c, cont in zip(conversations, continuations, strict=True)]
+        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
+        tokens = torch.tensor(trie.tokens[1:], device=self.model.device)
+        sources = torch.tensor(trie.source[1:], device=self.model.device)
+        fed_tokens = torch.tensor([trie.tokens[n] for n in trie.fed], dtype=torch.long, device=self.model.device)
+        depth = trie.depth
+        fed_depth = torch.tensor([depth[n] for n in trie.fed], dtype=torch.long, device=self.model.device)
+        tree = torch.from_numpy(trie.ancestors()).to(self.model.device)
+        results: list[VerdictReadout | None] = [None] * len(texts)
+        bar = tqdm(total=len(texts), unit="verdict", disable=not self.progress, desc="reading verdicts")
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
+            ids, mask = inputs["input_ids"].to(self.model.device), inputs["attention_mask"].to(self.model.device)
+            positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = self.model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=bool(trie.fed), logits_to_keep=1
+            )
+            dists = [torch.log_softmax(out.logits[:, -1].double(), dim=-1)]  # [B, V] at the root
+            if trie.fed:
+                b, length, n = ids.shape[0], ids.shape[1], len(trie.fed)
+                allowed = torch.cat([mask.bool()[:, None, :].expand(b, n, length), tree.expand(b, n, n)], dim=-1)
+                additive = torch.zeros(allowed.shape, dtype=self.model.dtype, device=self.model.device)
+                additive.masked_fill_(~allowed, torch.finfo(self.model.dtype).min)
+                step = self.model(
+                    input_ids=fed_tokens.expand(b, n),
+                    attention_mask=additive[:, None],
+                    position_ids=positions[:, -1:] + fed_depth,
+                    past_key_values=out.past_key_values,
+                    cache_position=torch.arange(length, length + n, device=self.model.device),
+                    use_cache=False,
+                )
+                dists.append(torch.log_softmax(step.logits.double(), dim=-1))  # [B, n, V]
+            stacked = torch.cat([dists[0][:, None], *dists[1:]], dim=1)  # [B, 1 + n, V]
+            node_lp = stacked[:, sources, tokens]  # [B, nodes - 1]
+            row = torch.cat([torch.zeros_like(node_lp[:, :1]), node_lp], dim=1).cpu().numpy()
+            for i, readout in zip(batch, trie.probabilities(row), strict=True):
+                results[i] = readout
+            bar.update(len(batch))
+        bar.close()
+        return results  # type: ignore[return-value]

@@ -1,0 +1,318 @@
+"""Verdicts read from the critic's probabilities instead of parsed from its text.
+
+A critic that does not write its verdict in the requested format still holds one: after the template's verdict
+prefix (``Rating: [[``, ``[[``, ``{'Overall Score':``) the model's next-token distribution over the allowed verdict
+strings is its judgment. This is G-Eval's probability-weighted scoring (Liu et al., 2023, §2) and the distributional
+judgment of Wang et al. (2025, arXiv:2503.03064, §3): the expected score of the distribution is the pointwise
+verdict, and in pairwise comparison the distributions of both presentation orders are averaged before deciding.
+
+What lives here (backends only run forward passes; everything else is plain maths):
+
+* :class:`VerdictReadout`: the probabilities of the allowed verdicts, their mass, the renormalised distribution and
+  its entropy;
+* :class:`TokenTrie`: exact probabilities of multi-token verdicts (``"10"`` = ``"1"`` then ``"0"``) from per-node
+  next-token log-probabilities, with and without a leading space;
+* :func:`walk_top_logprobs`: the same over servers that only return the top-k next tokens as strings;
+* :func:`expected_score`, :func:`combine_orders`, :func:`swap_distribution`, :func:`decide_label`.
+
+**Exclusive verdicts.** Where one allowed verdict's token path is a proper prefix of another's (``"1"`` and
+``"10"``), the shorter verdict gets only the mass that does not continue into the longer one:
+``P("1") = P("1") * (1 - P("0" | "1"))`` and ``P("10") = P("1") * P("0" | "1")``. So the probabilities of all allowed
+verdicts sum to at most 1, and their sum, the **verdict mass**, says how much of the model's next-token mass follows
+the format at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .schema import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+
+__all__ = [
+    "EXPLANATION_MODES",
+    "VERDICT_MODES",
+    "TokenTrie",
+    "VerdictProbabilityError",
+    "VerdictReadout",
+    "combine_orders",
+    "decide_label",
+    "expected_score",
+    "swap_distribution",
+    "walk_top_logprobs",
+]
+
+#: ``--verdict``: parse the generated text, read the probabilities, or both (text kept in its own columns).
+VERDICT_MODES = ("text", "probability", "both")
+#: ``--explanation``: ``none`` = verdict prefix right after the generation prompt (one prefill, no decoding);
+#: ``first`` = generate the critique, cut its own verdict, append the prefix after the explanation.
+EXPLANATION_MODES = ("none", "first")
+
+
+class VerdictProbabilityError(ValueError):
+    """A backend that cannot return next-token probabilities was asked for ``--verdict probability`` / ``both``."""
+
+
+@dataclass(frozen=True)
+class VerdictReadout:
+    """The probabilities of the allowed verdicts at one read-out position.
+
+    Attributes:
+        probabilities: verdict string -> probability in [0, 1], exclusive events (see the module docstring), not
+            renormalised; every allowed verdict is a key.
+        unseen: verdicts whose probability the backend could not see (outside a server's top-k); they count as 0,
+            i.e. as missing mass.
+    """
+
+    probabilities: Mapping[str, float]
+    unseen: tuple[str, ...] = field(default=())
+
+    @property
+    def mass(self) -> float:
+        """Probability on the allowed verdicts before renormalising, in [0, 1]: how well the model follows the format."""
+        return float(min(1.0, sum(self.probabilities.values())))
+
+    @property
+    def distribution(self) -> dict[str, float]:
+        """The probabilities renormalised to sum to 1 (all zeros when the mass is 0)."""
+        total = sum(self.probabilities.values())
+        return {v: (p / total if total > 0 else 0.0) for v, p in self.probabilities.items()}
+
+    @property
+    def entropy(self) -> float:
+        """Shannon entropy of :attr:`distribution` in nats, in [0, log(number of verdicts)]."""
+        return entropy(self.distribution)
+
+
+def entropy(distribution: Mapping[str, float]) -> float:
+    """``-sum p log p`` in nats over a renormalised distribution (terms with p = 0 contribute 0)."""
+    return float(-sum(p * math.log(p) for p in distribution.values() if p > 0))
+
+
+def expected_score(distribution: Mapping[str, float], values: Mapping[str, float]) -> float:
+    """``sum_v p(v) * value(v)``: the probability-weighted score (G-Eval §2; Wang et al. 2025 §3.1).
+
+    Args:
+        distribution: verdict -> probability, summing to 1.
+        values: verdict -> numeric score.
+
+    Raises:
+        ValueError: an empty distribution or a verdict without a value.
+    """
+    if not distribution or abs(sum(distribution.values()) - 1.0) > 1e-6:
+        raise ValueError("expected_score needs a distribution that sums to 1")
+    return float(sum(p * float(values[v]) for v, p in distribution.items()))
+
+
+def swap_distribution(distribution: Mapping[str, float]) -> dict[str, float]:
+    """Map a pairwise distribution judged on the swapped pair back to the original order.
+
+    Args:
+        distribution: keys ``"response_1"``, ``"response_2"``, ``"tie"`` (:data:`hf_critic.schema.LABEL_NAMES`).
+
+    Returns:
+        The same probabilities with the two responses' keys exchanged.
+    """
+    names = {
+        LABEL_NAMES[RESPONSE_1_WINS]: LABEL_NAMES[RESPONSE_2_WINS],
+        LABEL_NAMES[RESPONSE_2_WINS]: LABEL_NAMES[RESPONSE_1_WINS],
+    }
+    return {names.get(k, k): p for k, p in distribution.items()}
+
+
+def combine_orders(*distributions: Mapping[str, float]) -> dict[str, float]:
+    """Average distributions over the same keys (both presentation orders, Wang et al. 2025 §3.2; or the samples of
+    self-consistency).
+
+    Args:
+        distributions: >= 1 mappings with the same keys, each summing to 1; a swapped order must already be mapped
+            back (:func:`swap_distribution`).
+
+    Raises:
+        ValueError: no distributions, or different keys.
+    """
+    if not distributions:
+        raise ValueError("combine_orders needs at least one distribution")
+    keys = list(distributions[0])
+    if any(sorted(d) != sorted(keys) for d in distributions):
+        raise ValueError("distributions to combine must have the same verdicts")
+    return {k: sum(d[k] for d in distributions) / len(distributions) for k in keys}
+
+
+def decide_label(distribution: Mapping[str, float]) -> int:
+    """The pairwise label of highest probability (0 = response 1, 1 = response 2, 2 = tie).
+
+    Exact ties between the highest probabilities go to the tie label when it is among them, else to response 1
+    (a documented, deterministic rule; with probabilities read from a model exact ties practically never occur).
+    """
+    codes = {name: code for code, name in LABEL_NAMES.items()}
+    best = max(distribution.values())
+    leaders = [codes[k] for k, p in distribution.items() if p == best]
+    return TIE if TIE in leaders else min(leaders)
+
+
+# ------------------------------------------------------------------------------------------------ token trie
+class TokenTrie:
+    """The allowed verdicts as token paths (with and without a leading space), for exact multi-token read-outs.
+
+    The backend computes the next-token log-probabilities at the root (the read-out position) and at every internal
+    node (:attr:`fed`: the nodes it has to feed through the model, all in one forward pass over the KV cache of the
+    prompt); :meth:`probabilities` turns them into :class:`VerdictReadout`\\ s.
+
+    Args:
+        paths: verdict -> its token-id sequences (one per spelling, e.g. ``"8"`` and ``" 8"``); identical sequences
+            of one verdict are merged.
+
+    Attributes:
+        tokens, parents: per node (index 0 = root, token -1), its token id and parent index.
+        fed: indices of the internal non-root nodes, parents before children.
+        source: per node, the position of the distribution its token is read from: 0 = the root's, ``1 + j`` = the
+            one computed at ``fed[j]``.
+
+    Raises:
+        ValueError: an empty path, or two verdicts with the same token path.
+    """
+
+    def __init__(self, paths: Mapping[str, Sequence[Sequence[int]]]):
+        self.verdicts = tuple(paths)
+        self.tokens, self.parents = [-1], [-1]
+        children: list[dict[int, int]] = [{}]
+        self._ends: dict[int, str] = {}
+        for verdict, spellings in paths.items():
+            for path in {tuple(p) for p in spellings}:
+                if not path:
+                    raise ValueError(f"verdict {verdict!r} has an empty token path")
+                node = 0
+                for token in path:
+                    if token not in children[node]:
+                        children[node][token] = len(self.tokens)
+                        self.tokens.append(int(token))
+                        self.parents.append(node)
+                        children.append({})
+                    node = children[node][token]
+                if self._ends.get(node, verdict) != verdict:
+                    raise ValueError(f"verdicts {self._ends[node]!r} and {verdict!r} have the same token path")
+                self._ends[node] = verdict
+        self.children = [tuple(c.values()) for c in children]
+        self.fed = [n for n in range(1, len(self.tokens)) if self.children[n]]
+        position = {n: 1 + j for j, n in enumerate(self.fed)}
+        self.source = [0] + [
+            0 if self.parents[n] == 0 else position[self.parents[n]] for n in range(1, len(self.tokens))
+        ]
+
+    @property
+    def depth(self) -> list[int]:
+        """Depth of every node (root 0)."""
+        depth = [0] * len(self.tokens)
+        for n in range(1, len(self.tokens)):
+            depth[n] = depth[self.parents[n]] + 1
+        return depth
+
+    def ancestors(self) -> np.ndarray:
+        """Boolean ``[len(fed), len(fed)]``: ``[i, j]`` is True when fed node j is fed node i or one of its ancestors
+        (the tree attention mask among fed tokens)."""
+        index = {n: j for j, n in enumerate(self.fed)}
+        mask = np.zeros((len(self.fed), len(self.fed)), dtype=bool)
+        for i, n in enumerate(self.fed):
+            while n != 0:
+                mask[i, index[n]] = True
+                n = self.parents[n]
+        return mask
+
+    def probabilities(self, token_logprobs: np.ndarray) -> list[VerdictReadout]:
+        """Verdict probabilities from each node's token log-probability.
+
+        Args:
+            token_logprobs: ``[batch, nodes]``; column ``n`` (n >= 1) is ``log P(tokens[n] | path to parents[n])``,
+                read from the distribution :attr:`source` ``[n]`` names; column 0 is ignored.
+
+        Returns:
+            One readout per row; a verdict's probability sums its spellings, each the product of its path's token
+            probabilities, times ``1 - P(continuing into a longer verdict)`` when its path is internal.
+        """
+        lp = np.asarray(token_logprobs, dtype=np.float64)
+        path = np.zeros_like(lp)
+        for n in range(1, len(self.tokens)):  # parents come before children
+            path[:, n] = path[:, self.parents[n]] + lp[:, n]
+        result = np.zeros((lp.shape[0], len(self.verdicts)))
+        column = {v: i for i, v in enumerate(self.verdicts)}
+        for node, verdict in self._ends.items():
+            stop = 1.0 - sum(np.exp(lp[:, c]) for c in self.children[node]) if self.children[node] else 1.0
+            result[:, column[verdict]] += np.exp(path[:, node]) * np.clip(stop, 0.0, 1.0)
+        return [VerdictReadout(dict(zip(self.verdicts, map(float, row), strict=True))) for row in result]
+
+
+def verdict_spellings(verdict: str) -> tuple[str, ...]:
+    """The spellings scored for one verdict: as written and with one leading space (tokenizers that glue the space
+    to the next word write ``" 8"`` after ``Rating:``)."""
+    return (verdict, " " + verdict) if not verdict.startswith(" ") else (verdict,)
+
+
+# ------------------------------------------------------------------------------------------------ top-k servers
+def walk_top_logprobs(
+    top_logprobs: Callable[[Sequence[tuple[int, str]]], Sequence[Mapping[str, float]]],
+    num_rows: int,
+    verdicts: Sequence[str],
+) -> list[VerdictReadout]:
+    """Verdict probabilities from a server that returns only the top-k next tokens as strings (OpenAI ``logprobs`` +
+    ``top_logprobs``, llama.cpp ``n_probs``).
+
+    Walks the verdict strings (and their leading-space spellings) token by token: a top-k token that is a proper
+    prefix of a spelling is extended with one more request; one that completes a spelling (possibly followed by
+    characters that cannot continue a verdict, such as ``"]"``) ends it. Exclusive verdicts as in the module
+    docstring. Verdicts that never appear in a top-k list get probability 0 and are listed as unseen: missing mass.
+
+    Args:
+        top_logprobs: ``[(row, text already appended after the row's read-out position), ...]`` ->
+            ``{token string: log-probability}`` of the next token for each, in order.
+        num_rows: rows to read out.
+        verdicts: the allowed verdict strings.
+
+    Returns:
+        One :class:`VerdictReadout` per row.
+    """
+    spellings = {s: v for v in verdicts for s in verdict_spellings(v)}
+    probs = np.zeros((num_rows, len(verdicts)))
+    column = {v: i for i, v in enumerate(verdicts)}
+    frontier = [(row, "", 0.0) for row in range(num_rows)]  # (row, text so far, log-prob of the text)
+    while frontier:
+        answers = top_logprobs([(row, text) for row, text, _ in frontier])
+        grown = []
+        for (row, text, logp), top in zip(frontier, answers, strict=True):
+            continuing = 0.0  # mass that leaves ``text`` for another verdict
+            for token, token_lp in top.items():
+                longer = text + token
+                if _is_prefix(longer, spellings):
+                    grown.append((row, longer, logp + token_lp))
+                    continuing += math.exp(token_lp)
+                    continue
+                spelling = longer if longer in spellings else _completed(longer, spellings)
+                if spelling is None or spelling == text:  # not a verdict, or ``text`` itself ending (below)
+                    continue
+                probs[row, column[spellings[spelling]]] += math.exp(logp + token_lp)
+                continuing += math.exp(token_lp)
+            if text in spellings:  # a verdict that a longer one extends keeps the mass that does not continue
+                probs[row, column[spellings[text]]] += math.exp(logp) * max(0.0, 1.0 - continuing)
+        frontier = grown
+    return [
+        VerdictReadout(
+            dict(zip(verdicts, map(float, row), strict=True)),
+            tuple(v for v, p in zip(verdicts, row, strict=True) if p == 0),
+        )
+        for row in probs
+    ]
+
+
+def _is_prefix(text: str, spellings: Mapping[str, str]) -> bool:
+    return any(s != text and s.startswith(text) for s in spellings)
+
+
+def _completed(text: str, spellings: Mapping[str, str]) -> str | None:
+    """The spelling ``text`` completes when it runs on with a character that cannot continue a verdict."""
+    for s in sorted(spellings, key=len, reverse=True):
+        if text.startswith(s) and len(text) > len(s) and not text[len(s)].isalnum():
+            return s
+    return None
