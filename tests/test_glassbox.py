@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -33,6 +34,7 @@ from hf_critic.glassbox import (
     token_log_probs,
     token_vocab_log_prob_variance,
 )
+from hf_critic.glassbox import evaluator as glassbox_evaluator
 from hf_critic.io import RecordError
 
 CHATML = (
@@ -318,6 +320,27 @@ def test_feature_names_aliases_and_orientation():
     np.testing.assert_array_equal(oriented([1.0], "glassbox_sent_prob_calibrated"), [-1.0])
     np.testing.assert_array_equal(oriented([1.0], "glassbox_sent_prob_calibrated", direction="paper"), [1.0])
     np.testing.assert_array_equal(oriented([2.0], "attn_ent_min"), [2.0])  # no direction known: unchanged
+
+
+def test_docs_table_and_cli_epilog_are_generated_from_features(tmp_path):
+    from hf_critic.commands.self_eval import EPILOG
+    from hf_critic.glassbox.features import markdown_table, update_docs
+
+    table = markdown_table()
+    assert len(table.splitlines()) == 2 + len(gb.FEATURES)
+    assert "| `softmax_ent` | Softmax-Ent | 2.1 Eq. 2 |" in table and "**higher = better**" in table
+    docs = Path(__file__).resolve().parents[1] / "docs" / "glassbox.md"
+    assert table in docs.read_text(encoding="utf-8"), "regenerate: python -m hf_critic.glassbox docs/glassbox.md"
+    stale = tmp_path / "glassbox.md"
+    stale.write_text(
+        docs.read_text(encoding="utf-8").replace("| `sent_prob` | SentProb |", "| `old` | SentProb |", 1),
+        encoding="utf-8",
+    )
+    assert update_docs(stale) and stale.read_text(encoding="utf-8") == docs.read_text(encoding="utf-8")
+    assert not update_docs(stale)
+    for name, info in gb.FEATURES.items():
+        assert f"  {name} " in EPILOG and info.paper_name in EPILOG
+    assert "differ for sent_prob, sent_prob_sum, softmax_ent." in EPILOG
     assert gb.FEATURES["softmax_ent"].higher_is_better is False and gb.FEATURES["sent_prob"].higher_is_better
     with pytest.raises(ValueError):
         oriented([1.0], "softmax_ent", direction="best")
@@ -389,7 +412,7 @@ def test_a_tokenizer_without_chat_template_is_refused(tokenizer):
 
 @pytest.mark.parametrize("chunk", [512, 3])
 def test_every_basic_feature_matches_numpy_on_known_logits(tokenizer, chunk, monkeypatch):
-    monkeypatch.setattr(gb, "_CHUNK", chunk)  # vocabulary statistics computed 3 positions at a time
+    monkeypatch.setattr(glassbox_evaluator, "_CHUNK", chunk)  # vocabulary statistics computed 3 positions at a time
     model = TableLM(len(tokenizer))
     recs = records(5)
     ds = GlassBoxEvaluator(model, tokenizer=tokenizer, batch_size=3).score(recs, features="basic")

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from ..glassbox.features import epilog
 from .options import add_data_args, add_decoding_args, add_model_args
 
-EPILOG = """\
-Features (Huang et al., "Self-Evaluation of Large Language Model based on Glass-box Features"): sent_prob,
-sent_prob_sum, softmax_ent, softmax_var, softmax_var_logprob, softmax_var_vocab, softmax_combo,
-prm_ensemble_exp/var, dec_ensemble_exp/var (samples N responses per row: slow), attn_ent, attn_ent_min,
-attn_ent_avg; the paper's spellings (Softmax-Ent, DecEnsem-Var, ...) and the groups `basic` and `all` work too.
-Each adds a column glassbox_<feature>. Records need question + response, or FastChat `turns` + `responses`,
-or chat `messages`; map your column names with --columns. The features are most meaningful when --model is
-the model that wrote the responses (self-evaluation). Directions: hf_critic.glassbox.FEATURES gives the
-paper's (confident = better) and the one observed against GPT-4 grades (docs/glassbox.md); they differ for
-sent_prob (observed: lower = better) and softmax_ent (observed: higher = better).
-
+EPILOG = (
+    epilog()
+    + """
 Example:
   hf-critic self-eval --data answers.jsonl --output scored.jsonl --features sent_prob softmax_ent softmax_var
 """
+)
 
 
 def register(subparsers) -> None:
