@@ -36,102 +36,23 @@ Any recipe value can be overridden on the command line, e.g. `--learning_rate 1e
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
 
 import datasets
 import transformers
 from transformers import AutoTokenizer, set_seed
 from transformers.trainer_utils import get_last_checkpoint
-from trl import (
-    ModelConfig,
-    SFTConfig,
-    SFTTrainer,
-    TrlParser,
-    get_peft_config,
-    get_quantization_config,
-)
-from trl import ScriptArguments as TrlScriptArguments
+from trl import SFTTrainer, get_peft_config, get_quantization_config
 
 from hf_critic import training
 from hf_critic.models import dequantized_gguf_config
-from hf_critic.prompts import DEFAULT_FAMILY
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class ScriptArguments(TrlScriptArguments):
-    """Data, rendering, dry-run and validation arguments (TRL's ``dataset_name`` etc. plus the fields below)."""
-
-    dataset_mixture: dict | str | None = field(
-        default=None,
-        metadata={
-            "help": "Weighted mixture of critique SFT configs (YAML mapping, or JSON on the command line): "
-            "{datasets: [{id, config, split, weight, columns}], seed, test_split | test_split_size}. "
-            "Overrides dataset_name."
-        },
-    )
-    template: str = field(
-        default=DEFAULT_FAMILY,
-        metadata={"help": "Critic template family / name / YAML path for rows without a 'messages' column."},
-    )
-    language: str = field(default="en", metadata={"help": "Critique language (en / zh) for template families."})
-    critique_column: str = field(
-        default="critique", metadata={"help": "Column with the teacher critique, for rows without 'messages'."}
-    )
-    drop_overlong: bool = field(
-        default=True,
-        metadata={
-            "help": "Drop examples longer than max_length instead of truncating them (truncation would cut the "
-            "verdict, which comes last)."
-        },
-    )
-    dry_run: bool = field(
-        default=False, metadata={"help": "Print a few rendered training examples with their loss masks, then exit."}
-    )
-    dry_run_examples: int = field(default=3, metadata={"help": "Examples shown by --dry-run."})
-    validation_dataset: str | None = field(
-        default=None,
-        metadata={
-            "help": "Held-out pointwise records (same forms as a mixture 'id') graded at each evaluation; their "
-            "Pearson with the gold scores becomes eval_<validation_metric_name> (CritiqueLLM v1 §4.3)."
-        },
-    )
-    validation_config: str | None = field(default=None, metadata={"help": "Config of validation_dataset."})
-    validation_split: str = field(default="validation", metadata={"help": "Split of validation_dataset."})
-    validation_score_column: str = field(
-        default="score", metadata={"help": "Gold score column of the validation set."}
-    )
-    validation_query_column: str | None = field(
-        default=None, metadata={"help": "Query id column: text-level (per-query) correlation instead of pooled."}
-    )
-    validation_template: str | None = field(
-        default=None, metadata={"help": "Critic template for validation grading (default: --template)."}
-    )
-    validation_max_examples: int | None = field(
-        default=None, metadata={"help": "Grade only the first N validation rows (generation is the slow part)."}
-    )
-    validation_max_new_tokens: int = field(
-        default=256, metadata={"help": "Generation budget per validation critique."}
-    )
-    validation_batch_size: int = field(default=8, metadata={"help": "Validation conversations per generate call."})
-    validation_metric_name: str = field(
-        default="critique_pearson",
-        metadata={"help": "Name of the validation Pearson (use it as metric_for_best_model)."},
-    )
-
-    def __post_init__(self):
-        if isinstance(self.dataset_mixture, str):
-            self.dataset_mixture = json.loads(self.dataset_mixture)
-        if self.dataset_mixture is None and self.dataset_name is None and not self.dry_run:
-            raise ValueError("give dataset_mixture (recommended) or dataset_name")
-
-
-def main(script_args, training_args, model_args):
+def main(script_args, training_args, model_args, validation_args):
     ###############################
     # Seed and logging
     ###############################
@@ -276,28 +197,16 @@ def main(script_args, training_args, model_args):
         quantization_config=quantization_config,
         peft_config=get_peft_config(model_args),
     )
-    pearson = None
-    if script_args.validation_dataset:
-        records = training.load_dataset_source(
-            script_args.validation_dataset, script_args.validation_config, script_args.validation_split
-        )
-        if script_args.validation_max_examples is not None:
-            records = records.select(range(min(script_args.validation_max_examples, len(records))))
-        pearson = training.CritiquePearsonCallback(
-            records,
-            trainer=trainer,
-            template=script_args.validation_template or script_args.template,
-            language=script_args.language,
-            score_column=script_args.validation_score_column,
-            query_column=script_args.validation_query_column,
-            max_new_tokens=script_args.validation_max_new_tokens,
-            batch_size=script_args.validation_batch_size,
-            metric_name=script_args.validation_metric_name,
-        )
+    pearson = training.validation_callback(
+        validation_args,
+        trainer,
+        template=script_args.template,
+        language=script_args.language,
+        metric_for_best_model=training_args.metric_for_best_model,
+    )
+    if pearson is not None:
         trainer.add_callback(pearson)
-        logger.info(f"validation Pearson on {len(records)} rows of {script_args.validation_dataset}")
-    elif (training_args.metric_for_best_model or "").endswith(script_args.validation_metric_name):
-        raise ValueError(f"metric_for_best_model is {training_args.metric_for_best_model!r}: set validation_dataset")
+        logger.info(f"validation Pearson on {len(pearson.records)} rows of {validation_args.validation_dataset}")
 
     ###############################
     # Training loop
@@ -327,7 +236,6 @@ def main(script_args, training_args, model_args):
         training_args=training_args,
         model_args=model_args,
         mixture=data,
-        templates=_templates(mixture),
         validation=pearson.history if pearson else (),
         best={
             "checkpoint": trainer.state.best_model_checkpoint,
@@ -335,7 +243,7 @@ def main(script_args, training_args, model_args):
             "value": trainer.state.best_metric,
         },
         world_size=training_args.world_size,
-        usage_template=script_args.validation_template or script_args.template,
+        usage_template=validation_args.validation_template or script_args.template,
         usage_model=training_args.hub_model_id if training_args.push_to_hub else training_args.output_dir,
     )
     if trainer.accelerator.is_main_process:
@@ -383,21 +291,6 @@ def _write_card(output_dir: str, card: str) -> None:
         handle.write(card)
 
 
-def _templates(mixture) -> list[dict]:
-    """Prompt templates recorded in the training data (``template`` / ``template_version`` columns), for the card."""
-    seen = []
-    for source in mixture.datasets:
-        try:
-            rows = training.load_dataset_source(source.id, source.config, source.split)
-        except Exception:  # a source that only loads once (e.g. streaming) is not worth failing the card for
-            continue
-        for entry in training.templates_in(rows):
-            if entry not in seen:
-                seen.append(entry)
-    return seen
-
-
 if __name__ == "__main__":
-    parser = TrlParser((ScriptArguments, SFTConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config()
-    main(script_args, training_args, model_args)
+    script_args, validation_args, training_args, model_args = training.parser().parse_args_and_config()
+    main(script_args, training_args, model_args, validation_args)

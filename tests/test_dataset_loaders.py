@@ -15,8 +15,8 @@ from hf_critic.datasets import (
     load_prometheus,
     load_verdicts,
 )
-from hf_critic.datasets._rows import query_id_of
 from hf_critic.io import RecordError
+from hf_critic.schema import query_id
 
 
 def write_jsonl(path, rows):
@@ -72,7 +72,7 @@ def test_alignbench_pointwise_referenced(tmp_path):
         "category",
         "id",
     ]
-    assert ds["query_id"][0] == ds["query_id"][1] == query_id_of("Q1") != ds["query_id"][2]
+    assert ds["query_id"][0] == ds["query_id"][1] == query_id("Q1") != ds["query_id"][2]
     assert ds["system_id"] == ["m1", "m2", "m1"]
     assert ds["human_score"] == [2.0, 4.0, 1.0]
     assert ds["response"][2] == ""  # an empty answer is data, not an error
@@ -293,7 +293,7 @@ def test_generic_pairwise_with_column_and_label_mapping(tmp_path):
     )
     assert ds["label"] == [0, 1, 2, 1]
     assert ds.column_names[:6] == ["query_id", "question", "response_1", "response_2", "label", "category"]
-    assert ds["query_id"][0] == ds["query_id"][1] == query_id_of("Q1")
+    assert ds["query_id"][0] == ds["query_id"][1] == query_id("Q1")
     rows[1]["winner"] = "model_c"
     with pytest.raises(RecordError, match=r"field label\[1\] = 'model_c' is not a pairwise label"):
         load_generic(write_jsonl(tmp_path / "arena.jsonl", rows), task="pairwise",
@@ -357,3 +357,14 @@ def test_dataset_folder_and_hub_id_go_through_datasets(tmp_path):
     assert ds["category"] == ["General Communication"] and ds["question"] == ["Hi"]
     with pytest.raises(RecordError, match="not a local file, and loading it as a Hub dataset failed"):
         load_alignbench("hf-critic-nonexistent/alignbench")
+
+
+def test_one_query_id_and_one_category_table():
+    """Loaders, reports and Eval-Instruct share schema.query_id and schema's category table (AlignBench names too)."""
+    from hf_critic import schema
+    from hf_critic.data import stages
+
+    assert stages.query_id is schema.query_id is query_id
+    assert query_id("Q1") == query_id(" Q1\n") == "q-" + __import__("hashlib").sha256(b"Q1").hexdigest()[:12]
+    assert schema.normalize_category("综合问答") == schema.normalize_category("Open-ended Questions")
+    assert schema.normalize_category("基本能力") == "Fundamental Language Ability"  # AlignBench's name

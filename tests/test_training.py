@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from pathlib import Path
 
 import datasets
@@ -14,6 +12,7 @@ import yaml
 from scipy import stats
 
 from hf_critic import training
+from hf_critic.io import RecordError, load_records
 from hf_critic.prompts import get_template
 from hf_critic.schema import SETTINGS
 
@@ -42,27 +41,16 @@ CHATGLM3_PUBLISHED = (
 )
 
 
-def parse_recipe(module, recipe: Path):
-    """TrlParser((ScriptArguments, SFTConfig, ModelConfig)) on a recipe, as recipes/sft.py parses it.
+def parse_recipe(recipe: Path):
+    """The recipe parsed as recipes/sft.py parses it: ``(script_args, validation_args, training_args, model_args)``.
 
     GPU recipes ask for bf16, which TrainingArguments refuses without a GPU: on a CPU-only machine the parse adds the
     command-line override ``--use_cpu true`` (everything else comes from the YAML).
     """
     import torch
-    from trl import ModelConfig, SFTConfig, TrlParser
 
     extra = [] if torch.cuda.is_available() else ["--use_cpu", "true"]
-    parser = TrlParser((module.ScriptArguments, SFTConfig, ModelConfig))
-    return parser.parse_args_and_config(["--config", str(recipe), *extra])
-
-
-def load_recipe_module():
-    """recipes/sft.py is a script, not a package module: load it by path."""
-    spec = importlib.util.spec_from_file_location("hf_critic_sft_recipe", REPO / "recipes" / "sft.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve string annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
+    return training.parser().parse_args_and_config(["--config", str(recipe), *extra])
 
 
 def sft_rows(setting: str, n: int, *, with_messages: bool = True, offset: int = 0) -> list[dict]:
@@ -171,10 +159,10 @@ def test_mixture_spec_errors(spec, message):
 
 
 def test_missing_local_dataset_fails_fast(tmp_path):
-    with pytest.raises(FileNotFoundError):
-        training.load_dataset_source(str(tmp_path / "nope.jsonl"))
-    with pytest.raises(FileNotFoundError):
-        training.load_dataset_source("./no/such/folder")
+    with pytest.raises(RecordError, match="no such file"):
+        load_records(str(tmp_path / "nope.jsonl"))
+    with pytest.raises(RecordError, match="no such file or folder"):
+        load_records("./no/such/folder")
 
 
 # ---------------------------------------------------------------------------------------------------- rendering
@@ -220,12 +208,12 @@ def test_ensure_messages_errors_name_the_row():
 # ---------------------------------------------------------------------------------------------------- loss masks
 
 
-def trainer_labels(model, tokenizer, conversations, tmp_path, **config):
-    """input_ids and labels exactly as TRL's SFTTrainer prepares them for training."""
-    from trl import SFTConfig, SFTTrainer
+def cpu_sft_config(output_dir: Path, **config):
+    """A CPU ``SFTConfig`` with the critique-only loss (assistant turns), no length limit and no reporting."""
+    from trl import SFTConfig
 
-    args = SFTConfig(
-        output_dir=str(tmp_path / "sft"),
+    return SFTConfig(
+        output_dir=str(output_dir),
         assistant_only_loss=True,
         max_length=None,
         use_cpu=True,
@@ -233,6 +221,13 @@ def trainer_labels(model, tokenizer, conversations, tmp_path, **config):
         report_to="none",
         **config,
     )
+
+
+def trainer_labels(model, tokenizer, conversations, tmp_path, **config):
+    """input_ids and labels exactly as TRL's SFTTrainer prepares them for training."""
+    from trl import SFTTrainer
+
+    args = cpu_sft_config(tmp_path / "sft", **config)
     dataset = datasets.Dataset.from_list([{"messages": m} for m in conversations])
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
     return [(row["input_ids"], row["labels"]) for row in trainer.train_dataset]
@@ -392,7 +387,7 @@ def test_pearson_callback_grades_with_the_in_training_model(tiny_model_dir):
 def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
     """Trainer wiring: eval_critique_pearson is logged and is what load_best_model_at_end selects on."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
     records = pearson_records()
     gold = records["score"]
@@ -405,13 +400,8 @@ def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, mo
     data = datasets.Dataset.from_list(
         [{"messages": m} for m in (r["messages"] for r in sft_rows("pointwise_referenced", 8))]
     )
-    args = SFTConfig(
-        output_dir=str(tmp_path / "out"),
-        assistant_only_loss=True,
-        max_length=None,
-        use_cpu=True,
-        bf16=False,
-        report_to="none",
+    args = cpu_sft_config(
+        tmp_path / "out",
         max_steps=3,
         per_device_train_batch_size=2,
         eval_strategy="steps",
@@ -516,18 +506,17 @@ def test_model_card(eval_instruct_dir):
 
 
 def test_all_recipes_parse_with_trlparser():
-    module = load_recipe_module()
     assert len(RECIPES) >= 5
     for recipe in RECIPES:
-        script_args, training_args, model_args = parse_recipe(module, recipe)
+        script_args, validation_args, training_args, model_args = parse_recipe(recipe)
         mixture = training.DatasetMixture.from_dict(script_args.dataset_mixture)
         assert mixture.datasets, recipe
         if training_args.chat_template_path:
             text = (REPO / training_args.chat_template_path).read_text()
             assert training.has_generation_markers(text), recipe
         if training_args.metric_for_best_model:
-            assert training_args.metric_for_best_model == script_args.validation_metric_name
-            assert script_args.validation_dataset and training_args.load_best_model_at_end
+            assert training_args.metric_for_best_model == validation_args.validation_metric_name
+            assert validation_args.validation_dataset and training_args.load_best_model_at_end
         readme = (recipe.parent.parent / "README.md").read_text()
         launch = [line for line in readme.replace("\\\n", " ").splitlines() if "accelerate launch" in line]
         assert any(str(recipe.relative_to(REPO)) in line for line in launch), f"{recipe}: no launch line in README"
@@ -536,9 +525,8 @@ def test_all_recipes_parse_with_trlparser():
 
 def test_chatglm3_recipe_carries_the_paper_settings():
     """CritiqueLLM v2 §4.3: AdamW, wd 0.1, lr 6e-5, 10% warm-up, batch 64 (8 GPUs), length 8192, 5 epochs, ZeRO-2."""
-    module = load_recipe_module()
     recipe = REPO / "recipes" / "chatglm3-6b" / "sft" / "full.yaml"
-    script_args, args, model_args = parse_recipe(module, recipe)
+    script_args, _, args, model_args = parse_recipe(recipe)
     assert yaml.safe_load(recipe.read_text())["bf16"] is True
     assert args.optim.startswith("adamw") and args.weight_decay == 0.1 and args.learning_rate == 6e-5
     assert args.warmup_steps == 0.1 and args.num_train_epochs == 5 and args.max_length == 8192

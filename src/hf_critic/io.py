@@ -1,15 +1,19 @@
-"""Reading records and writing critiques through `datasets`, with errors that name file, line and field."""
+"""Reading records (files, folders, Hub ids) and writing critiques through `datasets`; errors name file, line, field."""
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import datasets
 
-_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+#: Data-file suffix -> the ``datasets`` builder that reads it: the one table of file types.
+DATA_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
+# Files that mark a ``save_to_disk`` folder (dataset_info.json also sits in folders of data files).
+_DISK_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
 
 
 class RecordError(ValueError):
@@ -34,15 +38,44 @@ def parse_columns(spec: str | None) -> dict[str, str]:
     return mapping
 
 
-def _first_bad_json_line(path: Path) -> tuple[int, str] | None:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
+def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows of a local ``.jsonl`` (one object per line) or ``.json`` (an array of objects, or one object of arrays).
+
+    Yields:
+        ``(location, row)``: location ``"<path>:<line>"`` (1-based) for JSONL, ``"<path>[<i>]"`` for JSON.
+
+    Raises:
+        RecordError: missing file, malformed JSON (with the line), or a row that is not an object.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise RecordError(f"{path}: no such file")
+    if path.suffix.lower() == ".jsonl":
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
                 try:
-                    json.loads(line)
+                    row = json.loads(line)
                 except json.JSONDecodeError as err:
-                    return number, err.msg
-    return None
+                    raise RecordError(f"{path}:{number}: malformed JSON line ({err.msg})") from None
+                if not isinstance(row, dict):
+                    raise RecordError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
+                yield f"{path}:{number}", row
+        return
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
+    if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
+        n = len(next(iter(data.values())))
+        data = [{k: v[i] for k, v in data.items()} for i in range(n)]  # columnar JSON
+    if not isinstance(data, list):
+        raise RecordError(f"{path}: expected a JSON array of objects, got {type(data).__name__}")
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise RecordError(f"{path}[{i}]: expected a JSON object, got {type(row).__name__}")
+        yield f"{path}[{i}]", row
 
 
 def load_records(
@@ -50,47 +83,118 @@ def load_records(
     columns: Mapping[str, str] | None = None,
     limit: int | None = None,
     split: str = "train",
+    config: str | None = None,
 ) -> datasets.Dataset:
-    """Load records from a JSONL / JSON / CSV / parquet file or a Hub dataset id.
+    """Load records from a data file, a glob, a local folder or a Hub dataset id: the one loader of hf-critic.
 
     Args:
-        source: a local file path, or a Hub dataset id (``org/name``) read with ``datasets.load_dataset``.
+        source: a data file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` / ``.arrow``) or a glob of them; a
+            ``save_to_disk`` folder (a ``Dataset``, a ``DatasetDict`` keyed by splits or by configs), a folder with
+            one such sub-folder per config, or a folder of data files; else a Hub dataset id (``org/name``).
         columns: ``{canonical: source_column}`` renames, e.g. ``{"question": "prompt"}``.
         limit: keep only the first ``limit`` rows.
-        split: split to read from a Hub dataset.
+        split: the split of a folder or Hub dataset (a data file is one split).
+        config: the config: a sub-folder, a key of a ``DatasetDict``, the Hub config, or, for data that holds
+            several, the rows whose ``config`` (or ``setting``) column equals it.
 
     Returns:
         A ``datasets.Dataset`` with the canonical column names.
 
     Raises:
-        RecordError: malformed JSONL (names the line), a mapped column absent from the file, an
-            unsupported extension, or a Hub id that cannot be loaded (offline, not cached).
+        RecordError: malformed JSONL (names the line), a mapped column absent from the data, an unsupported file
+            type, a local-looking path (``./``, ``/``, ``~`` or a data-file suffix) that does not exist, a split or
+            config a local dataset lacks (listing what it has), or a Hub id that cannot be loaded (offline, not
+            cached).
     """
-    path = Path(source).expanduser()
-    if path.exists():
-        builder = _BUILDERS.get(path.suffix.lower())
-        if builder is None:
-            raise RecordError(f"{path}: unsupported file type {path.suffix!r}; use one of {sorted(_BUILDERS)}")
-        try:
-            dataset = datasets.load_dataset(builder, data_files=str(path), split="train")
-        except Exception as err:
-            bad = _first_bad_json_line(path) if builder == "json" and path.suffix == ".jsonl" else None
-            if bad:
-                raise RecordError(f"{path}:{bad[0]}: malformed JSON line ({bad[1]})") from err
-            raise RecordError(f"{path}: cannot be read as {builder}: {err}") from err
-    elif str(source).startswith((".", "/", "~")) or Path(source).suffix.lower() in _BUILDERS:
-        raise RecordError(f"{source}: no such file")
-    else:
-        try:
-            dataset = datasets.load_dataset(str(source), split=split)
-        except Exception as err:
-            raise RecordError(
-                f"{source}: not a local file, and loading it as a Hub dataset failed "
-                f"(offline or not cached?): {type(err).__name__}: {err}"
-            ) from err
+    dataset = _load_source(source, config, split)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     return rename_columns(dataset, columns or {}, source=str(source))
+
+
+def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Rows of any :func:`load_records` source with their location, for loaders that report bad fields by line.
+
+    Yields:
+        ``(location, row)``: from :func:`read_json_rows` for a ``.json`` / ``.jsonl`` file (file and line), else
+        ``"<source>[row <i>]"`` (0-based) over :func:`load_records`.
+
+    Raises:
+        RecordError: see :func:`read_json_rows` and :func:`load_records`.
+    """
+    path = Path(source).expanduser()
+    if path.suffix.lower() in (".json", ".jsonl") and not path.is_dir():
+        yield from read_json_rows(path)
+        return
+    for i, row in enumerate(load_records(source, split=split)):
+        yield f"{source}[row {i}]", row
+
+
+def _load_source(source: str | os.PathLike, config: str | None, split: str) -> datasets.Dataset:
+    path = Path(source).expanduser()
+    if path.is_dir():
+        return _load_folder(path, config, split)
+    text = str(source)
+    builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
+    if builder is not None:
+        files = sorted(path.parent.glob(path.name)) if any(c in text for c in "*?[") else [path]
+        if not files or not files[0].is_file():
+            raise RecordError(f"{source}: no such file")
+        dataset = _read_files(builder, files)
+        return _filter_config(dataset, config, source) if config else dataset
+    if path.exists():
+        raise RecordError(f"{path}: unsupported file type {path.suffix!r}; use one of {sorted(DATA_FILE_BUILDERS)}")
+    if text.startswith((".", "/", "~")):
+        raise RecordError(f"{source}: no such file or folder")
+    try:
+        return datasets.load_dataset(text, config, split=split)
+    except Exception as err:
+        raise RecordError(
+            f"{source}: not a local file, and loading it as a Hub dataset failed "
+            f"(offline or not cached?): {type(err).__name__}: {err}"
+        ) from err
+
+
+def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
+    try:
+        return datasets.load_dataset(builder, data_files=[str(f) for f in files], split="train")
+    except Exception as err:
+        for path in files:
+            if path.suffix.lower() == ".jsonl":
+                for _ in read_json_rows(path):  # raises naming the first bad line
+                    pass
+        raise RecordError(f"{files[0]}: cannot be read as {builder}: {err}") from err
+
+
+def _load_folder(path: Path, config: str | None, split: str) -> datasets.Dataset:
+    if config and (path / config).is_dir():
+        return _load_folder(path / config, None, split)
+    if any((path / marker).is_file() for marker in _DISK_MARKERS):
+        try:
+            loaded = datasets.load_from_disk(str(path))
+        except FileNotFoundError:
+            pass  # dataset_info.json of a folder of data files, not a save_to_disk folder
+        else:
+            if isinstance(loaded, datasets.Dataset):
+                return loaded
+            if config and config in loaded:  # a DatasetDict keyed by configs
+                return loaded[config]
+            if split in loaded:
+                return _filter_config(loaded[split], config, path) if config else loaded[split]
+            raise RecordError(f"{path}: no split {split!r} (nor config {config!r}); it has {list(loaded)}")
+    try:
+        dataset = datasets.load_dataset(str(path), split=split)
+    except Exception as err:
+        raise RecordError(f"{path}: cannot be read as a folder of data files: {type(err).__name__}: {err}") from err
+    return _filter_config(dataset, config, path) if config else dataset
+
+
+def _filter_config(dataset: datasets.Dataset, config: str, where) -> datasets.Dataset:
+    """Rows of one config from data that holds several, told apart by a ``config`` or ``setting`` column."""
+    for column in ("config", "setting"):
+        if column in dataset.column_names:
+            return dataset.filter(lambda value: value == config, input_columns=column)
+    raise RecordError(f"{where}: config {config!r} asked for, but the data has no 'config' or 'setting' column")
 
 
 def rename_columns(dataset: datasets.Dataset, columns: Mapping[str, str], source: str = "data") -> datasets.Dataset:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import datasets
 
+from .datasets.fastchat import read_judgments
 from .prompts import get_template
 from .schema import QUESTION, REFERENCE, RESPONSE
 
@@ -68,12 +69,6 @@ SPLITS = ("train", "validation", "test")
 
 # FastChat judge prompt name -> hf-critic setting (the reference-based one is used for math / reasoning / coding).
 _JUDGE_SETTINGS = {"single-v1": "pointwise_reference_free", "single-math-v1": "pointwise_referenced"}
-_SINGLE_PROMPT = re.compile(
-    r"\[Question\]\n(?P<question>.*?)\n\n"
-    r"(?:\[The Start of Reference Answer\]\n(?P<reference>.*?)\n\[The End of Reference Answer\]\n\n)?"
-    r"\[The Start of Assistant's Answer\]\n(?P<response>.*)\n\[The End of Assistant's Answer\]$",
-    re.S,
-)
 _PROMETHEUS_PROMPT = re.compile(
     r"###The instruction to evaluate:\n(?P<question>.*?)\n\n###Response to evaluate:\n(?P<response>.*?)\n\n"
     r"###Reference Answer \(Score 5\):\n(?P<reference>.*?)\n\n###Score Rubrics:\n(?P<rubric>.*?)\n\n###Feedback:\s*$",
@@ -103,11 +98,6 @@ class BuildReport:
         return "\n".join(lines)
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def load_gpt4_single_judgments(
     data_dir: str | Path, benchmark: str, *, report: BuildReport | None = None
 ) -> list[dict]:
@@ -127,53 +117,49 @@ def load_gpt4_single_judgments(
         gave no parseable rating) are dropped, never given a score.
 
     Raises:
-        FileNotFoundError: the benchmark's judgment or question file is missing.
+        hf_critic.io.RecordError: the benchmark's judgment or question file is missing or malformed (see
+            :func:`hf_critic.datasets.fastchat.read_judgments`).
         ValueError: an unknown benchmark, a prompt not in FastChat's single-answer layout, or a prompt that the
             ``mtbench`` template does not re-render byte for byte (the data would not match inference).
     """
     if benchmark not in BENCHMARKS:
         raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
-    folder = Path(data_dir) / "selfeval" / benchmark
-    categories = {q["question_id"]: q.get("category") for q in _read_jsonl(folder / "question.jsonl")}
-    path = folder / "model_judgment" / "gpt-4_single.jsonl"
     records = []
-    for line_no, judgment in enumerate(_read_jsonl(path), start=1):
-        if judgment.get("turn", 1) != 1:
+    for judgment in read_judgments(Path(data_dir) / "selfeval" / benchmark):
+        if judgment.turn != 1:
             continue
-        judge_prompt = judgment["judge"][1]
+        where, judge_prompt = judgment.where, judgment.judge_prompt
         setting = _JUDGE_SETTINGS.get(judge_prompt)
         if setting is None:
-            raise ValueError(f"{path}:{line_no}: unexpected judge prompt {judge_prompt!r} for a first-turn judgment")
-        score = float(judgment["score"])
-        if score < 1:  # FastChat writes -1 when GPT-4's output had no [[rating]]
+            raise ValueError(f"{where}: unexpected judge prompt {judge_prompt!r} for a first-turn judgment")
+        if judgment.score is None or judgment.score < 1:  # FastChat writes -1 when GPT-4's output had no [[rating]]
             if report is not None:
                 report.dropped["gpt-4 gave no rating (score -1)"] += 1
             continue
-        match = _SINGLE_PROMPT.search(judgment["user_prompt"])
-        if match is None:
-            raise ValueError(f"{path}:{line_no}: prompt is not in FastChat's single-answer layout")
-        fields = match.groupdict()
+        fields = judgment.prompt_fields()
+        if fields["question"] is None:
+            raise ValueError(f"{where}: prompt is not in FastChat's single-answer layout")
         if (fields["reference"] is None) != (setting == "pointwise_reference_free"):
-            raise ValueError(f"{path}:{line_no}: {judge_prompt} prompt with(out) a reference answer")
-        record = {QUESTION: fields["question"], RESPONSE: fields["response"]}
+            raise ValueError(f"{where}: {judge_prompt} prompt with(out) a reference answer")
+        record = {QUESTION: fields["question"], RESPONSE: fields["answers"][0]}
         if fields["reference"] is not None:
             record[REFERENCE] = fields["reference"]
         template = get_template("mtbench", setting, "en")
-        if template.render(record)[-1]["content"] != judgment["user_prompt"]:
-            raise ValueError(f"{path}:{line_no}: the {template.name} template does not reproduce GPT-4's prompt")
+        if template.render(record)[-1]["content"] != judgment.user_prompt:
+            raise ValueError(f"{where}: the {template.name} template does not reproduce GPT-4's prompt")
         records.append(
             {
                 "benchmark": benchmark,
-                "question_id": int(judgment["question_id"]),
-                "model": judgment["model"],
-                "category": categories.get(judgment["question_id"]),
+                "question_id": judgment.question_id,
+                "model": judgment.model,
+                "category": judgment.category,
                 "judge_prompt": judge_prompt,
                 "setting": setting,
                 QUESTION: fields["question"],
                 REFERENCE: fields["reference"],
-                RESPONSE: fields["response"],
-                "score": score,
-                "critique": judgment["judgment"].strip(),
+                RESPONSE: fields["answers"][0],
+                "score": judgment.score,
+                "critique": (judgment.judgment or "").strip(),
             }
         )
     return records

@@ -30,8 +30,6 @@ from typing import Any
 import numpy as np
 
 from . import schema as S
-from .datasets._rows import query_id_of
-from .datasets.alignbench import CATEGORIES_EN
 from .metrics import critique_correlation, normalize_labels, pairwise_agreement
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
@@ -148,7 +146,7 @@ def evaluate_critiques(
     if S.CRITIQUE_SCORE in columns:
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
-        queries = _column(dataset, "query_id") or [query_id_of(q) for q in dataset[S.QUESTION]]
+        queries = _column(dataset, "query_id") or [S.query_id(q) for q in dataset[S.QUESTION]]
         systems = _column(dataset, "system_id") or _column(dataset, "model")
         pred = np.asarray(dataset[S.CRITIQUE_SCORE], dtype=float)
         human = np.asarray(dataset[human_score], dtype=float)
@@ -351,7 +349,7 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
         cats = list(dict.fromkeys(c for r in runs for c in r.per_category))
         rows = []
         for cat in cats:
-            row = [f"{cat} ({CATEGORIES_EN[cat]})" if cat in CATEGORIES_EN else cat]
+            row = [f"{cat} ({english})" if (english := S.normalize_category(cat)) and english != cat else cat]
             for r in runs:
                 v = r.per_category.get(cat, {})
                 count = v.get("n_queries_used", v.get("n"))
@@ -402,7 +400,7 @@ def plot_per_category(results: Sequence[RunResult], out_dir: str | Path) -> list
             values = [100 * v if not pointwise else v for v in values]
             ax.bar(x + (i - (len(runs) - 1) / 2) * width, np.nan_to_num(values, nan=0.0), width, label=r.critic)
         # English names for AlignBench's categories: the default font has no CJK glyphs.
-        ax.set_xticks(x, [CATEGORIES_EN.get(c, c) for c in cats], rotation=30, ha="right")
+        ax.set_xticks(x, [S.normalize_category(c) or c for c in cats], rotation=30, ha="right")
         ax.set_ylabel("text-level Pearson r" if pointwise else "agreement (%)")
         ax.set_title(f"{dataset}: per category")
         ax.axhline(0, color="black", linewidth=0.5)

@@ -8,6 +8,9 @@ Everything downstream (prompts, parsing, decoding, metrics) keys off :class:`Set
 from __future__ import annotations
 
 import enum
+import hashlib
+import re
+import unicodedata
 from dataclasses import dataclass
 
 
@@ -112,3 +115,67 @@ CRITIQUE_LABEL_SWAPPED = "critique_label_swapped"
 CRITIQUE_GENERATION_SWAPPED = "critique_generation_swapped"
 CRITIQUE_STATUS_SWAPPED = "critique_status_swapped"
 CRITIQUE_CONSISTENT = "critique_consistent"  # None when either order is unparsed
+
+
+# ---------------------------------------------------------------------------------------------------- queries
+
+#: The ten task categories of CritiqueLLM v2 §3.2.1 (footnote 2), (English, Chinese name of the Appendix A prompt):
+#: the one category table (AlignBench's eight categories, Liu et al. 2023 Table 1, are among them).
+CATEGORIES: tuple[tuple[str, str], ...] = (
+    ("Fundamental Language Ability", "基本任务"),
+    ("Advanced Chinese Understanding", "中文理解"),
+    ("Open-ended Question Answering", "综合问答"),
+    ("Writing Ability", "文本写作"),
+    ("Mathematics", "数学计算"),
+    ("Logical Reasoning", "逻辑推理"),
+    ("Task-oriented Role Play", "角色扮演"),
+    ("Professional Knowledge", "专业能力"),
+    ("Code Generation", "代码生成"),
+    ("Multi-lingual Ability", "多语言能力"),
+)
+# Other spellings met in the papers' files (AlignBench's 基本能力 and "Open-ended Questions", the authors' 代码, the
+# difficulty prompt's example).
+_CATEGORY_ALIASES = {
+    "基本能力": "Fundamental Language Ability",
+    "代码": "Code Generation",
+    "open-ended questions": "Open-ended Question Answering",  # AlignBench's English name of 综合问答
+    "open-ended qa": "Open-ended Question Answering",
+    "role play": "Task-oriented Role Play",
+    "multilingual ability": "Multi-lingual Ability",
+}
+_CATEGORY_LOOKUP = {
+    **{en.lower(): en for en, _ in CATEGORIES},
+    **{zh: en for en, zh in CATEGORIES},
+    **{k.lower(): v for k, v in _CATEGORY_ALIASES.items()},
+}
+
+
+def normalize_category(name: str | None) -> str | None:
+    """The canonical (English) name of one of the 10 task categories, or None when ``name`` is none of them.
+
+    Accepts the English names (any case), the Chinese names of the Appendix A prompt, a leading list number
+    (``"3. 综合问答"``) and a trailing ``类别`` / ``类``.
+
+    Example:
+        >>> normalize_category(" 3. 综合问答类别 ")
+        'Open-ended Question Answering'
+    """
+    if not isinstance(name, str):
+        return None
+    text = unicodedata.normalize("NFKC", name).strip().strip("&*\"'` ")
+    text = re.sub(r"^\d+\s*[.、)]\s*", "", text)
+    text = re.sub(r"(类别|类)$", "", text).strip()
+    return _CATEGORY_LOOKUP.get(text.lower())
+
+
+def category_name(canonical: str, language: str) -> str:
+    """The category name as the ``language`` prompts write it (Chinese names for ``zh``)."""
+    if language == "zh":
+        return dict(CATEGORIES)[canonical]
+    return canonical
+
+
+def query_id(question: str) -> str:
+    """Stable id of a query: ``"q-"`` + 12 hex digits of SHA-256 of its NFKC-normalised, stripped text."""
+    text = unicodedata.normalize("NFKC", question).strip()
+    return "q-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]

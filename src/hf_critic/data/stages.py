@@ -29,7 +29,6 @@ calls go through a :class:`~hf_critic.backends.chat.ChatSource` (cached, so a re
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import random
@@ -45,7 +44,18 @@ from ..backends.chat import ChatRequest, ChatSource
 from ..io import RecordError
 from ..parsing import parse_label
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
-from ..schema import LABEL_NAMES, SETTINGS, ParseStatus, Setting, Task, swap_label
+from ..schema import (
+    CATEGORIES,
+    LABEL_NAMES,
+    SETTINGS,
+    ParseStatus,
+    Setting,
+    Task,
+    category_name,
+    normalize_category,
+    query_id,
+    swap_label,
+)
 from .filters import FilterConfig, check_critique, label_contradicts_scores
 from .report import StageReport
 from .text import SeedRougeFilter, SelfBleuFilter
@@ -78,65 +88,6 @@ POINTWISE_REFERENCED = Setting(Task.POINTWISE, True)
 POINTWISE_REFERENCE_FREE = Setting(Task.POINTWISE, False)
 PAIRWISE_REFERENCED = Setting(Task.PAIRWISE, True)
 PAIRWISE_REFERENCE_FREE = Setting(Task.PAIRWISE, False)
-
-# The ten task categories of CritiqueLLM v2 §3.2.1 (footnote 2) with the Chinese names of the Appendix A prompt.
-CATEGORIES: tuple[tuple[str, str], ...] = (
-    ("Fundamental Language Ability", "基本任务"),
-    ("Advanced Chinese Understanding", "中文理解"),
-    ("Open-ended Question Answering", "综合问答"),
-    ("Writing Ability", "文本写作"),
-    ("Mathematics", "数学计算"),
-    ("Logical Reasoning", "逻辑推理"),
-    ("Task-oriented Role Play", "角色扮演"),
-    ("Professional Knowledge", "专业能力"),
-    ("Code Generation", "代码生成"),
-    ("Multi-lingual Ability", "多语言能力"),
-)
-# Other spellings met in the papers' files (AlignBench's 基本能力, the authors' 代码, the difficulty prompt's example).
-_CATEGORY_ALIASES = {
-    "基本能力": "Fundamental Language Ability",
-    "代码": "Code Generation",
-    "open-ended questions": "Open-ended Question Answering",
-    "open-ended qa": "Open-ended Question Answering",
-    "role play": "Task-oriented Role Play",
-    "multilingual ability": "Multi-lingual Ability",
-}
-_CATEGORY_LOOKUP = {
-    **{en.lower(): en for en, _ in CATEGORIES},
-    **{zh: en for en, zh in CATEGORIES},
-    **{k.lower(): v for k, v in _CATEGORY_ALIASES.items()},
-}
-
-
-def normalize_category(name: str | None) -> str | None:
-    """The canonical (English) name of one of the 10 task categories, or None when ``name`` is none of them.
-
-    Accepts the English names (any case), the Chinese names of the Appendix A prompt, a leading list number
-    (``"3. 综合问答"``) and a trailing ``类别`` / ``类``.
-
-    Example:
-        >>> normalize_category(" 3. 综合问答类别 ")
-        'Open-ended Question Answering'
-    """
-    if not isinstance(name, str):
-        return None
-    text = unicodedata.normalize("NFKC", name).strip().strip("&*\"'` ")
-    text = re.sub(r"^\d+\s*[.、)]\s*", "", text)
-    text = re.sub(r"(类别|类)$", "", text).strip()
-    return _CATEGORY_LOOKUP.get(text.lower())
-
-
-def category_name(canonical: str, language: str) -> str:
-    """The category name as the ``language`` prompts write it (Chinese names for ``zh``)."""
-    if language == "zh":
-        return dict(CATEGORIES)[canonical]
-    return canonical
-
-
-def query_id(question: str) -> str:
-    """Stable id of a query: ``"q-"`` + 12 hex digits of SHA-256 of its NFKC-normalised, stripped text."""
-    text = unicodedata.normalize("NFKC", question).strip()
-    return "q-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def _norm_question(question: str) -> str:

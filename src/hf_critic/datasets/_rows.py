@@ -1,92 +1,23 @@
-"""Shared plumbing of the benchmark loaders: rows with their location, typed field access, Dataset building.
+"""Shared plumbing of the benchmark loaders: typed field access and Dataset building.
 
-Every loader reads raw rows as ``(location, dict)`` pairs, where the location names the file and the line
+Every loader reads raw rows as ``(location, dict)`` pairs (:func:`hf_critic.io.iter_rows`), where the location names the file and the line
 (JSONL, 1-based), the item (JSON array, 0-based) or the row (Hub dataset, 0-based), so that an error says
 exactly where the bad value is: ``RecordError("autoj/test/testdata_pairwise.jsonl:17: field 'label' ...")``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import datasets
 
 from ..io import RecordError
 
-__all__ = ["RecordError", "as_dataset", "field", "hub_or_file_rows", "query_id_of", "read_rows"]
+__all__ = ["as_dataset", "field"]
 
 _MISSING = object()
-
-
-def read_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Rows of a local ``.jsonl`` (one object per line) or ``.json`` (an array of objects, or one object of arrays).
-
-    Yields:
-        ``(location, row)``: location ``"<path>:<line>"`` (1-based) for JSONL, ``"<path>[<i>]"`` for JSON.
-
-    Raises:
-        RecordError: missing file, malformed JSON (with the line), or a row that is not an object.
-    """
-    path = Path(path).expanduser()
-    if not path.is_file():
-        raise RecordError(f"{path}: no such file")
-    if path.suffix.lower() == ".jsonl":
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise RecordError(f"{path}:{number}: malformed JSON line ({err.msg})") from None
-                if not isinstance(row, dict):
-                    raise RecordError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
-                yield f"{path}:{number}", row
-        return
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise RecordError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
-    if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
-        n = len(next(iter(data.values())))
-        data = [{k: v[i] for k, v in data.items()} for i in range(n)]  # columnar JSON
-    if not isinstance(data, list):
-        raise RecordError(f"{path}: expected a JSON array of objects, got {type(data).__name__}")
-    for i, row in enumerate(data):
-        if not isinstance(row, dict):
-            raise RecordError(f"{path}[{i}]: expected a JSON object, got {type(row).__name__}")
-        yield f"{path}[{i}]", row
-
-
-def hub_or_file_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
-    """Rows of a local JSON / JSONL file, or of a Hub dataset id / local dataset folder (``datasets.load_dataset``).
-
-    Raises:
-        RecordError: see :func:`read_rows`; a Hub id that cannot be loaded (offline and not cached).
-    """
-    path = Path(source).expanduser()
-    if (
-        path.is_file()
-        or path.suffix.lower() in (".json", ".jsonl")
-        or (not path.exists() and str(source).startswith((".", "/", "~")))
-    ):
-        yield from read_rows(path)
-        return
-    try:  # a Hub id, or a local dataset folder (data files that datasets.load_dataset understands)
-        dataset = datasets.load_dataset(str(path) if path.is_dir() else str(source), split=split)
-    except Exception as err:
-        raise RecordError(
-            f"{source}: not a local file, and loading it as a Hub dataset failed (offline or not cached?): "
-            f"{type(err).__name__}: {err}"
-        ) from err
-    for i, row in enumerate(dataset):
-        yield f"{source}[row {i}]", row
 
 
 def field(
@@ -140,11 +71,6 @@ def field(
         else:
             value = float(value)
     return value
-
-
-def query_id_of(question: str) -> str:
-    """A stable id for a query from its text (for files whose row ids are not query ids): ``q`` + 12 hex digits."""
-    return "q" + hashlib.sha1(question.strip().encode("utf-8")).hexdigest()[:12]
 
 
 def as_dataset(rows: list[dict[str, Any]], features: Mapping[str, Any] | None = None) -> datasets.Dataset:

@@ -9,7 +9,7 @@ from their human scores. Published rows:
   (0 = response 1 better, 1 = response 2 better, 2 = tie).
 
 ``id`` numbers rows, not queries (the 100-row pointwise samples hold 86 / 90 distinct questions), so the
-query id used for text-level correlation is derived from the question text (:func:`query_id_of`).
+query id used for text-level correlation is derived from the question text (:func:`query_id`).
 A file with a ``reference`` field is the referenced setting; the column is absent for reference-free files,
 which is how :class:`hf_critic.critic.Critic` picks the setting.
 """
@@ -20,21 +20,11 @@ import os
 
 import datasets
 
-from ._rows import RecordError, as_dataset, field, hub_or_file_rows, query_id_of
+from ..io import RecordError, iter_rows
+from ..schema import query_id
+from ._rows import as_dataset, field
 
-__all__ = ["CATEGORIES_EN", "load_alignbench"]
-
-#: AlignBench's eight task categories and their English names (Liu et al., 2023, Table 1; CritiqueLLM v1 Fig. 2).
-CATEGORIES_EN = {
-    "基本能力": "Fundamental Language Ability",
-    "中文理解": "Advanced Chinese Understanding",
-    "综合问答": "Open-ended Questions",
-    "文本写作": "Writing Ability",
-    "逻辑推理": "Logical Reasoning",
-    "数学计算": "Mathematics",
-    "角色扮演": "Task-oriented Role Play",
-    "专业能力": "Professional Knowledge",
-}
+__all__ = ["load_alignbench"]
 
 
 def load_alignbench(source: str | os.PathLike, split: str = "train") -> datasets.Dataset:
@@ -54,7 +44,7 @@ def load_alignbench(source: str | os.PathLike, split: str = "train") -> datasets
             rows that mix pointwise and pairwise, or a reference present in some rows only.
     """
     rows, task, referenced = [], None, None
-    for where, raw in hub_or_file_rows(source, split=split):
+    for where, raw in iter_rows(source, split=split):
         row_task = "pairwise" if "response_1" in raw or "response_2" in raw else "pointwise"
         has_reference = raw.get("reference") is not None
         if task is None:
@@ -67,7 +57,7 @@ def load_alignbench(source: str | os.PathLike, split: str = "train") -> datasets
                 f"{'present' if referenced else 'missing'} in the first row"
             )
         question = field(raw, "question", where)
-        row = {"query_id": query_id_of(question)}
+        row = {"query_id": query_id(question)}
         if task == "pointwise":
             row["system_id"] = str(field(raw, "model", where, kind="any"))
         row["question"] = question

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import datasets
 
-from ._rows import RecordError, as_dataset, field, hub_or_file_rows, read_rows
+from ..io import RecordError, iter_rows, read_json_rows
+from ._rows import as_dataset, field
 
 __all__ = ["load_autoj_eval_p", "load_scenario_groups", "load_verdicts"]
 
@@ -82,7 +83,7 @@ def load_autoj_eval_p(
     else:
         inverse = load_scenario_groups(scenario_groups)
     rows = []
-    for where, raw in hub_or_file_rows(source, split=split):
+    for where, raw in iter_rows(source, split=split):
         scenario = field(raw, "scenario", where)
         label = field(raw, "label", where, kind="int")
         if label not in (0, 1, 2):
@@ -113,7 +114,7 @@ def load_verdicts(path: str | os.PathLike, key: str = "output") -> list[int | No
         RecordError: naming the line, for a missing key or a value other than 0, 1, 2 or null.
     """
     verdicts: list[int | None] = []
-    for where, raw in read_rows(path):
+    for where, raw in read_json_rows(path):
         if key not in raw:
             raise RecordError(f"{where}: field {key!r} is missing (the row has {sorted(raw)})")
         value = raw[key]

@@ -17,21 +17,139 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import datasets
 
-from ._rows import RecordError, as_dataset, field, read_rows
+from ..io import RecordError, read_json_rows
+from ._rows import as_dataset, field
 
-__all__ = ["load_fastchat"]
+__all__ = ["FastChatJudgment", "load_fastchat", "read_judgments", "read_questions"]
 
-_SINGLE = re.compile(r"\[The Start of Assistant's Answer\]\n(.*)\n\[The End of Assistant's Answer\]", re.S)
+# FastChat's judge prompts: single-v1 / single-math-v1 (turn 1, the math one with a reference answer) and the
+# multi-turn single-v1-multi-turn (the first exchange, then the graded second answer).
+_SINGLE = re.compile(
+    r"(?:\[Question\]\n(?P<question>.*?)\n\n)?"
+    r"(?:\[The Start of Reference Answer\]\n(?P<reference>.*?)\n\[The End of Reference Answer\]\n\n)?"
+    r"\[The Start of Assistant's Answer\]\n(?P<answer>.*)\n\[The End of Assistant's Answer\]",
+    re.S,
+)
 _MULTI = re.compile(
     r"### Assistant A:\n(.*?)\n\n### User:\n.*?\n\n### Assistant A:\n(.*)\n\n"
     r"<\|The End of Assistant A's Conversation with User\|>",
     re.S,
 )
+
+
+@dataclass(frozen=True)
+class FastChatJudgment:
+    """One line of ``model_judgment/<judge>_single.jsonl`` with its question (Zheng et al., 2023, §3).
+
+    Attributes:
+        where: ``"<file>:<line>"``, for messages.
+        question_id, model, turn: what was graded (turn 1 or 2).
+        score: the judge's 1-10 grade; None where FastChat recorded -1 (the judge's rating was unparsed).
+        judge_prompt: FastChat's prompt name (``"single-v1"``, ``"single-math-v1"``, ...), None when not recorded.
+        user_prompt: the prompt the judge saw; judgment: the judge's text (None when absent).
+        category: from ``question.jsonl``; questions: the user turns 1..turn.
+    """
+
+    where: str
+    question_id: int
+    model: str
+    turn: int
+    score: float | None
+    judge_prompt: str | None
+    user_prompt: str
+    judgment: str | None
+    category: str | None
+    questions: tuple[str, ...]
+
+    def prompt_fields(self) -> dict[str, str | None]:
+        """What the judge was shown, read back from the prompt.
+
+        Returns:
+            ``answers`` (tuple of the graded assistant turns 1..turn); for turn 1 also ``question`` (as the prompt
+            writes it, None when absent) and ``reference`` (None unless the math prompt).
+
+        Raises:
+            RecordError: the prompt is not in FastChat's layout for that turn.
+        """
+        match = (_SINGLE if self.turn == 1 else _MULTI).search(self.user_prompt)
+        if match is None:
+            raise RecordError(
+                f"{self.where}: field 'user_prompt' holds no turn-{self.turn} answer in FastChat's layout"
+            )
+        if self.turn != 1:
+            return {"answers": match.groups()}
+        return {"answers": (match["answer"],), "question": match["question"], "reference": match["reference"]}
+
+
+def read_questions(bench_dir: str | os.PathLike) -> dict[int, tuple[str | None, list[str]]]:
+    """``question_id -> (category, user turns)`` from a FastChat folder's ``question.jsonl``.
+
+    Raises:
+        RecordError: a missing file, a missing or ill-typed field (naming file and line).
+    """
+    questions = {}
+    for where, raw in read_json_rows(Path(bench_dir).expanduser() / "question.jsonl"):
+        qid = field(raw, "question_id", where, kind="int")
+        questions[qid] = (field(raw, "category", where, default=None), _turns(raw, where))
+    return questions
+
+
+def read_judgments(bench_dir: str | os.PathLike, judge: str = "gpt-4") -> list[FastChatJudgment]:
+    """Every judgment of ``model_judgment/<judge>_single.jsonl``: the one reader of FastChat single-answer grades.
+
+    Args:
+        bench_dir: the benchmark folder (``question.jsonl``, ``model_judgment/``).
+        judge: the judge's file stem.
+
+    Returns:
+        One :class:`FastChatJudgment` per line, in file order.
+
+    Raises:
+        RecordError: naming file, line and field: missing files or fields, a question absent from
+            ``question.jsonl``, a turn the question does not have, two judgments of the same (model, question, turn).
+    """
+    root = Path(bench_dir).expanduser()
+    if not root.is_dir():
+        raise RecordError(f"{root}: not a FastChat benchmark folder")
+    questions = read_questions(root)
+    judgments, seen = [], {}
+    for where, raw in read_json_rows(root / "model_judgment" / f"{judge}_single.jsonl"):
+        turn = field(raw, "turn", where, kind="int", default=1)
+        model = str(field(raw, "model", where, kind="any"))
+        qid = field(raw, "question_id", where, kind="int")
+        if qid not in questions:
+            raise RecordError(f"{where}: field 'question_id' = {qid} is not in {root / 'question.jsonl'}")
+        if (model, qid, turn) in seen:
+            raise RecordError(
+                f"{where}: a second judgment of {model!r} on question {qid} turn {turn} ({seen[model, qid, turn]})"
+            )
+        seen[model, qid, turn] = where
+        category, user_turns = questions[qid]
+        if len(user_turns) < turn:
+            raise RecordError(f"{root / 'question.jsonl'}: question {qid} has no turn {turn}")
+        score = field(raw, "score", where, kind="score")
+        judge_field = raw.get("judge")
+        judgments.append(
+            FastChatJudgment(
+                where=where,
+                question_id=qid,
+                model=model,
+                turn=turn,
+                score=None if score == -1 else score,
+                judge_prompt=judge_field[1] if isinstance(judge_field, list) and len(judge_field) > 1 else None,
+                user_prompt=field(raw, "user_prompt", where, kind="str", default=""),
+                judgment=field(raw, "judgment", where, default=None),
+                category=category,
+                questions=tuple(user_turns[:turn]),
+            )
+        )
+    return judgments
 
 
 def _turns(raw: dict, where: str, name: str = "turns") -> list[str]:
@@ -86,17 +204,10 @@ def load_fastchat(
     if answers not in ("judged", "model_answer"):
         raise ValueError(f"answers must be 'judged' or 'model_answer', got {answers!r}")
     root = Path(bench_dir).expanduser()
-    if not root.is_dir():
-        raise RecordError(f"{root}: not a FastChat benchmark folder")
-
-    questions: dict[int, tuple[str | None, list[str]]] = {}
-    for where, raw in read_rows(root / "question.jsonl"):
-        qid = field(raw, "question_id", where, kind="int")
-        questions[qid] = (field(raw, "category", where, default=None), _turns(raw, where))
-
+    judgments = read_judgments(root, judge)
     references: dict[int, list[str]] = {}
     if with_reference:
-        for where, raw in read_rows(root / "reference_answer" / f"{judge}.jsonl"):
+        for where, raw in read_json_rows(root / "reference_answer" / f"{judge}.jsonl"):
             references[field(raw, "question_id", where, kind="int")] = _turns(raw, where, "choices")
 
     answer_files: dict[str, dict[int, list[str]]] = {}
@@ -104,59 +215,34 @@ def load_fastchat(
     def answer_file(model: str) -> dict[int, list[str]]:
         if model not in answer_files:
             table = {}
-            for where, raw in read_rows(root / "model_answer" / f"{model}.jsonl"):
+            for where, raw in read_json_rows(root / "model_answer" / f"{model}.jsonl"):
                 table[field(raw, "question_id", where, kind="int")] = _turns(raw, where, "choices")  # last wins
             answer_files[model] = table
         return answer_files[model]
 
-    rows, seen = [], {}
-    for where, raw in read_rows(root / "model_judgment" / f"{judge}_single.jsonl"):
-        if field(raw, "turn", where, kind="int", default=1) != turn:
+    rows = []
+    for j in judgments:
+        if j.turn != turn or (models is not None and j.model not in models):
             continue
-        model = str(field(raw, "model", where, kind="any"))
-        if models is not None and model not in models:
+        if with_reference and j.question_id not in references:
             continue
-        qid = field(raw, "question_id", where, kind="int")
-        if qid not in questions:
-            raise RecordError(f"{where}: field 'question_id' = {qid} is not in {root / 'question.jsonl'}")
-        if (model, qid) in seen:
-            raise RecordError(
-                f"{where}: a second judgment of {model!r} on question {qid} turn {turn} ({seen[model, qid]})"
-            )
-        seen[model, qid] = where
-        if with_reference and qid not in references:
-            continue
-        category, user_turns = questions[qid]
-        if len(user_turns) < turn:
-            raise RecordError(f"{root / 'question.jsonl'}: question {qid} has no turn {turn}")
         if answers == "judged":
-            prompt = field(raw, "user_prompt", where)
-            match = (_SINGLE if turn == 1 else _MULTI).search(prompt)
-            if match is None:
-                raise RecordError(f"{where}: field 'user_prompt' holds no turn-{turn} answer in FastChat's layout")
-            graded = match.groups()
+            graded = j.prompt_fields()["answers"]
         else:
-            table = answer_file(model)
-            if qid not in table or len(table[qid]) < turn:
+            table = answer_file(j.model)
+            if j.question_id not in table or len(table[j.question_id]) < turn:
                 raise RecordError(
-                    f"{root / 'model_answer' / (model + '.jsonl')}: no turn-{turn} answer to question {qid}"
+                    f"{root / 'model_answer' / (j.model + '.jsonl')}: no turn-{turn} answer to question {j.question_id}"
                 )
-            graded = tuple(table[qid][:turn])
-        question = user_turns[0] if turn == 1 else _dialogue(user_turns[0], graded[0], user_turns[1])
-        score = field(raw, "score", where, kind="score")
-        row = {"query_id": str(qid), "system_id": model, "question": question}
+            graded = tuple(table[j.question_id][:turn])
+        question = j.questions[0] if turn == 1 else _dialogue(j.questions[0], graded[0], j.questions[1])
+        row = {"query_id": str(j.question_id), "system_id": j.model, "question": question}
         if with_reference:
-            if len(references[qid]) < turn:
+            if len(references[j.question_id]) < turn:
                 raise RecordError(
-                    f"{root / 'reference_answer' / (judge + '.jsonl')}: question {qid} has no turn {turn}"
+                    f"{root / 'reference_answer' / (judge + '.jsonl')}: question {j.question_id} has no turn {turn}"
                 )
-            row["reference"] = references[qid][turn - 1]
-        row.update(
-            response=graded[-1],
-            human_score=None if score == -1 else score,
-            category=category,
-            turn=turn,
-            judgment=field(raw, "judgment", where, default=None),
-        )
+            row["reference"] = references[j.question_id][turn - 1]
+        row.update(response=graded[-1], human_score=j.score, category=j.category, turn=turn, judgment=j.judgment)
         rows.append(row)
     return as_dataset(rows, {"turn": datasets.Value("int64"), "judgment": datasets.Value("string")})

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..io import RecordError, check_fields, load_records, parse_columns
 from ..metrics import normalize_labels
-from ._rows import query_id_of
+from ..schema import query_id
 
 __all__ = ["load_generic"]
 
@@ -107,7 +107,7 @@ def load_generic(
         ids = [str(v) for v in dataset["query_id"]]
         dataset = dataset.remove_columns("query_id")
     else:
-        ids = [query_id_of(q) for q in dataset["question"]]
+        ids = [query_id(q) for q in dataset["question"]]
     dataset = dataset.add_column("query_id", ids, feature=datasets.Value("string"))
     if "system_id" in dataset.column_names:
         dataset = dataset.cast_column("system_id", datasets.Value("string"))

@@ -15,7 +15,8 @@ from typing import Literal
 
 import datasets
 
-from ._rows import RecordError, as_dataset, field, hub_or_file_rows
+from ..io import RecordError, iter_rows
+from ._rows import as_dataset, field
 
 __all__ = ["load_prometheus", "split_prometheus_prompt"]
 
@@ -69,7 +70,7 @@ def load_prometheus(
         raise ValueError(f"order must be 'alternate' or 'chosen_first', got {order!r}")
     rows: list[dict] = []
     kind = None
-    for where, raw in hub_or_file_rows(source, split=split):
+    for where, raw in iter_rows(source, split=split):
         row_kind = "pairwise" if "chosen_instruction" in raw else "pointwise"
         if kind is None:
             kind = row_kind

@@ -21,13 +21,15 @@ benchmark (160 answers on MT-Bench, 80 on Vicuna-Bench); :func:`precomputed_tabl
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ..io import read_json_rows
+from .fastchat import read_judgments, read_questions
 
 __all__ = [
     "BENCHES",
@@ -114,33 +116,15 @@ PAPER_TABLE2: dict[tuple[str, str, str], tuple[float, float, float]] = {
 }
 
 
-def _read_jsonl(path: Path) -> list[dict]:
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
-
-
 def load_questions(selfeval_dir: str | Path, bench: str) -> dict[int, dict]:
     """``question_id -> {"category", "turns"}`` from ``<bench>/question.jsonl``."""
-    rows = _read_jsonl(Path(selfeval_dir) / bench / "question.jsonl")
-    return {r["question_id"]: {"category": r.get("category"), "turns": r["turns"]} for r in rows}
-
-
-def _judged_answers(user_prompt: str, turn: int) -> list[str]:
-    """The assistant answers shown to GPT-4, recovered from the judge prompt (FastChat single-v1 layouts)."""
-    if turn == 1:
-        start = user_prompt.index("[The Start of Assistant's Answer]\n") + len("[The Start of Assistant's Answer]\n")
-        end = user_prompt.rindex("\n[The End of Assistant's Answer]")
-        return [user_prompt[start:end]]
-    head = "### Assistant A:\n"
-    first = user_prompt.index(head) + len(head)
-    second = user_prompt.index(head, first) + len(head)
-    a1 = user_prompt[first : user_prompt.rindex("\n\n### User:\n", first, second)]
-    a2 = user_prompt[second : user_prompt.rindex("\n\n<|The End of Assistant A's Conversation with User|>")]
-    return [a1, a2]
+    questions = read_questions(Path(selfeval_dir) / bench)
+    return {qid: {"category": category, "turns": turns} for qid, (category, turns) in questions.items()}
 
 
 def load_judgments(selfeval_dir: str | Path, bench: str) -> pd.DataFrame:
-    """GPT-4 single-answer grades of ``<bench>/model_judgment/gpt-4_single.jsonl``.
+    """GPT-4 single-answer grades of ``<bench>/model_judgment/gpt-4_single.jsonl`` (read by
+    :func:`hf_critic.datasets.fastchat.read_judgments`).
 
     Returns:
         One row per (model, question_id, turn): ``model``, ``question_id``, ``turn`` (1-based), ``score``
@@ -148,28 +132,22 @@ def load_judgments(selfeval_dir: str | Path, bench: str) -> pd.DataFrame:
         1..turn, as shown to GPT-4), ``category``, ``questions`` (the user turns 1..turn).
 
     Raises:
-        FileNotFoundError: the folder lacks the files.
-        ValueError: duplicated (model, question_id, turn).
+        hf_critic.io.RecordError: missing files, a judge prompt not in FastChat's layout, duplicated
+            (model, question_id, turn).
     """
-    questions = load_questions(selfeval_dir, bench)
-    rows = []
-    for r in _read_jsonl(Path(selfeval_dir) / bench / "model_judgment" / "gpt-4_single.jsonl"):
-        q = questions[r["question_id"]]
-        rows.append(
-            {
-                "model": r["model"],
-                "question_id": r["question_id"],
-                "turn": int(r["turn"]),
-                "score": float(r["score"]) if r["score"] is not None and r["score"] >= 1 else math.nan,
-                "answers": _judged_answers(r["user_prompt"], int(r["turn"])),
-                "category": q["category"],
-                "questions": q["turns"][: int(r["turn"])],
-            }
-        )
-    df = pd.DataFrame(rows)
-    if df.duplicated(["model", "question_id", "turn"]).any():
-        raise ValueError(f"{bench}: duplicated judgments")
-    return df.sort_values(["model", "question_id", "turn"]).reset_index(drop=True)
+    rows = [
+        {
+            "model": j.model,
+            "question_id": j.question_id,
+            "turn": j.turn,
+            "score": j.score if j.score is not None and j.score >= 1 else math.nan,
+            "answers": list(j.prompt_fields()["answers"]),
+            "category": j.category,
+            "questions": list(j.questions),
+        }
+        for j in read_judgments(Path(selfeval_dir) / bench)
+    ]
+    return pd.DataFrame(rows).sort_values(["model", "question_id", "turn"]).reset_index(drop=True)
 
 
 def load_feature_file(path: str | Path) -> pd.DataFrame:
@@ -182,7 +160,7 @@ def load_feature_file(path: str | Path) -> pd.DataFrame:
         Columns ``question_id``, ``turn`` (1-based), ``value`` (float), ``answer`` (that turn's answer text);
         ``attrs["duplicates"]`` counts dropped duplicate rows.
     """
-    rows = _read_jsonl(Path(path))
+    rows = [row for _, row in read_json_rows(path)]
     last = {r["question_id"]: r for r in rows}
     out = []
     for qid, r in sorted(last.items()):

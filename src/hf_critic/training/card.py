@@ -1,0 +1,203 @@
+"""The Hub model card (README.md) of a trained critic: ``huggingface_hub.ModelCardData`` + a Jinja template.
+
+Built as :mod:`hf_critic.data.hub` builds the Eval-Instruct dataset card: the YAML header is a ``ModelCardData``
+(``base_model``, ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``), the body is :data:`MODEL_CARD_TEMPLATE`
+rendered by ``ModelCard.from_template``: Usage, Training data, Prompt templates, Training hyper-parameters,
+Validation results (CritiqueLLM v1 §4.3), Framework versions, Citation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..prompts import DEFAULT_FAMILY
+from .mixture import MixtureResult
+
+__all__ = ["MODEL_CARD_TEMPLATE", "model_card"]
+
+_CITATION = """@inproceedings{ke-etal-2024-critiquellm,
+    title = "{C}ritique{LLM}: Towards an Informative Critique Generation Model for Evaluation of Large Language Model Generation",
+    author = "Ke, Pei and Wen, Bosi and Feng, Andrew and Liu, Xiao and Lei, Xuanyu and Cheng, Jiale and Wang, Shengyuan and Zeng, Aohan and Dong, Yuxiao and Wang, Hongning and Tang, Jie and Huang, Minlie",
+    booktitle = "Proceedings of the 62nd Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)",
+    year = "2024",
+    pages = "13034--13054",
+}"""
+
+_HYPERPARAMETERS = (
+    "learning_rate",
+    "lr_scheduler_type",
+    "warmup_steps",
+    "weight_decay",
+    "optim",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "num_train_epochs",
+    "max_steps",
+    "max_length",
+    "packing",
+    "padding_free",
+    "assistant_only_loss",
+    "completion_only_loss",
+    "bf16",
+    "activation_checkpointing",
+    "seed",
+)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+#: The card body (Jinja, rendered by ``huggingface_hub.ModelCard.from_template``).
+MODEL_CARD_TEMPLATE = """---
+{{ card_data }}
+---
+
+# {{ model_name }}
+
+A critic model fine-tuned from `{{ base_model }}` with [hf-critic](https://github.com/hf-critic/hf-critic) \
+(`recipes/sft.py`, TRL `SFTTrainer`): it writes a critique, an explanation followed by a score (pointwise \
+grading) or a verdict (pairwise comparison), as in CritiqueLLM (Ke et al., 2024, §3.3). The loss is on the \
+critique tokens only; the prompts are the critic templates used at inference.
+
+## Usage
+
+```bash
+hf-critic grade --model {{ usage_model }} --template {{ usage_template }} --data responses.jsonl --output graded.jsonl
+```
+{% if sources %}
+## Training data
+
+| source | split | rows | kept | weight | rows used | eval rows |
+|---|---|---:|---:|---:|---:|---:|
+{% for s in sources -%}
+| `{{ s.name }}` | {{ s.split }} | {{ s.rows }} | {{ s.kept }} | {{ s.weight }} | {{ s.used }} | {{ s.test_rows }} |
+{% endfor %}
+`kept`: rows within `max_length` (longer ones are dropped, never truncated).
+{% endif %}{% if templates %}
+## Prompt templates
+
+| setting | template | version |
+|---|---|---|
+{% for t in templates -%}
+| {{ t.setting }} | `{{ t.template }}` | {{ t.template_version }} |
+{% endfor %}{% endif %}
+## Training hyper-parameters
+
+| parameter | value |
+|---|---|
+{% for name, value in hyperparameters -%}
+| {{ name }} | {{ value }} |
+{% endfor -%}
+| effective batch size | {{ effective_batch }} ({{ world_size }} process(es)) |
+{% for name, value in lora -%}
+| {{ name }} | {{ value }} |
+{% endfor %}{% if validation %}
+## Validation results
+
+Pearson / Spearman / Kendall between the critic's scores on the held-out pointwise set and the gold scores, at \
+each evaluation (CritiqueLLM v1 §4.3 selects the checkpoint with the best Pearson).
+
+| step | epoch | Pearson | Spearman | Kendall | parse rate | rows |
+|---:|---:|---:|---:|---:|---:|---:|
+{% for h in validation -%}
+| {{ h.step }} | {{ h.epoch }} | {{ h.pearson }} | {{ h.spearman }} | {{ h.kendall }} | {{ h.parse_rate }} | {{ h.n }} |
+{% endfor %}{% endif %}{% if best %}
+Selected checkpoint: `{{ best.checkpoint }}` ({{ best.metric }} = {{ best.value }}).
+{% endif %}
+## Framework versions
+
+- {{ versions }}
+
+## Citation
+
+```bibtex
+{{ citation }}
+```
+"""
+
+
+def model_card(
+    *,
+    model_name: str,
+    base_model: str,
+    training_args,
+    model_args=None,
+    mixture: MixtureResult | None = None,
+    templates: Sequence[Mapping[str, str]] = (),
+    validation: Sequence[Mapping[str, Any]] = (),
+    best: Mapping[str, Any] | None = None,
+    world_size: int = 1,
+    usage_template: str = DEFAULT_FAMILY,
+    usage_model: str | None = None,
+) -> str:
+    """A Hub model card (README.md) for a trained critic.
+
+    Args:
+        model_name: the model's name (output folder or Hub repo name).
+        base_model: the model fine-tuned from (Hub id or path).
+        training_args: the ``SFTConfig`` (hyper-parameters are read from it).
+        model_args: the TRL ``ModelConfig`` (LoRA settings when ``use_peft``).
+        mixture: the training data (per-source rows and weights).
+        templates: prompt templates seen in the data: dicts with ``template`` and ``template_version`` (and
+            optionally ``setting``); default ``mixture.templates``.
+        validation: :attr:`CritiquePearsonCallback.history` (one dict per evaluation).
+        best: ``{"checkpoint", "metric", "value"}`` of the selected checkpoint, if any.
+        world_size: number of training processes (for the effective batch size).
+        usage_template: template family shown in the usage example.
+        usage_model: the ``--model`` value shown in the usage example (default: ``model_name``).
+
+    Returns:
+        Markdown with a YAML header (``base_model`` unless a local path, ``library_name``, ``pipeline_tag``,
+        ``tags``, ``datasets`` = the Hub ids among the sources), then the sections of :data:`MODEL_CARD_TEMPLATE`.
+    """
+    import torch
+    import transformers
+    import trl
+    from huggingface_hub import ModelCard, ModelCardData
+
+    use_peft = getattr(model_args, "use_peft", False)
+    sources = mixture.sources if mixture else []
+    hub_ids = sorted({s["id"] for s in sources if s["id"].count("/") == 1 and not Path(s["id"]).exists()})
+    card_data = ModelCardData(
+        base_model=base_model if not Path(base_model).exists() else None,
+        library_name="transformers",
+        pipeline_tag="text-generation",
+        tags=["hf-critic", "critiquellm", "llm-as-a-judge", "trl", "sft"] + (["peft", "lora"] if use_peft else []),
+        datasets=hub_ids or None,
+    )
+    args = training_args.to_dict() if hasattr(training_args, "to_dict") else dict(training_args)
+    effective = args.get("per_device_train_batch_size", 1) * args.get("gradient_accumulation_steps", 1) * world_size
+    lora = []
+    if use_peft:
+        lora = [
+            ("LoRA r / alpha / dropout", f"{model_args.lora_r} / {model_args.lora_alpha} / {model_args.lora_dropout}"),
+            ("LoRA target modules", model_args.lora_target_modules),
+        ]
+    card = ModelCard.from_template(
+        card_data,
+        template_str=MODEL_CARD_TEMPLATE,
+        model_name=model_name,
+        base_model=base_model,
+        usage_model=usage_model or model_name,
+        usage_template=usage_template,
+        sources=[{**s, "weight": _fmt(s["weight"])} for s in sources],
+        templates=[
+            {k: t.get(k, "") for k in ("setting", "template", "template_version")}
+            for t in (templates or (mixture.templates if mixture else ()))
+        ],
+        hyperparameters=[(k, _fmt(args[k])) for k in _HYPERPARAMETERS if k in args],
+        effective_batch=effective,
+        world_size=world_size,
+        lora=lora,
+        validation=[{k: _fmt(v) for k, v in h.items()} for h in validation],
+        best={k: _fmt(v) for k, v in best.items()} if best and best.get("checkpoint") else None,
+        versions=f"transformers {transformers.__version__}, TRL {trl.__version__}, torch {torch.__version__}",
+        citation=_CITATION,
+    )
+    return str(card)

@@ -1,0 +1,186 @@
+"""The recipe's arguments (read by ``trl.TrlParser`` from a YAML recipe) and the accelerate / DeepSpeed config check.
+
+As in alignment-handbook / open-r1, the script's dataclasses live in the library and ``recipes/sft.py`` parses them
+with :func:`parser`: ``TrlParser((ScriptArguments, ValidationArguments, SFTConfig, ModelConfig))``. Every field is
+a flat YAML key of ``recipes/<model>/sft/*.yaml`` and can be overridden on the command line (``--learning_rate 1e-5``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trl import ScriptArguments as TrlScriptArguments
+
+from ..prompts import DEFAULT_FAMILY
+
+__all__ = ["ScriptArguments", "ValidationArguments", "deepspeed_config_from_accelerate", "parser"]
+
+
+@dataclass
+class ScriptArguments(TrlScriptArguments):
+    """Data, rendering and dry-run arguments (TRL's ``dataset_name`` / ``dataset_config`` / splits plus these).
+
+    Raises:
+        ValueError: (at construction) neither ``dataset_mixture`` nor ``dataset_name`` without ``dry_run``;
+            ``json.JSONDecodeError`` for a ``dataset_mixture`` string that is not JSON.
+    """
+
+    dataset_mixture: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Weighted mixture of critique SFT configs (YAML mapping, or JSON on the command line): "
+            "{datasets: [{id, config, split, weight, columns}], seed, test_split | test_split_size}. "
+            "Overrides dataset_name."
+        },
+    )
+    template: str = field(
+        default=DEFAULT_FAMILY,
+        metadata={"help": "Critic template family / name / YAML path for rows without a 'messages' column."},
+    )
+    language: str = field(default="en", metadata={"help": "Critique language (en / zh) for template families."})
+    critique_column: str = field(
+        default="critique", metadata={"help": "Column with the teacher critique, for rows without 'messages'."}
+    )
+    drop_overlong: bool = field(
+        default=True,
+        metadata={
+            "help": "Drop examples longer than max_length instead of truncating them (truncation would cut the "
+            "verdict, which comes last)."
+        },
+    )
+    dry_run: bool = field(
+        default=False, metadata={"help": "Print a few rendered training examples with their loss masks, then exit."}
+    )
+    dry_run_examples: int = field(default=3, metadata={"help": "Examples shown by --dry-run."})
+
+    def __post_init__(self):
+        if isinstance(self.dataset_mixture, str):
+            self.dataset_mixture = json.loads(self.dataset_mixture)
+        if self.dataset_mixture is None and self.dataset_name is None and not self.dry_run:
+            raise ValueError("give dataset_mixture (recommended) or dataset_name")
+
+
+@dataclass
+class ValidationArguments:
+    """Best-checkpoint selection by validation Pearson (CritiqueLLM v1 §4.3), see
+    :class:`~hf_critic.training.callbacks.CritiquePearsonCallback`.
+    """
+
+    validation_dataset: str | None = field(
+        default=None,
+        metadata={
+            "help": "Held-out pointwise records (same forms as a mixture 'id') graded at each evaluation; their "
+            "Pearson with the gold scores becomes eval_<validation_metric_name> (CritiqueLLM v1 §4.3)."
+        },
+    )
+    validation_config: str | None = field(default=None, metadata={"help": "Config of validation_dataset."})
+    validation_split: str = field(default="validation", metadata={"help": "Split of validation_dataset."})
+    validation_score_column: str = field(
+        default="score", metadata={"help": "Gold score column of the validation set."}
+    )
+    validation_query_column: str | None = field(
+        default=None, metadata={"help": "Query id column: text-level (per-query) correlation instead of pooled."}
+    )
+    validation_template: str | None = field(
+        default=None, metadata={"help": "Critic template for validation grading (default: --template)."}
+    )
+    validation_max_examples: int | None = field(
+        default=None, metadata={"help": "Grade only the first N validation rows (generation is the slow part)."}
+    )
+    validation_max_new_tokens: int = field(
+        default=256, metadata={"help": "Generation budget per validation critique."}
+    )
+    validation_batch_size: int = field(default=8, metadata={"help": "Validation conversations per generate call."})
+    validation_metric_name: str = field(
+        default="critique_pearson",
+        metadata={"help": "Name of the validation Pearson (use it as metric_for_best_model)."},
+    )
+
+
+def parser():
+    """``trl.TrlParser((ScriptArguments, ValidationArguments, SFTConfig, ModelConfig))``, what ``recipes/sft.py`` reads.
+
+    Returns:
+        The parser; ``parser.parse_args_and_config(argv)`` returns the four dataclasses in that order.
+    """
+    from trl import ModelConfig, SFTConfig, TrlParser
+
+    return TrlParser((ScriptArguments, ValidationArguments, SFTConfig, ModelConfig))
+
+
+def deepspeed_config_from_accelerate(
+    path: str | os.PathLike, *, micro_batch_size: int = 1, gradient_accumulation_steps: int = 1
+) -> dict | None:
+    """Validate an ``accelerate`` config file and, for DeepSpeed ones, build and validate its DeepSpeed config.
+
+    The YAML is read with accelerate's own ``ClusterConfig`` (unknown keys fail). For ``distributed_type:
+    DEEPSPEED`` the ``deepspeed_config`` block becomes an accelerate ``DeepSpeedPlugin`` (what ``accelerate
+    launch`` does), its ``"auto"`` batch values are filled with the given sizes and ``num_processes``, and the result
+    is parsed by DeepSpeed's ``DeepSpeedConfig`` (which validates the ZeRO, offload and precision sections with
+    DeepSpeed's pydantic config classes). No process group and no GPU are needed.
+
+    Args:
+        path: the accelerate YAML.
+        micro_batch_size, gradient_accumulation_steps: values for the ``"auto"`` batch fields.
+
+    Returns:
+        The resolved DeepSpeed config dict, or None for a non-DeepSpeed config (e.g. ``MULTI_GPU``).
+
+    Raises:
+        ValueError / TypeError / pydantic.ValidationError: an invalid accelerate or DeepSpeed config.
+    """
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.utils import DeepSpeedPlugin
+
+    config = ClusterConfig.from_yaml_file(str(path))
+    if str(config.distributed_type) not in ("DEEPSPEED", "DistributedType.DEEPSPEED"):
+        return None
+    ds = dict(config.deepspeed_config or {})
+    if "deepspeed_config_file" in ds:
+        ds_file = Path(path).parent / ds["deepspeed_config_file"]
+        plugin_config = json.loads(Path(ds_file).read_text())
+    else:
+        known = {
+            "zero_stage",
+            "offload_optimizer_device",
+            "offload_param_device",
+            "zero3_init_flag",
+            "zero3_save_16bit_model",
+            "gradient_accumulation_steps",
+            "gradient_clipping",
+            "offload_optimizer_nvme_path",
+            "offload_param_nvme_path",
+        }
+        ignored = {"deepspeed_multinode_launcher"}
+        unknown = set(ds) - known - ignored
+        if unknown:
+            raise ValueError(f"{path}: unknown deepspeed_config key(s) {sorted(unknown)}")
+        plugin = DeepSpeedPlugin(**{k: v for k, v in ds.items() if k in known})
+        plugin_config = plugin.deepspeed_config
+    resolved = json.loads(json.dumps(plugin_config))
+    world = int(config.num_processes or 1) * int(config.num_machines or 1)
+    gas = (
+        gradient_accumulation_steps
+        if resolved.get("gradient_accumulation_steps") == "auto"
+        else resolved.get("gradient_accumulation_steps", 1)
+    )
+    resolved["train_micro_batch_size_per_gpu"] = micro_batch_size
+    resolved["gradient_accumulation_steps"] = gas
+    resolved["train_batch_size"] = micro_batch_size * gas * world
+    if resolved.get("gradient_clipping") == "auto":
+        resolved["gradient_clipping"] = 1.0
+    precision = str(config.mixed_precision or "no").lower()
+    if precision in ("bf16", "fp16"):
+        resolved.setdefault(precision, {})["enabled"] = True
+    zero = resolved.get("zero_optimization", {})
+    for key, value in list(zero.items()):
+        if value == "auto":
+            zero[key] = 50_000_000 if "bucket" in key or "threshold" in key else 1_000_000_000
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    # Without a process group DeepSpeed assumes one process, so the batch arithmetic is checked for a world of 1.
+    DeepSpeedConfig({**resolved, "train_batch_size": micro_batch_size * gas})
+    return resolved
