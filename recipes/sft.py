@@ -31,7 +31,8 @@ python recipes/sft.py --config recipes/chatglm3-6b/sft/full.yaml --dry-run
 # SmolLM2-135M on CPU, on critiques built from published GPT-4 judgments (see recipes/smollm2-135m/README.md)
 accelerate launch --num_processes 1 --use_cpu recipes/sft.py --config recipes/smollm2-135m/sft/cpu.yaml
 
-Any recipe value can be overridden on the command line, e.g. `--learning_rate 1e-5 --output_dir data/run2`.
+Any recipe value can be overridden on the command line, e.g. `--learning_rate 1e-5 --output_dir data/run2`. The
+arguments are hf_critic.training.config's ScriptArguments and ValidationArguments with TRL's SFTConfig and ModelConfig.
 """
 
 from __future__ import annotations

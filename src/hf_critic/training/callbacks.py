@@ -8,7 +8,7 @@ from typing import Any
 import datasets
 from transformers import TrainerCallback
 
-from .. import schema as S
+from .. import schema
 from ..prompts import DEFAULT_FAMILY
 
 __all__ = ["CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]
@@ -105,7 +105,7 @@ class CritiquePearsonCallback(TrainerCallback):
             graded = critic.grade(self.records.select(indices), referenced=self.referenced, source="validation")
         finally:
             tokenizer.padding_side = padding_side
-        return list(graded[S.CRITIQUE_SCORE])
+        return list(graded[schema.CRITIQUE_SCORE])
 
     def evaluate_model(self, model, tokenizer, accelerator=None) -> dict[str, float]:
         """Grade the validation rows with ``model`` and return the metrics (keys without the ``eval_`` prefix).

@@ -13,7 +13,7 @@ from typing import Any
 
 import datasets
 
-from .. import schema as S
+from .. import schema
 from ..prompts import DEFAULT_FAMILY, PromptTemplate, get_template, list_templates, load_template
 
 __all__ = ["MESSAGES", "critique_messages", "ensure_messages", "to_prompt_completion"]
@@ -44,16 +44,16 @@ def critique_messages(record: Mapping[str, Any], template: PromptTemplate, criti
     return [*template.render(record), {"role": "assistant", "content": critique}]
 
 
-def _setting_of(record: Mapping[str, Any]) -> S.Setting:
+def _setting_of(record: Mapping[str, Any]) -> schema.Setting:
     name = record.get("setting") or record.get("config")
     if name:
-        return S.Setting.from_name(name)
-    pairwise = record.get(S.RESPONSE_1) is not None
-    referenced = isinstance(record.get(S.REFERENCE), str) and bool(record[S.REFERENCE].strip())
-    return S.Setting(S.Task.PAIRWISE if pairwise else S.Task.POINTWISE, referenced)
+        return schema.Setting.from_name(name)
+    pairwise = record.get(schema.RESPONSE_1) is not None
+    referenced = isinstance(record.get(schema.REFERENCE), str) and bool(record[schema.REFERENCE].strip())
+    return schema.Setting(schema.Task.PAIRWISE if pairwise else schema.Task.POINTWISE, referenced)
 
 
-def _resolve_template(spec: str, setting: S.Setting, language: str) -> PromptTemplate:
+def _resolve_template(spec: str, setting: schema.Setting, language: str) -> PromptTemplate:
     if Path(spec).suffix in (".yaml", ".yml") or spec in list_templates():
         template = load_template(spec)
         if template.setting != setting:
