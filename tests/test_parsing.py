@@ -452,9 +452,9 @@ def test_mt_bench_judge_prompt_formats(shared_data):
         if prompt["type"] == "pairwise":
             assert prompt["output_format"] == "[[A]]"
             assert parse_label(prompt["output_format"]).label == RESPONSE_1_WINS
-            # An echo of the instruction ('"[[A]]" if ... "[[B]]" if ... "[[C]]" for a tie') parses as its LAST
-            # marker: the documented limit of "last verdict wins".
-            assert parse_label(prompt["system_prompt"]).label == TIE, name
+            # An echo of the instruction ('"[[A]]" if ... "[[B]]" if ... "[[C]]" for a tie') holds only quoted
+            # examples followed by more words: no verdict (it used to parse as its last marker, a tie).
+            assert parse_label(prompt["system_prompt"]).status is UNPARSED, name
         else:
             assert prompt["output_format"] == "[[rating]]"
             assert parse_score(prompt["output_format"]).status is UNPARSED
@@ -476,3 +476,79 @@ def test_speed():
         for text in texts:
             parse_score(text) if i % 2 else parse_label(text)
     assert time.process_time() - start < 10.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 15: wrong verdicts that must come out right or unparsed, and where a verdict may stand
+# --------------------------------------------------------------------------------------------------
+WRONG_VERDICTS = [
+    # (id, parser, text, the right answer or None when only "unparsed" is right)
+    ("worse_than", "label", "Final verdict: Assistant 1 is worse than Assistant 2", RESPONSE_2_WINS),
+    ("equally_good", "label", "Final verdict: Assistant 1 and Assistant 2 are equally good", TIE),
+    ("r_index_label", "label", "In R you index a list with lst[[1]] to get the first element.", None),
+    ("r_index_score", "score", "Use x[[2]] to get the second element.", None),
+    ("quoted_dict", "score", 'The answer should print {"score": 3} as in the example, but it does not.', None),
+    ("stars", "score", "Rating is 5 stars", None),
+    ("tie_breaker", "label", "Final verdict: tie-breaker needed", None),
+    ("long_number", "score", "[[10.0000000000000000001]]", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "right"), [c[1:] for c in WRONG_VERDICTS], ids=[c[0] for c in WRONG_VERDICTS]
+)
+def test_the_issues_wrong_verdicts_come_out_right_or_unparsed(kind, text, right):
+    result = parse_score(text) if kind == "score" else parse_label(text)
+    value = result.score if kind == "score" else result.label
+    assert result.status is UNPARSED or (right is not None and result.status is OK and value == right), result
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Good.\n```json\n{'Overall Score': 7}\n```", 7.0),  # a fenced final dict ends the text: kept
+        ("Good. Rating: `[[8]]`", 8.0),
+        ("Use `[[3]]` as the marker, as asked. Rating: [[8]]", 8.0),
+        ("The code:\n```python\nprint(x[[2]])\nscores = {'score': 3}\n```\nIt runs.\nRating: [[6]]", 6.0),
+        ("Accurate.\nScore: 8 out of 10", 8.0),
+        ("Accurate.\nRating: [[8 out of 10]]", 8.0),
+        ("Accurate.\nOverall Score: 9, well deserved.", 9.0),
+        ("Final Score:\n{'Overall Score': 4}\n", 4.0),
+        ("Analysis.\n{'Overall Score': 6}. That is all.", 6.0),  # dict on its line, prose after the line break
+    ],
+)
+def test_verdicts_where_the_template_puts_them_still_parse(text, expected):
+    result = parse_score(text)
+    assert (result.status, result.score) == (OK, expected)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```\nRating: [[8]]\n```\nThat block is the format; the answer itself is not rated.",
+        "He printed {'Overall Score': 7} in the log and moved on.",
+        "Score: 8 points were deducted for style.",
+        "Rating: [[1000]]",  # four digits: more than a score has
+        "Overall Score: 7.12345",
+    ],
+)
+def test_candidates_outside_the_verdict_place_are_not_verdicts(text):
+    assert parse_score(text).status is UNPARSED
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'Answer in the format "[[A]]" if A is better, "[[B]]" if B is better.',
+        "```r\nlst[[1]]\n```\nBoth answers use it.",
+        "Overall Comparison Result: Assistant 2 would be better if it were shorter.",
+    ],
+)
+def test_label_examples_and_code_are_not_verdicts(text):
+    assert parse_label(text).status is UNPARSED
+
+
+def test_dict_pairs_with_odd_bodies():
+    assert parse_score("{'Overall Score': '5', 'note': 'a: b'}").score == 5.0
+    assert parse_score("{'Overall Score' 'x': 5}").status is UNPARSED  # two strings for one key
+    assert parse_score("{Overall Score: 5,,, }").score == 5.0

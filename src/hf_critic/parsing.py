@@ -30,6 +30,19 @@ tell a ``[[8]]`` echoed from the question from a real verdict: if the echo is th
 text, it is what gets parsed. Explicit markers (``[[x]]`` and verdict dicts) always beat the result-line
 fallbacks, wherever they sit.
 
+**Where a verdict stands.** A candidate counts only where a template puts a verdict: a ``[[x]]`` right after an
+identifier (``lst[[1]]``, ``x[[2]]``: code indexing) or inside a code block or inline code (unless that block ends
+the text: a fenced final dict), and a quoted ``"[[C]]"`` followed by more words on its line (an echoed format
+example), are no markers; a dict counts on a line of its own (optionally after a lead ending in a colon, "Final
+Score:") or at the very end, so a dict quoted inside a sentence is none; a result line must end after its value
+("Rating is 5 stars", "Final verdict: Assistant 1 is worse than Assistant 2", "tie-breaker needed" are unparsed:
+comparisons and negations are left unparsed rather than guessed). A score has at most three digits before and after
+the point (``[[10.0000000000000000001]]`` is no verdict).
+
+**Linear time.** No pattern nests quantifiers over the same characters (a whitespace run cannot be split in many
+ways), dict bodies are read by a one-pass tokenizer, and generic keywords are found at line starts in one pass:
+100k-character runaway outputs parse in milliseconds (``tests/test_parser_fuzz.py``, ``benchmarks/bench_parsing.py``).
+
 **Never a default.** When nothing is found the status is ``UNPARSED`` and score / label are None; a score
 outside the template's range gives ``OUT_OF_RANGE`` with score None. Nothing is ever turned into a middle
 score or a tie.
@@ -40,6 +53,8 @@ one CPU core (see ``tests/test_parsing.py::test_speed``).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -112,10 +127,17 @@ def _number(text: str) -> float:
 _LB, _RB, _LC, _RC = r"[\[［]", r"[\]］]", r"[{｛]", r"[}｝]"
 _QUOTE_CHARS = "'\"‘’‚‛“”„‟＇＂"
 _COLON, _STAR, _Q = r"[:：]", r"[*＊]", f"[{_QUOTE_CHARS}]"
-_NUM = r"[+\-＋－]?\d+(?:[.．]\d+)?"
-# "x/high" reads as x (8/10 on a 1-10 scale); any other denominator makes the candidate no verdict.
-_OUT_OF = r"(?:\s*[/／]\s*(\d+(?:[.．]\d+)?))?"
+# A score has at most three digits before and after the point: a longer number ("[[10.0000000000000000001]]", a
+# 5,000-digit run) is no verdict, and no float() or int() ever sees an unbounded digit run.
+_DIGITS = r"\d{1,3}(?:[.．]\d{1,3})?(?![\d.．]\d)(?!\d)"
+_NUM = rf"[+\-＋－]?{_DIGITS}"
+# "x/high" and "x out of high" read as x (8/10 on a 1-10 scale); any other denominator makes the candidate no verdict.
+_OUT_OF = rf"(?:[ \t]*(?:[/／]|(?i:out[ \t]+of))[ \t]*({_DIGITS}))?"
 _TAIL = rf"{_Q}?{_STAR}*[ \t]*[.。．!！]?"
+# Where a result line's verdict must end: at a punctuation mark that closes the clause, or at the end of the line.
+# "Rating is 5 stars", "Final verdict: Assistant 1 is worse than Assistant 2" or "... tie-breaker needed" go on
+# after the value, so they are no verdicts (a comparison is left unparsed rather than misread).
+_END = r"(?:[。．！，；]|[.!,;](?!\w)|(?=[\r\n]|\Z))"
 
 _SCORE_BRACKET = rf"{_LB}\s*({_NUM}){_OUT_OF}\s*{_RB}{_RB}{_TAIL}"
 _LABEL_BRACKET = (
@@ -135,8 +157,10 @@ _LEAD_WINDOW = 40
 _DICT = rf"{_LC}?([^{{}}｛｝]*){_RC}{_RC}?{_TAIL}"
 # On the normalised dict body: 'key': value pairs, either quote, or none.
 # A pair starts at the body start or after a comma, which keeps the scan linear on long brace blocks.
-_PAIR = re.compile(r"""(?:^|(?<=,))\s*(?:'([^']*)'|"([^"]*)"|([^'",:]+))\s*:\s*(?:'([^']*)'|"([^"]*)"|([^'",]*))""")
-_DICT_NUMBER = re.compile(r"\s*([+-]?\d+(?:\.\d+)?)(?:\s*/\s*(\d+(?:\.\d+)?))?\s*分?\s*")
+# Tokens of a dict body: quoted strings, separators, and runs of anything else. Each token is a maximal run, so the
+# scan is linear (a pattern with nested whitespace quantifiers took cubic time on a brace full of spaces).
+_DICT_TOKEN = re.compile(r"""'[^']*'|"[^"]*"|[,:]|[^'",:]+|['"]""")
+_DICT_NUMBER = re.compile(r"\s*([+-]?\d{1,3}(?:\.\d{1,3})?)(?:\s*/\s*(\d{1,3}(?:\.\d{1,3})?))?\s*分?\s*")
 _DICT_LABEL = re.compile(
     r"\s*(?:(?:assistant|response|answer|助手|回答|答案)\s*([12ab])|([12ab])|(tie|质量相当|平局|相当))\s*"
 )
@@ -215,25 +239,31 @@ def _opening(text: str, twins: tuple[re.Pattern[str], re.Pattern[str]], first: s
 # Result-line fallbacks, used only when there is no [[x]] marker and no verdict dict. Their keywords are
 # found with str.find on text.lower() and the patterns (lower case) matched there: a scan with re would
 # try every position of the text. "Generic" keywords count only at a line start.
-_IS = rf"{_STAR}*\s*(?:{_COLON}|[=＝]|为|是|is(?![a-z]))\s*{_STAR}*\s*"
+# One character class on each side of the separator: "\s*\**\s*" can split a whitespace run in quadratically
+# many ways before failing.
+_IS = r"[\s*＊]*(?:[:：]|[=＝]|为|是|is(?![a-z]))[\s*＊]*"
 _SCORE_LINE = re.compile(
     r"(?<![a-z])(?:(?:overall|final)\s+(?:score|rating)|综合得分|综合评分|总体评分|最终得分|rating|score|评分|得分)"
-    rf"{_IS}(\d+(?:[.．]\d+)?)(?![\d.．]*\d){_OUT_OF}\s*分?{_STAR}*[ \t]*[.。．]?"
+    rf"{_IS}({_DIGITS}){_OUT_OF}[ \t]*分?{_STAR}*[ \t]*{_END}"
 )
 _SCORE_KEYWORDS = ("overall", "final", "综合得分", "综合评分", "总体评分", "最终得分")
 _SCORE_KEYWORDS_GENERIC = ("rating", "score", "评分", "得分")
+# A generic keyword counts at a line start, after list and quote marks. Found with one pass of a MULTILINE pattern
+# (looking back from each occurrence for its line start was quadratic on "score " repeated 50k times).
+_SCORE_KEYWORDS_AT_LINE_START = re.compile(
+    r"^[ \t>#\-*＊]*(?=" + "|".join(map(re.escape, _SCORE_KEYWORDS_GENERIC)) + ")", re.MULTILINE
+)
 _LABEL_VALUE = (
     r"(?:(?:assistant|response|answer)\s*([12ab１２ａｂ])(?![a-z0-9])|(?:助手|回答|答案)\s*([12１２])(?!\d)"
     r"|(tie|质量相当|平局)(?![a-z]))"
 )
 _LABEL_LINE = re.compile(
     r"(?<![a-z])(?:(?:overall\s+)?comparison\s+result|final\s+verdict|综合比较结果|综合质量比较结果|比较结果)"
-    rf"{_IS}{_Q}?{_LABEL_VALUE}{_Q}?{_STAR}*[ \t]*[.。．!！]?"
+    rf"{_IS}{_Q}?{_LABEL_VALUE}{_Q}?{_STAR}*[ \t]*{_END}"
 )
 _LABEL_KEYWORDS = ("overall", "comparison", "final", "综合比较结果", "综合质量比较结果", "比较结果")
 # The last non-empty line, when it is nothing but a verdict ("质量相当", "**Assistant 2**").
 _LAST_LINE_LABEL = re.compile(rf"[ \t>#\-]*(?:{_STAR}|{_Q})*{_LABEL_VALUE}(?:{_STAR}|{_Q}|[ \t.。．!！])*")
-_LINE_INDENT = " \t>#-*＊"
 
 
 def _lower(text: str) -> str:
@@ -245,24 +275,27 @@ def _lower(text: str) -> str:
 
 
 def _line_matches(
-    low: str, pattern: re.Pattern[str], keywords: tuple[str, ...], generic: tuple[str, ...] = ()
+    low: str, pattern: re.Pattern[str], keywords: tuple[str, ...], at_line_start: re.Pattern[str] | None = None
 ) -> list[re.Match[str]]:
-    """Matches of ``pattern`` at each occurrence of ``keywords`` (``generic`` ones at a line start only).
+    """Matches of ``pattern`` at each occurrence of ``keywords`` and at each end of an ``at_line_start`` match.
 
     Returns:
         The matches ordered by end, the longer first among those ending together (the last is the
         verdict; "综合比较结果" is preferred to the "比较结果" inside it).
     """
     matches = []
-    for words, at_line_start in ((keywords, False), (generic, True)):
-        for word in words:
-            pos = low.find(word)
-            while pos != -1:
-                if not at_line_start or not low[low.rfind("\n", 0, pos) + 1 : pos].strip(_LINE_INDENT):
-                    m = pattern.match(low, pos)
-                    if m is not None:
-                        matches.append(m)
-                pos = low.find(word, pos + 1)
+    for word in keywords:
+        pos = low.find(word)
+        while pos != -1:
+            m = pattern.match(low, pos)
+            if m is not None:
+                matches.append(m)
+            pos = low.find(word, pos + 1)
+    if at_line_start is not None:
+        for line in at_line_start.finditer(low):
+            m = pattern.match(low, line.end())
+            if m is not None:
+                matches.append(m)
     matches.sort(key=lambda m: (m.end(), -m.start()))
     return matches
 
@@ -315,14 +348,36 @@ def _lead_start(text: str, start: int) -> int:
 
 
 def _dict_pairs(body: str) -> list[tuple[str, str]]:
-    """``[(key, value), ...]`` of a normalised one-level dict body such as ``'a': 9, "b": '8'``, stripped."""
+    """``[(key, value), ...]`` of a normalised one-level dict body such as ``'a': 9, "b": '8'``, stripped.
+
+    A pair is ``key : value`` between commas; key and value are each one quoted string or one unquoted run (quotes
+    removed). A part of another shape (no colon, two strings on one side) is no pair. One linear pass.
+    """
     pairs = []
-    for m in _PAIR.finditer(body):
-        k1, k2, k3, v1, v2, v3 = m.groups()
-        key = (k1 if k1 is not None else k2 if k2 is not None else k3).strip()
-        if key:
-            pairs.append((key, (v1 if v1 is not None else v2 if v2 is not None else v3).strip()))
+    sides: list[list[str]] = [[]]
+    for token in [*_DICT_TOKEN.findall(body), ","]:
+        if token == ",":
+            if len(sides) >= 2:
+                key, value = (_dict_side(side) for side in sides[:2])
+                if key and value is not None:
+                    pairs.append((key, value))
+            sides = [[]]
+        elif token == ":" and len(sides) == 1:
+            sides.append([])
+        else:
+            sides[-1].append(token)
     return pairs
+
+
+def _dict_side(tokens: list[str]) -> str | None:
+    """One side of a dict pair as text: a quoted string's content, else the unquoted run stripped; None if neither."""
+    parts = [t for t in tokens if t.strip()]
+    if not parts:
+        return ""
+    if len(parts) == 1 and len(parts[0]) >= 2 and parts[0][0] in "'\"" and parts[0][-1] == parts[0][0]:
+        return parts[0][1:-1].strip()
+    text = "".join(tokens).strip()
+    return None if any(q in text for q in "'\"") else text
 
 
 def _key(raw: str) -> str:
@@ -345,6 +400,59 @@ def _explanation(text: str, start: int, end: int, fallback: bool) -> str:
     if fallback and after:
         return text.strip()
     return f"{before}\n{after}" if before and after else before or after
+
+
+# Where a candidate may stand. The verdict is where the template puts it: a marker that is an index into code
+# (``lst[[1]]``), sits in a code block, or is a quoted example followed by more words ('"[[C]]" for a tie') is none,
+# and a dict counts only on a line of its own (after an optional "Final Score:" lead) or at the very end, so that a
+# dict quoted inside a sentence ('should print {"score": 3} as in the example') is no verdict.
+_INDEX_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]")
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_CLOSING = " \t\r\n.。．!！*＊" + _QUOTE_CHARS
+
+
+class _Places:
+    """Code spans and the end of the content of one text, to judge candidates' positions in O(log n) each."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.last = len(text.rstrip(_CLOSING))  # a candidate ending here or later ends the text
+
+    @functools.cached_property
+    def _code(self) -> tuple[list[int], list[int]]:
+        """Starts and ends of the code spans; one that ends the text is kept (models fence their final dict)."""
+        spans = [m.span() for m in _CODE.finditer(self.text) if m.end() < self.last] if "`" in self.text else []
+        return [start for start, _ in spans], [end for _, end in spans]
+
+    def in_code(self, pos: int) -> bool:
+        starts, ends = self._code
+        i = bisect.bisect_right(starts, pos) - 1
+        return i >= 0 and pos < ends[i]
+
+    def marker(self, start: int, end: int) -> bool:
+        """True when the ``[[x]]`` marker at ``[start, end)`` may be a verdict."""
+        before = self.text[start - 1] if start > 0 else ""
+        if before in _INDEX_BEFORE or self.in_code(start):
+            return False
+        if before and before in _QUOTE_CHARS and end < self.last:  # '"[[C]]" for a tie': a quoted example
+            rest = self.text[end : end + _LEAD_WINDOW].split("\n", 1)[0]
+            return not any(c.isalnum() for c in rest)
+        return True
+
+    def dict(self, start: int, end: int) -> bool:
+        """True when the dict at ``[start, end)`` stands where a verdict dict stands."""
+        if self.in_code(start):
+            return False
+        if end >= self.last:
+            return True
+        lead = self.text[max(0, start - _LEAD_WINDOW) : start].rstrip(" \t*＊>#-" + _QUOTE_CHARS)
+        if lead and not lead.endswith(("\n", "\r", ":", "：")):
+            return False
+        # _TAIL took a closing period: what follows a sentence's end may be prose ("{...}. That is all.")
+        if self.text[end - 1] in ".。．!！":
+            return True
+        rest = self.text[end : end + _LEAD_WINDOW].split("\n", 1)[0]
+        return not rest.strip(_CLOSING + ",，;；")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -380,12 +488,13 @@ def parse_score(text: str, score_range: tuple[float, float] = (1, 10)) -> Parsed
         ValueError: if ``score_range`` is not ``(low, high)`` with ``low < high``.
     """
     low, high = _check_range(score_range)
+    places = _Places(text)
     best: tuple[int, int, float, dict[str, float] | None] | None = None  # start, end, score, dimensions
     pattern = _opening(text, _SCORE_BRACKET_RE, "[")
     if pattern is not None:
         for m in pattern.finditer(text):
             score = _value(m.group(1), m.group(2), high)
-            if score is not None:
+            if score is not None and places.marker(m.start(), m.end()):
                 best = (m.start(), m.end(), score, None)
         if best is not None:
             best = (_lead_start(text, best[0]), *best[1:])
@@ -402,11 +511,11 @@ def parse_score(text: str, score_range: tuple[float, float] = (1, 10)) -> Parsed
                     overall = value
                 else:
                     dims[key] = value
-            if overall is not None:
+            if overall is not None and places.dict(m.start(), m.end()):
                 best = (m.start(), m.end(), overall, dims)
     fallback = best is None
     if fallback:
-        for m in reversed(_line_matches(_lower(text), _SCORE_LINE, _SCORE_KEYWORDS, _SCORE_KEYWORDS_GENERIC)):
+        for m in reversed(_line_matches(_lower(text), _SCORE_LINE, _SCORE_KEYWORDS, _SCORE_KEYWORDS_AT_LINE_START)):
             score = _value(m.group(1), m.group(2), high)
             if score is not None:
                 best = (m.start(), m.end(), score, None)
@@ -447,11 +556,13 @@ def parse_label(text: str) -> ParsedCritique:
         :class:`ParsedCritique`: ``OK`` with ``label`` 0 (response 1 / A better), 1 (response 2 / B better)
         or 2 (tie); ``UNPARSED`` with label None when there is no verdict (never a tie).
     """
+    places = _Places(text)
     best: tuple[int, int, int] | None = None  # start, end, label
     pattern = _opening(text, _LABEL_BRACKET_RE, "[")
     if pattern is not None:
         for m in pattern.finditer(text):
-            best = (m.start(), m.end(), _label(m.group(1)))
+            if places.marker(m.start(), m.end()):
+                best = (m.start(), m.end(), _label(m.group(1)))
         if best is not None:
             best = (_lead_start(text, best[0]), *best[1:])
     pattern = _opening(text, _DICT_RE, "{")
@@ -459,7 +570,7 @@ def parse_label(text: str) -> ParsedCritique:
         for m in pattern.finditer(text, best[1] if best is not None else 0):
             for key, raw in _dict_pairs(normalize(m.group(1))):
                 value = _DICT_LABEL.fullmatch(raw.lower()) if _key(key) in _LABEL_KEYS else None
-                if value is not None:
+                if value is not None and places.dict(m.start(), m.end()):
                     best = (m.start(), m.end(), _label(*value.groups()))
     fallback = best is None
     if fallback:

@@ -125,8 +125,19 @@ def _report(report: StageReport | None, name: str, unit: str, conserved: bool = 
 
 
 # ------------------------------------------------------------------------------------------------ 1. augmentation
-_QUERY_ITEM = re.compile(r"@@(.+?)@@\s*&&(.+?)&&", re.DOTALL)
-_DIFFICULTY_ITEM = re.compile(r"(\d+)\s*[.．、)]?\s*@@(.+?)@@\s*&&(.+?)&&\s*##\s*(\d+)\s*##", re.DOTALL)
+# Linear scans: a field cannot run past its closing marker (".+?" let every "@@" scan to the end of the answer:
+# quadratic), and serial numbers and scores are bounded before int() sees them (a 5,001-digit "difficulty" raised in
+# int() and stopped the whole run). A field is "[^@]*(?:@(?!@)[^@]*)*" for "@@": runs of a negated class are fast.
+_FIELD = r"([^{1}]*(?:{1}(?!{1})[^{1}]*)*){0}"
+_QUERY_ITEM = re.compile(r"@@" + _FIELD.format("@@", "@") + r"\s*&&" + _FIELD.format("&&", "&"), re.DOTALL)
+_DIFFICULTY_ITEM = re.compile(
+    r"(?<!\d)(\d{1,4})\s*(?:[.．、)]\s*)?@@"
+    + _FIELD.format("@@", "@")
+    + r"\s*&&"
+    + _FIELD.format("&&", "&")
+    + r"\s*##\s*(\d)\s*##",
+    re.DOTALL,
+)
 
 
 def parse_generated_queries(text: str) -> list[tuple[str, str]]:
