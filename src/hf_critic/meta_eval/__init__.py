@@ -1,0 +1,1 @@
+"""Meta-evaluation maths and reports (issue-10 redesign home)."""
