@@ -79,3 +79,38 @@ class GenerationCache:
         """Close the database (idempotent)."""
         with self._lock:
             self._db.close()
+
+
+def cached_generate(backend, conversations, decoding, cache: GenerationCache | None):
+    """Generate through the cache: what is stored is read back, the rest generated in committed chunks.
+
+    Every generation of hf-critic (critic, generator, judge) goes through here, keyed by model, messages and
+    decoding, so a killed run restarted repeats no finished generation and a rerun makes no model call.
+
+    Args:
+        backend: a :class:`~hf_critic.backends.base.Backend` (its ``name`` is part of the key).
+        conversations: chat messages per input; None entries (inputs skipped upstream) stay None.
+        decoding: the :class:`~hf_critic.decoding.DecodingConfig` (part of the key).
+        cache: the store, or None to generate everything (one backend call).
+
+    Returns:
+        ``(generations, cached)``: one list of completions per conversation (None where the input was None), and how
+        many inputs were answered from the cache.
+    """
+    keys = [
+        None if c is None else cache_key(model=backend.name, messages=c, decoding=decoding.__dict__)
+        for c in conversations
+    ]
+    done = cache.get_many([k for k in keys if k]) if cache is not None else {}
+    cached = sum(1 for k in keys if k in done)
+    todo = [i for i, k in enumerate(keys) if k and k not in done]
+    # Commit every few batches, so a killed run keeps everything finished before the kill.
+    chunk = max(getattr(backend, "batch_size", 8) * 4, 1) if cache is not None else max(len(todo), 1)
+    for start in range(0, len(todo), chunk):
+        part = todo[start : start + chunk]
+        outputs = backend.generate([conversations[i] for i in part], decoding)
+        fresh = {keys[i]: out for i, out in zip(part, outputs, strict=True)}
+        if cache is not None:
+            cache.put_many(fresh)
+        done.update(fresh)
+    return [done[k] if k else None for k in keys], cached

@@ -33,8 +33,8 @@ from typing import Any
 
 import datasets
 
-from ..benchmarks._rows import RecordError, field, read_rows
 from ..prompts.criticbench import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
+from ._rows import RecordError, field, read_rows
 
 __all__ = [
     "OBJECTIVE_CORRECTION_TASKS",
@@ -141,7 +141,8 @@ def _record(row: dict, dimension: str, task: str, evaluation: str, where: str) -
         return record
     record["response"] = flat["generation"]
     if dimension == "feedback":
-        record["human_score"] = field(flat, "feedback_score", where, kind="score", default=None)
+        gold = {} if evaluation == "obj" else {"default": None}  # objective feedback is scored against it
+        record["human_score"] = field(flat, "feedback_score", where, kind="score", **gold)
     elif dimension == "meta_feedback":
         record.update(
             critique=flat["evaluated_feedback"],
@@ -196,6 +197,9 @@ def load_criticbench(
         raise ValueError(f"unknown CriticBench dimension / split / format: {dimension!r} / {split!r} / {evaluation!r}")
     if dimension == "meta_feedback" and evaluation != "obj":
         raise ValueError("CriticBench meta-feedback is evaluated objectively only (evaluation='obj')")
+    if tasks is None and dimension == "correction":  # CriticEval scores these objectively, the rest by GPT-4
+        objective = evaluation == "obj"
+        tasks = tuple(t for t in CRITICBENCH_TASKS if (t in OBJECTIVE_CORRECTION_TASKS) == objective)
     rows: list[dict[str, Any]] = []
     for task in tasks or CRITICBENCH_TASKS:
         for part, path in criticbench_files(root, dimension, split, evaluation, task):
@@ -232,7 +236,9 @@ def load_criticbench_predictions(folder: str | os.PathLike) -> datasets.Dataset:
     folder = Path(folder)
     files = sorted(p for p in folder.glob("*.json") if PREDICTION_FILE.match(p.name))
     if not files:
-        raise RecordError(f"{folder}: no CriticBench prediction files ({{split}}_{{task}}_{{dimension}}_obj|sub*.json)")
+        raise RecordError(
+            f"{folder}: no CriticBench prediction files ({{split}}_{{task}}_{{dimension}}_obj|sub*.json)"
+        )
     rows = []
     for path in files:
         meta = PREDICTION_FILE.match(path.name).groupdict()

@@ -35,6 +35,7 @@ from typing import Any
 
 from scipy import stats
 
+from ..io import RecordError
 from ..parsing import ParsedCritique, normalize
 from ..schema import ParseStatus
 
@@ -56,7 +57,7 @@ SCORE_RANGE = (1.0, 7.0)
 _KEY = r"(?:\*\*|__)?\s*{word}\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?[ \t]*(?P<value>[^\n]*)"
 _DECISION = re.compile(_KEY.format(word="decision"), re.IGNORECASE)
 _SCORE = re.compile(_KEY.format(word="score"), re.IGNORECASE)
-_NUMBER = re.compile(r"[`'\"(\[]*(?P<n>[+-]?\d+(?:\.\d+)?)(?![\d/])")
+_NUMBER = re.compile(r"[`'\"(\[]*(?P<n>[+-]?\d+(?:\.\d+)?)(?:\s*/\s*7(?!\d))?(?![\d/])")  # "6", "6.5", "6/7"
 _OPTION = re.compile(r"[`'\"(\[]*(?P<letter>[ABC])(?![A-Za-z0-9/])")
 _FENCE = re.compile(r"```(?P<lang>[A-Za-z0-9_+-]*)[^\n]*\n(?P<code>.*?)```", re.DOTALL)
 _TOKEN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?")
@@ -245,7 +246,9 @@ def correction_passed(
         gold = parse_math_answer(record.get("reference"))
         if gold is None:
             return False, "no gold answer"
-        result = run_python(_PREAMBLE + code + "\nprint(Solution().solution())\n", timeout=timeout, memory_mb=memory_mb)
+        result = run_python(
+            _PREAMBLE + code + "\nprint(Solution().solution())\n", timeout=timeout, memory_mb=memory_mb
+        )
         if result.status == "passed" and not _numbers_match(result.stdout, gold):
             return False, "wrong answer"
     else:
@@ -257,7 +260,7 @@ def correction_passed(
     if result.status == "timeout":
         return False, "timeout"
     if result.status != "passed":
-        last = (result.stderr.strip().splitlines() or ["exit code %s" % result.returncode])[-1]
+        last = (result.stderr.strip().splitlines() or [f"exit code {result.returncode}"])[-1]
         return False, f"failed: {last[:200]}"
     return True, "passed"
 
@@ -407,3 +410,144 @@ def parse_counts(statuses: Iterable[ParseStatus]) -> dict[str, int]:
         "unparsed": counts[ParseStatus.UNPARSED],
         "out_of_range": counts[ParseStatus.OUT_OF_RANGE],
     }
+
+
+# --------------------------------------------------------------------------------------------------
+# Reports over prediction folders
+# --------------------------------------------------------------------------------------------------
+def parse_rates(predictions) -> list[dict[str, Any]]:
+    """Parse outcome of every prediction file (a :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions`
+    dataset): one row per file with ``file``, ``kind`` (the verdict format), ``n``, ``parsed``, ``unparsed``,
+    ``out_of_range`` and ``parse_rate`` (x 100), in file order."""
+    statuses: dict[str, list] = defaultdict(list)
+    kinds: dict[str, str] = {}
+    for row in predictions:
+        kind = kinds.setdefault(row["file"], verdict_kind(row["dimension"], row["evaluation"], row["task"]))
+        statuses[row["file"]].append(parse_verdict(row["prediction"], kind).status)
+    rows = []
+    for name, outcomes in statuses.items():
+        counts = parse_counts(outcomes)
+        rows.append(
+            {"file": name, "kind": kinds[name], **counts, "parse_rate": 100.0 * counts["parsed"] / counts["n"]}
+        )
+    return rows
+
+
+def _labels_by_key(predictions, part: str) -> dict[tuple[str, str], dict[int, int | None]]:
+    """{(split, task): {index: label or None}} of the objective comparison files of one part (main / reverse)."""
+    out: dict[tuple[str, str], dict[int, int | None]] = defaultdict(dict)
+    for row in predictions:
+        if row["dimension"] == "comp_feedback" and row["evaluation"] == "obj" and row["part"] == part:
+            out[(row["split"], row["task"])][row["index"]] = parse_verdict(row["prediction"], "decision_option").label
+    return out
+
+
+def consistency_by_task(predictions) -> list[dict[str, Any]]:
+    """:func:`comparison_consistency` of the objective comparison verdicts, per split and task, pairing each item of
+    ``*_comp_feedback_obj.json`` with the same item of ``*_comp_feedback_obj_reverse.json``; plus an ``all`` row per
+    split. Items present in only one of the two files are left out (``n`` counts the pairs)."""
+    forward, reverse = _labels_by_key(predictions, "main"), _labels_by_key(predictions, "reverse")
+    rows, pooled = [], defaultdict(lambda: ([], []))
+    for key in sorted(forward, key=lambda k: (k[0], _task_order(k[1]))):
+        shared = sorted(set(forward[key]) & set(reverse.get(key, {})))
+        f = [forward[key][i] for i in shared]
+        r = [reverse[key][i] for i in shared]
+        pooled[key[0]][0].extend(f)
+        pooled[key[0]][1].extend(r)
+        rows.append({"split": key[0], "task": key[1], **comparison_consistency(f, r)})
+    for split, (f, r) in sorted(pooled.items()):
+        rows.append({"split": split, "task": "all", **comparison_consistency(f, r)})
+    return rows
+
+
+def _task_order(task: str) -> int:
+    from ..prompts.criticbench import CRITICBENCH_TASKS
+
+    return CRITICBENCH_TASKS.index(task) if task in CRITICBENCH_TASKS else len(CRITICBENCH_TASKS)
+
+
+def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) -> dict[str, Any]:
+    """CriticBench's objective scores of one split's predictions against the gold of a Hub-layout folder.
+
+    Predictions are matched to gold items by file name and item key (CriticEval's file order), so a folder holding
+    only the first N items of each file (a ``--limit`` run) is scored on those items.
+
+    Args:
+        predictions: a :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions` dataset.
+        root: the benchmark folder (``obj_test_data/`` ...).
+        split: ``dev`` or ``test``.
+        timeout: sandbox seconds per program (correction).
+
+    Returns:
+        ``{"feedback": spearman dict (by quality), "comparison": accuracy dict, "correction": {"pass_rate": mean over
+        tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}}, "meta_feedback": spearman dict, "overall": float or
+        None}``; a dimension without predictions is None.
+    """
+    from ..datasets.criticbench import OBJECTIVE_CORRECTION_TASKS, load_criticbench
+
+    mine = predictions.filter(lambda r: r["split"] == split and r["evaluation"] == "obj")
+    answers = {(r["file"], r["index"]): r["prediction"] for r in mine}
+
+    def gold(dimension: str):
+        try:
+            return load_criticbench(root, dimension, split=split, evaluation="obj")
+        except RecordError:
+            return None
+
+    def matched(records, suffix: str = ""):
+        return [
+            (r, answers[(r["prediction_file"].replace(".json", suffix + ".json"), r["index"])])
+            for r in records
+            if (r["prediction_file"].replace(".json", suffix + ".json"), r["index"]) in answers
+        ]
+
+    result: dict[str, Any] = {"feedback": None, "comparison": None, "correction": None, "meta_feedback": None}
+    for dimension in ("feedback", "meta_feedback"):
+        records = gold(dimension)
+        pairs = matched(records) if records is not None else []
+        if pairs:
+            kind = "decision_score" if dimension == "feedback" else "score"
+            result[dimension] = spearman_x100(
+                [parse_verdict(text, kind).score for _, text in pairs],
+                [r["human_score"] for r, _ in pairs],
+                [r["quality"] for r, _ in pairs],
+            )
+    records = gold("comp_feedback")
+    if records is not None:
+        forward = {(r["prediction_file"], r["index"]): (r, text) for r, text in matched(records)}
+        both = [
+            (r, text, answers[(f.replace(".json", "_reverse.json"), i)])
+            for (f, i), (r, text) in forward.items()
+            if (f.replace(".json", "_reverse.json"), i) in answers
+        ]
+        if both:
+            result["comparison"] = comparison_accuracy(
+                [parse_verdict(f, "decision_option").label for _, f, _ in both],
+                [parse_verdict(b, "decision_option").label for _, _, b in both],
+                [r["label"] for r, _, _ in both],
+            )
+    records = gold("correction")
+    if records is not None:
+        by_task: dict[str, dict[str, Any]] = {}
+        for task in OBJECTIVE_CORRECTION_TASKS:
+            outcomes = [
+                correction_passed(text, task, r, timeout=timeout) for r, text in matched(records) if r["task"] == task
+            ]
+            if outcomes:
+                by_task[task] = {
+                    "pass_rate": 100.0 * sum(ok for ok, _ in outcomes) / len(outcomes),
+                    "n": len(outcomes),
+                    "reasons": dict(Counter(reason.split(":")[0] for _, reason in outcomes)),
+                }
+        if by_task:
+            mean = sum(t["pass_rate"] for t in by_task.values()) / len(by_task)
+            result["correction"] = {"pass_rate": mean, "by_task": by_task}
+    scores = {
+        "feedback": result["feedback"] and result["feedback"]["spearman"],
+        "comparison": result["comparison"] and result["comparison"]["accuracy"],
+        "correction": result["correction"] and result["correction"]["pass_rate"],
+        "meta_feedback": result["meta_feedback"] and result["meta_feedback"]["spearman"],
+    }
+    given = {k: v for k, v in scores.items() if v is not None and not math.isnan(v)}
+    result["overall"] = overall_objective(**given) if given else None
+    return result
