@@ -96,7 +96,10 @@ def test_strip_wrapper():
         ("**Decision:** 6/7", "decision_score", ParseStatus.OK, 6.0),
         ("Decision: 3. The translation", "decision_score", ParseStatus.OK, 3.0),
         ("Decision: 9", "decision_score", ParseStatus.OUT_OF_RANGE, None),
-        ("I would rate it 5.", "decision_score", ParseStatus.UNPARSED, None),  # no fallback to a bare number
+        ("I would rate it 5.", "decision_score", ParseStatus.UNPARSED, None),  # no guess from a number in prose
+        ("7", "decision_score", ParseStatus.OK, 7.0),  # the whole answer is the verdict
+        ("1. Fluency: good", "decision_score", ParseStatus.UNPARSED, None),
+        ("B.", "decision_option", ParseStatus.OK, 1),
         ("Score: 6.5", "score", ParseStatus.OK, 6.5),
         ("Score: 6`.", "score", ParseStatus.OK, 6.0),
         ("Score: Yes.", "score", ParseStatus.UNPARSED, None),
@@ -105,7 +108,7 @@ def test_strip_wrapper():
         ("decision: b", "decision_option", ParseStatus.UNPARSED, None),  # the options are capital letters
         ("\nDecision: A/B/C.", "decision_option", ParseStatus.UNPARSED, None),  # the instruction echoed
         ("Decision: A/C.", "decision_option", ParseStatus.UNPARSED, None),
-        ("决策：B", "decision_option", ParseStatus.UNPARSED, None),
+        ("决策：B\n\n翻译B更好", "decision_option", ParseStatus.OK, 1),
         ("As an AI, answer A is better", "decision_option", ParseStatus.UNPARSED, None),
         ("so the total is $1,250.", "math_answer", ParseStatus.OK, 1250.0),
         ("no number here", "math_answer", ParseStatus.UNPARSED, None),
@@ -139,9 +142,9 @@ def test_parse_rates_on_all_shared_predictions(shared_predictions):
         by_kind[(r["kind"], "n")] += r["n"]
         by_kind[(r["kind"], "parsed")] += r["parsed"]
         assert r["parsed"] + r["unparsed"] + r["out_of_range"] == r["n"]
-    assert (by_kind["decision_option", "n"], by_kind["decision_option", "parsed"]) == (1800, 1577)
-    assert (by_kind["decision_score", "n"], by_kind["decision_score", "parsed"]) == (924, 909)
-    assert (by_kind["score", "n"], by_kind["score", "parsed"]) == (742, 725)
+    assert (by_kind["decision_option", "n"], by_kind["decision_option", "parsed"]) == (1800, 1720)
+    assert (by_kind["decision_score", "n"], by_kind["decision_score", "parsed"]) == (924, 919)
+    assert (by_kind["score", "n"], by_kind["score", "parsed"]) == (742, 739)
     assert (by_kind["text", "n"], by_kind["text", "parsed"]) == (2459, 2459)
 
 

@@ -10,7 +10,8 @@ Parsers (one per verdict format the prompts ask for, :mod:`hf_critic.prompts.cri
 * ``text``: subjective outputs (free-text critiques and corrections, judged by GPT-4 in the paper): any non-empty
   text counts as an answer; there is nothing to parse.
 
-A verdict is read from the first ``Decision:`` / ``Score:`` line only, as CriticEval does; unlike CriticEval, a
+A verdict is read from the first ``Decision:`` / ``Score:`` line only, as CriticEval does (the keyword may also be
+its Chinese translation, ``决策：B``, which models answering the Chinese translation task write); unlike CriticEval, a
 line that does not hold a verdict (``Decision: A/B/C.``, the instruction echoed) is *unparsed*, and no fallback
 guesses one from the first word or the last number of the text. Unparsed verdicts are counted and left out of
 correlations; in comparison accuracy a pair with an unparsed order counts as wrong, as in CriticEval.
@@ -55,10 +56,14 @@ __all__ = [
 VERDICT_KINDS = ("decision_score", "decision_option", "score", "math_answer", "code", "text")
 SCORE_RANGE = (1.0, 7.0)
 _KEY = r"(?:\*\*|__)?\s*{word}\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?[ \t]*(?P<value>[^\n]*)"
-_DECISION = re.compile(_KEY.format(word="decision"), re.IGNORECASE)
-_SCORE = re.compile(_KEY.format(word="score"), re.IGNORECASE)
+# The keyword as the prompts ask for it, and as models answering in Chinese translate it (决策：B, 決定：B).
+_DECISION = re.compile(_KEY.format(word="(?:decision|决策|決策|决定|決定)"), re.IGNORECASE)
+_SCORE = re.compile(_KEY.format(word="(?:score|分数|分數|得分|评分|評分)"), re.IGNORECASE)
 _NUMBER = re.compile(r"[`'\"(\[]*(?P<n>[+-]?\d+(?:\.\d+)?)(?:\s*/\s*7(?!\d))?(?![\d/])")  # "6", "6.5", "6/7"
 _OPTION = re.compile(r"[`'\"(\[]*(?P<letter>[ABC])(?![A-Za-z0-9/])")
+# A whole answer that is nothing but the verdict ("7", "B.") is one too (CriticEval reads the first word; we read
+# only an answer with no other word).
+_BARE = re.compile(r"\s*[`'\"(\[]*(?P<value>[ABC]|\d+(?:\.\d+)?)[`'\")\]]*\.?\s*")
 _FENCE = re.compile(r"```(?P<lang>[A-Za-z0-9_+-]*)[^\n]*\n(?P<code>.*?)```", re.DOTALL)
 _TOKEN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?")
 
@@ -76,6 +81,10 @@ def verdict_kind(dimension: str, evaluation: str, task: str) -> str:
     if dimension == "correction":
         return "math_answer" if task == "math_cot" else "code"
     return {"feedback": "decision_score", "comp_feedback": "decision_option", "meta_feedback": "score"}[dimension]
+
+
+def _verdict_line(pattern: re.Pattern, text: str) -> re.Match | None:
+    return pattern.search(text) or _BARE.fullmatch(normalize(text))
 
 
 def _scored(match: re.Match | None, text: str) -> ParsedCritique:
@@ -108,11 +117,11 @@ def parse_verdict(text: str, kind: str) -> ParsedCritique:
         ValueError: an unknown kind.
     """
     if kind == "decision_score":
-        return _scored(_DECISION.search(text), text)
+        return _scored(_verdict_line(_DECISION, text), text)
     if kind == "score":
-        return _scored(_SCORE.search(text), text)
+        return _scored(_verdict_line(_SCORE, text), text)
     if kind == "decision_option":
-        match = _DECISION.search(text)
+        match = _verdict_line(_DECISION, text)
         option = match and _OPTION.match(normalize(match["value"]).strip())
         if not option:
             return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
