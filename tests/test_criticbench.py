@@ -388,3 +388,62 @@ def test_sandbox_blocks_network_and_caps_memory():
     assert memory.status == "failed" and "MemoryError" in memory.stderr
     with pytest.raises(ValueError):
         run_python("pass", timeout=0)
+
+
+# ------------------------------------------------------------------------------------------------ command line
+def test_meta_eval_scores_prediction_folders_against_the_gold(tmp_path, capsys):
+    from hf_critic.cli import main
+
+    _hub_fixture(tmp_path / "bench")
+    _predictions_fixture(tmp_path / "preds")
+    out = tmp_path / "out"
+    code = main(
+        [
+            "meta-eval",
+            "--benchmark",
+            f"criticbench:{tmp_path / 'bench'}",
+            "--predictions",
+            f"mine={tmp_path / 'preds'}",
+            "--output-dir",
+            str(out),
+        ]
+    )
+    assert code == 0
+    report = json.loads((out / "criticbench.json").read_text())
+    assert list(report) == ["mine"]  # predictions given: no default critic ran
+    assert report["mine"]["objective"]["test"]["overall"] == pytest.approx((80 + 100 / 3 + 75 + 100) / 4)
+    markdown = (out / "criticbench.md").read_text()
+    assert "| 60.0 | 33.3 | 66.7 | 75.0 | 100.0 | 72.1 |" in markdown
+    assert "| test_translate_feedback_obj_correction_part.json | decision_score | 1 | 0 | 1 | 0 | 0.0 |" in markdown
+
+
+def test_meta_eval_runs_a_critic_on_criticbench_prompts_and_resumes(tmp_path, tiny_model_dir, capsys):
+    from hf_critic.cli import main
+
+    _hub_fixture(tmp_path / "bench")
+    argv = [
+        "meta-eval",
+        "--benchmark",
+        f"cb=criticbench:{tmp_path / 'bench'}",
+        "--model",
+        str(tiny_model_dir),
+        "--limit",
+        "1",
+        "--max-new-tokens",
+        "4",
+        "--cache",
+        str(tmp_path / "cache.sqlite"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--no-progress",
+    ]
+    assert main(argv) == 0
+    # first item of each objective file: feedback 4 files (translate, its correction part, math_cot, code_not_exec),
+    # comparison 2 orders, correction 2, meta-feedback 1
+    assert "9 answers, 0 from cache" in capsys.readouterr().out
+    written = sorted(p.name for p in (tmp_path / "out" / "criticbench").rglob("*.json"))
+    assert "test_translate_comp_feedback_obj_reverse.json" in written and len(written) == 9
+    answers = load_criticbench_predictions(next((tmp_path / "out" / "criticbench").rglob("*.json")).parent)
+    assert set(answers["index"]) == {0}
+    assert main(argv) == 0
+    assert "9 answers, 9 from cache" in capsys.readouterr().out

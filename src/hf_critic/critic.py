@@ -17,7 +17,7 @@ import datasets
 
 from . import schema
 from .backends.base import Backend
-from .cache import GenerationCache, cache_key
+from .cache import GenerationCache, cached_generate
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .io import RecordError, check_fields
 from .parsing import ParsedCritique, parse
@@ -336,25 +336,11 @@ class Critic:
 
     def _generate(self, conversations: list) -> tuple[list[list[str] | None], int]:
         """Generations per conversation (None for skipped ones) and the number answered from the cache."""
-        keys = [
-            None if c is None else cache_key(model=self.backend.name, messages=c, decoding=self.decoding.__dict__)
-            for c in conversations
-        ]
-        done = self.cache.get_many([k for k in keys if k]) if self.cache is not None else {}
-        cached = sum(1 for k in keys if k in done)
-        todo = [i for i, k in enumerate(keys) if k and k not in done]
-        # Generate in chunks and commit each, so a killed run keeps everything finished before the kill.
-        chunk = max(getattr(self.backend, "batch_size", 8) * 4, 1) if self.cache is not None else max(len(todo), 1)
-        if todo:
-            logger.info("%d input(s) to generate, %d from cache", len(todo), cached)
-        for start in range(0, len(todo), chunk):
-            part = todo[start : start + chunk]
-            outputs = self.backend.generate([conversations[i] for i in part], self.decoding)
-            fresh = {keys[i]: out for i, out in zip(part, outputs, strict=True)}
-            if self.cache is not None:
-                self.cache.put_many(fresh)
-            done.update(fresh)
-        return [done[k] if k else None for k in keys], cached
+        generations, cached = cached_generate(self.backend, conversations, self.decoding, self.cache)
+        fresh = sum(c is not None for c in conversations) - cached
+        if fresh:
+            logger.info("%d input(s) generated, %d from cache", fresh, cached)
+        return generations, cached
 
 
 def _stats(parsed: list[ParsedCritique], truncated: list[bool], cached: int) -> RunStats:

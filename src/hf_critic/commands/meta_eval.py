@@ -17,9 +17,18 @@ Inputs (any mix, each repeatable):
                                       prometheus, generic) with every --model (default: the embedded critic).
   --verdicts [CRITIC=]FIRST[,SWAPPED] Auto-J-style verdict files ({"output": 0|1|2} per line; the swapped file in
                                       swapped terms) for the single pairwise --benchmark.
+  --benchmark [NAME=]criticbench:DIR  CriticBench (Lan et al., 2024): DIR in the Hub layout (obj_test_data/ ...,
+                                      gold labels: objective scores) or a folder of CriticEval prediction files
+                                      (their prompts); critics answer every objective prompt (--limit N: the first N
+                                      of each file). Report: criticbench.md / criticbench.json.
+  --predictions [NAME=]DIR            CriticEval prediction files ({split}_{task}_{dimension}_obj.json ...) to score:
+                                      parse rate per file, comparison consistency per task, objective scores against
+                                      a Hub-layout criticbench benchmark. With it, no default critic runs.
 
 Examples:
   hf-critic meta-eval --benchmark alignbench-ref=alignbench:shared/data/critiquellm/evaluation/pointwise/alignbench_reference_based_sample.jsonl --output-dir outputs/meta_eval
+  hf-critic meta-eval --benchmark criticbench:shared/data/criticbench/deepseek-67b-chat-hf \\
+      --predictions deepseek-67b=shared/data/criticbench/deepseek-67b-chat-hf --output-dir outputs/criticbench
   hf-critic meta-eval --benchmark autoj:shared/data/autoj/test/testdata_pairwise.jsonl \\
       --verdicts auto-j-13b=shared/data/autoj/outputs/pairwise_example_output.jsonl,shared/data/autoj/outputs/pairwise_exchange_example_output.jsonl \\
       --output-dir outputs/autoj
@@ -51,6 +60,13 @@ def register(subparsers) -> None:
         default=[],
         metavar="[CRITIC=]FIRST[,SWAPPED]",
         help="Auto-J-style verdict files for the pairwise --benchmark",
+    )
+    inputs.add_argument(
+        "--predictions",
+        action="append",
+        default=[],
+        metavar="[NAME=]DIR",
+        help="CriticEval-format prediction folder to score on the criticbench --benchmark",
     )
     add_options(
         inputs,
@@ -101,8 +117,9 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
 
     name, rest = _name_and_value(spec)
     fmt, sep, path = rest.partition(":")
-    if not sep or fmt not in FORMATS:
-        raise ValueError(f"--benchmark {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {sorted(FORMATS)}")
+    formats = sorted([*FORMATS, "criticbench"])
+    if not sep or fmt not in formats:
+        raise ValueError(f"--benchmark {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
     return name or Path(path).stem or Path(path).name, fmt, path
 
 
@@ -175,6 +192,47 @@ def _critic_runs(args, benchmarks):
     return runs
 
 
+def _criticbench(args, specs: list[tuple[str, str]]) -> None:
+    """CriticBench: score --predictions folders and answers of every --model (default: the embedded critic, unless
+    predictions are given) on each criticbench --benchmark; write criticbench.md and criticbench.json."""
+    import json
+
+    from ..datasets.criticbench import load_criticbench_predictions
+    from ..meta_eval.criticbench_report import (
+        answer_prompts,
+        criticbench_prompts,
+        criticbench_report,
+        is_benchmark_folder,
+        render_criticbench_markdown,
+        write_predictions,
+    )
+
+    golds = [path for _, path in specs if is_benchmark_folder(path)]
+    gold = golds[0] if golds else None
+    reports = {}
+    for spec in args.predictions:
+        name, folder = _name_and_value(spec)
+        reports[name or Path(folder).name] = criticbench_report(load_criticbench_predictions(folder), gold)
+    for model in args.model or ([None] if not args.predictions else []):
+        critic_name = "default-critic" if model is None else Path(model).name or model
+        critic = critic_from_args(args, model)
+        for name, path in specs:
+            prompts = criticbench_prompts(path, limit=args.limit)
+            predictions, cached = answer_prompts(critic.backend, critic.decoding, critic.cache, prompts)
+            folder = write_predictions(predictions, Path(args.output_dir) / "criticbench" / _slug(critic_name) / name)
+            print(f"{critic_name} on {name}: {len(predictions)} answers, {cached} from cache -> {folder}")
+            reports[f"{critic_name} on {name}"] = criticbench_report(
+                predictions, path if is_benchmark_folder(path) else None
+            )
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_criticbench_markdown(reports)
+    (out / "criticbench.md").write_text(markdown, encoding="utf-8")
+    (out / "criticbench.json").write_text(json.dumps(reports, indent=1, default=str), encoding="utf-8")
+    print(markdown)
+    print(f"wrote {out / 'criticbench.md'} and {out / 'criticbench.json'}")
+
+
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
     from ..io import load_records
@@ -187,10 +245,19 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         name, path = _name_and_value(spec)
         critic, _, dataset = (name or "").partition("/")
         runs.append((critic or Path(path).resolve().parent.name, dataset or Path(path).stem, load_records(path)))
-    benchmarks = []
+    benchmarks, criticbench = [], []
     for spec in args.benchmark:
         name, fmt, path = parse_benchmark(spec)
-        benchmarks.append((name, _load_benchmark(args, fmt, path)))
+        if fmt == "criticbench":
+            criticbench.append((name, path))
+        else:
+            benchmarks.append((name, _load_benchmark(args, fmt, path)))
+    if args.predictions and not criticbench:
+        raise ValueError("--predictions needs a --benchmark criticbench:DIR")
+    if criticbench:
+        _criticbench(args, criticbench)
+        if not (runs or benchmarks):
+            return 0
     runs += _verdict_runs(args, benchmarks)
     if benchmarks:
         runs += _critic_runs(args, benchmarks)

@@ -204,6 +204,20 @@ def render_criticbench_markdown(reports: dict[str, dict[str, Any]]) -> str:
                     f"{_f(r['consistency'])} | {r['same_letter']} |"
                 )
             lines.append("")
+        kinds: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        for r in rates:
+            for i, key in enumerate(("n", "parsed", "unparsed", "out_of_range")):
+                kinds[r["kind"]][i] += r[key]
+        lines += [
+            "### Parse rate by verdict format",
+            "",
+            "| verdict | files | n | parsed | unparsed | out of range | rate % |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for kind, (k_n, k_ok, k_un, k_oor) in kinds.items():
+            files = sum(r["kind"] == kind for r in rates)
+            lines.append(f"| {kind} | {files} | {k_n} | {k_ok} | {k_un} | {k_oor} | {_f(100 * k_ok / k_n)} |")
+        lines.append("")
         lines += [
             "### Parse rate per file",
             "",
