@@ -1,4 +1,4 @@
-"""Text-level correlation (CritiqueLLM v2 §4.4.1) on 1,000,000 rows: hf_critic.metrics vs a per-query scipy loop.
+"""Text-level correlation (CritiqueLLM v2 §4.4.1) on 1,000,000 rows: hf_critic.meta_eval.correlation vs a per-query scipy loop.
 
 Run: ``python benchmarks/bench_metrics.py`` (add ``--scipy-queries 0`` to time the scipy loop on every query).
 
@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 from scipy import stats
 
-from hf_critic.metrics import grouped_correlations, text_level_correlation
+from hf_critic.meta_eval.correlation import grouped_correlations, text_level_correlation
 
 NAMES = ("pearson", "spearman", "kendall")
 
@@ -77,7 +77,7 @@ def main() -> None:
         ours = text_level_correlation(critic, human, query)
         times.append(time.perf_counter() - start)
     t_ours = min(times)
-    print(f"hf_critic.metrics.text_level_correlation: {t_ours:.3f} s (best of {args.repeats})")
+    print(f"hf_critic.meta_eval.correlation.text_level_correlation: {t_ours:.3f} s (best of {args.repeats})")
     print("  " + ", ".join(f"{k}={ours[k]:.6f}" for k in NAMES) + f", queries used {ours['n_queries_used']:,}")
 
     all_queries = np.arange(args.queries)

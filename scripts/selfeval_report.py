@@ -4,7 +4,7 @@ Two parts, printed as markdown tables:
 
 1. The feature files released with the paper (``model_answer/<model>-<feature>.jsonl``), correlated with
    GPT-4's grades of the same model's answers (all graded turns pooled, as in Table 1) through
-   :func:`hf_critic.metrics.text_level_correlation`, next to the paper's numbers.
+   :func:`hf_critic.meta_eval.correlation.text_level_correlation`, next to the paper's numbers.
 2. ``--model`` (default: the embedded SmolLM2-135M-Instruct) scoring the very answers GPT-4 graded (the text is
    taken from the judge prompts) with :class:`hf_critic.glassbox.GlassBoxEvaluator`. This is NOT
    self-evaluation: the answers were written by LLaMA2-7B-Chat and Vicuna-7B, not by the scoring model.

@@ -1,4 +1,4 @@
-"""The evaluate modules under metrics/: loadable three ways offline, doctests pass, packaged copy identical."""
+"""The evaluate modules under metrics/: one copy, shipped in the wheel, loadable three ways offline, doctests pass."""
 
 from __future__ import annotations
 
@@ -6,17 +6,18 @@ import argparse
 import doctest
 import json
 import os
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import evaluate
 import pytest
 
 import hf_critic
-from hf_critic import metric_modules
 from hf_critic.commands import metrics as metrics_command
-from hf_critic.metric_modules import METRIC_NAMES, MODULE_FILES, install_metrics, metric_path
+from hf_critic.meta_eval.modules import METRIC_NAMES, MODULE_FILES, install_metrics, metric_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,16 +33,6 @@ EXAMPLE = {
         0.75,
     ),
 }
-
-
-@pytest.mark.parametrize("name", METRIC_NAMES)
-def test_packaged_copy_is_identical_to_checkout(name):
-    """src/hf_critic/_metrics/ ships in the wheel; refresh it with `hf-critic metrics sync` after editing metrics/."""
-    for pattern in MODULE_FILES:
-        filename = pattern.format(name=name)
-        checkout = REPO_ROOT / "metrics" / name / filename
-        packaged = REPO_ROOT / "src" / "hf_critic" / "_metrics" / name / filename
-        assert packaged.read_bytes() == checkout.read_bytes(), f"{packaged} differs: run `hf-critic metrics sync`"
 
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
@@ -62,6 +53,9 @@ def test_module_layout(name):
         if line and not line.startswith(("import", "from"))
     ]
     assert app == [f'module = evaluate.load("{name}")', "launch_gradio_widget(module)"]
+    # as evaluate's canonical modules: what a Space running app.py installs
+    requirements = (folder / "requirements.txt").read_text().splitlines()
+    assert [line.split(">=")[0].split(" @ ")[0] for line in requirements] == ["evaluate", "scipy", "hf-critic"]
 
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
@@ -73,15 +67,53 @@ def test_load_from_checkout_path_and_metric_path(name, monkeypatch):
     assert evaluate.load(hf_critic.metric_path(name)).compute(**kwargs)[key] == pytest.approx(value)
 
 
-@pytest.mark.parametrize("name", METRIC_NAMES)
-def test_metric_path_falls_back_to_packaged_copy(name, monkeypatch, tmp_path):
-    """What an installed (non-editable) package sees: no checkout beside it."""
-    kwargs, key, value = EXAMPLE[name]
-    monkeypatch.setattr(metric_modules, "_in_checkout", lambda _name: False)
-    path = metric_path(name)
-    assert Path(path) == REPO_ROOT / "src" / "hf_critic" / "_metrics" / name
-    monkeypatch.chdir(tmp_path)
-    assert evaluate.load(path).compute(**kwargs)[key] == pytest.approx(value)
+IGNORED = ("build", "dist", "outputs")  # build products and run outputs (git-ignored)
+
+
+def test_the_only_copy_is_in_metrics():
+    """No second copy of a module anywhere in the source tree (the wheel maps metrics/ to hf_critic._metrics)."""
+    tops = [d for d in REPO_ROOT.iterdir() if d.is_dir() and not d.name.startswith(".") and d.name not in IGNORED]
+    for name in METRIC_NAMES:
+        copies = [path for top in tops for path in top.rglob(f"{name}.py")]
+        assert copies == [REPO_ROOT / "metrics" / name / f"{name}.py"]
+
+
+# What a build needs: the files pyproject.toml and setup.py read.
+BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "src", "metrics", "dataset_cards")
+
+
+def test_wheel_ships_metric_modules_and_card_template(tmp_path):
+    """`pip wheel .` carries metrics/ as hf_critic/_metrics/ and dataset_cards/ as hf_critic/_dataset_cards/.
+
+    The build runs on a copy of the sources, so the checkout gets no build/ or egg-info folders (~7 s).
+    """
+    source = tmp_path / "source"
+    source.mkdir()
+    for entry in BUILD_INPUTS:
+        src = REPO_ROOT / entry
+        if src.is_dir():
+            shutil.copytree(src, source / entry, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            shutil.copy2(src, source / entry)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "whl"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (wheel,) = (tmp_path / "whl").glob("hf_critic-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in METRIC_NAMES:
+        for pattern in MODULE_FILES:
+            filename = pattern.format(name=name)
+            assert f"hf_critic/_metrics/{name}/{filename}" in names
+            packed = zipfile.ZipFile(wheel).read(f"hf_critic/_metrics/{name}/{filename}")
+            assert packed == (REPO_ROOT / "metrics" / name / filename).read_bytes()
+    assert "hf_critic/_dataset_cards/eval_instruct.md" in names
+    library = REPO_ROOT / "src"  # every module and prompt file of the library, in every sub-package
+    for path in [*library.rglob("*.py"), *library.rglob("*.yaml")]:
+        if "__pycache__" not in path.parts:
+            assert path.relative_to(library).as_posix() in names
+    assert not [n for n in names if "__pycache__" in n or n.startswith(("metrics/", "dataset_cards/"))]
 
 
 def test_metric_path_unknown_name():
@@ -155,3 +187,11 @@ def test_cli_path_action(capsys):
     args = parser.parse_args(["metrics", "path", "pairwise_agreement"])
     assert args.func(args) == 0
     assert capsys.readouterr().out.strip() == metric_path("pairwise_agreement")
+
+
+def test_editable_install_reads_the_checkout():
+    """Under `pip install -e`, the mapped packages are the checkout's folders: edits show without a re-install."""
+    from hf_critic.data.hub import default_card_template
+
+    assert default_card_template() == REPO_ROOT / "dataset_cards" / "eval_instruct.md"
+    assert [metric_path(name) for name in METRIC_NAMES] == [str(REPO_ROOT / "metrics" / n) for n in METRIC_NAMES]

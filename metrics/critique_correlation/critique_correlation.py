@@ -16,7 +16,7 @@
 import datasets
 import evaluate
 
-from hf_critic.metrics import critique_correlation
+from hf_critic.meta_eval.correlation import critique_correlation
 
 _DESCRIPTION = """
 Correlation between a critic's pointwise grades and human scores, as in CritiqueLLM (Ke et al., 2024,

@@ -16,7 +16,7 @@
 import datasets
 import evaluate
 
-from hf_critic.metrics import pairwise_agreement
+from hf_critic.meta_eval.agreement import pairwise_agreement
 
 _DESCRIPTION = """
 Agreement of a critic's pairwise comparisons with human preference labels, as in CritiqueLLM (Ke et al.,

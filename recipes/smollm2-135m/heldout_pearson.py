@@ -28,7 +28,7 @@ import json
 
 import evaluate
 
-from hf_critic.metric_modules import metric_path
+from hf_critic.meta_eval.modules import metric_path
 
 
 def main(argv=None):

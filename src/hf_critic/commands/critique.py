@@ -94,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
 def _figures(result, args) -> list[str]:
     """Agreement with the human (or GPT-4) labels present in the data; nothing when there are none."""
     from .. import schema
-    from ..metrics import critique_correlation, pairwise_agreement
+    from ..meta_eval.agreement import pairwise_agreement
+    from ..meta_eval.correlation import critique_correlation
 
     if args.task == "grade":
         column = args.human_score or ("human_score" if "human_score" in result.column_names else None)

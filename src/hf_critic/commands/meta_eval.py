@@ -236,7 +236,7 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
     from ..io import load_records
-    from ..report import evaluate_critiques, write_report
+    from ..meta_eval.report import evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
         raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")

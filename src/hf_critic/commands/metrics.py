@@ -14,8 +14,8 @@ evaluate looks for a bare name. Run it again after upgrading hf-critic. Without 
 
 
 def register(subparsers) -> None:
-    """Add the ``metrics`` sub-command with its ``install``, ``path`` and ``sync`` actions."""
-    from ..metric_modules import METRIC_NAMES
+    """Add the ``metrics`` sub-command with its ``install`` and ``path`` actions."""
+    from ..meta_eval.modules import METRIC_NAMES
 
     parser = subparsers.add_parser(
         "metrics",
@@ -38,13 +38,10 @@ def register(subparsers) -> None:
     path.add_argument("name", choices=METRIC_NAMES, help="the metric module")
     path.set_defaults(func=run_path)
 
-    sync = actions.add_parser("sync", help="developers: copy metrics/ into src/hf_critic/_metrics/ (package data)")
-    sync.set_defaults(func=run_sync)
-
 
 def run_install(args: argparse.Namespace) -> int:
     """Install the requested modules into evaluate's module cache and print where they went."""
-    from ..metric_modules import install_metrics
+    from ..meta_eval.modules import install_metrics
 
     for script in install_metrics(args.names or None, modules_cache=args.modules_cache):
         print(f"installed {script.stem}: {script}")
@@ -52,17 +49,8 @@ def run_install(args: argparse.Namespace) -> int:
 
 
 def run_path(args: argparse.Namespace) -> int:
-    """Print :func:`hf_critic.metric_modules.metric_path` of one module."""
-    from ..metric_modules import metric_path
+    """Print :func:`hf_critic.meta_eval.modules.metric_path` of one module."""
+    from ..meta_eval.modules import metric_path
 
     print(metric_path(args.name))
-    return 0
-
-
-def run_sync(args: argparse.Namespace) -> int:
-    """Refresh the packaged copy of the metric modules from the checkout's ``metrics/`` folder."""
-    from ..metric_modules import sync_packaged_metrics
-
-    for path in sync_packaged_metrics():
-        print(f"wrote {path}")
     return 0

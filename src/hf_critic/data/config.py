@@ -193,7 +193,7 @@ class HubConfig:
         token_env: environment variable holding the Hub token (default ``HF_TOKEN``).
         license: the card's licence id (teacher outputs may carry the API provider's terms: set it knowingly).
         pretty_name: the card's title.
-        card_template: the card template path (default: ``dataset_cards/eval_instruct.md`` of the checkout).
+        card_template: the card template path (default: ``dataset_cards/eval_instruct.md``, shipped in the package).
     """
 
     repo_id: str | None = None

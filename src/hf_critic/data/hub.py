@@ -16,6 +16,7 @@ import datetime
 import os
 import shutil
 import tempfile
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +30,24 @@ from .report import PipelineReport
 __all__ = ["default_card_template", "push_to_hub", "render_card", "save_outputs"]
 
 CARD_TEMPLATE = "eval_instruct.md"
+#: The package ``dataset_cards/`` is installed as (``[tool.setuptools.package-dir]``).
+CARD_PACKAGE = "hf_critic._dataset_cards"
 
 
 def default_card_template() -> Path:
-    """``dataset_cards/eval_instruct.md``: from ``$HF_CRITIC_CARD_TEMPLATES``, the working directory, or the checkout.
+    """``dataset_cards/eval_instruct.md``, shipped in the package as ``hf_critic._dataset_cards`` (pyproject.toml).
+
+    The same file under an editable install (the checkout's folder) and a wheel install (its copy in
+    ``site-packages``), found with :mod:`importlib.resources`; a recipe can still name another with
+    ``hub.card_template``.
 
     Raises:
-        FileNotFoundError: the template is in none of these places (pass ``hub.card_template`` in the recipe).
+        FileNotFoundError: the template is missing from the installed package (a broken install).
     """
-    candidates = [
-        Path(os.environ["HF_CRITIC_CARD_TEMPLATES"]) / CARD_TEMPLATE
-        if os.environ.get("HF_CRITIC_CARD_TEMPLATES")
-        else None,
-        Path.cwd() / "dataset_cards" / CARD_TEMPLATE,
-        Path(__file__).resolve().parents[3] / "dataset_cards" / CARD_TEMPLATE,
-    ]
-    for path in candidates:
-        if path is not None and path.is_file():
-            return path
-    raise FileNotFoundError(f"dataset card template {CARD_TEMPLATE} not found in {[str(p) for p in candidates if p]}")
+    path = Path(str(files(CARD_PACKAGE) / CARD_TEMPLATE))
+    if not path.is_file():
+        raise FileNotFoundError(f"dataset card template {CARD_TEMPLATE} not found at {path} (a broken install?)")
+    return path
 
 
 def _size_category(n: int) -> str:

@@ -1,5 +1,8 @@
 """What each Eval-Instruct stage did: items in and out, rejections by reason, failures, requests, tokens, cost.
 
+The run report of the data pipeline (``report.json``); the meta-evaluation report of a critic against humans
+is :mod:`hf_critic.meta_eval.report`.
+
 Every stage of :mod:`hf_critic.data.stages` fills a :class:`StageReport`; the pipeline adds the stage's usage from
 the :class:`~hf_critic.backends.chat.UsageLedger` and prints :meth:`PipelineReport.table` at the end. For stages that
 map items one to one (``conserved``), ``items_in == items_out + rejected + failed`` always holds: no item is lost

@@ -5,7 +5,7 @@ scenarios: ``scenario, label, prompt, "response 1", "response 2"`` (label 0 = re
 2, 2 = tie). Results are reported per scenario group (Summarization, Exam Questions, Code, ...): Auto-J's
 ``scenario_groups.json`` maps each group to its scenarios. Verdict files hold one ``{"output": 0/1/2}`` per
 line, in pair order; the file for the swapped order is in swapped terms (see
-:func:`hf_critic.metrics.pairwise_agreement`'s ``swapped_mapped_back``).
+:func:`hf_critic.meta_eval.agreement.pairwise_agreement`'s ``swapped_mapped_back``).
 """
 
 from __future__ import annotations

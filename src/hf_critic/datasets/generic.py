@@ -11,7 +11,7 @@ import datasets
 import numpy as np
 
 from ..io import RecordError, check_fields, load_records, parse_columns
-from ..metrics import normalize_labels
+from ..meta_eval.agreement import normalize_labels
 from ..schema import query_id
 
 __all__ = ["load_generic"]
@@ -40,8 +40,8 @@ def load_generic(
             ``category``.
         columns: ``{canonical: source_column}`` renames, or the CLI form ``"question=prompt,label=winner"``.
         label_map: pairwise only: ``{value in the file: label}`` applied before the standard label spellings of
-            :func:`hf_critic.metrics.normalize_labels` (e.g. ``{"model_a": 0, "model_b": 1, "tie (bothbad)": 2}``).
-        digits: how digit strings are read, see :func:`hf_critic.metrics.normalize_labels`.
+            :func:`hf_critic.meta_eval.agreement.normalize_labels` (e.g. ``{"model_a": 0, "model_b": 1, "tie (bothbad)": 2}``).
+        digits: how digit strings are read, see :func:`hf_critic.meta_eval.agreement.normalize_labels`.
         split: split to read from a Hub dataset.
 
     Returns:

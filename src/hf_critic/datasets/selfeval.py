@@ -16,7 +16,7 @@ answers GPT-4 graded (MT-Bench llama2-7b-chat: 2 of 80 first-turn answers agree)
 
 The paper's Table 1 correlates each feature with the GPT-4 grades over all graded turns of one model on one
 benchmark (160 answers on MT-Bench, 80 on Vicuna-Bench); :func:`precomputed_table` does the same through
-:func:`hf_critic.metrics.text_level_correlation` (one group: the plain Pearson / Spearman / Kendall tau-b).
+:func:`hf_critic.meta_eval.correlation.text_level_correlation` (one group: the plain Pearson / Spearman / Kendall tau-b).
 """
 
 from __future__ import annotations
@@ -191,13 +191,13 @@ def answers_match(joined: pd.DataFrame) -> int:
 def correlations(values: Iterable[float], scores: Iterable[float]) -> dict[str, float]:
     """Pearson, Kendall (tau-b) and Spearman between feature values and grades, via the project's metric.
 
-    Uses :func:`hf_critic.metrics.text_level_correlation` with no query ids (one group = the plain coefficient
+    Uses :func:`hf_critic.meta_eval.correlation.text_level_correlation` with no query ids (one group = the plain coefficient
     over all rows, as Table 1 computes it). Rows with a missing value or grade are dropped.
 
     Returns:
         ``pearson``, ``kendall``, ``spearman`` and ``n`` (rows used).
     """
-    from hf_critic.metrics import text_level_correlation
+    from hf_critic.meta_eval.correlation import text_level_correlation
 
     x = np.asarray(list(values), dtype=np.float64)
     y = np.asarray(list(scores), dtype=np.float64)

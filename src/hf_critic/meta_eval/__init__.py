@@ -1,1 +1,17 @@
-"""Meta-evaluation maths and reports (issue-10 redesign home)."""
+"""Meta-evaluation: how well a critic agrees with humans (CritiqueLLM v2 §4.4).
+
+* :mod:`~hf_critic.meta_eval.correlation`: pointwise grading, text-level and system-level Pearson / Spearman /
+  Kendall (Table 2);
+* :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
+  (Table 3), and the label normalisation both use;
+* :mod:`~hf_critic.meta_eval.report`: the meta-evaluation report of one or more critics (Markdown, JSON, plots),
+  behind ``hf-critic meta-eval``; not to be confused with :mod:`hf_critic.data.report`, the per-stage run report
+  of the Eval-Instruct pipeline;
+* :mod:`~hf_critic.meta_eval.modules`: the ``evaluate`` modules wrapping the maths (``metrics/`` of the
+  checkout, shipped as ``hf_critic._metrics``): their path and their offline install;
+* :mod:`~hf_critic.meta_eval.criticbench` and :mod:`~hf_critic.meta_eval.criticbench_report`: CriticBench
+  (Lan et al., 2024): verdict parsers, objective scores, and the runs and report behind
+  ``hf-critic meta-eval --benchmark criticbench:PATH``.
+
+Nothing is imported here, so ``import hf_critic`` stays cheap (the maths needs numpy, pandas and scipy).
+"""

@@ -88,7 +88,7 @@ class CritiquePearsonCallback(TrainerCallback):
             import evaluate
             from accelerate import PartialState
 
-            from ..metric_modules import metric_path
+            from ..meta_eval.modules import metric_path
 
             with PartialState().main_process_first():  # the first load copies the module into evaluate's cache
                 self._metric = evaluate.load(metric_path("critique_correlation"), keep_in_memory=True)

@@ -1,10 +1,10 @@
 """Where hf-critic's ``evaluate`` metric modules live, and how to make ``evaluate.load`` find them.
 
 The modules (``critique_correlation``: CritiqueLLM v2 §4.4.1 / Table 2; ``pairwise_agreement``:
-CritiqueLLM v2 §4.4.2 / Table 3) are kept in the canonical ``evaluate`` layout under ``metrics/<name>/``
-at the repository root. An installed package carries a byte-identical copy under
-``hf_critic/_metrics/<name>/`` (a test keeps the two equal; :func:`sync_packaged_metrics` refreshes the
-copy). Three ways to load them, all offline:
+CritiqueLLM v2 §4.4.2 / Table 3) exist once, in the canonical ``evaluate`` layout under ``metrics/<name>/`` at
+the repository root. ``pyproject.toml`` maps that folder to the package ``hf_critic._metrics``, so a wheel
+carries it and an editable install points at the checkout; :func:`metric_path` finds it with
+:mod:`importlib.resources` either way. Three ways to load a module, all offline:
 
 * ``evaluate.load("metrics/critique_correlation")`` from a checkout;
 * ``evaluate.load(hf_critic.metric_path("critique_correlation"))`` from a checkout or an install;
@@ -18,28 +18,22 @@ import json
 import os
 import shutil
 from collections.abc import Iterable
+from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["METRIC_NAMES", "install_metrics", "metric_path", "sync_packaged_metrics"]
+__all__ = ["METRIC_NAMES", "MODULE_FILES", "install_metrics", "metric_path"]
 
 #: The metric modules hf-critic ships.
 METRIC_NAMES = ("critique_correlation", "pairwise_agreement")
 #: The files of one module folder, as in huggingface/evaluate's ``metrics/<name>/``.
-MODULE_FILES = ("{name}.py", "README.md", "app.py")
-
-_PACKAGE_DIR = Path(__file__).resolve().parent
-_PACKAGED = _PACKAGE_DIR / "_metrics"
-_REPO_ROOT = _PACKAGE_DIR.parents[1]
-_CHECKOUT = _REPO_ROOT / "metrics"
+MODULE_FILES = ("{name}.py", "README.md", "app.py", "requirements.txt")
+#: The package ``metrics/`` is installed as (``[tool.setuptools.package-dir]``).
+METRICS_PACKAGE = "hf_critic._metrics"
 
 
 def _check_name(name: str) -> None:
     if name not in METRIC_NAMES:
         raise ValueError(f"unknown hf-critic metric {name!r}; available: {', '.join(METRIC_NAMES)}")
-
-
-def _in_checkout(name: str) -> bool:
-    return (_REPO_ROOT / "pyproject.toml").is_file() and (_CHECKOUT / name / f"{name}.py").is_file()
 
 
 def metric_path(name: str) -> str:
@@ -49,20 +43,18 @@ def metric_path(name: str) -> str:
         name: one of :data:`METRIC_NAMES`.
 
     Returns:
-        Absolute path of ``metrics/<name>`` in a source checkout (editable install), else of the copy
-        shipped in the installed package (``hf_critic/_metrics/<name>``).
+        Absolute path of the module folder: ``metrics/<name>`` of the checkout under an editable install,
+        ``site-packages/hf_critic/_metrics/<name>`` under a wheel install.
 
     Raises:
         ValueError: for an unknown name.
-        FileNotFoundError: if neither folder holds ``<name>.py`` (a broken install).
+        FileNotFoundError: if the folder holds no ``<name>.py`` (a broken install).
     """
     _check_name(name)
-    if _in_checkout(name):
-        return str(_CHECKOUT / name)
-    packaged = _PACKAGED / name
-    if not (packaged / f"{name}.py").is_file():
-        raise FileNotFoundError(f"metric module {name!r} not found in {_CHECKOUT} nor in {_PACKAGED}")
-    return str(packaged)
+    folder = Path(str(files(METRICS_PACKAGE) / name))
+    if not (folder / f"{name}.py").is_file():
+        raise FileNotFoundError(f"metric module {name!r} not found: no {name}.py in {folder}")
+    return str(folder)
 
 
 def install_metrics(
@@ -110,24 +102,3 @@ def install_metrics(
         os.utime(target / f"{name}.py")  # newest hash wins when several versions are cached
         installed.append(target / f"{name}.py")
     return installed
-
-
-def sync_packaged_metrics() -> list[Path]:
-    """Copy ``metrics/<name>/`` of the checkout into ``src/hf_critic/_metrics/<name>/`` (developer tool).
-
-    Returns:
-        The files written.
-
-    Raises:
-        FileNotFoundError: outside a source checkout.
-    """
-    written = []
-    for name in METRIC_NAMES:
-        if not _in_checkout(name):
-            raise FileNotFoundError(f"no source checkout with metrics/{name} at {_REPO_ROOT}")
-        (_PACKAGED / name).mkdir(parents=True, exist_ok=True)
-        for pattern in MODULE_FILES:
-            filename = pattern.format(name=name)
-            shutil.copyfile(_CHECKOUT / name / filename, _PACKAGED / name / filename)
-            written.append(_PACKAGED / name / filename)
-    return written

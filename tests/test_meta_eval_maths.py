@@ -1,4 +1,4 @@
-"""Meta-evaluation maths (hf_critic.metrics): scipy is the oracle for correlations, Auto-J for agreement."""
+"""Meta-evaluation maths (hf_critic.meta_eval): scipy is the oracle for correlations, Auto-J for agreement."""
 
 from __future__ import annotations
 
@@ -13,14 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hf_critic import metrics
-from hf_critic.metrics import (
-    UNPARSED,
+from hf_critic.meta_eval import correlation
+from hf_critic.meta_eval.agreement import UNPARSED, map_groups, normalize_labels, pairwise_agreement
+from hf_critic.meta_eval.correlation import (
+    KENDALL_PAIRWISE_MAX_GROUP,
     critique_correlation,
     grouped_correlations,
-    map_groups,
-    normalize_labels,
-    pairwise_agreement,
     system_level_correlation,
     text_level_correlation,
 )
@@ -137,12 +135,12 @@ def test_critique_correlation_keys():
 
 def test_kendall_large_group_and_chunked_pairs(monkeypatch):
     rng = np.random.default_rng(1)
-    n = metrics.KENDALL_PAIRWISE_MAX_GROUP + 500  # one group takes the scipy O(n log n) path
+    n = KENDALL_PAIRWISE_MAX_GROUP + 500  # one group takes the scipy O(n log n) path
     x = np.r_[rng.integers(1, 11, n), rng.integers(1, 11, 300)].astype(float)
     y = np.r_[rng.integers(1, 6, n), rng.integers(1, 6, 300)].astype(float)
     g = np.r_[np.zeros(n, int), rng.integers(1, 40, 300)]
     oracle = scipy_per_group(x, y, g)
-    monkeypatch.setattr(metrics, "_PAIR_CHUNK", 7)  # many chunks of small groups
+    monkeypatch.setattr(correlation, "_PAIR_CHUNK", 7)  # many chunks of small groups
     res = grouped_correlations(x, y, g)
     expected = np.array([oracle["kendall"][k] for k in res.groups.tolist()])
     np.testing.assert_allclose(res.kendall, expected, rtol=0, atol=1e-12)

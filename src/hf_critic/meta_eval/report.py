@@ -1,5 +1,8 @@
 """Meta-evaluation reports in the papers' layouts: Markdown, JSON and PNG plots, several critics side by side.
 
+How well critics agree with humans (behind ``hf-critic meta-eval``); the per-stage report of an Eval-Instruct run
+(items, rejections, cost) is another thing, in :mod:`hf_critic.data.report`.
+
 * **Table 2 layout** (CritiqueLLM v2 §4.4.1): text-level and system-level Pearson r / Spearman ρ / Kendall τ of
   each critic's pointwise grades against human scores, one column group per dataset (e.g. AlignBench
   referenced and reference-free);
@@ -7,7 +10,7 @@
 * **per-category breakdown** (v1 Figure 2: text-level Pearson per AlignBench task; agreement per category for
   pairwise data), as a table and as grouped bars;
 * **parse-failure rate** of every run (critiques without a score or label are never given one: they are left
-  out of correlations and count as wrong in agreement, see :mod:`hf_critic.metrics`);
+  out of correlations and count as wrong in agreement, see :mod:`hf_critic.meta_eval.agreement`);
 * **score confusion heat map** per run: human score (rows) against critic score (columns, rounded to integers,
   plus an "unparsed" column); for pairwise runs, human label against verdict.
 
@@ -29,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from . import schema as S
-from .metrics import critique_correlation, normalize_labels, pairwise_agreement
+from .. import schema as S
+from .agreement import normalize_labels, pairwise_agreement
+from .correlation import critique_correlation
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
 
@@ -49,8 +53,8 @@ class RunResult:
         n_rows: rows (responses or pairs) evaluated.
         n_critiques: critiques generated (pairs × 2 when both orders were judged).
         n_unparsed: critiques without a score / label; ``parse_failure_rate = n_unparsed / n_critiques``.
-        metrics: :func:`hf_critic.metrics.critique_correlation` (pointwise) or
-            :func:`hf_critic.metrics.pairwise_agreement` (pairwise) output, without ``per_group``.
+        metrics: :func:`hf_critic.meta_eval.correlation.critique_correlation` (pointwise) or
+            :func:`hf_critic.meta_eval.agreement.pairwise_agreement` (pairwise) output, without ``per_group``.
         per_category: ``{category: {...}}``: text-level r / ρ / τ and query counts, or agreement / consistency / n.
         confusion: ``{"rows", "columns", "counts", "row_title", "column_title"}`` for the heat map.
     """
@@ -132,7 +136,7 @@ def evaluate_critiques(
         human_score: the human score column (pointwise).
         label: the human label column (pairwise).
         category: the category column for the breakdown (None or absent: no breakdown).
-        swapped_mapped_back: see :func:`hf_critic.metrics.pairwise_agreement` (hf-critic's own columns are).
+        swapped_mapped_back: see :func:`hf_critic.meta_eval.agreement.pairwise_agreement` (hf-critic's own columns are).
 
     Returns:
         A :class:`RunResult`.
