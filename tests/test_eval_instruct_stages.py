@@ -13,7 +13,7 @@ import datasets
 import pytest
 import yaml
 
-from hf_critic.backends.chat import ChatResult, UsageLedger
+from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
 from hf_critic.backends.openai import RetryPolicy
 from hf_critic.data import filters as F
 from hf_critic.data import stages
@@ -35,15 +35,17 @@ class Source:
     def __init__(self, reply: Callable[[list], str], fail: set[str] = frozenset(), name: str = "teacher"):
         self.reply, self.fail, self.name, self.ledger, self.calls = reply, set(fail), name, UsageLedger(), []
 
-    def complete_many(self, requests, *, stage, progress=True):
+    def complete_many(self, requests, *, stage, progress=True, check=None):
         self.calls.extend(requests)
         self.ledger.stage(stage).items += len(requests)
-        return [
-            ChatResult(r.id, None, "500: boom (after 7 attempts)")
-            if r.id in self.fail
-            else ChatResult(r.id, self.reply(r.messages))
-            for r in requests
-        ]
+        return [self._answer(r, check) for r in requests]
+
+    def _answer(self, request, check):
+        if request.id in self.fail:
+            return ChatResult(request.id, None, "500: boom (after 7 attempts)")
+        text = self.reply(request.messages)
+        reason = rejection(text, None, check)
+        return ChatResult(request.id, text) if reason is None else ChatResult(request.id, None, f"rejected: {reason}")
 
 
 def ds(rows):

@@ -7,7 +7,8 @@ Two small HTTP servers on ``127.0.0.1`` (standard library only, one thread per c
   concurrency against it (CritiqueLLM v2 §3.2 needs tens of thousands of teacher calls).
 - :class:`FaultInjectionProxy` forwards to a real server and, on a chosen share of requests, answers
   429, 500, a garbage body, or only after a delay instead: the failures a long Eval-Instruct run meets
-  against a paid API. It logs every request with the ``X-HF-Critic-Cache-Key`` and ``X-HF-Critic-Stage``
+  against a paid API; and, as :data:`CONTENT_FAULTS`, well-formed 200 answers whose text is garbage
+  (``"garbled"``) or cut off with ``finish_reason: "length"`` (``"length"``): bad answers that look like good ones. It logs every request with the ``X-HF-Critic-Cache-Key`` and ``X-HF-Critic-Stage``
   headers that :class:`hf_critic.backends.openai.OpenAIClient` sends, so a test can tell which work was
   requested again after a restart.
 
@@ -22,27 +23,41 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["FAULTS", "FaultInjectionProxy", "ProxyRecord", "StubOpenAIServer", "chat_completion_body"]
+__all__ = [
+    "CONTENT_FAULTS",
+    "FAULTS",
+    "FaultInjectionProxy",
+    "ProxyRecord",
+    "StubOpenAIServer",
+    "chat_completion_body",
+]
 
 KEY_HEADER = "X-HF-Critic-Cache-Key"
 STAGE_HEADER = "X-HF-Critic-Stage"
 # Fault kinds of FaultInjectionProxy.
 FAULTS = ("429", "500", "garbage", "delay")
+# Faults in the answer of a status-200, well-formed body (opt in with ``faults=``): a garbled text, or the upstream
+# answer cut in half with ``finish_reason: "length"``.
+CONTENT_FAULTS = ("garbled", "length")
+GARBLED_MARK = "<<garbled>>"
 
 
-def chat_completion_body(text: str, model: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> bytes:
+def chat_completion_body(
+    text: str, model: str, prompt_tokens: int = 0, completion_tokens: int = 0, finish_reason: str = "stop"
+) -> bytes:
     """A minimal OpenAI ``chat.completion`` JSON body carrying ``text`` and a usage block.
 
     Args:
         text: the assistant message content.
         model: echoed in the ``model`` field.
         prompt_tokens / completion_tokens: reported usage (integers >= 0).
+        finish_reason: ``"stop"``, or ``"length"`` for an answer cut off at ``max_tokens``.
 
     Returns:
         UTF-8 JSON bytes.
@@ -52,7 +67,7 @@ def chat_completion_body(text: str, model: str, prompt_tokens: int = 0, completi
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "choices": [{"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": text}}],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -273,7 +288,10 @@ class FaultInjectionProxy(_Base):
 
     A faulted request is answered by the proxy: ``"429"`` (with ``Retry-After: 0``), ``"500"``, ``"garbage"``
     (status 200, a body that is not JSON), or ``"delay"`` (forwarded, but answered only after a delay drawn from
-    ``delay``, long enough to trip a client timeout when it exceeds it).
+    ``delay``, long enough to trip a client timeout when it exceeds it); with :data:`CONTENT_FAULTS` among
+    ``faults``, also ``"garbled"`` (status 200, a well-formed completion whose text starts with
+    :data:`GARBLED_MARK` and is noise) and ``"length"`` (forwarded, then the text cut to its first half and
+    ``finish_reason`` set to ``"length"``).
 
     Args:
         upstream: base URL of the real server, e.g. ``http://127.0.0.1:8000/v1`` (the path is kept).
@@ -283,6 +301,8 @@ class FaultInjectionProxy(_Base):
         seed: seed of the fault draws (the order of concurrent requests still varies).
         always_fail: ``body -> bool``; requests for which it is true always get a 500 (items that must end up
             reported as failed).
+        stages: inject faults only into requests whose ``X-HF-Critic-Stage`` is one of these (None: all). A
+            generator's garbled response is still a response, so content faults target the teacher's stages.
         upstream_timeout: seconds to wait for the upstream server.
         port: port on 127.0.0.1; 0 picks a free one.
 
@@ -300,16 +320,20 @@ class FaultInjectionProxy(_Base):
         delay: tuple[float, float] = (0.5, 2.0),
         seed: int = 0,
         always_fail: Callable[[dict], bool] | None = None,
+        stages: Collection[str] | None = None,
         upstream_timeout: float = 120.0,
         port: int = 0,
     ):
-        if not 0 <= fault_rate <= 1 or not faults or set(faults) - set(FAULTS):
-            raise ValueError(f"fault_rate must be in [0, 1] and faults a non-empty subset of {FAULTS}")
+        if not 0 <= fault_rate <= 1 or not faults or set(faults) - set(FAULTS + CONTENT_FAULTS):
+            raise ValueError(
+                f"fault_rate must be in [0, 1] and faults a non-empty subset of {FAULTS + CONTENT_FAULTS}"
+            )
         parts = urlsplit(upstream)
         self.upstream_host, self.upstream_port = parts.hostname, parts.port or 80
         self.upstream_path = parts.path.rstrip("/")
         self.fault_rate, self.faults, self.delay = fault_rate, tuple(faults), delay
         self.always_fail, self.upstream_timeout = always_fail, upstream_timeout
+        self.stages = None if stages is None else frozenset(stages)
         self.log: list[ProxyRecord] = []
         self.in_flight = 0
         self._rng = random.Random(seed)
@@ -333,6 +357,8 @@ class FaultInjectionProxy(_Base):
                 with proxy._lock:
                     proxy.in_flight += 1
                     fault = proxy._rng.choice(proxy.faults) if proxy._rng.random() < proxy.fault_rate else None
+                    if proxy.stages is not None and stage not in proxy.stages:
+                        fault = None
                     pause = proxy._rng.uniform(*proxy.delay)
                 try:
                     body = json.loads(raw or b"{}")
@@ -351,11 +377,17 @@ class FaultInjectionProxy(_Base):
                     elif fault == "garbage":
                         status = 200
                         _send(self, 200, b"<html>\x00 not json {{", {"Content-Type": "application/json"})
+                    elif fault == "garbled":
+                        status = 200
+                        noise = "".join(proxy._rng.choice("#@~^}{[]|\\ 01") for _ in range(40))
+                        _send(self, 200, chat_completion_body(GARBLED_MARK + noise, str(body.get("model")), 1, 10))
                     else:
                         if fault == "delay":
                             time.sleep(pause)
                         headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                         status, out_headers, payload = proxy._forward("POST", self.path, raw, headers)
+                        if fault == "length" and status == 200:
+                            payload = _truncated(payload)
                         _send(self, status, payload, out_headers)
                 except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
                     status = 0
@@ -389,6 +421,19 @@ class FaultInjectionProxy(_Base):
             if record.fault:
                 counts[record.fault] = counts.get(record.fault, 0) + 1
         return counts
+
+
+def _truncated(payload: bytes) -> bytes:
+    """A chat.completion body with its text cut to the first half and ``finish_reason: "length"``."""
+    try:
+        data = json.loads(payload)
+        choice = data["choices"][0]
+        text = choice["message"]["content"]
+        choice["message"]["content"] = text[: len(text) // 2]
+        choice["finish_reason"] = "length"
+        return json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, KeyError, IndexError, TypeError):
+        return payload
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -6,8 +6,9 @@ books what it did per stage in a :class:`UsageLedger` (requests, retries, cache 
 §3.2 / v1 §3.2, and generators behind endpoints) and :class:`BackendSource` (any local
 :class:`~hf_critic.backends.base.Backend`, e.g. a transformers model used as a generator, v2 §3.2.1).
 
-A failed item is a result with ``error`` set, never dropped; only successful results are cached, so a rerun asks
-again for what failed and for nothing else.
+A failed item is a result with ``error`` set, never dropped; only results that pass are cached, so a rerun asks
+again for what failed and for nothing else. "Pass" means: not cut off (``finish_reason: "length"``) and accepted by
+the caller's ``check`` (the stage's parser, :data:`Check`); see :func:`rejection`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -32,7 +33,11 @@ __all__ = [
     "StageUsage",
     "UsageLedger",
     "chat_cache_key",
+    "rejection",
 ]
+
+# The caller's verdict on an answer's text: None to keep it, else a short reason ("unparseable", "out_of_range").
+Check = Callable[[str], "str | None"]
 
 
 def chat_cache_key(model: str, messages: Messages, params: Mapping[str, Any]) -> str:
@@ -117,6 +122,21 @@ class ChatResult:
             finish_reason=value.get("finish_reason"),
             key=key,
         )
+
+
+def rejection(text: str, finish_reason: str | None, check: Check | None, accept_truncated: bool = False) -> str | None:
+    """Why an answer cannot be kept as final: ``"length"`` when it was cut off, else ``check``'s reason; None if it passes.
+
+    A ``check`` that raises rejects the answer (``"check_error: ..."``): one bad answer never stops a run.
+    """
+    if finish_reason == "length" and not accept_truncated:
+        return "length"
+    if check is None:
+        return None
+    try:
+        return check(text)
+    except Exception as err:  # noqa: BLE001 - the parser's failure on this answer is this answer's rejection
+        return f"check_error: {type(err).__name__}: {str(err)[:80]}"
 
 
 @dataclass(frozen=True)
@@ -220,8 +240,13 @@ class ChatSource(Protocol):
     name: str
     ledger: UsageLedger
 
-    def complete_many(self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True) -> list[ChatResult]:
-        """One :class:`ChatResult` per request, in input order; failures are results with ``error`` set."""
+    def complete_many(
+        self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True, check: Check | None = None
+    ) -> list[ChatResult]:
+        """One :class:`ChatResult` per request, in input order; failures are results with ``error`` set.
+
+        An answer that ``check`` rejects (or that was cut off) is never cached and never returned as a text.
+        """
 
 
 class BackendSource:
@@ -263,8 +288,13 @@ class BackendSource:
     def _params(self) -> dict[str, Any]:
         return {"decoding": dict(self.decoding.__dict__)}
 
-    def complete_many(self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True) -> list[ChatResult]:
+    def complete_many(
+        self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True, check: Check | None = None
+    ) -> list[ChatResult]:
         """Generate the uncached requests with the backend; results in input order.
+
+        A generation that ``check`` rejects is a failed result (``"answer rejected: <reason>"``), not cached: a local
+        model decodes deterministically here, so it is not asked again in the same run.
 
         Raises:
             ValueError: a request has ``params``.
@@ -277,8 +307,13 @@ class BackendSource:
         results: dict[int, ChatResult] = {}
         todo = []
         for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
-            if key in done and isinstance(done[key], Mapping) and done[key].get("text") is not None:
-                results[i] = ChatResult.from_cache(request.id, key, done[key])
+            value = done.get(key)
+            if (
+                isinstance(value, Mapping)
+                and value.get("text") is not None
+                and rejection(value["text"], None, check) is None
+            ):
+                results[i] = ChatResult.from_cache(request.id, key, value)
             else:
                 todo.append(i)
         usage.items += len(requests)
@@ -294,11 +329,19 @@ class BackendSource:
                 result = ChatResult(
                     requests[i].id, text, None, prompt_tokens, self.backend.count_tokens(text), False, 1, None, keys[i]
                 )
+                usage.prompt_tokens += result.prompt_tokens
+                usage.completion_tokens += result.completion_tokens
+                reason = rejection(text, None, check)
+                if reason is not None:
+                    usage.errors[f"rejected:{reason.split(':', 1)[0]}"] += 1
+                    usage.failed += 1
+                    results[i] = ChatResult(
+                        requests[i].id, None, f"answer rejected: {reason}", attempts=1, key=keys[i]
+                    )
+                    continue
                 results[i] = result
                 fresh[keys[i]] = result.to_cache()
                 usage.succeeded += 1
-                usage.prompt_tokens += result.prompt_tokens
-                usage.completion_tokens += result.completion_tokens
             if self.cache is not None:
                 self.cache.put_many(fresh)
         return [results[i] for i in range(len(requests))]

@@ -8,6 +8,10 @@ package's ``AsyncOpenAI``:
 - retries with exponential backoff and jitter on 408 / 409 / 429 / 5xx, timeouts, connection errors and garbage
   bodies (status 200 whose JSON is unreadable or has no message); ``Retry-After`` is honoured; after
   ``max_retries`` retries the item is returned as failed (:attr:`ChatResult.error`), never dropped;
+- answers that are cut off (``finish_reason: "length"``) or that the caller's ``check`` (the stage's parser) rejects
+  are asked again up to ``max_invalid_retries`` times; only an answer that passes is cached, so one that never
+  passes fails the item ("answer rejected: unparseable (after 3 attempts)") and is asked again on the next run, never remembered
+  as final (a cache hit that no longer passes is asked again too);
 - other 4xx answers fail the item at once, and 401 / 403 / 404 (bad key, no such model or endpoint) stop the run
   with :class:`FatalAPIError`, since every later request would fail the same way;
 - a persistent request cache (:class:`~hf_critic.cache.GenerationCache`, keyed by
@@ -42,7 +46,16 @@ from urllib.parse import urlsplit
 from ..cache import GenerationCache
 from ..decoding import DecodingConfig
 from .base import Backend, Messages
-from .chat import ChatRequest, ChatResult, Pricing, UsageLedger, approximate_tokens, chat_cache_key
+from .chat import (
+    ChatRequest,
+    ChatResult,
+    Check,
+    Pricing,
+    UsageLedger,
+    approximate_tokens,
+    chat_cache_key,
+    rejection,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +93,11 @@ class RetryPolicy:
     at ``max_backoff``).
 
     Attributes:
-        max_retries: retries after the first attempt (>= 0); then the item is reported failed.
+        max_retries: retries after the first attempt on transport errors (>= 0); then the item is reported failed.
+        max_invalid_retries: retries of an answer that came back but is cut off (``finish_reason: "length"``) or
+            rejected by the caller's check (>= 0); then the item is reported failed, and nothing is cached.
+        accept_truncated: keep answers cut off at ``max_tokens`` (for generators whose responses are meant to be
+            capped); the default retries them like rejected answers.
         initial_backoff: seconds before the first retry (> 0).
         max_backoff: cap on any single wait, seconds (>= initial_backoff).
         multiplier: growth factor per retry (>= 1).
@@ -88,14 +105,21 @@ class RetryPolicy:
     """
 
     max_retries: int = 6
+    max_invalid_retries: int = 2
+    accept_truncated: bool = False
     initial_backoff: float = 1.0
     max_backoff: float = 60.0
     multiplier: float = 2.0
     jitter: float = 1.0
 
     def __post_init__(self):
-        if self.max_retries < 0 or self.initial_backoff <= 0 or self.max_backoff < self.initial_backoff:
-            raise ValueError("need max_retries >= 0 and 0 < initial_backoff <= max_backoff")
+        if (
+            self.max_retries < 0
+            or self.max_invalid_retries < 0
+            or self.initial_backoff <= 0
+            or self.max_backoff < self.initial_backoff
+        ):
+            raise ValueError("need max_retries, max_invalid_retries >= 0 and 0 < initial_backoff <= max_backoff")
         if self.multiplier < 1 or not 0 <= self.jitter <= 1:
             raise ValueError("need multiplier >= 1 and jitter in [0, 1]")
 
@@ -276,11 +300,14 @@ class OpenAIClient:
             raise _Retry("connection", f"connection error: {str(err)[:120]}") from None
         return _read_completion(body)
 
-    async def _one(self, http, request: ChatRequest, key: str, stage: str, gate: asyncio.Semaphore) -> ChatResult:
+    async def _one(
+        self, http, request: ChatRequest, key: str, stage: str, gate: asyncio.Semaphore, check: Check | None
+    ) -> ChatResult:
         usage = self.ledger.stage(stage)
         params = self.request_params(request)
-        attempts, last = 0, "no attempt"
-        for retry in range(self.retry.max_retries + 1):
+        attempts, errors, invalid, last = 0, 0, 0, "no attempt"
+        while True:
+            backoff = 0.0  # a rejected answer is asked again at once: the server is healthy, the answer was not
             async with gate:
                 attempts += 1
                 usage.requests += 1
@@ -290,30 +317,39 @@ class OpenAIClient:
                     )
                 except _Retry as err:
                     usage.errors[err.kind] += 1
-                    last, wait_hint = err.detail, err.retry_after
+                    errors += 1
+                    last = err.detail
+                    backoff = self.retry.delay(errors - 1, self._rng, err.retry_after)
                 except _Fail as err:
                     usage.errors["client_error"] += 1
                     usage.failed += 1
                     return ChatResult(request.id, None, str(err), attempts=attempts, key=key)
                 else:
-                    result = ChatResult(
-                        request.id, text, None, prompt_tokens, completion_tokens, False, attempts, finish, key
-                    )
-                    if self.cache is not None:
-                        self.cache.put(key, result.to_cache())
-                    usage.succeeded += 1
                     usage.prompt_tokens += prompt_tokens
                     usage.completion_tokens += completion_tokens
                     usage.cost += self.pricing.cost(prompt_tokens, completion_tokens)
-                    return result
-            if retry < self.retry.max_retries:
-                usage.retries += 1
-                await self._sleep(self.retry.delay(retry, self._rng, wait_hint))
+                    reason = rejection(text, finish, check, self.retry.accept_truncated)
+                    if reason is None:
+                        result = ChatResult(
+                            request.id, text, None, prompt_tokens, completion_tokens, False, attempts, finish, key
+                        )
+                        if self.cache is not None:
+                            self.cache.put(key, result.to_cache())
+                        usage.succeeded += 1
+                        return result
+                    usage.errors[f"rejected:{reason.split(':', 1)[0]}"] += 1
+                    invalid += 1
+                    last = f"answer rejected: {reason}"
+            if errors > self.retry.max_retries or invalid > self.retry.max_invalid_retries:
+                break
+            usage.retries += 1
+            if backoff:
+                await self._sleep(backoff)
         usage.failed += 1
         return ChatResult(request.id, None, f"{last} (after {attempts} attempts)", attempts=attempts, key=key)
 
     async def acomplete_many(
-        self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True
+        self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True, check: Check | None = None
     ) -> list[ChatResult]:
         """Async form of :meth:`complete_many`."""
         import openai
@@ -327,9 +363,11 @@ class OpenAIClient:
         for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
             value = hits.get(key)
             if isinstance(value, Mapping) and value.get("text") is not None:
-                results[i] = ChatResult.from_cache(request.id, key, value)
-            else:
-                groups.setdefault(key, []).append(i)
+                if rejection(value["text"], value.get("finish_reason"), check, self.retry.accept_truncated) is None:
+                    results[i] = ChatResult.from_cache(request.id, key, value)
+                    continue
+                usage.errors["rejected_from_cache"] += 1  # kept by an older version or another check: ask again
+            groups.setdefault(key, []).append(i)
         todo = [indices[0] for indices in groups.values()]
         missing = sum(len(indices) for indices in groups.values())
         usage.items += len(requests)
@@ -346,7 +384,7 @@ class OpenAIClient:
             bar = tqdm(total=len(todo), desc=f"{stage} ({self.name})", unit="req", disable=not progress, leave=False)
 
             async def indexed(i: int) -> tuple[int, ChatResult]:
-                return i, await self._one(http, requests[i], keys[i], stage, gate)
+                return i, await self._one(http, requests[i], keys[i], stage, gate, check)
 
             tasks = [asyncio.ensure_future(indexed(i)) for i in todo]
             try:
@@ -370,7 +408,9 @@ class OpenAIClient:
                 await http.close()
         return results  # type: ignore[return-value]
 
-    def complete_many(self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True) -> list[ChatResult]:
+    def complete_many(
+        self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True, check: Check | None = None
+    ) -> list[ChatResult]:
         """Answer every request (cache first, then the server), concurrently, in input order.
 
         Args:
@@ -378,15 +418,19 @@ class OpenAIClient:
             stage: the pipeline stage they belong to (usage is booked under it; sent as the
                 ``X-HF-Critic-Stage`` header, with ``X-HF-Critic-Cache-Key``).
             progress: show a tqdm bar.
+            check: ``text -> reason | None``, the stage's parser: an answer it rejects (or one cut off by
+                ``finish_reason: "length"``) is asked again up to ``retry.max_invalid_retries`` times and never
+                cached; a cached answer it rejects is asked again.
 
         Returns:
-            One :class:`ChatResult` per request: a text, or ``error`` set after bounded retries.
+            One :class:`ChatResult` per request: a text that passed, or ``error`` set after bounded retries
+            (``"answer rejected: length (after 3 attempts)"``).
 
         Raises:
             FatalAPIError: 401 / 403 / 404 from the server (the run cannot succeed; nothing is lost: finished
                 results are cached).
         """
-        coro = self.acomplete_many(requests, stage=stage, progress=progress)
+        coro = self.acomplete_many(requests, stage=stage, progress=progress, check=check)
         try:
             asyncio.get_running_loop()
         except RuntimeError:

@@ -29,6 +29,7 @@ calls go through a :class:`~hf_critic.backends.chat.ChatSource` (cached, so a re
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
@@ -42,7 +43,7 @@ import datasets
 
 from ..backends.chat import ChatRequest, ChatSource
 from ..io import RecordError
-from ..parsing import parse_label
+from ..parsing import parse, parse_label
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..schema import (
     CATEGORIES,
@@ -101,13 +102,15 @@ def _dataset(rows: list[dict], columns: Iterable[str]) -> datasets.Dataset:
     return datasets.Dataset.from_dict({c: [] for c in columns})
 
 
-def _answered(teacher, rows: list[dict], requests: list[ChatRequest], *, stage: str, progress: bool, report):
+def _answered(teacher, rows: list[dict], requests: list[ChatRequest], *, check, stage: str, progress: bool, report):
     """Ask the teacher one request per row; ``[(row, result), ...]`` for the answered ones, in row order.
 
-    Sets ``report.items_in`` to ``len(rows)`` and books every failed request in ``report`` (reported, never dropped
-    silently: Eval-Instruct's resumable-run contract).
+    ``check`` (``text -> reason | None``, see :func:`_verdict_check`) makes the teacher ask again for answers the
+    stage's parser rejects, so that only answers that parse are kept and cached. Sets ``report.items_in`` to
+    ``len(rows)`` and books every failed request in ``report`` (reported, never dropped silently: Eval-Instruct's
+    resumable-run contract).
     """
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
+    results = teacher.complete_many(requests, stage=stage, progress=progress, check=check) if requests else []
     report.items_in = len(rows)
     answered = []
     for row, result in zip(rows, results, strict=True):
@@ -116,6 +119,27 @@ def _answered(teacher, rows: list[dict], requests: list[ChatRequest], *, stage: 
         else:
             report.fail(result.id, result.error or "failed")
     return answered
+
+
+def _verdict_check(kind: str, score_range: tuple[float, float] | None):
+    """The teacher-side check of a critique stage: ``text -> None`` when the verdict parses, else the filter reason
+    (``unparseable`` / ``out_of_range``); such answers are asked again (:meth:`OpenAIClient.complete_many`)."""
+    reasons = {ParseStatus.UNPARSED: "unparseable", ParseStatus.OUT_OF_RANGE: "out_of_range"}
+
+    def check(text: str) -> str | None:
+        return reasons.get(parse(text, kind, score_range or (1, 10)).status)
+
+    return check
+
+
+@contextlib.contextmanager
+def _per_item(report: StageReport, item_id: str):
+    """Run one item's parsing and filtering; an exception becomes that item's failure (stage, id, reason), never the
+    run's (a 5,001-digit number in one answer used to stop every rerun)."""
+    try:
+        yield
+    except Exception as err:  # noqa: BLE001 - one bad answer is one failed item
+        report.fail(item_id, f"cannot read the answer: {type(err).__name__}: {str(err)[:160]}")
 
 
 def _report(report: StageReport | None, name: str, unit: str, conserved: bool = True) -> StageReport:
@@ -257,7 +281,8 @@ def augment_queries(
             ),
         }
         requests.append(ChatRequest(f"round-{r}", prompt.render(values), {**dict(params or {}), "seed": seed + r}))
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
+    check = lambda text: None if parse_generated_queries(text) else "unparseable"  # noqa: E731
+    results = teacher.complete_many(requests, stage=stage, progress=progress, check=check) if requests else []
     report.items_in = len(requests)
     seen = {_norm_question(row["question"]) for row in seed_rows}
     rouge = SeedRougeFilter([row["question"] for row in seed_rows], rouge_l_max)
@@ -269,7 +294,7 @@ def augment_queries(
             report.fail(result.id, result.error or "failed")
             continue
         items = parse_generated_queries(result.text or "")
-        if not items:
+        if not items:  # only when the check is not run (a chat source without one)
             report.reject("unparseable")
             continue
         for question, written in items:
@@ -335,7 +360,10 @@ def score_difficulty(
         requests.append(
             ChatRequest(",".join(r["query_id"] for r in batch), prompt.render({"queries": listed}), params or {})
         )
-    results = teacher.complete_many(requests, stage=stage, progress=progress) if requests else []
+    # An answer with no readable score at all (garbage, cut off) is asked again; one that scores only some of the
+    # queries is kept, and the others are rejected as unparseable below.
+    check = lambda text: None if parse_difficulties(text, 3) else "unparseable"  # noqa: E731
+    results = teacher.complete_many(requests, stage=stage, progress=progress, check=check) if requests else []
     report.items_in = len(rows)
     out = []
     for batch, result in zip(batches, results, strict=True):
@@ -562,24 +590,40 @@ def grade_pointwise_referenced(
     rows = list(responses)
     requests = [ChatRequest(row["response_id"], template.render(row)) for row in rows]
     out = []
-    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
-        parsed, reason = check_critique(
-            result.text or "", kind="score", language=language, score_range=template.output.score_range, config=filters
-        )
-        if reason:
-            report.reject(reason)
-            continue
-        out.append(
-            {
-                **row,
-                "id": row["response_id"],
-                "critique": result.text,
-                "explanation": parsed.explanation,
-                "score": parsed.score,
-                "dimension_scores": json.dumps(parsed.dimensions, ensure_ascii=False) if parsed.dimensions else None,
-                "teacher_prompt": _prompt_id(template),
-            }
-        )
+    answers = _answered(
+        teacher,
+        rows,
+        requests,
+        check=_verdict_check("score", template.output.score_range),
+        stage=stage,
+        progress=progress,
+        report=report,
+    )
+    for row, result in answers:
+        with _per_item(report, result.id):
+            parsed, reason = check_critique(
+                result.text or "",
+                kind="score",
+                language=language,
+                score_range=template.output.score_range,
+                config=filters,
+            )
+            if reason:
+                report.reject(reason)
+                continue
+            out.append(
+                {
+                    **row,
+                    "id": row["response_id"],
+                    "critique": result.text,
+                    "explanation": parsed.explanation,
+                    "score": parsed.score,
+                    "dimension_scores": json.dumps(parsed.dimensions, ensure_ascii=False)
+                    if parsed.dimensions
+                    else None,
+                    "teacher_prompt": _prompt_id(template),
+                }
+            )
     report.items_out = len(out)
     return _dataset(
         out,
@@ -717,36 +761,40 @@ def pointwise_to_pairwise(
     rows = list(pairs)
     requests = [ChatRequest(row["pair_id"], template.render(row)) for row in rows]
     out = []
-    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
-        parsed, reason = check_critique(
-            result.text or "",
-            kind="label",
-            language=language,
-            reference=None if referenced else row.get("reference"),
-            quotable=_quotable(row),
-            config=filters,
-        )
-        gap = filters.max_gap_against_label
-        if (
-            reason is None
-            and gap is not None
-            and label_contradicts_scores(parsed.label, row["score_1"], row["score_2"], gap)
-        ):
-            reason = "label_contradicts_scores"
-        if reason:
-            report.reject(reason)
-            continue
-        out.append(
-            {
-                **row,
-                "id": row["pair_id"],
-                "critique": result.text,
-                "explanation": parsed.explanation,
-                "label": parsed.label,
-                "path": path,
-                "teacher_prompt": _prompt_id(template),
-            }
-        )
+    answers = _answered(
+        teacher, rows, requests, check=_verdict_check("label", None), stage=stage, progress=progress, report=report
+    )
+    for row, result in answers:
+        with _per_item(report, result.id):
+            parsed, reason = check_critique(
+                result.text or "",
+                kind="label",
+                language=language,
+                reference=None if referenced else row.get("reference"),
+                quotable=_quotable(row),
+                config=filters,
+            )
+            gap = filters.max_gap_against_label
+            if (
+                reason is None
+                and gap is not None
+                and label_contradicts_scores(parsed.label, row["score_1"], row["score_2"], gap)
+            ):
+                reason = "label_contradicts_scores"
+            if reason:
+                report.reject(reason)
+                continue
+            out.append(
+                {
+                    **row,
+                    "id": row["pair_id"],
+                    "critique": result.text,
+                    "explanation": parsed.explanation,
+                    "label": parsed.label,
+                    "path": path,
+                    "teacher_prompt": _prompt_id(template),
+                }
+            )
     report.items_out = len(out)
     return _dataset(out, (*_PAIR_COLUMNS, "id", "critique", "explanation", "label", "path", "teacher_prompt"))
 
@@ -797,41 +845,51 @@ def referenced_to_reference_free(
     rows = list(dataset)
     requests = [ChatRequest(row["id"], template.render(row)) for row in rows]
     out = []
-    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
-        parsed, reason = check_critique(
-            result.text or "",
-            kind=kind,
-            language=language,
-            score_range=template.output.score_range or (1, 10),
-            reference=row.get("reference"),
-            quotable=_quotable(row),
-            config=filters,
-        )
-        if reason is None and kind == "score" and abs(parsed.score - row["score"]) > filters.max_score_shift:
-            reason = "score_shift"
-        if reason is None and kind == "label" and filters.reject_label_flip and parsed.label != row["label"]:
-            reason = "label_flip"
-        if reason:
-            report.reject(reason)
-            continue
-        new = {
-            **row,
-            "critique": result.text,
-            "explanation": parsed.explanation,
-            "critique_referenced": row["critique"],
-            "teacher_prompt": _prompt_id(template),
-        }
-        if path is not None:
-            new["path"] = path
-        if kind == "score":
-            new.update(
-                score=parsed.score,
-                score_referenced=row["score"],
-                dimension_scores=json.dumps(parsed.dimensions, ensure_ascii=False) if parsed.dimensions else None,
+    answers = _answered(
+        teacher,
+        rows,
+        requests,
+        check=_verdict_check(kind, template.output.score_range),
+        stage=stage,
+        progress=progress,
+        report=report,
+    )
+    for row, result in answers:
+        with _per_item(report, result.id):
+            parsed, reason = check_critique(
+                result.text or "",
+                kind=kind,
+                language=language,
+                score_range=template.output.score_range or (1, 10),
+                reference=row.get("reference"),
+                quotable=_quotable(row),
+                config=filters,
             )
-        else:
-            new.update(label=parsed.label, label_referenced=row["label"])
-        out.append(new)
+            if reason is None and kind == "score" and abs(parsed.score - row["score"]) > filters.max_score_shift:
+                reason = "score_shift"
+            if reason is None and kind == "label" and filters.reject_label_flip and parsed.label != row["label"]:
+                reason = "label_flip"
+            if reason:
+                report.reject(reason)
+                continue
+            new = {
+                **row,
+                "critique": result.text,
+                "explanation": parsed.explanation,
+                "critique_referenced": row["critique"],
+                "teacher_prompt": _prompt_id(template),
+            }
+            if path is not None:
+                new["path"] = path
+            if kind == "score":
+                new.update(
+                    score=parsed.score,
+                    score_referenced=row["score"],
+                    dimension_scores=json.dumps(parsed.dimensions, ensure_ascii=False) if parsed.dimensions else None,
+                )
+            else:
+                new.update(label=parsed.label, label_referenced=row["label"])
+            out.append(new)
     report.items_out = len(out)
     extra = ("score", "score_referenced", "dimension_scores") if kind == "score" else ("label", "label_referenced")
     return _dataset(out, (*dataset.column_names, "critique_referenced", "teacher_prompt", "path", *extra))
@@ -1058,34 +1116,44 @@ def dialogue_revision(
         for row in rows
     ]
     out = []
-    for row, result in _answered(teacher, rows, requests, stage=stage, progress=progress, report=report):
-        parsed, reason = check_critique(
-            result.text or "",
-            kind="score",
-            language=language,
-            score_range=first.output.score_range,
-            reference=row.get("reference"),
-            quotable=_quotable(row),
-            config=filters,
-        )
-        if reason is None and abs(parsed.score - row["score"]) > filters.max_score_shift:
-            reason = "score_shift"
-        if reason:
-            report.reject(reason)
-            continue
-        out.append(
-            {
-                **row,
-                "critique": result.text,
-                "explanation": parsed.explanation,
-                "critique_referenced": row["critique"],
-                "score": parsed.score,
-                "score_referenced": row["score"],
-                "dimension_scores": None,
-                "path": "dialogue",
-                "teacher_prompt": f"{_prompt_id(first)}+{revision.name}@{revision.version}",
-            }
-        )
+    answers = _answered(
+        teacher,
+        rows,
+        requests,
+        check=_verdict_check("score", first.output.score_range),
+        stage=stage,
+        progress=progress,
+        report=report,
+    )
+    for row, result in answers:
+        with _per_item(report, result.id):
+            parsed, reason = check_critique(
+                result.text or "",
+                kind="score",
+                language=language,
+                score_range=first.output.score_range,
+                reference=row.get("reference"),
+                quotable=_quotable(row),
+                config=filters,
+            )
+            if reason is None and abs(parsed.score - row["score"]) > filters.max_score_shift:
+                reason = "score_shift"
+            if reason:
+                report.reject(reason)
+                continue
+            out.append(
+                {
+                    **row,
+                    "critique": result.text,
+                    "explanation": parsed.explanation,
+                    "critique_referenced": row["critique"],
+                    "score": parsed.score,
+                    "score_referenced": row["score"],
+                    "dimension_scores": None,
+                    "path": "dialogue",
+                    "teacher_prompt": f"{_prompt_id(first)}+{revision.name}@{revision.version}",
+                }
+            )
     report.items_out = len(out)
     return _dataset(out, (*graded.column_names, "critique_referenced", "score_referenced", "path"))
 

@@ -1,0 +1,205 @@
+"""Issue 15: no bad answer kept, no run poisoned by one answer, empty results never pass as success, no secret in a
+URL written out. Against the fault-injecting proxy of :mod:`hf_critic.testing` in front of a scripted local server."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import datasets
+import pytest
+
+from hf_critic.backends.chat import BackendSource, ChatRequest
+from hf_critic.backends.openai import OpenAIClient, RetryPolicy
+from hf_critic.cache import GenerationCache
+from hf_critic.data import stages
+from hf_critic.data.config import load_config
+from hf_critic.data.pipeline import run_eval_instruct
+from hf_critic.data.report import StageReport
+from hf_critic.decoding import DecodingConfig
+from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _eval_instruct_support import recipe, scripted_reply  # noqa: E402
+
+FAST = RetryPolicy(max_retries=3, max_invalid_retries=2, initial_backoff=0.01, max_backoff=0.02)
+TEACHER_STAGES = {
+    "augment_queries", "score_difficulty", "grade_pointwise_referenced", "path1_p2p_referenced",
+    "path1_r2rf_pairwise", "path2_r2rf_pointwise", "path2_p2p_reference_free",
+}  # fmt: skip
+
+
+def requests(n: int) -> list[ChatRequest]:
+    return [ChatRequest(f"r{i}", [{"role": "user", "content": f"question {i}"}]) for i in range(n)]
+
+
+def cut_off_then(good: str, bad: int):
+    """A server answer hook: the first ``bad`` answers to each prompt are cut off (finish_reason "length")."""
+    seen: dict[str, int] = {}
+
+    def respond(body, headers):
+        prompt = body["messages"][-1]["content"]
+        seen[prompt] = seen.get(prompt, 0) + 1
+        if seen[prompt] <= bad:
+            return 200, {}, chat_completion_body(good[:5], "m", finish_reason="length")
+        return 200, {}, chat_completion_body(good, "m")
+
+    return respond
+
+
+def cached_texts(path: Path) -> list[dict]:
+    with sqlite3.connect(path) as db:
+        return [json.loads(v) for (v,) in db.execute("SELECT value FROM generations")]
+
+
+# ------------------------------------------------------------------------------------------------ the client
+def test_a_cut_off_answer_is_asked_again_and_only_the_whole_one_is_cached(tmp_path):
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    with StubOpenAIServer(respond=cut_off_then("Good answer. Rating: [[8]]", bad=2)) as server:
+        client = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
+        results = client.complete_many(requests(2), stage="s", progress=False)
+        assert server.requests == 6  # two cut-off answers, then the whole one, per request
+    assert [r.text for r in results] == ["Good answer. Rating: [[8]]"] * 2
+    usage = client.ledger.stage("s")
+    assert usage.errors["rejected:length"] == 4 and usage.retries == 4 and usage.succeeded == 2
+    assert [v["finish_reason"] for v in cached_texts(tmp_path / "c.sqlite")] == ["stop", "stop"]
+
+
+def test_an_answer_that_never_passes_fails_the_item_is_not_cached_and_is_asked_again_next_run(tmp_path):
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    check = lambda text: None if "[[" in text else "unparseable"  # noqa: E731
+    with StubOpenAIServer(lambda body: "no verdict here") as server:
+        client = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
+        results = client.complete_many(requests(1), stage="s", progress=False, check=check)
+        assert server.requests == 3  # the first answer and max_invalid_retries=2 more
+    assert results[0].text is None and results[0].error == "answer rejected: unparseable (after 3 attempts)"
+    assert len(cache) == 0
+    with StubOpenAIServer(lambda body: "Fine. [[7]]") as healthy:
+        again = OpenAIClient(healthy.url, "m", retry=FAST, cache=cache).complete_many(
+            requests(1), stage="s", progress=False, check=check
+        )
+        assert healthy.requests == 1 and again[0].text == "Fine. [[7]]"
+
+
+def test_a_cached_answer_that_no_longer_passes_is_asked_again(tmp_path):
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    with StubOpenAIServer(lambda body: "garbage ~~~") as server:  # cached by a run without a check (older version)
+        OpenAIClient(server.url, "m", retry=FAST, cache=cache).complete_many(requests(1), stage="s", progress=False)
+    check = lambda text: None if "[[" in text else "unparseable"  # noqa: E731
+    with StubOpenAIServer(lambda body: "Fine. [[7]]") as server:
+        client = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
+        result = client.complete_many(requests(1), stage="s", progress=False, check=check)[0]
+        assert server.requests == 1 and result.text == "Fine. [[7]]" and not result.cached
+    assert client.ledger.stage("s").errors["rejected_from_cache"] == 1
+
+
+def test_a_raising_check_rejects_the_answer_not_the_run():
+    def check(text):
+        raise ValueError("Exceeds the limit (4300 digits) for integer string conversion")
+
+    with StubOpenAIServer(lambda body: "9" * 5001) as server:
+        result = OpenAIClient(server.url, "m", retry=FAST).complete_many(
+            requests(1), stage="s", progress=False, check=check
+        )[0]
+    assert result.text is None and "check_error: ValueError" in result.error
+
+
+def test_truncated_answers_can_be_accepted_for_capped_generators():
+    policy = RetryPolicy(max_retries=0, max_invalid_retries=0, accept_truncated=True)
+    with StubOpenAIServer(respond=cut_off_then("a long response", bad=9)) as server:
+        result = OpenAIClient(server.url, "m", retry=policy).complete_many(requests(1), stage="s", progress=False)[0]
+    assert result.text == "a lon" and result.finish_reason == "length"
+
+
+def test_a_local_source_does_not_cache_what_the_check_rejects(tmp_path, tiny_model_dir):
+    from hf_critic.backends.transformers import TransformersBackend
+
+    backend = TransformersBackend.from_pretrained(str(tiny_model_dir), progress=False)
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    source = BackendSource(backend, DecodingConfig(max_new_tokens=4), cache=cache)
+    out = source.complete_many(requests(2), stage="gen", progress=False, check=lambda text: "unparseable")
+    assert all(r.text is None and r.error == "answer rejected: unparseable" for r in out) and len(cache) == 0
+
+
+# ------------------------------------------------------------------------------------------------ the stages
+def test_a_5001_digit_difficulty_is_one_unreadable_answer_not_a_dead_run():
+    answer = "1.@@a@@&&b&&##" + "9" * 5001 + "##\n2.@@c@@&&d&&##2##"
+    queries = datasets.Dataset.from_list(
+        [{"query_id": f"q{i}", "question": f"Question {i}?", "category": "Mathematics"} for i in range(2)]
+    )
+
+    class Teacher:
+        name, ledger = "t", None
+
+        def complete_many(self, reqs, *, stage, progress=True, check=None):
+            from hf_critic.backends.chat import ChatResult
+
+            assert check is not None and check(answer) is None  # the second item is readable: kept
+            return [ChatResult(r.id, answer) for r in reqs]
+
+    report = StageReport("score_difficulty")
+    out = stages.score_difficulty(queries, Teacher(), report=report)
+    assert out["query_id"] == ["q1"] and out["difficulty"] == [2]
+    assert report.rejected == {"unparseable": 1} and report.balanced
+
+
+def test_an_exception_in_one_items_parse_fails_that_item_only(monkeypatch):
+    real = stages.check_critique
+
+    def flaky(text, **kwargs):
+        if "BOOM" in text:
+            raise OverflowError("int too large to convert")
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(stages, "check_critique", flaky)
+    good = "Correctness: 7. Accurate and complete.\n{'Correctness': 7, 'Overall Score': 7}"
+
+    class Teacher:
+        name = "t"
+
+        def complete_many(self, reqs, *, stage, progress=True, check=None):
+            from hf_critic.backends.chat import ChatResult
+
+            return [ChatResult(r.id, good + (" BOOM" if r.id == "q/b" else "")) for r in reqs]
+
+    rows = [{"query_id": "q", "question": "Q?", "reference": "R.", "response": f"resp {g}", "response_id": f"q/{g}",
+             "generator": g} for g in "abc"]  # fmt: skip
+    report = StageReport("grade_pointwise_referenced")
+    out = stages.grade_pointwise_referenced(datasets.Dataset.from_list(rows), Teacher(), report=report)
+    assert out["id"] == ["q/a", "q/c"] and report.balanced
+    (failure,) = report.failures
+    assert (failure.stage, failure.id) == ("grade_pointwise_referenced", "q/b")
+    assert "OverflowError: int too large" in failure.error
+
+
+# ------------------------------------------------------------------------------------------------ the whole run
+def test_garbled_and_cut_off_answers_never_reach_the_data_or_the_cache(tmp_path):
+    """30% of the teacher's answers garbled or cut off (status 200, well-formed): no row holds one, none is cached;
+    a rerun against the healthy server leaves no fault-caused failure and gives the clean run's data."""
+    with StubOpenAIServer(scripted_reply) as server:
+        clean = run_eval_instruct(load_config(recipe(tmp_path / "clean", server.url)), echo=lambda line: None)
+        with FaultInjectionProxy(
+            server.url, fault_rate=0.3, faults=("garbled", "length"), stages=TEACHER_STAGES, seed=3
+        ) as proxy:
+            config = load_config(recipe(tmp_path / "faulty", proxy.url))
+            faulty = run_eval_instruct(config, echo=lambda line: None)
+            injected = proxy.faults_injected()
+        assert injected.get("garbled", 0) >= 5 and injected.get("length", 0) >= 5, injected
+        for name, split in faulty.dataset.items():
+            clean_rows = {row["id"]: row for row in clean.dataset[name]}
+            for row in split:  # every kept row is exactly the clean run's row: nothing garbled or cut off
+                assert row == clean_rows[row["id"]], (name, row["id"])
+        for value in cached_texts(config.cache_path):
+            assert GARBLED_MARK not in value["text"] and value["finish_reason"] != "length"
+        usage = faulty.report.total_usage()
+        assert usage.errors["rejected:length"] >= 1 and usage.retries >= sum(injected.values())
+        for failure in faulty.report.failures:  # what still failed says why, after how many tries
+            assert "answer rejected" in failure.error and "attempts" in failure.error
+        # the same recipe against the healthy server: the fault-caused failures are gone
+        healed = run_eval_instruct(load_config(recipe(tmp_path / "faulty", server.url)), echo=lambda line: None)
+    assert not healed.report.failures
+    assert healed.report.counts == clean.report.counts
+    for name in clean.dataset:
+        assert healed.dataset[name]["id"] == clean.dataset[name]["id"]
