@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import datasets
-import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest
 from hf_critic.backends.openai import OpenAIClient, RetryPolicy

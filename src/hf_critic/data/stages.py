@@ -102,7 +102,7 @@ def _dataset(rows: list[dict], columns: Iterable[str]) -> datasets.Dataset:
     return datasets.Dataset.from_dict({c: [] for c in columns})
 
 
-def _answered(teacher, rows: list[dict], requests: list[ChatRequest], *, check, stage: str, progress: bool, report):
+def _answered(teacher, rows: list[dict], requests: list[ChatRequest], check, stage: str, progress: bool, report):
     """Ask the teacher one request per row; ``[(row, result), ...]`` for the answered ones, in row order.
 
     ``check`` (``text -> reason | None``, see :func:`_verdict_check`) makes the teacher ask again for answers the
@@ -590,16 +590,8 @@ def grade_pointwise_referenced(
     rows = list(responses)
     requests = [ChatRequest(row["response_id"], template.render(row)) for row in rows]
     out = []
-    answers = _answered(
-        teacher,
-        rows,
-        requests,
-        check=_verdict_check("score", template.output.score_range),
-        stage=stage,
-        progress=progress,
-        report=report,
-    )
-    for row, result in answers:
+    check = _verdict_check("score", template.output.score_range)
+    for row, result in _answered(teacher, rows, requests, check, stage, progress, report):
         with _per_item(report, result.id):
             parsed, reason = check_critique(
                 result.text or "",
@@ -761,10 +753,8 @@ def pointwise_to_pairwise(
     rows = list(pairs)
     requests = [ChatRequest(row["pair_id"], template.render(row)) for row in rows]
     out = []
-    answers = _answered(
-        teacher, rows, requests, check=_verdict_check("label", None), stage=stage, progress=progress, report=report
-    )
-    for row, result in answers:
+    check = _verdict_check("label", None)
+    for row, result in _answered(teacher, rows, requests, check, stage, progress, report):
         with _per_item(report, result.id):
             parsed, reason = check_critique(
                 result.text or "",
@@ -845,16 +835,8 @@ def referenced_to_reference_free(
     rows = list(dataset)
     requests = [ChatRequest(row["id"], template.render(row)) for row in rows]
     out = []
-    answers = _answered(
-        teacher,
-        rows,
-        requests,
-        check=_verdict_check(kind, template.output.score_range),
-        stage=stage,
-        progress=progress,
-        report=report,
-    )
-    for row, result in answers:
+    check = _verdict_check(kind, template.output.score_range)
+    for row, result in _answered(teacher, rows, requests, check, stage, progress, report):
         with _per_item(report, result.id):
             parsed, reason = check_critique(
                 result.text or "",
@@ -1116,16 +1098,8 @@ def dialogue_revision(
         for row in rows
     ]
     out = []
-    answers = _answered(
-        teacher,
-        rows,
-        requests,
-        check=_verdict_check("score", first.output.score_range),
-        stage=stage,
-        progress=progress,
-        report=report,
-    )
-    for row, result in answers:
+    check = _verdict_check("score", first.output.score_range)
+    for row, result in _answered(teacher, rows, requests, check, stage, progress, report):
         with _per_item(report, result.id):
             parsed, reason = check_critique(
                 result.text or "",
