@@ -15,8 +15,7 @@ import yaml
 
 from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
 from hf_critic.backends.openai import RetryPolicy
-from hf_critic.data import filters as F
-from hf_critic.data import stages
+from hf_critic.data import filters, stages
 from hf_critic.data.config import ConfigError, load_config
 from hf_critic.data.hub import push_to_hub, render_card, save_outputs
 from hf_critic.data.pipeline import run_eval_instruct
@@ -129,10 +128,10 @@ def test_rouge_self_bleu_language_and_copies():
     ],
 )  # fmt: skip
 def test_check_critique_reasons(text, kind, language, reference, reason):
-    config = F.FilterConfig(leak_ngram=5)
-    parsed, got = F.check_critique(text, kind=kind, language=language, reference=reference, config=config)
+    config = filters.FilterConfig(leak_ngram=5)
+    parsed, got = filters.check_critique(text, kind=kind, language=language, reference=reference, config=config)
     assert got == reason
-    assert reason is None or reason in F.REASONS
+    assert reason is None or reason in filters.REASONS
     if reason is None:
         assert parsed.score is not None or parsed.label is not None
 
@@ -140,16 +139,23 @@ def test_check_critique_reasons(text, kind, language, reference, reason):
 def test_leak_rule_ignores_text_the_critique_may_quote():
     response = "Sunlight scatters off nitrogen molecules high up in the air."
     text = f"The response says '{response}' which is right. {{'Overall Score': 8}}"
-    _, reason = F.check_critique(
-        text, kind="score", language="en", reference=response, quotable=[response], config=F.FilterConfig(leak_ngram=5)
+    _, reason = filters.check_critique(
+        text,
+        kind="score",
+        language="en",
+        reference=response,
+        quotable=[response],
+        config=filters.FilterConfig(leak_ngram=5),
     )
     assert reason is None
 
 
 def test_label_contradicts_scores():
-    assert F.label_contradicts_scores(1, 9, 4, gap=3) and F.label_contradicts_scores(2, 9, 4, gap=3)
-    assert not F.label_contradicts_scores(0, 9, 4, gap=3) and not F.label_contradicts_scores(1, 6, 5, gap=3)
-    assert F.label_contradicts_scores(0, 2, 8, gap=3) and not F.label_contradicts_scores(None, 2, 8, gap=3)
+    assert filters.label_contradicts_scores(1, 9, 4, gap=3) and filters.label_contradicts_scores(2, 9, 4, gap=3)
+    assert not filters.label_contradicts_scores(0, 9, 4, gap=3) and not filters.label_contradicts_scores(
+        1, 6, 5, gap=3
+    )
+    assert filters.label_contradicts_scores(0, 2, 8, gap=3) and not filters.label_contradicts_scores(None, 2, 8, gap=3)
 
 
 # ----------------------------------------------------------------------------------------------- swap augmentation

@@ -10,7 +10,7 @@ import datasets
 import pytest
 from scipy import stats
 
-from hf_critic import schema as S
+from hf_critic import schema
 from hf_critic.commands import meta_eval
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
@@ -29,7 +29,7 @@ def pointwise_critiques(scores):
             "response": ["1", "2", "3", "4", "5", "6"],
             "human_score": [1.0, 3.0, 5.0, 2.0, 2.0, 4.0],
             "category": ["math", "math", "math", "writing", "writing", "writing"],
-            S.CRITIQUE_SCORE: scores,
+            schema.CRITIQUE_SCORE: scores,
         }
     )
 
@@ -42,8 +42,8 @@ def pairwise_critiques():
             "response_2": ["b"] * 4,
             "label": [0, 1, 2, 0],
             "category": ["c1", "c1", "c2", "c2"],
-            S.CRITIQUE_LABEL: [0, 1, None, 1],
-            S.CRITIQUE_LABEL_SWAPPED: [0, 0, 2, 1],
+            schema.CRITIQUE_LABEL: [0, 1, None, 1],
+            schema.CRITIQUE_LABEL_SWAPPED: [0, 0, 2, 1],
         }
     )
 
@@ -52,7 +52,7 @@ def test_evaluate_pointwise_run():
     data = pointwise_critiques([2.0, 6.0, 9.0, 3.0, None, 8.0])
     run = evaluate_critiques(data, "critic", "bench")
     direct = critique_correlation(
-        data[S.CRITIQUE_SCORE], data["human_score"], query_ids=data["query_id"], system_ids=data["system_id"]
+        data[schema.CRITIQUE_SCORE], data["human_score"], query_ids=data["query_id"], system_ids=data["system_id"]
     )
     assert run.metrics == direct
     assert run.task == "pointwise" and run.referenced and run.n_rows == 6
@@ -69,7 +69,7 @@ def test_evaluate_pointwise_run():
 def test_evaluate_pairwise_run():
     data = pairwise_critiques()
     run = evaluate_critiques(data, "critic", "pairs")
-    direct = pairwise_agreement(data[S.CRITIQUE_LABEL], data["label"], data[S.CRITIQUE_LABEL_SWAPPED])
+    direct = pairwise_agreement(data[schema.CRITIQUE_LABEL], data["label"], data[schema.CRITIQUE_LABEL_SWAPPED])
     assert run.metrics == direct
     assert run.n_critiques == 8 and run.n_unparsed == 1 and not run.referenced
     assert run.per_category == {
@@ -177,11 +177,13 @@ def test_cli_runs_a_critic_on_benchmarks(tmp_path, monkeypatch):
 
         def grade(self, data, source="data"):
             calls.append(("grade", source, len(data)))
-            return data.add_column(S.CRITIQUE_SCORE, [2.0 * s for s in data["human_score"]])
+            return data.add_column(schema.CRITIQUE_SCORE, [2.0 * s for s in data["human_score"]])
 
         def compare(self, data, swap=False, source="data"):
             calls.append(("compare", source, swap))
-            return data.add_column(S.CRITIQUE_LABEL, data["label"]).add_column(S.CRITIQUE_LABEL_SWAPPED, data["label"])
+            return data.add_column(schema.CRITIQUE_LABEL, data["label"]).add_column(
+                schema.CRITIQUE_LABEL_SWAPPED, data["label"]
+            )
 
     monkeypatch.setattr(critic_module, "Critic", FakeCritic)
     point = tmp_path / "p.jsonl"

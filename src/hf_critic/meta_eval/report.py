@@ -32,13 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema as S
+from .. import schema
 from .agreement import normalize_labels, pairwise_agreement
 from .correlation import critique_correlation
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
 
-_LABEL_SHORT = {S.RESPONSE_1_WINS: "resp. 1", S.RESPONSE_2_WINS: "resp. 2", S.TIE: "tie"}
+_LABEL_SHORT = {schema.RESPONSE_1_WINS: "resp. 1", schema.RESPONSE_2_WINS: "resp. 2", schema.TIE: "tie"}
 
 
 @dataclass
@@ -145,14 +145,14 @@ def evaluate_critiques(
         ValueError: no critique column, or the human column is missing.
     """
     columns = dataset.column_names
-    referenced = S.REFERENCE in columns
+    referenced = schema.REFERENCE in columns
     categories = _column(dataset, category)
-    if S.CRITIQUE_SCORE in columns:
+    if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
-        queries = _column(dataset, "query_id") or [S.query_id(q) for q in dataset[S.QUESTION]]
+        queries = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
         systems = _column(dataset, "system_id") or _column(dataset, "model")
-        pred = np.asarray(dataset[S.CRITIQUE_SCORE], dtype=float)
+        pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
         human = np.asarray(dataset[human_score], dtype=float)
         metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems)
         per_category: dict[str, dict[str, Any]] = {}
@@ -181,12 +181,12 @@ def evaluate_critiques(
             per_category=per_category,
             confusion=_score_confusion(human, pred),
         )
-    if S.CRITIQUE_LABEL in columns:
+    if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
-        swapped = _column(dataset, S.CRITIQUE_LABEL_SWAPPED)
+        swapped = _column(dataset, schema.CRITIQUE_LABEL_SWAPPED)
         result = pairwise_agreement(
-            dataset[S.CRITIQUE_LABEL],
+            dataset[schema.CRITIQUE_LABEL],
             dataset[label],
             swapped,
             swapped_mapped_back=swapped_mapped_back,
@@ -195,7 +195,7 @@ def evaluate_critiques(
         per_group = result.pop("per_group", {})
         n_critiques = result["n"] * (2 if swapped is not None else 1)
         n_unparsed = result["n_unparsed"] + result.get("n_unparsed_swapped", 0)
-        verdicts = normalize_labels(dataset[S.CRITIQUE_LABEL], name="critique_label")
+        verdicts = normalize_labels(dataset[schema.CRITIQUE_LABEL], name="critique_label")
         humans = normalize_labels(dataset[label], name=label)
         return RunResult(
             critic=critic,
@@ -209,7 +209,7 @@ def evaluate_critiques(
             per_category={str(k): v for k, v in per_group.items()},
             confusion=_label_confusion(humans, verdicts),
         )
-    raise ValueError(f"{name}: no {S.CRITIQUE_SCORE!r} or {S.CRITIQUE_LABEL!r} column: not a critique file")
+    raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -353,7 +353,7 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
         cats = list(dict.fromkeys(c for r in runs for c in r.per_category))
         rows = []
         for cat in cats:
-            row = [f"{cat} ({english})" if (english := S.normalize_category(cat)) and english != cat else cat]
+            row = [f"{cat} ({english})" if (english := schema.normalize_category(cat)) and english != cat else cat]
             for r in runs:
                 v = r.per_category.get(cat, {})
                 count = v.get("n_queries_used", v.get("n"))
@@ -404,7 +404,7 @@ def plot_per_category(results: Sequence[RunResult], out_dir: str | Path) -> list
             values = [100 * v if not pointwise else v for v in values]
             ax.bar(x + (i - (len(runs) - 1) / 2) * width, np.nan_to_num(values, nan=0.0), width, label=r.critic)
         # English names for AlignBench's categories: the default font has no CJK glyphs.
-        ax.set_xticks(x, [S.normalize_category(c) or c for c in cats], rotation=30, ha="right")
+        ax.set_xticks(x, [schema.normalize_category(c) or c for c in cats], rotation=30, ha="right")
         ax.set_ylabel("text-level Pearson r" if pointwise else "agreement (%)")
         ax.set_title(f"{dataset}: per category")
         ax.axhline(0, color="black", linewidth=0.5)
