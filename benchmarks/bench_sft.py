@@ -39,6 +39,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_critic import training
 from hf_critic.models import dequantized_gguf_config
+from hf_critic.testing import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("padded", "padding_free", "packing")
@@ -66,28 +67,6 @@ def load_conversations(seed: int) -> tuple[list, str]:
                 conversations.append(training.critique_messages(record, template, critique))
         source = "examples/*.jsonl with a fixed critique (no real-data folder found)"
     return conversations, source
-
-
-def build_tiny(path: Path, tokenizer) -> str:
-    """A randomly initialised 4-layer Llama (hidden 256) with ``tokenizer``'s vocabulary."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=256,
-        intermediate_size=768,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    LlamaForCausalLM(config).save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
 
 
 def make_batches(examples: list[dict], args, pad_token_id: int) -> dict[str, list[dict]]:
@@ -150,7 +129,12 @@ def main() -> None:
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     tmp = tempfile.TemporaryDirectory()
     if args.model == "tiny":
-        model_path = build_tiny(Path(tmp.name) / "tiny", tokenizer)
+        # a randomly initialised 4-layer Llama (hidden 256) with the SmolLM2 vocabulary
+        folder = build_tiny_model(
+            Path(tmp.name) / "tiny", tokenizer, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
+            max_position_embeddings=8192, tie_word_embeddings=True,
+        )  # fmt: skip
+        model_path = str(folder)
 
     conversations, source = load_conversations(args.seed)
     examples = []

@@ -136,12 +136,6 @@ SCRIPT = [
     "{'Overall Score': 7, 'Overall Comparison Result': 'Tie'}",
 ]
 SCRIPT_TEXT = "".join(SCRIPT)
-CHATML = (
-    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
-    "{% if m['role'] == 'assistant' %}{% generation %}{{ m['content'] }}<|im_end|>{% endgeneration %}"
-    "{% else %}{{ m['content'] }}<|im_end|>{% endif %}\n{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
 
 
 def build_scripted_model(folder: Path) -> Path:
@@ -155,42 +149,27 @@ def build_scripted_model(folder: Path) -> Path:
     and a label), so a run against a real server keeps data in all four configs.
     """
     import torch
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import GenerationConfig
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=2000,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
+    from hf_critic.testing import chatml_tokenizer, tiny_llama
+
     # Trained on the seed queries and the English prompt templates, so that prompts come out short.
-    templates = sorted((REPO_ROOT / "src" / "hf_critic" / "prompts" / "templates").glob("*_en.yaml"))
+    prompts = REPO_ROOT / "src" / "hf_critic" / "prompts"
+    found = [*(prompts / "templates").glob("*_en.yaml"), *(prompts / "teacher").glob("*_en.yaml")]
+    templates = sorted(found, key=lambda p: p.name)
     corpus = SEEDS.read_text(encoding="utf-8").splitlines() + [t.read_text(encoding="utf-8") for t in templates]
-    tok.train_from_iterator(corpus * 2, trainer)
-    tok.add_tokens([AddedToken(piece, normalized=False, special=False) for piece in SCRIPT])
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None
-    )
-    fast.chat_template = CHATML
+    fast = chatml_tokenizer(corpus * 2, vocab_size=2000, added_tokens=SCRIPT)
     hidden = 64
-    config = LlamaConfig(
+    model = tiny_llama(
+        fast,
         vocab_size=-(-len(fast) // 64) * 64,
         hidden_size=hidden,
-        intermediate_size=64,
         num_hidden_layers=0,
-        num_attention_heads=4,
         num_key_value_heads=4,
         max_position_embeddings=65536,
         tie_word_embeddings=False,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
-        bos_token_id=None,
     )
-    model = LlamaForCausalLM(config)
+    config = model.config
     ids = [fast.convert_tokens_to_ids(piece) for piece in SCRIPT]
     with torch.no_grad():
         embed = torch.zeros(config.vocab_size, hidden)

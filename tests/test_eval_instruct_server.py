@@ -23,8 +23,7 @@ from hf_critic.parsing import parse_label, parse_score
 from hf_critic.prompts import get_template
 from hf_critic.testing import FaultInjectionProxy
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _eval_instruct_support import (  # noqa: E402
+from ._eval_instruct_support import (
     REPO_ROOT,
     SCRIPT_TEXT,
     SEEDS,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,8 +23,7 @@ from hf_critic.data.text import SeedRougeFilter, SelfBleuFilter, copied_ngrams, 
 from hf_critic.prompts import get_template
 from hf_critic.testing import StubOpenAIServer
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _eval_instruct_support import SEEDS, recipe, scripted_reply  # noqa: E402
+from ._eval_instruct_support import SEEDS, recipe, scripted_reply
 
 
 class Source:

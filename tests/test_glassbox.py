@@ -11,8 +11,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from hf_critic import glassbox as gb
 from hf_critic.glassbox import (
@@ -36,13 +34,8 @@ from hf_critic.glassbox import (
 )
 from hf_critic.glassbox import evaluator as glassbox_evaluator
 from hf_critic.io import RecordError
+from hf_critic.testing import chatml_tokenizer, tiny_llama
 
-CHATML = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' }}"
-    "{% if message['role'] == 'assistant' %}{% generation %}{{ message['content'] + '<|im_end|>' }}{% endgeneration %}"
-    "{% else %}{{ message['content'] + '<|im_end|>' }}{% endif %}{{ '\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
     "What is the capital of France? Paris is the capital.",
@@ -50,26 +43,9 @@ CORPUS = [
 ] * 20
 
 
-def make_tokenizer(bos_post_processor: bool = False) -> PreTrainedTokenizerFast:
-    """Byte-level BPE trained here, ChatML template; optionally a post-processor that prepends BOS."""
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=300,
-        special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-    )
-    tok.train_from_iterator(CORPUS, trainer)
-    if bos_post_processor:
-        tok.post_processor = processors.TemplateProcessing(
-            single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))]
-        )
-    t = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    t.chat_template = CHATML
-    return t
+def make_tokenizer(bos_post_processor: bool = False):
+    """The tiny ChatML tokenizer with BOS declared; optionally a post-processor that prepends it."""
+    return chatml_tokenizer(CORPUS, vocab_size=300, bos_token="<|endoftext|>", bos_post_processor=bos_post_processor)
 
 
 @pytest.fixture(scope="module")
@@ -94,23 +70,9 @@ class TableLM(torch.nn.Module):
         return SimpleNamespace(logits=self.table[input_ids])
 
 
-def tiny_llama(vocab_size: int) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=vocab_size,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-    )
-    return LlamaForCausalLM(config).eval()
-
-
 @pytest.fixture(scope="module")
 def llama(tokenizer):
-    return tiny_llama(len(tokenizer))
+    return tiny_llama(tokenizer, max_position_embeddings=512)
 
 
 def records(n: int = 8) -> list[dict]:
@@ -533,12 +495,7 @@ def test_malformed_records_name_the_row(tokenizer):
 
 
 def test_a_model_in_training_mode_is_scored_without_dropout(tokenizer):
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-        num_attention_heads=4, num_key_value_heads=2, attention_dropout=0.5,
-    )  # fmt: skip
-    model = LlamaForCausalLM(config).train()
+    model = tiny_llama(tokenizer, num_hidden_layers=1, attention_dropout=0.5).train()
     model.set_attn_implementation("eager")
     ev = GlassBoxEvaluator(model, tokenizer=tokenizer)
     a = ev.score(records(2), features="sent_prob")["glassbox_sent_prob"]
