@@ -11,7 +11,6 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import datasets
 
@@ -21,15 +20,7 @@ from .cache import GenerationCache, cached_generate
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .io import RecordError, check_fields
 from .parsing import ParsedCritique, parse
-from .prompts import (
-    DEFAULT_FAMILY,
-    RESPONSE_FIELDS,
-    PromptTemplate,
-    TemplateFieldError,
-    get_template,
-    list_templates,
-    load_template,
-)
+from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 
 logger = logging.getLogger(__name__)
 
@@ -159,16 +150,7 @@ class Critic:
         Raises:
             ValueError: a fixed template (name or file) written for another setting, or an unknown family.
         """
-        spec = self.template
-        if Path(spec).suffix in (".yaml", ".yml") or spec in list_templates():
-            template = load_template(spec)
-            if template.setting != setting:
-                raise ValueError(
-                    f"template {template.name!r} is for {template.setting.name}, but the data calls for "
-                    f"{setting.name}; pass a template for that setting or a family name"
-                )
-            return template
-        return get_template(spec, setting, self.language)
+        return resolve_template(self.template, setting, self.language)
 
     # ----------------------------------------------------------------------------------- public API
     def grade(

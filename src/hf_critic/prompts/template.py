@@ -1,0 +1,327 @@
+"""The critic prompt template: a record in, the chat messages a critic model sees out, and the verdict format it asks for.
+
+A :class:`PromptTemplate` turns one record (``question``, ``reference``, ``response`` or ``response_1`` /
+``response_2``, see :mod:`hf_critic.schema`) into chat messages, and declares in :class:`OutputSpec` the verdict
+format it asks for, so that parsing never has to guess. Templates are YAML data files; the keys are listed in
+:mod:`hf_critic.prompts` and validated by :func:`parse_template`.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import yaml
+
+from hf_critic.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
+
+# Responses may be empty strings: a model that answered nothing is graded, not rejected.
+RESPONSE_FIELDS = frozenset({RESPONSE, RESPONSE_1, RESPONSE_2})
+LANGUAGES = ("en", "zh")
+# Verdict format -> the output kind it carries.
+FORMATS = {
+    "rating_brackets": "score",  # "Rating: [[8]]"
+    "score_dict": "score",  # {'Overall Score': 7} / {'综合得分': 7}, optionally with per-dimension keys
+    "pair_brackets": "label",  # [[A]] / [[B]] / [[C]]
+    "comparison_dict": "label",  # {'Overall Comparison Result': 'Assistant 1'} / {'综合比较结果': '助手1'}
+}
+_REQUIRED_KEYS = ("version", "source", "setting", "language", "fields", "prompt", "output")
+_OPTIONAL_KEYS = ("defaults", "system", "required")
+
+
+class TemplateFieldError(ValueError):
+    """A record lacks a value the template needs (key missing, None, or an empty / blank string).
+
+    A ``ValueError`` (bad data, not a programming error). The message names the template and the field(s);
+    callers add the row number. Attributes: ``template`` (template name) and ``fields`` (tuple of field names).
+    """
+
+    def __init__(self, template: str, fields: tuple[str, ...]):
+        self.template = template
+        self.fields = fields
+        super().__init__(f"template {template!r}: missing or empty field(s) {', '.join(map(repr, fields))}")
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The verdict a template asks the critic for, so parsers read it without guessing.
+
+    Attributes:
+        kind: ``"score"`` (pointwise grading) or ``"label"`` (pairwise comparison).
+        format: one of :data:`FORMATS`: ``"rating_brackets"`` (``[[8]]``), ``"score_dict"``
+            (``{'Overall Score': 7}``), ``"pair_brackets"`` (``[[A]]``), ``"comparison_dict"``
+            (``{'Overall Comparison Result': 'Assistant 1'}``).
+        score_range: inclusive (low, high) for scores, e.g. ``(1.0, 10.0)``; None for labels.
+        dimensions: True when per-dimension scores appear in the output (only with ``score_dict``).
+        overall_key: the dict key holding the verdict for the dict formats (``"Overall Score"``, ``"综合得分"``,
+            ``"Overall Comparison Result"``, ``"综合比较结果"``); None for the bracket formats.
+        labels: for labels, the three verdict strings exactly as the prompt asks for them, in the order
+            response 1 better, response 2 better, tie (the :mod:`hf_critic.schema` labels 0, 1, 2): the text
+            inside ``[[...]]`` for ``pair_brackets`` (``("A", "B", "C")``), the dict value for
+            ``comparison_dict`` (``("助手1", "助手2", "质量相当")``); None for scores.
+    """
+
+    kind: str
+    format: str
+    score_range: tuple[float, float] | None = None
+    dimensions: bool = False
+    overall_key: str | None = None
+    labels: tuple[str, str, str] | None = None
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> OutputSpec:
+        """Build and validate an ``output:`` mapping from a template file.
+
+        Args:
+            data: the parsed ``output`` value.
+            where: the file (or template) name, used in error messages.
+
+        Raises:
+            ValueError: naming ``where`` and the key at fault, for an unknown key, an unknown kind or format,
+                a format that does not carry that kind, a missing or empty score range (scores), a range or
+                dimensions given for labels, anything but three distinct labels (labels), or a missing or
+                superfluous ``overall_key``.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{where}: 'output' must be a mapping")
+        unknown = set(data) - {"kind", "format", "score_range", "dimensions", "overall_key", "labels"}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) in 'output': {sorted(unknown)}")
+        kind, fmt = data.get("kind"), data.get("format")
+        if kind not in ("score", "label"):
+            raise ValueError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
+        if FORMATS.get(fmt) != kind:
+            allowed = [f for f, k in FORMATS.items() if k == kind]
+            raise ValueError(f"{where}: 'output.format' must be one of {allowed} for kind {kind!r}, got {fmt!r}")
+        score_range, labels = data.get("score_range"), data.get("labels")
+        dimensions = data.get("dimensions", False)
+        if not isinstance(dimensions, bool) or (dimensions and fmt != "score_dict"):
+            raise ValueError(f"{where}: 'output.dimensions' must be a bool, and true only with 'score_dict'")
+        if kind == "score":
+            ok = isinstance(score_range, (list, tuple)) and len(score_range) == 2
+            ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in score_range)
+            if not ok or score_range[0] >= score_range[1]:
+                raise ValueError(f"{where}: 'output.score_range' must be [low, high] with low < high")
+            score_range = (float(score_range[0]), float(score_range[1]))
+            if labels is not None:
+                raise ValueError(f"{where}: 'output.labels' is only for kind 'label'")
+        else:
+            if score_range is not None:
+                raise ValueError(f"{where}: 'output.score_range' is only for kind 'score'")
+            ok = isinstance(labels, (list, tuple)) and len(labels) == 3 and len(set(labels)) == 3
+            if not ok or not all(isinstance(v, str) and v for v in labels):
+                raise ValueError(f"{where}: 'output.labels' must be 3 distinct strings (response 1, response 2, tie)")
+            labels = tuple(labels)
+        overall_key = data.get("overall_key")
+        needs_key = fmt in ("score_dict", "comparison_dict")
+        if needs_key != (isinstance(overall_key, str) and bool(overall_key)):
+            raise ValueError(f"{where}: 'output.overall_key' is required for dict formats and only for them")
+        return cls(kind, fmt, score_range, dimensions, overall_key, labels)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """One critic prompt for one setting and critique language, loaded from a YAML data file.
+
+    Attributes:
+        name: the file stem, e.g. ``"critiquellm_v2_pointwise_referenced_zh"``.
+        version: the template's version string (bump it whenever the text changes).
+        source: paper and table (or file) the text comes from, and what was adapted.
+        setting: the CritiqueLLM v2 §3.1 setting the prompt serves.
+        language: ``"en"`` or ``"zh"``: the language the critique is written in (the prompt itself may
+            be in another language, as in CritiqueLLM v1's English prompts asking for Chinese critiques).
+        fields: every placeholder of ``system`` and ``prompt``; includes all of ``setting.fields``.
+        defaults: read-only values for the optional placeholders (those not in ``setting.fields`` nor in
+            :attr:`required`).
+        system: system message (a format string like ``prompt``), or None for no system message.
+        prompt: user message, :meth:`str.format` syntax with literal braces doubled.
+        output: the verdict format the prompt asks for.
+        required: placeholders outside ``setting.fields`` that have no default and must be filled by every record
+            (Eval-Instruct teacher prompts: ``critique_1`` / ``critique_2`` of f_P2P, ``reference`` / ``critique``
+            of f_R2RF); empty for critic templates.
+    """
+
+    name: str
+    version: str
+    source: str
+    setting: Setting
+    language: str
+    fields: tuple[str, ...]
+    defaults: Mapping[str, str] = field(hash=False)
+    system: str | None
+    prompt: str
+    output: OutputSpec
+    required: tuple[str, ...] = ()
+
+    def values(self, record: Mapping[str, Any]) -> dict[str, str]:
+        """The placeholder values for ``record``: its own for required fields, its own or the default otherwise.
+
+        Args:
+            record: any mapping; extra keys are ignored. Non-string values are passed through ``str()``.
+
+        Returns:
+            ``{field: text}`` for every name in :attr:`fields`.
+
+        Raises:
+            TemplateFieldError: if a required field (one without a default) is missing or None, or blank
+                (a blank response is allowed: an empty answer is an answer to judge).
+        """
+        out, missing = {}, []
+        for name in self.fields:
+            value = record.get(name)
+            blank = isinstance(value, str) and not value.strip() and name not in RESPONSE_FIELDS
+            if value is None or blank:
+                if name not in self.defaults:
+                    missing.append(name)
+                    continue
+                value = self.defaults[name]
+            out[name] = value if isinstance(value, str) else str(value)
+        if missing:
+            raise TemplateFieldError(self.name, tuple(missing))
+        return out
+
+    def render_text(self, record: Mapping[str, Any]) -> str:
+        """The user message for ``record`` (see :meth:`values` for how fields are filled).
+
+        Raises:
+            TemplateFieldError: if a required field is missing, None or blank.
+        """
+        return self.prompt.format(**self.values(record))
+
+    def render(self, record: Mapping[str, Any]) -> list[dict[str, str]]:
+        """Chat messages for ``record``: ``[{"role": "system", ...}]`` when :attr:`system` is set, then the user turn.
+
+        Returns:
+            ``[{"role": "system", "content": str}?, {"role": "user", "content": str}]``.
+
+        Raises:
+            TemplateFieldError: if a required field is missing, None or blank.
+        """
+        values = self.values(record)
+        messages = [{"role": "system", "content": self.system.format(**values)}] if self.system is not None else []
+        return [*messages, {"role": "user", "content": self.prompt.format(**values)}]
+
+
+def placeholders(text: str, where: str, key: str) -> set[str]:
+    """Names of the ``{name}`` fields in a format string; bare identifiers only, no conversions or specs.
+
+    Raises:
+        ValueError: naming ``where`` and ``key``: a malformed format string, or a field that is not a bare name.
+    """
+    names = set()
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as err:  # unbalanced braces
+        raise ValueError(f"{where}: {key!r} is not a valid format string ({err}); double literal braces") from err
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ValueError(f"{where}: {key!r} has placeholder {{{name}}}; use plain names like {{question}}")
+        names.add(name)
+    return names
+
+
+def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
+    """Validate a parsed template file and build the :class:`PromptTemplate`.
+
+    Raises:
+        ValueError: naming ``where`` and the key at fault: unknown or missing keys, an unknown setting or language,
+            undeclared or unused placeholders, bad defaults, or a bad ``output`` spec.
+    """
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: a template file must be a YAML mapping")
+    unknown = set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
+    for key in _REQUIRED_KEYS:
+        if key not in data:
+            raise ValueError(f"{where}: missing key {key!r}")
+    for key in ("version", "source", "prompt"):
+        if not isinstance(data[key], str) or not data[key].strip():
+            hint = ' (quote it: version: "1.0")' if key == "version" else ""
+            raise ValueError(f"{where}: {key!r} must be a non-empty string{hint}")
+    try:
+        setting = Setting.from_name(data["setting"])
+    except ValueError as err:
+        raise ValueError(f"{where}: 'setting': {err}") from None
+    if data["language"] not in LANGUAGES:
+        raise ValueError(f"{where}: 'language' must be one of {list(LANGUAGES)}, got {data['language']!r}")
+    system = data.get("system")
+    if system is not None and not isinstance(system, str):
+        raise ValueError(f"{where}: 'system' must be a string or null")
+    fields = data["fields"]
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields) or len(set(fields)) != len(fields):
+        raise ValueError(f"{where}: 'fields' must be a list of distinct names")
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, Mapping) or not all(isinstance(v, str) for v in defaults.values()):
+        raise ValueError(f"{where}: 'defaults' must map field names to strings")
+    required = data.get("required") or []
+    if not isinstance(required, list) or not all(isinstance(f, str) for f in required):
+        raise ValueError(f"{where}: 'required' must be a list of distinct field names")
+    if len(set(required)) != len(required) or set(required) & (set(defaults) | set(setting.fields)):
+        raise ValueError(
+            f"{where}: 'required' must list distinct fields that have no default and are not the setting's"
+        )
+
+    used = placeholders(data["prompt"], where, "prompt")
+    if system is not None:
+        used |= placeholders(system, where, "system")
+    if used - set(fields):
+        raise ValueError(
+            f"{where}: 'prompt' uses placeholder(s) not declared in 'fields': {sorted(used - set(fields))}"
+        )
+    if set(fields) - used:
+        raise ValueError(f"{where}: 'fields' declares name(s) the prompt never uses: {sorted(set(fields) - used)}")
+    absent = [f for f in setting.fields if f not in fields]
+    if absent:
+        raise ValueError(f"{where}: 'fields' lacks {absent}, required by setting {setting.name!r}")
+    optional = set(fields) - set(setting.fields) - set(required)
+    if set(required) - set(fields):
+        raise ValueError(f"{where}: 'required' names field(s) not in 'fields': {sorted(set(required) - set(fields))}")
+    if set(defaults) != optional:
+        raise ValueError(
+            f"{where}: 'defaults' must give exactly the fields outside setting {setting.name!r} and 'required' "
+            f"(here {sorted(optional)}), got {sorted(defaults)}"
+        )
+    output = OutputSpec.from_dict(data["output"], where)
+    if (output.kind == "score") != (setting.task is Task.POINTWISE):
+        raise ValueError(f"{where}: 'output.kind' {output.kind!r} does not fit setting {setting.name!r}")
+    return PromptTemplate(
+        name=name,
+        version=data["version"],
+        source=data["source"].strip(),
+        setting=setting,
+        language=data["language"],
+        fields=tuple(fields),
+        defaults=MappingProxyType(dict(defaults)),
+        system=system,
+        prompt=data["prompt"],
+        output=output,
+        required=tuple(required),
+    )
+
+
+def read_yaml(text: str, where: str) -> Any:
+    """``yaml.safe_load(text)``; a syntax error becomes a ``ValueError`` naming ``where``."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{where}: not valid YAML ({err})") from err
+
+
+def parse_template(text: str, name: str, where: str) -> PromptTemplate:
+    """A :class:`PromptTemplate` from the text of a template file.
+
+    Args:
+        text: the YAML text (keys: see :mod:`hf_critic.prompts`).
+        name: the template's name (the file stem).
+        where: how error messages name the file.
+
+    Raises:
+        ValueError: naming ``where`` and the key at fault (see :func:`template_from_mapping`).
+    """
+    return template_from_mapping(read_yaml(text, where), name, where)
