@@ -8,13 +8,12 @@ the same :mod:`hf_critic.prompts` templates the :class:`~hf_critic.critic.Critic
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import datasets
 
 from .. import schema
-from ..prompts import DEFAULT_FAMILY, PromptTemplate, get_template, list_templates, load_template
+from ..prompts import DEFAULT_FAMILY, PromptTemplate, resolve_template
 
 __all__ = ["MESSAGES", "critique_messages", "ensure_messages", "to_prompt_completion"]
 
@@ -51,15 +50,6 @@ def _setting_of(record: Mapping[str, Any]) -> schema.Setting:
     pairwise = record.get(schema.RESPONSE_1) is not None
     referenced = isinstance(record.get(schema.REFERENCE), str) and bool(record[schema.REFERENCE].strip())
     return schema.Setting(schema.Task.PAIRWISE if pairwise else schema.Task.POINTWISE, referenced)
-
-
-def _resolve_template(spec: str, setting: schema.Setting, language: str) -> PromptTemplate:
-    if Path(spec).suffix in (".yaml", ".yml") or spec in list_templates():
-        template = load_template(spec)
-        if template.setting != setting:
-            raise ValueError(f"template {template.name!r} is for {template.setting.name}, the row is {setting.name}")
-        return template
-    return get_template(spec, setting, language)
 
 
 def ensure_messages(
@@ -114,7 +104,7 @@ def ensure_messages(
             setting = _setting_of(record)
             return {
                 MESSAGES: critique_messages(
-                    record, _resolve_template(template, setting, language), record[critique_column]
+                    record, resolve_template(template, setting, language), record[critique_column]
                 )
             }
         except ValueError as err:
