@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 import datasets
@@ -20,8 +19,7 @@ from hf_critic.data.report import StageReport
 from hf_critic.decoding import DecodingConfig
 from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _eval_instruct_support import recipe, scripted_reply  # noqa: E402
+from ._eval_instruct_support import recipe, scripted_reply
 
 FAST = RetryPolicy(max_retries=3, max_invalid_retries=2, initial_backoff=0.01, max_backoff=0.02)
 TEACHER_STAGES = {
