@@ -8,14 +8,15 @@ import sqlite3
 from pathlib import Path
 
 import datasets
+import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest
-from hf_critic.backends.openai import OpenAIClient, RetryPolicy
+from hf_critic.backends.openai import OpenAIClient, RetryPolicy, redact_url
 from hf_critic.cache import GenerationCache
 from hf_critic.data import stages
 from hf_critic.data.config import load_config
 from hf_critic.data.pipeline import run_eval_instruct
-from hf_critic.data.report import StageReport
+from hf_critic.data.report import ShortfallError, StageReport
 from hf_critic.decoding import DecodingConfig
 from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
@@ -200,3 +201,61 @@ def test_garbled_and_cut_off_answers_never_reach_the_data_or_the_cache(tmp_path)
     assert healed.report.counts == clean.report.counts
     for name in clean.dataset:
         assert healed.dataset[name]["id"] == clean.dataset[name]["id"]
+
+
+def test_an_empty_result_fails_in_one_line_and_writes_no_dataset_or_card(tmp_path, capsys):
+    from hf_critic.cli import main
+
+    with StubOpenAIServer(lambda body: "I would rather not say.") as server:
+        path = recipe(tmp_path, server.url, queries={"augmentation": None})
+        with pytest.raises(ShortfallError) as err:
+            run_eval_instruct(load_config(path), echo=lambda line: None)
+        code = main(["eval-instruct", "--config", str(path), "--no-progress"])
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("no rows in any config: stage score_difficulty kept 0 of 10")
+    assert "main reason: failed: answer rejected: unparseable (10)" in message
+    stderr = capsys.readouterr().err.strip().splitlines()
+    assert code == 4 and stderr[-1] == f"hf-critic eval-instruct: error: {message}"
+    out = tmp_path / "out"
+    assert (out / "report.json").is_file() and (out / "failures.jsonl").is_file()
+    assert not (out / "dataset").exists() and not (out / "hub").exists()
+
+
+def test_a_stage_losing_more_than_the_allowed_share_fails_the_run(tmp_path):
+    with StubOpenAIServer(scripted_reply) as server:
+        config = load_config(recipe(tmp_path, server.url, max_rejected_share=0.05))
+        with pytest.raises(
+            ShortfallError,
+            match=r"^more than 5% of a stage.s items lost: stage cross_validation kept 9 of 10 pairs; main reason: label_mismatch \(1\)",
+        ):
+            run_eval_instruct(config, echo=lambda line: None)
+
+
+def test_a_key_in_the_base_url_is_written_nowhere(tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("TEACHER_KEY", "sk-in-url-SECRET-5150")
+    with StubOpenAIServer(scripted_reply) as server:
+        url = server.url.replace("http://", "http://user:${TEACHER_KEY}@")
+        config = load_config(recipe(tmp_path, url, queries={"augmentation": None}))
+        assert "sk-in-url-SECRET-5150" in config.teacher.base_url  # expanded by the loader, for the requests
+        result = run_eval_instruct(config, echo=lambda line: None)
+    assert result.report.info["teacher_url"] == server.url.replace("http://", "http://user:***@")
+    written = [p for p in Path(config.output_dir).rglob("*") if p.is_file() and p.name != "cache.sqlite"]
+    assert any(p.name == "README.md" for p in written)
+    for path in written:
+        assert b"sk-in-url-SECRET-5150" not in path.read_bytes(), path
+    client = OpenAIClient(config.teacher.base_url, "m")
+    assert "SECRET" not in repr(client) and "user:***@" in repr(client)
+    assert redact_url("https://api.example.com/v1") == "https://api.example.com/v1"
+    assert redact_url("http://k@h:8/v1") == "http://k:***@h:8/v1"
+
+
+def test_the_report_separates_filter_rejections_from_failures_after_retries():
+    from hf_critic.data.report import Failure
+
+    report = StageReport("grading", items_in=5, items_out=2)
+    report.reject("unparseable")
+    report.reject("wrong_language")
+    report.failures.append(Failure("grading", "a", "answer rejected: length (after 3 attempts)"))
+    saved = report.to_dict()
+    assert saved["rejected"] == {"unparseable": 1, "wrong_language": 1}
+    assert saved["failed"] == 1 and saved["failed_by_reason"] == {"answer rejected: length": 1}

@@ -59,13 +59,28 @@ from .chat import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FatalAPIError", "OpenAIBackend", "OpenAIClient", "RetryPolicy"]
+__all__ = ["FatalAPIError", "OpenAIBackend", "OpenAIClient", "RetryPolicy", "redact_url"]
 
 KEY_HEADER = "X-HF-Critic-Cache-Key"
 STAGE_HEADER = "X-HF-Critic-Stage"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its user-info replaced by ``***`` (``http://user:***@host/v1``), for anything
+    written out: reports, dataset cards, logs, error messages. A URL without user-info comes back unchanged.
+
+    A key put in the base URL (``http://user:${KEY}@host``) is expanded by the recipe loader; it must never reach a
+    file or a log line.
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0]
+    return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
 def _http_response_type() -> type:
@@ -245,7 +260,7 @@ class OpenAIClient:
 
     def __repr__(self) -> str:  # no key, ever
         return (
-            f"OpenAIClient(base_url={self.base_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
+            f"OpenAIClient(base_url={redact_url(self.base_url)!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
             f"concurrency={self.concurrency})"
         )
 
@@ -264,7 +279,7 @@ class OpenAIClient:
             return key
         host = urlsplit(self.base_url).hostname or ""
         if host not in _LOCAL_HOSTS:
-            logger.warning("$%s is not set; sending no API key to %s", self.api_key_env, self.base_url)
+            logger.warning("$%s is not set; sending no API key to %s", self.api_key_env, redact_url(self.base_url))
         return "EMPTY"
 
     # ------------------------------------------------------------------------------------------- async core
@@ -288,7 +303,7 @@ class OpenAIClient:
             detail = f"{status}: {str(err.message)[:120]}"
             if status in FATAL_STATUS:
                 raise FatalAPIError(
-                    f"{self.base_url} answered {detail} for model {self.model!r}; check the model name and "
+                    f"{redact_url(self.base_url)} answered {detail} for model {self.model!r}; check the model name and "
                     f"${self.api_key_env}"
                 ) from None
             if status in RETRYABLE_STATUS or status >= 500:

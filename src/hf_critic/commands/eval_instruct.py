@@ -18,7 +18,8 @@ again asks only for what is missing, and a rerun of the same recipe makes no req
 environment variable the recipe names (api_key_env, default OPENAI_API_KEY), never from the recipe.
 
 exit status: 0 done; 1 done, but some items failed after retries (listed in <output_dir>/failures.jsonl);
-2 bad recipe or data; 3 the server refused every request (401/403/404).
+2 bad recipe or data; 3 the server refused every request (401/403/404); 4 no rows at all, or a stage lost more than
+max_rejected_share of its items (one line names the stage and its main reason; nothing is saved or pushed).
 """
 
 
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from ..backends.openai import FatalAPIError
     from ..data.config import load_config
     from ..data.pipeline import run_eval_instruct
+    from ..data.report import ShortfallError
 
     overrides = {k: v for k, v in (("output_dir", args.output_dir), ("cache", args.cache)) if v}
     if args.progress is not None:
@@ -59,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     except FatalAPIError as err:
         print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
         return 3
+    except ShortfallError as err:
+        print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
+        return 4
     except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout
         print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
         return 2

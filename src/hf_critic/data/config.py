@@ -12,6 +12,9 @@ silently falls back to a default):
 ``output_dir``, ``cache``, ``seed``, ``progress``
     where outputs go; the SQLite request cache (default ``<output_dir>/cache.sqlite``); the seed of every random
     draw; progress bars.
+``max_rejected_share``
+    optional, in [0, 1]: the run fails when a stage loses more than this share of its items (a run with no rows
+    always fails).
 ``teacher``
     an :class:`EndpointConfig` (the OpenAI-compatible teacher, GPT-4 in the papers).
 ``queries``
@@ -221,6 +224,9 @@ class EvalInstructConfig:
         pairs / filters / hub: see their classes.
         swap_augmentation: add order-swapped copies of pairwise items (v2 §3.3, following Auto-J).
         progress: progress bars.
+        max_rejected_share: a run fails (one line naming the stage and its main reason, nothing saved or pushed) when
+            a stage loses more than this share in [0, 1] of its items to rejections and failures; None (default):
+            only a run with no rows at all fails.
     """
 
     teacher: EndpointConfig
@@ -237,6 +243,7 @@ class EvalInstructConfig:
     swap_augmentation: bool = True
     hub: HubConfig = field(default_factory=HubConfig)
     progress: bool = True
+    max_rejected_share: float | None = None
 
     @property
     def cache_path(self) -> Path:
@@ -312,6 +319,9 @@ def _validate(config: EvalInstructConfig, where: str) -> None:
         raise ConfigError(f"{where}: variant must be 'v1' or 'v2', got {config.variant!r}")
     if config.language not in ("en", "zh"):
         raise ConfigError(f"{where}: language must be 'en' or 'zh', got {config.language!r}")
+    share = config.max_rejected_share
+    if share is not None and not (isinstance(share, (int, float)) and 0 <= share <= 1):
+        raise ConfigError(f"{where}: max_rejected_share must be a number in [0, 1], got {share!r}")
     names = [g.name for g in config.generators]
     if len(set(names)) != len(names):
         raise ConfigError(f"{where}: generator names must be unique, got {names}")

@@ -27,7 +27,7 @@ from typing import Any
 import datasets
 
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
-from ..backends.openai import OpenAIClient
+from ..backends.openai import OpenAIClient, redact_url
 from ..cache import GenerationCache
 from ..io import RecordError, load_records
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
@@ -35,7 +35,7 @@ from ..schema import SETTINGS, Setting, Task
 from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
 from .hub import push_to_hub, render_card, save_outputs
-from .report import PipelineReport, StageReport
+from .report import PipelineReport, ShortfallError, StageReport
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +164,9 @@ def run_eval_instruct(
         hf_critic.backends.openai.FatalAPIError: the teacher or a generator refuses every request (401 / 403 / 404);
             finished work stays cached, so the run can be started again once fixed.
         ValueError: ``push`` without ``hub.repo_id``.
+        ShortfallError: no config has a row, or a stage lost more than ``config.max_rejected_share`` of its items; the
+            message is one line naming the stage and its main loss reason. ``report.json`` and ``failures.jsonl`` are
+            written; the dataset and its card are not, and nothing is pushed.
     """
     if push and not config.hub.repo_id:
         raise ValueError("push to the Hub needs hub.repo_id (or --push-to-hub ORG/NAME)")
@@ -283,6 +286,15 @@ def run_eval_instruct(
         dataset[setting.name] = split
     report.counts = {name: len(split) for name, split in dataset.items()}
     report.info = _info(config, teacher_name, v2, family, queries=len(seeds))
+    paths: dict[str, Any] = {"report": out_dir / "report.json", "failures": out_dir / "failures.jsonl"}
+    paths["report"].write_text(report.to_json(), encoding="utf-8")
+    paths["failures"].write_text(
+        "".join(json.dumps(f.__dict__, ensure_ascii=False) + "\n" for f in report.failures), encoding="utf-8"
+    )
+    problem = report.shortfall(config.max_rejected_share)
+    if problem is not None:  # an empty dataset is never saved as a result, nor carded, nor pushed
+        cache.close()
+        raise ShortfallError(f"{problem}; see {paths['report']} and {paths['failures']}")
     card = render_card(
         dataset,
         report,
@@ -291,13 +303,7 @@ def run_eval_instruct(
         repo_id=config.hub.repo_id,
         template_path=config.hub.card_template,
     )
-    paths: dict[str, Any] = dict(save_outputs(dataset, out_dir, card))
-    paths["report"] = out_dir / "report.json"
-    paths["report"].write_text(report.to_json(), encoding="utf-8")
-    paths["failures"] = out_dir / "failures.jsonl"
-    paths["failures"].write_text(
-        "".join(json.dumps(f.__dict__, ensure_ascii=False) + "\n" for f in report.failures), encoding="utf-8"
-    )
+    paths.update(save_outputs(dataset, out_dir, card))
     if push:
         paths["url"] = push_to_hub(
             paths["hub"], config.hub.repo_id, private=config.hub.private, token_env=config.hub.token_env
@@ -352,7 +358,7 @@ def _info(config: EvalInstructConfig, teacher: str, v2: bool, family: str, *, qu
         "language": lang,
         "family": family,
         "teacher": teacher,
-        "teacher_url": config.teacher.base_url,
+        "teacher_url": redact_url(config.teacher.base_url),
         "teacher_params": dict(config.teacher.sampling),
         "api_key_env": config.teacher.api_key_env,
         "generators": [g.name for g in config.generators],

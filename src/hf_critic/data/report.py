@@ -18,7 +18,16 @@ from typing import Any
 
 from ..backends.chat import StageUsage
 
-__all__ = ["Failure", "PipelineReport", "StageReport"]
+__all__ = ["Failure", "PipelineReport", "ShortfallError", "StageReport"]
+
+
+class ShortfallError(RuntimeError):
+    """A run that produced no rows, or lost more than the allowed share of a stage's items: its message is one line
+    naming the stage and the main reason (:meth:`PipelineReport.shortfall`). Nothing is saved or pushed."""
+
+
+# Rejection reasons that are choices of the recipe, not losses (see hf_critic.data.filters.REASONS).
+_BY_DESIGN = frozenset({"balance", "reference_generator"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,14 @@ class StageReport:
         """Number of failed items."""
         return len(self.failures)
 
+    def losses(self) -> Counter:
+        """Items lost by reason: filter rejections by their reason, failures by their error without the attempt count
+        (``"answer rejected: unparseable"``, ``"500: overloaded"``), prefixed ``failed: ``. Items left out by design
+        (not drawn when balancing, the reference generator's own responses) are no loss."""
+        lost = Counter({k: v for k, v in self.rejected.items() if k not in _BY_DESIGN})
+        lost.update("failed: " + f.error.split(" (after ", 1)[0] for f in self.failures)
+        return lost
+
     @property
     def balanced(self) -> bool:
         """For conserved stages: ``items_in == items_out + sum(rejected) + failed`` (always True otherwise)."""
@@ -90,6 +107,10 @@ class StageReport:
             "items_out": self.items_out,
             "rejected": dict(self.rejected),
             "failed": self.failed,
+            # why items failed (after their bounded retries), apart from the filters' rejections above
+            "failed_by_reason": {
+                k[len("failed: ") :]: v for k, v in self.losses().items() if k.startswith("failed: ")
+            },
             "failures": [f.__dict__ for f in self.failures],
             "conserved": self.conserved,
             "balanced": self.balanced,
@@ -135,6 +156,35 @@ class PipelineReport:
         for s in self.stages:
             total.update(s.rejected)
         return total
+
+    def shortfall(self, max_loss_share: float | None = None) -> str | None:
+        """One line saying why the run's output is not worth keeping, or None when it is.
+
+        The output is not worth keeping when no config has a row, or when a conserved stage lost (rejected or failed)
+        more than ``max_loss_share`` of its items. The line names the stage (for an empty output, the first that kept
+        nothing of a non-empty input) and its main loss reason with its count.
+
+        Args:
+            max_loss_share: largest allowed share in [0, 1] of a stage's items lost; None: only an empty output counts.
+        """
+        culprit, what = None, ""
+        if not sum(self.counts.values()):
+            fed = [s for s in self.stages if s.items_in and s.conserved]  # augmentation passes its seeds on
+            culprit = next((s for s in fed if not s.items_out), fed[-1] if fed else None)
+            what = "no rows in any config"
+        elif max_loss_share is not None:
+            for s in self.stages:
+                lost = sum(s.losses().values())
+                if s.conserved and s.items_in and lost / s.items_in > max_loss_share:
+                    culprit, what = s, f"more than {max_loss_share:.0%} of a stage's items lost"
+                    break
+        if culprit is None:
+            return None if what == "" else f"{what}: no stage had any input (no seed queries?)"
+        reason, count = next(iter(culprit.losses().most_common(1)), ("no reason recorded", 0))
+        return (
+            f"{what}: stage {culprit.name} kept {culprit.items_out} of {culprit.items_in} {culprit.unit}; "
+            f"main reason: {reason} ({count})"
+        )
 
     def total_usage(self) -> StageUsage:
         """Usage of all stages together."""
