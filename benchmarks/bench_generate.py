@@ -1,34 +1,53 @@
-"""Critiques per second of the default critic at batch sizes 1, 4 and 8, against a one-record-at-a-time loop.
+"""Critiques per second of the default critic: engine x dtype x batch size, against a one-record-at-a-time loop.
 
-The baseline is the plain transformers loop a user would write (chat template, `generate`, decode, one
-record at a time) on the model as `from_pretrained` loads it by default (float32; `--baseline-dtype`), timed
-in the same run with the same threads, records and decoding settings. hf-critic runs with its defaults
-(`--dtype auto`: bfloat16 on CPUs with native bfloat16), so the ratio counts both what batching and what
-the dtype choice buy; run `--dtype float32` to see batching alone. Target: >= 3x at batch 8.
+The baseline is the plain transformers loop a user would write (chat template, `generate`, decode, one record at a
+time) on the model as `from_pretrained` loads it by default (float32), timed in the same run with the same threads,
+records and decoding settings. Then, for each batch size (1, 4, 8):
 
-    .venv/bin/python benchmarks/bench_generate.py [--records 16] [--max-new-tokens 64]
+- `transformers <dtype>`: hf-critic's transformers engine (length-sorted, left-padded batches) in float32 and
+  bfloat16;
+- `transformers auto`: what `--dtype auto` picks for that CPU and batch size (`hf_critic.models.auto_dtype`), timed
+  as its own run;
+- `transformers-cb <dtype>` (with `--continuous-batching`): transformers' own continuous batching
+  (`generate_batch`, paged attention) with the batch size as its slot budget;
+- `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots.
+
+It prints the CPU model, its flags that matter (AMX, AVX-512 BF16, AVX2), the thread count and the machine load
+(`os.getloadavg`), since other work on the machine changes every figure.
+
+    .venv/bin/python benchmarks/bench_generate.py [--records 16] [--max-new-tokens 64] [--engines transformers,llamacpp]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import time
 from pathlib import Path
 
 import torch
 
-from hf_critic.critic import Critic
 from hf_critic.decoding import DecodingConfig
-from hf_critic.models import load_model
+from hf_critic.models import auto_dtype, cpu_flags, load_model
+from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pointwise_reference_free.jsonl"
+BATCHES = (1, 4, 8)
 
 
 def records(n: int) -> list[dict]:
     rows = [json.loads(line) for line in EXAMPLES.read_text(encoding="utf-8").splitlines()]
     return [rows[i % len(rows)] | {"question": f"{rows[i % len(rows)]['question']} (#{i})"} for i in range(n)]
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def baseline(model, tokenizer, conversations, max_new_tokens: int) -> float:
@@ -46,51 +65,69 @@ def baseline(model, tokenizer, conversations, max_new_tokens: int) -> float:
     return time.perf_counter() - started
 
 
+def timed(generate, conversations, decoding) -> float:
+    started = time.perf_counter()
+    generate(conversations, decoding)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--template", default="mtbench")
-    parser.add_argument("--dtype", default="auto", help="hf-critic's model dtype (default: auto, as the CLI)")
-    parser.add_argument(
-        "--baseline-dtype", default="float32", help="the loop's dtype (default: float32, as transformers)"
-    )
-    parser.add_argument("--threads", type=int, help="torch threads (default: one per physical core, as the CLI)")
+    parser.add_argument("--engines", default="transformers,llamacpp", help="comma-separated: transformers,llamacpp")
+    parser.add_argument("--dtypes", default="float32,bfloat16", help="transformers dtypes besides auto")
+    parser.add_argument("--batches", default="1,4,8", help="batch sizes (llama.cpp: parallel slots)")
+    parser.add_argument("--continuous-batching", action="store_true", help="also time transformers' generate_batch")
+    parser.add_argument("--threads", type=int, help="threads (default: one per physical core, as the CLI)")
     args = parser.parse_args()
 
-    critic = Critic.from_pretrained(
-        None,
-        template=args.template,
-        progress=False,
-        decoding=DecodingConfig(max_new_tokens=args.max_new_tokens),
-        dtype=args.dtype,
-        num_threads=args.threads,
-    )
-    backend = critic.backend
-    rows = records(args.records)
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.models import default_num_threads
+
+    threads = args.threads or default_num_threads()
+    torch.set_num_threads(threads)
+    engines, batches = args.engines.split(","), [int(b) for b in args.batches.split(",")]
+    decoding = DecodingConfig(max_new_tokens=args.max_new_tokens)
     setting = Setting(Task.POINTWISE, referenced=False)
-    template = critic.template_for(setting)
-    conversations = [template.render(r) for r in rows]
+    conversations = [get_template(args.template, setting, "en").render(r) for r in records(args.records)]
+    flags = cpu_flags()
+    print(f"CPU: {cpu_model()}; flags: {' '.join(sorted(f for f, on in flags.items() if on)) or 'none of interest'}")
     print(
-        f"default critic, {args.records} records, greedy, max_new_tokens={args.max_new_tokens}, "
-        f"hf-critic dtype={backend.model.dtype}, torch threads={torch.get_num_threads()}, setting={setting.name}"
+        f"threads {threads}, load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1 / 5 / 15 min); "
+        f"{args.records} records, greedy, max_new_tokens={args.max_new_tokens}, {setting.name}, torch {torch.__version__}"
     )
 
-    plain, tokenizer = load_model(None, dtype=args.baseline_dtype)
-    base = baseline(plain, tokenizer, conversations, args.max_new_tokens)
-    del plain
-    print(
-        f"baseline (one record at a time, {args.baseline_dtype}): {args.records / base:.2f} critiques/s ({base:.1f} s)"
-    )
-    for batch_size in (1, 4, 8):
-        backend.batch_size = batch_size
-        started = time.perf_counter()
-        backend.generate(conversations, critic.decoding)
-        elapsed = time.perf_counter() - started
-        print(
-            f"hf-critic batch {batch_size}: {args.records / elapsed:.2f} critiques/s ({elapsed:.1f} s), "
-            f"{base / elapsed:.2f}x the baseline"
-        )
+    def row(label: str, elapsed: float) -> None:
+        print(f"{label:<34} {args.records / elapsed:6.2f} critiques/s ({elapsed:6.1f} s)  {base / elapsed:5.2f}x")
+
+    model, tokenizer = load_model(None, dtype="float32")
+    base = baseline(model, tokenizer, conversations, args.max_new_tokens)
+    row("baseline loop float32, batch 1", base)
+    loaded = {torch.float32: model}
+    if "transformers" in engines:
+        for batch in batches:
+            chosen = auto_dtype(batch)
+            for label, dtype in [(d, getattr(torch, d)) for d in args.dtypes.split(",")] + [("auto", chosen)]:
+                if dtype not in loaded:
+                    loaded[dtype] = load_model(None, dtype=str(dtype).removeprefix("torch."))[0]
+                backend = TransformersBackend(loaded[dtype], tokenizer, name="bench", batch_size=batch, progress=False)
+                name = f"auto -> {str(dtype).removeprefix('torch.')}" if label == "auto" else label
+                row(f"transformers {name}, batch {batch}", timed(backend.generate, conversations, decoding))
+                if args.continuous_batching and label != "auto":
+                    backend.continuous_batching = True
+                    row(f"transformers-cb {label}, batch {batch}", timed(backend.generate, conversations, decoding))
+    del loaded
+    if "llamacpp" in engines:
+        from hf_critic.backends.llamacpp import LlamaCppBackend
+        from hf_critic.models import default_gguf_file
+
+        for batch in batches:
+            backend = LlamaCppBackend(default_gguf_file(), parallel=batch, threads=threads, progress=False)
+            row(f"llamacpp Q4_1, {batch} slot(s)", timed(backend.generate, conversations, decoding))
+            backend.close()
+    print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

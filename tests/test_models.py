@@ -12,6 +12,11 @@ from hf_critic import models
 from hf_critic.backends.transformers import TransformersBackend
 
 
+AMX = {"amx_bf16": True, "amx_tile": True, "avx512_bf16": True, "avx512_f": True, "avx2": True}
+AVX512_BF16 = {"amx_bf16": False, "amx_tile": False, "avx512_bf16": True, "avx512_f": True, "avx2": True}
+AVX2 = {"avx2": True}
+
+
 def test_inference_dtype_names_and_auto(monkeypatch):
     assert models.inference_dtype("float32") is torch.float32
     assert models.inference_dtype("bfloat16") is torch.bfloat16
@@ -19,19 +24,42 @@ def test_inference_dtype_names_and_auto(monkeypatch):
     with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
         models.inference_dtype("fp8")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    monkeypatch.setattr(models, "native_bf16_cpu", lambda: True)
-    assert models.inference_dtype("auto") is torch.bfloat16
-    monkeypatch.setattr(models, "native_bf16_cpu", lambda: False)
+    monkeypatch.setattr(models, "cpu_flags", lambda: AMX)
+    assert models.inference_dtype("auto", batch_size=1) is torch.bfloat16
+    monkeypatch.setattr(models, "cpu_flags", lambda: AVX2)
     assert models.inference_dtype("auto") is torch.float32  # emulated bfloat16 is slow: stay in float32
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert models.inference_dtype("auto") == "auto"  # the checkpoint's own dtype on GPU
 
 
-def test_native_bf16_cpu_reads_torch_capabilities(monkeypatch):
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (AMX, {1: torch.bfloat16, 4: torch.bfloat16, 8: torch.bfloat16, 32: torch.bfloat16}),
+        # AVX-512 BF16 without AMX: bfloat16 matrix-vector products are 4.3x slower than float32 (issue 14)
+        (AVX512_BF16, {1: torch.float32, 4: torch.float32, 8: torch.bfloat16, 32: torch.bfloat16}),
+        (AVX2, {1: torch.float32, 8: torch.float32}),
+    ],
+)
+def test_auto_dtype_per_cpu_and_batch_size(flags, expected):
+    assert {b: models.auto_dtype(b, flags) for b in expected} == expected
+
+
+def test_auto_dtype_never_picks_the_slower_measured_dtype():
+    """Every measured (CPU, batch) figure: the dtype auto picks is at least as fast as float32."""
+    classes = {"amx": AMX, "avx512_bf16": AVX512_BF16}
+    for cpu, table in models.MEASUREMENTS.items():
+        f32, bf16 = table["transformers float32"], table["transformers bfloat16"]
+        for batch in f32.keys() & bf16.keys():
+            picked = bf16 if models.auto_dtype(batch, classes[cpu]) is torch.bfloat16 else f32
+            assert picked[batch] >= f32[batch], (cpu, batch)
+
+
+def test_cpu_flags_reads_torch_capabilities(monkeypatch):
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": False, "avx512_bf16": True})
-    assert models.native_bf16_cpu()
-    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"avx2": True})
-    assert not models.native_bf16_cpu()
+    assert models.cpu_flags() == {
+        "amx_bf16": False, "amx_tile": False, "avx512_bf16": True, "avx512_f": False, "avx2": False
+    }
 
 
 def test_default_num_threads_is_one_per_core():

@@ -116,30 +116,84 @@ def resolve_model(model: str | os.PathLike | None) -> str:
     return model
 
 
-def native_bf16_cpu() -> bool:
-    """True when the CPU multiplies bfloat16 natively (x86 AMX-BF16 or AVX512-BF16, Arm BF16).
+CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_f", "avx2")
 
-    Uses ``torch.cpu.get_capabilities()``; False where torch cannot tell (older torch, other CPUs).
+# Critiques per second of the default critic (16 demo prompts, 64 new tokens, greedy, 2 threads), by CPU class, engine,
+# dtype and batch size, from ``benchmarks/bench_generate.py``. The ``auto`` rules below are read off these figures.
+MEASUREMENTS = {
+    # This project's machine: Intel Xeon (Sapphire Rapids class, AMX-BF16 + AVX-512 BF16), 2 cores.
+    "amx": {
+        "transformers float32": {1: 0.27, 4: 0.44, 8: 0.63},
+        "transformers bfloat16": {1: 0.29, 4: 0.74, 8: 1.34},
+    },
+    # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 2 threads.
+    "avx512_bf16": {
+        "transformers float32": {1: 0.29, 8: 0.86},
+        "transformers bfloat16": {1: 0.07, 8: 1.45},
+        "llamacpp Q4_1": {1: 0.63, 4: 0.94, 8: 0.94},
+    },
+}
+
+
+def cpu_flags() -> dict[str, bool]:
+    """The CPU features that decide the ``auto`` dtype: AMX-BF16 / AMX tiles, AVX-512 BF16, AVX-512F, AVX2.
+
+    Read from ``torch.cpu.get_capabilities()`` (names as in :data:`CPU_FLAGS`), falling back to ``/proc/cpuinfo``
+    (Linux) where torch cannot tell. On Arm every flag is False, so ``auto`` keeps float32 there (not measured).
+
+    Returns:
+        ``{flag: present}`` for every name in :data:`CPU_FLAGS`.
     """
     import torch
 
     try:
         caps = torch.cpu.get_capabilities()
     except AttributeError:
-        return False
-    return bool(caps.get("amx_bf16") or caps.get("avx512_bf16") or caps.get("bf16"))
+        caps = {}
+    if not caps and Path("/proc/cpuinfo").is_file():
+        words = set(Path("/proc/cpuinfo").read_text().split())
+        caps = {flag: flag.replace("avx512_f", "avx512f") in words for flag in CPU_FLAGS}
+    return {flag: bool(caps.get(flag)) for flag in CPU_FLAGS}
 
 
-def inference_dtype(dtype: str = "auto"):
-    """The torch dtype critiques are generated in.
+def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
+    """The CPU dtype ``--dtype auto`` picks for generation at ``batch_size``: never slower than float32.
 
-    ``"auto"``: on CUDA the checkpoint's own dtype (transformers' ``"auto"``); on a CPU with native bfloat16
-    (:func:`native_bf16_cpu`) ``torch.bfloat16``: on this project's 2-core Xeon (AMX-BF16, 2 threads,
-    ``benchmarks/bench_generate.py``) 16 default-critic critiques took 55.8 / 21.6 / 11.9 s at batch 1 / 4 / 8 in
-    bfloat16 against 59.5 / 36.6 / 25.2 s in float32; otherwise float32 (emulated bfloat16 is slow).
+    Rules, read off :data:`MEASUREMENTS` (``benchmarks/bench_generate.py``):
+
+    - **AMX-BF16** (Intel Sapphire Rapids and later; this project's machine): bfloat16 at every batch size: AMX
+      multiplies bfloat16 tiles natively, and bfloat16 was faster than float32 at batch 1, 4 and 8.
+    - **AVX-512 BF16 without AMX** (AMD Zen 4 / EPYC, Intel Cooper Lake): bfloat16 only from batch 8 on. Its
+      ``vdpbf16ps`` helps matrix-matrix products (1.7x float32 at batch 8) but bfloat16 matrix-vector products
+      run 4.3x *slower* than float32 (batch 1: 231 s against 54 s for 16 critiques); batch 4 was not measured
+      there, so it stays float32.
+    - anything else: float32 (bfloat16 is emulated).
 
     Args:
-        dtype: ``"auto"`` or a torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``).
+        batch_size: sequences per ``generate`` call (>= 1; under self-consistency, the rows times the samples).
+        flags: CPU features (default :func:`cpu_flags`), for tests.
+
+    Returns:
+        ``torch.bfloat16`` or ``torch.float32``.
+    """
+    import torch
+
+    flags = cpu_flags() if flags is None else flags
+    if flags.get("amx_bf16"):
+        return torch.bfloat16
+    if flags.get("avx512_bf16") and batch_size >= 8:
+        return torch.bfloat16
+    return torch.float32
+
+
+def inference_dtype(dtype: str = "auto", batch_size: int = 8):
+    """The torch dtype critiques are generated in.
+
+    Args:
+        dtype: ``"auto"`` or a torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``). ``"auto"`` is the
+            checkpoint's own dtype on CUDA (transformers' ``"auto"``) and :func:`auto_dtype` on CPU.
+        batch_size: the batch size generation will run at (the smaller of ``--batch-size`` and the number of rows):
+            on some CPUs the faster dtype depends on it (:func:`auto_dtype`).
 
     Returns:
         A ``torch.dtype``, or the string ``"auto"`` (CUDA).
@@ -152,7 +206,7 @@ def inference_dtype(dtype: str = "auto"):
     if dtype == "auto":
         if torch.cuda.is_available():
             return "auto"
-        return torch.bfloat16 if native_bf16_cpu() else torch.float32
+        return auto_dtype(batch_size)
     if isinstance(dtype, torch.dtype):
         return dtype
     value = getattr(torch, str(dtype), None)
@@ -192,7 +246,9 @@ def dequantized_gguf_config(path: str | os.PathLike):
     return config
 
 
-def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: bool = False, dtype: str = "auto"):
+def load_model(
+    model: str | os.PathLike | None = None, *, trust_remote_code: bool = False, dtype: str = "auto", batch_size: int = 8
+):
     """Load a causal LM and its tokenizer for critique generation or scoring.
 
     Args:
@@ -200,6 +256,7 @@ def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: boo
         trust_remote_code: run the model repository's own Python code (needed by e.g. THUDM/chatglm3-6b).
             Off unless the user asks for it explicitly.
         dtype: torch dtype name or "auto" (see :func:`inference_dtype`).
+        batch_size: the batch size generation will run at (decides ``"auto"`` on some CPUs).
 
     Returns:
         ``(model, tokenizer)``: the model in eval mode; the tokenizer with left padding and a pad token.
@@ -212,7 +269,7 @@ def load_model(model: str | os.PathLike | None = None, *, trust_remote_code: boo
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(model)
-    dtype = inference_dtype(dtype)
+    dtype = inference_dtype(dtype, batch_size)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     tokenizer.padding_side = "left"  # decoder-only batches must be left-padded for generation
     if tokenizer.pad_token is None:

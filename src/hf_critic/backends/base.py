@@ -1,6 +1,7 @@
 """The interface every generation backend implements.
 
-Implementations: :class:`~hf_critic.backends.transformers.TransformersBackend` (a local model, in-process) and
+Implementations: :class:`~hf_critic.backends.transformers.TransformersBackend` (a local model, in-process),
+:class:`~hf_critic.backends.llamacpp.LlamaCppBackend` (a GGUF file through llama.cpp, in-process) and
 :class:`~hf_critic.backends.openai.OpenAIBackend` (any OpenAI-compatible server: OpenAI, vLLM, ``transformers serve``,
 llama.cpp's server).
 """
@@ -23,10 +24,13 @@ class Backend(ABC):
         name: identity of the model behind the backend; part of every cache key, so two models never
             share cached generations.
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
+        supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
+            behind its server).
     """
 
     name: str
     context_length: int | None = None
+    supports_grammar: bool = False
 
     @abstractmethod
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
@@ -77,4 +81,29 @@ class Backend(ABC):
         """
         raise VerdictProbabilityError(
             f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
+        )
+
+    def continue_under_grammar(
+        self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32
+    ) -> list[str]:
+        """Greedily continue each conversation's assistant answer ``prefixes[i]`` under a GBNF ``grammar``.
+
+        Used by ``--constrain-verdict`` (:mod:`hf_critic.grammars`) to append a verdict line in the template's
+        syntax to a critique that has none.
+
+        Args:
+            conversations: chat messages ending in a user turn.
+            prefixes: the assistant text generated so far, one per conversation.
+            grammar: GBNF grammar the continuation must match.
+            max_new_tokens: budget of the continuation.
+
+        Returns:
+            The continuation only (without the prefix), one per conversation.
+
+        Raises:
+            NotImplementedError: the engine has no grammar-constrained decoding.
+        """
+        raise NotImplementedError(
+            f"{self.name}: this engine cannot constrain generation with a grammar; use --engine llamacpp or "
+            "--base-url of a llama.cpp server"
         )

@@ -60,14 +60,15 @@ class TransformersBackend(Backend):
             model: local folder, Hub id, or None; see :func:`hf_critic.models.resolve_model`.
             trust_remote_code: only when the user asks (e.g. ChatGLM3).
             num_threads: torch intra-op threads on CPU; default :func:`hf_critic.models.default_num_threads`.
-            dtype: ``"auto"`` (bfloat16 on CPUs that have it natively, see :func:`hf_critic.models.inference_dtype`)
-                or a torch dtype name; part of the backend's name, so cached generations never mix dtypes.
-            **kwargs: ``batch_size``, ``progress``.
+            dtype: ``"auto"`` (per CPU and batch size, see :func:`hf_critic.models.auto_dtype`) or a torch dtype
+                name; part of the backend's name, so cached generations never mix dtypes.
+            **kwargs: ``batch_size`` (also decides ``"auto"``), ``progress``.
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
         """
-        lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype)
+        batch_size = kwargs.get("batch_size", 8)
+        lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype, batch_size=batch_size)
         if lm.device.type == "cpu":
             torch.set_num_threads(num_threads or default_num_threads())
         name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}"
@@ -93,7 +94,11 @@ class TransformersBackend(Backend):
 
     @torch.inference_mode()
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
-        """Generate in length-sorted batches (similar lengths waste less padding); results in input order.
+        """Generate in length-sorted batches of equal size; results in input order.
+
+        Sorting by length buckets similar prompts together (less padding). The ``ceil(n / batch_size)`` batches are
+        of equal size (17 prompts at batch 8: 6 + 6 + 5, not 8 + 8 + 1), so no run ends on a lone prompt, which on
+        CPUs without AMX is the slowest shape in bfloat16 (:func:`hf_critic.models.auto_dtype`).
 
         Each batch is seeded from ``config.seed`` and the batch's own prompts, so sampling is reproducible
         for the same inputs and batch size, including after a resumed run.
@@ -115,8 +120,7 @@ class TransformersBackend(Backend):
         bar = tqdm(
             total=len(texts), unit="critique", disable=not self.progress, desc=f"generating ({config.strategy})"
         )
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        for batch in _balanced(order, self.batch_size):
             inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
             inputs = {k: v.to(self.model.device) for k, v in inputs.items()}
             digest = hashlib.sha256("\x00".join(texts[i] for i in batch).encode()).digest()
@@ -206,3 +210,15 @@ class TransformersBackend(Backend):
             bar.update(len(batch))
         bar.close()
         return results  # type: ignore[return-value]
+
+
+def _balanced(items: list[int], batch_size: int) -> list[list[int]]:
+    """``items`` cut into ``ceil(len / batch_size)`` consecutive batches whose sizes differ by at most one."""
+    count = -(-len(items) // batch_size)
+    size, extra = divmod(len(items), count) if count else (0, 0)
+    batches, start = [], 0
+    for k in range(count):
+        end = start + size + (k < extra)
+        batches.append(items[start:end])
+        start = end
+    return batches
