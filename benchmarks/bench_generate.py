@@ -65,6 +65,25 @@ def baseline(model, tokenizer, conversations, max_new_tokens: int) -> float:
     return time.perf_counter() - started
 
 
+def continuous_batching(model, tokenizer, conversations, max_new_tokens: int, slots: int) -> float:
+    """transformers' continuous batching (``generate_batch``: paged KV cache, requests join as others finish)."""
+    from transformers import GenerationConfig
+
+    ids = [tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=True) for c in conversations]
+    ids = [x["input_ids"] if hasattr(x, "keys") else x for x in ids]
+    config = GenerationConfig(
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        max_batch_tokens=slots * max(len(x) for x in ids),
+    )
+    started = time.perf_counter()
+    with torch.inference_mode():
+        model.generate_batch(inputs=ids, generation_config=config, progress_bar=False)
+    return time.perf_counter() - started
+
+
 def timed(generate, conversations, decoding) -> float:
     started = time.perf_counter()
     generate(conversations, decoding)
@@ -116,8 +135,8 @@ def main() -> None:
                 name = f"auto -> {str(dtype).removeprefix('torch.')}" if label == "auto" else label
                 row(f"transformers {name}, batch {batch}", timed(backend.generate, conversations, decoding))
                 if args.continuous_batching and label != "auto":
-                    backend.continuous_batching = True
-                    row(f"transformers-cb {label}, batch {batch}", timed(backend.generate, conversations, decoding))
+                    elapsed = continuous_batching(loaded[dtype], tokenizer, conversations, args.max_new_tokens, batch)
+                    row(f"transformers-cb {label}, batch {batch}", elapsed)
     del loaded
     if "llamacpp" in engines:
         from hf_critic.backends.llamacpp import LlamaCppBackend

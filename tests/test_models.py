@@ -11,7 +11,6 @@ import torch
 from hf_critic import models
 from hf_critic.backends.transformers import TransformersBackend
 
-
 AMX = {"amx_bf16": True, "amx_tile": True, "avx512_bf16": True, "avx512_f": True, "avx2": True}
 AVX512_BF16 = {"amx_bf16": False, "amx_tile": False, "avx512_bf16": True, "avx512_f": True, "avx2": True}
 AVX2 = {"avx2": True}
@@ -58,7 +57,11 @@ def test_auto_dtype_never_picks_the_slower_measured_dtype():
 def test_cpu_flags_reads_torch_capabilities(monkeypatch):
     monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: {"amx_bf16": False, "avx512_bf16": True})
     assert models.cpu_flags() == {
-        "amx_bf16": False, "amx_tile": False, "avx512_bf16": True, "avx512_f": False, "avx2": False
+        "amx_bf16": False,
+        "amx_tile": False,
+        "avx512_bf16": True,
+        "avx512_f": False,
+        "avx2": False,
     }
 
 

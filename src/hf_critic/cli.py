@@ -31,12 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    from .backends.openai import EndpointError, FatalAPIError
     from .io import RecordError
     from .models import ModelNotFoundError
 
     try:
         return args.func(args) or 0
-    except (RecordError, ModelNotFoundError, ValueError) as err:
+    except (RecordError, ModelNotFoundError, ValueError, EndpointError, FatalAPIError) as err:
         print(f"hf-critic {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -18,6 +18,7 @@ from . import schema
 from .backends.base import Backend
 from .cache import GenerationCache, cached_generate
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
+from .grammars import verdict_grammar
 from .io import RecordError, check_fields
 from .parsing import ParsedCritique, parse
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
@@ -82,6 +83,12 @@ class Critic:
         truncate: what to do with an input longer than the context: ``"middle"`` cuts the response(s)
             from the middle, ``"skip"`` leaves the row unjudged (status skipped), ``"error"`` raises.
         cache_path: SQLite file of finished generations; with it, a killed run restarted redoes nothing.
+        constrain_verdict: append a verdict in the template's syntax, chosen by the model under a GBNF grammar
+            (:mod:`hf_critic.grammars`), to every critique whose verdict does not parse; the explanation stays as
+            generated. Needs a backend with ``supports_grammar`` (llama.cpp, in-process or behind its server).
+
+    Raises:
+        ValueError: an unknown truncation policy, or ``constrain_verdict`` on a backend without grammars.
 
     Example:
         >>> critic = Critic.from_pretrained()  # doctest: +SKIP
@@ -98,9 +105,16 @@ class Critic:
         decoding: DecodingConfig | None = None,
         truncate: str = "middle",
         cache_path: str | os.PathLike | None = None,
+        constrain_verdict: bool = False,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
+        if constrain_verdict and not backend.supports_grammar:
+            raise ValueError(
+                f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
+                "--engine llamacpp or --base-url of a llama.cpp server"
+            )
+        self.constrain_verdict = constrain_verdict
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
         self.truncate = truncate
@@ -112,6 +126,7 @@ class Critic:
         cls,
         model: str | None = None,
         *,
+        engine: str = "auto",
         trust_remote_code: bool = False,
         batch_size: int = 8,
         num_threads: int | None = None,
@@ -119,22 +134,25 @@ class Critic:
         progress: bool = True,
         **kwargs,
     ) -> Critic:
-        """A critic on a local transformers model (None = the embedded default critic, SmolLM2-135M-Instruct).
+        """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
 
         Args:
-            model: local folder or Hub id (fails fast when offline and not cached).
+            model: local folder, Hub id (fails fast when offline and not cached) or ``.gguf`` file.
+            engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
-            batch_size: conversations per generate call.
+            batch_size: conversations per generate call (llama.cpp: parallel slots).
             num_threads: CPU threads (default: one per physical core).
-            dtype: ``"auto"`` (bfloat16 on CPUs with native bfloat16, else float32; the checkpoint's dtype on CUDA)
-                or a torch dtype name.
+            dtype: ``"auto"`` (per CPU and batch size, :func:`hf_critic.models.auto_dtype`; the checkpoint's dtype on
+                CUDA) or a torch dtype name.
             progress: show progress bars.
-            **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path).
+            **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
+                constrain_verdict).
         """
-        from .backends.transformers import TransformersBackend
+        from .backends import load_backend
 
-        backend = TransformersBackend.from_pretrained(
+        backend = load_backend(
             model,
+            engine=engine,
             trust_remote_code=trust_remote_code,
             num_threads=num_threads,
             dtype=dtype,
@@ -304,6 +322,8 @@ class Critic:
         """
         generations, cached = self._generate(conversations)
         kind, low_high = template.output.kind, template.output.score_range
+        if self.constrain_verdict:
+            generations = self._force_verdicts(template, conversations, generations)
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
         parsed, raws = [], []
         for texts in generations:
@@ -323,6 +343,41 @@ class Critic:
         if fresh:
             logger.info("%d input(s) generated, %d from cache", fresh, cached)
         return generations, cached
+
+    def _force_verdicts(self, template: PromptTemplate, conversations: list, generations: list) -> list:
+        """Every generated text whose verdict does not parse, continued under the template's verdict grammar.
+
+        The continuations are cached under the conversation, the text continued and the grammar, so a rerun asks
+        for none again.
+        """
+        grammar = verdict_grammar(template.output)
+        kind, low_high = template.output.kind, template.output.score_range
+        todo = [
+            (i, j)
+            for i, texts in enumerate(generations)
+            for j, text in enumerate(texts or ())
+            if parse(text, kind, low_high).status is not schema.ParseStatus.OK
+        ]
+        keys = {
+            (i, j): cache_key(
+                model=self.backend.name, messages=conversations[i], prefix=generations[i][j], grammar=grammar
+            )
+            for i, j in todo
+        }
+        done = self.cache.get_many(keys.values()) if self.cache is not None else {}
+        missing = [ij for ij in todo if keys[ij] not in done]
+        if missing:
+            tails = self.backend.continue_under_grammar(
+                [conversations[i] for i, _ in missing], [generations[i][j] for i, j in missing], grammar
+            )
+            fresh = {keys[ij]: tail for ij, tail in zip(missing, tails, strict=True)}
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            done.update(fresh)
+        out = [list(texts) if texts is not None else None for texts in generations]
+        for i, j in todo:
+            out[i][j] = generations[i][j] + done[keys[i, j]]
+        return out
 
 
 def _stats(parsed: list[ParsedCritique], truncated: list[bool], cached: int) -> RunStats:

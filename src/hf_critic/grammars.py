@@ -68,7 +68,7 @@ def verdict_grammar(output: OutputSpec) -> str:
     elif output.format == "score_dict":
         line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": " value "}}"'
     elif output.format == "comparison_dict":
-        line = f"\"{{\" {gbnf_literal(repr(output.overall_key))} \": '\" value \"'}}\""
+        line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": \'" value "\'}}"'
     else:
         raise ValueError(f"no verdict grammar for output format {output.format!r}")
     return f'root ::= "\\n" {line}\nvalue ::= {value}\n'

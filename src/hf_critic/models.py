@@ -186,6 +186,68 @@ def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
     return torch.float32
 
 
+ENGINES = ("auto", "transformers", "llamacpp")
+
+
+def is_gguf_path(model: str | os.PathLike | None) -> bool:
+    """True when ``model`` names a ``.gguf`` file (existing or not: the llama.cpp engine then reports it missing)."""
+    return model is not None and str(model).lower().endswith(".gguf")
+
+
+def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int = 8) -> str:
+    """The engine that runs ``model``: ``"transformers"`` or ``"llamacpp"``.
+
+    ``"auto"``: a ``.gguf`` file runs on llama.cpp (transformers could only de-quantise it to float32); a model
+    folder or Hub id on transformers. The embedded default critic (``model`` None) exists as both (the GGUF file
+    and its de-quantised copy, the same weights): ``auto`` takes llama.cpp where the measurements in
+    :data:`MEASUREMENTS` show it faster at that batch size (batch 1 on CPUs without AMX: 0.63 against 0.29
+    critiques/s), else transformers; llama.cpp only when ``xllamacpp`` is installed.
+
+    Args:
+        engine: one of :data:`ENGINES`.
+        model: ``--model`` (None: the default critic).
+        batch_size: the batch size generation will run at.
+
+    Raises:
+        ValueError: an unknown engine, or ``transformers`` asked for a ``.gguf`` path.
+    """
+    import importlib.util
+
+    import torch
+
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+    if engine == "transformers" and is_gguf_path(model):
+        raise ValueError(f"{model}: a GGUF file runs on --engine llamacpp (or pass the model's folder or Hub id)")
+    if engine != "auto":
+        return engine
+    if is_gguf_path(model):
+        return "llamacpp"
+    if model is not None or torch.cuda.is_available() or importlib.util.find_spec("xllamacpp") is None:
+        return "transformers"
+    return "llamacpp" if _llamacpp_faster(batch_size, cpu_flags()) else "transformers"
+
+
+def cpu_class(flags: dict[str, bool]) -> str:
+    """The :data:`MEASUREMENTS` row a CPU belongs to: ``"amx"``, ``"avx512_bf16"`` or ``"other"``."""
+    return "amx" if flags.get("amx_bf16") else "avx512_bf16" if flags.get("avx512_bf16") else "other"
+
+
+def _llamacpp_faster(batch_size: int, flags: dict[str, bool]) -> bool:
+    """Whether this CPU class's measurements show llama.cpp faster than transformers in its auto dtype, at the
+    measured batch size nearest ``batch_size`` (False where nothing was measured)."""
+    import torch
+
+    table = MEASUREMENTS.get(cpu_class(flags), {})
+    dtype = "bfloat16" if auto_dtype(batch_size, flags) is torch.bfloat16 else "float32"
+    llama, ours = table.get("llamacpp Q4_1", {}), table.get(f"transformers {dtype}", {})
+    measured = [b for b in llama if b in ours]
+    if not measured:
+        return False
+    nearest = min(measured, key=lambda b: (abs(b - batch_size), b))
+    return llama[nearest] > ours[nearest]
+
+
 def inference_dtype(dtype: str = "auto", batch_size: int = 8):
     """The torch dtype critiques are generated in.
 
@@ -247,7 +309,11 @@ def dequantized_gguf_config(path: str | os.PathLike):
 
 
 def load_model(
-    model: str | os.PathLike | None = None, *, trust_remote_code: bool = False, dtype: str = "auto", batch_size: int = 8
+    model: str | os.PathLike | None = None,
+    *,
+    trust_remote_code: bool = False,
+    dtype: str = "auto",
+    batch_size: int = 8,
 ):
     """Load a causal LM and its tokenizer for critique generation or scoring.
 

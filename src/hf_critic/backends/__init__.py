@@ -1,5 +1,61 @@
 """Generation backends behind one small interface (see :class:`~hf_critic.backends.base.Backend`)."""
 
+from __future__ import annotations
+
 from .base import Backend
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "load_backend"]
+
+
+def load_backend(
+    model: str | None = None,
+    *,
+    engine: str = "auto",
+    batch_size: int = 8,
+    num_threads: int | None = None,
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+    progress: bool = True,
+) -> Backend:
+    """A local backend for ``model`` on the engine :func:`hf_critic.models.resolve_engine` picks.
+
+    Args:
+        model: a model folder, Hub id or ``.gguf`` file; None = the embedded default critic.
+        engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"``.
+        batch_size: transformers: sequences per ``generate`` call; llama.cpp: parallel slots. Also decides ``auto``.
+        num_threads: CPU threads (default: one per physical core).
+        dtype: transformers' dtype (``"auto"``: :func:`hf_critic.models.auto_dtype`); llama.cpp runs the GGUF's own
+            quantisation and refuses another dtype.
+        trust_remote_code: transformers only; run the model repository's own code.
+        progress: progress bars.
+
+    Returns:
+        :class:`~hf_critic.backends.transformers.TransformersBackend` or
+        :class:`~hf_critic.backends.llamacpp.LlamaCppBackend`.
+
+    Raises:
+        ValueError: an unknown engine, a GGUF path for transformers, a dtype for llama.cpp.
+        hf_critic.backends.llamacpp.GGUFError: a missing or non-GGUF file for llama.cpp.
+        hf_critic.models.ModelNotFoundError: a transformers model that cannot be found offline.
+    """
+    from ..models import default_gguf_file, resolve_engine
+
+    chosen = resolve_engine(engine, model, batch_size)
+    if chosen == "llamacpp":
+        from .llamacpp import LlamaCppBackend
+
+        if dtype != "auto":
+            raise ValueError(f"--dtype {dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
+        return LlamaCppBackend(
+            model or default_gguf_file(), parallel=batch_size, threads=num_threads, progress=progress
+        )
+    from .transformers import TransformersBackend
+
+    return TransformersBackend.from_pretrained(
+        model,
+        trust_remote_code=trust_remote_code,
+        num_threads=num_threads,
+        dtype=dtype,
+        batch_size=batch_size,
+        progress=progress,
+    )

@@ -218,7 +218,9 @@ class LlamaCppBackend(Backend):
         progress: bool = True,
     ):
         self.path = check_gguf(gguf)
-        self.server = start_server(self.path, parallel=parallel, threads=threads, context_length=context_length * parallel)
+        self.server = start_server(
+            self.path, parallel=parallel, threads=threads, context_length=context_length * parallel
+        )
         self.base_url = self.server.listening_address
         self.batch_size = self.parallel = parallel
         self.context_length, self.grammar, self.progress = context_length, grammar, progress
@@ -291,13 +293,15 @@ class LlamaCppBackend(Backend):
             RuntimeError: an error answered by llama.cpp.
         """
         if config.strategy == "beam":
-            raise ValueError("beam search is not available in the llama.cpp engine; use greedy, sampling or "
-                             "self_consistency, or --engine transformers")
+            raise ValueError(
+                "beam search is not available in the llama.cpp engine; use greedy, sampling or "
+                "self_consistency, or --engine transformers"
+            )
         n = config.num_return_sequences
-        bodies = [
-            llamacpp_request(c, config, sample=j, grammar=self.grammar) for c in conversations for j in range(n)
+        bodies = [llamacpp_request(c, config, sample=j, grammar=self.grammar) for c in conversations for j in range(n)]
+        texts = [
+            r["choices"][0]["message"]["content"].strip() for r in self.chat(bodies, f"generating ({config.strategy})")
         ]
-        texts = [r["choices"][0]["message"]["content"].strip() for r in self.chat(bodies, f"generating ({config.strategy})")]
         return [texts[i * n : (i + 1) * n] for i in range(len(conversations))]
 
     def continue_under_grammar(

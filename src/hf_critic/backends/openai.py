@@ -59,7 +59,7 @@ from .chat import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["FatalAPIError", "OpenAIBackend", "OpenAIClient", "RetryPolicy", "redact_url"]
+__all__ = ["EndpointError", "FatalAPIError", "OpenAIBackend", "OpenAIClient", "RetryPolicy", "redact_url"]
 
 KEY_HEADER = "X-HF-Critic-Cache-Key"
 STAGE_HEADER = "X-HF-Critic-Stage"
@@ -95,6 +95,13 @@ class FatalAPIError(RuntimeError):
 
     The message names the status, the base URL, the model and the environment variable the key is read from, never
     the key itself.
+    """
+
+
+class EndpointError(ConnectionError):
+    """The server at a base URL cannot be used: down, not OpenAI-compatible, or not serving the model asked for.
+
+    Raised by :meth:`OpenAIClient.check` before a run, with a one-line message naming the URL and the model.
     """
 
 
@@ -257,6 +264,45 @@ class OpenAIClient:
         self.name = name or model
         self._rng = random.Random(seed)
         self._sleep = sleep or asyncio.sleep
+
+    def check(self, timeout: float = 10.0) -> list[str]:
+        """Ask the server which models it serves (``GET /models``) before a run, so a bad URL fails in seconds.
+
+        Args:
+            timeout: seconds to wait for the answer.
+
+        Returns:
+            The served model ids (empty when the server has no ``/models`` route; the check is then skipped).
+
+        Raises:
+            EndpointError: nothing answers at the base URL (down, wrong port), or :attr:`model` is not among the
+                served ids.
+            FatalAPIError: 401 / 403 (the key in ``$api_key_env`` is missing or refused).
+        """
+        import openai
+
+        client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key(), max_retries=0, timeout=timeout)
+        try:
+            served = [m.id for m in client.models.list()]
+        except openai.APIConnectionError as err:
+            cause = err.__cause__ or err
+            raise EndpointError(
+                f"no OpenAI-compatible server answers at {redact_url(self.base_url)} ({cause})"
+            ) from None
+        except openai.APIStatusError as err:
+            if err.status_code in (401, 403):
+                raise FatalAPIError(
+                    f"{redact_url(self.base_url)} answered {err.status_code} to GET /models; check ${self.api_key_env}"
+                ) from None
+            return []  # no /models route (404) or another answer: the first request will tell
+        finally:
+            client.close()
+        if served and self.model not in served:
+            raise EndpointError(
+                f"the server at {redact_url(self.base_url)} does not serve model {self.model!r}; it serves: "
+                f"{', '.join(served)}"
+            )
+        return served
 
     def __repr__(self) -> str:  # no key, ever
         return (
@@ -487,6 +533,9 @@ class OpenAIBackend(Backend):
         self.client, self.context_length, self.stage, self.progress = client, context_length, stage, progress
         self.name = f"openai-compatible:{client.model}"
 
+    # llama.cpp's server reads a GBNF grammar from the request's ``grammar`` field; others reject or ignore it.
+    supports_grammar = True
+
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
         """``config.num_return_sequences`` completions per conversation (see the class docstring for the mapping).
 
@@ -516,6 +565,28 @@ class OpenAIBackend(Backend):
                 f"{len(failed)} of {len(results)} request(s) failed after retries; first: {failed[0].error}"
             )
         return [[r.text for r in results[i * n : (i + 1) * n]] for i in range(len(conversations))]  # type: ignore[misc]
+
+    def continue_under_grammar(
+        self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32
+    ) -> list[str]:
+        """Greedy continuations of the assistant ``prefixes`` under a GBNF ``grammar``: llama.cpp's server only (its
+        ``grammar`` field and assistant prefill).
+
+        Raises:
+            RuntimeError: requests that failed after retries (e.g. a server that rejects ``grammar``).
+        """
+        from .llamacpp import prefill_tail
+
+        params = {"max_tokens": max_new_tokens, "temperature": 0.0, "grammar": grammar}
+        requests = [
+            ChatRequest(str(i), [*c, {"role": "assistant", "content": p}], params)
+            for i, (c, p) in enumerate(zip(conversations, prefixes, strict=True))
+        ]
+        results = self.client.complete_many(requests, stage=self.stage, progress=self.progress)
+        failed = [r for r in results if not r.ok]
+        if failed:
+            raise RuntimeError(f"{len(failed)} verdict request(s) failed; first: {failed[0].error}")
+        return [prefill_tail(r.text, p) for r, p in zip(results, prefixes, strict=True)]
 
     def count_tokens(self, text: str) -> int:
         """Estimated tokens of ``text`` (no local tokenizer for a remote model)."""

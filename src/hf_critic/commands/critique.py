@@ -10,6 +10,7 @@ from .options import (
     add_critic_args,
     add_data_args,
     add_decoding_args,
+    add_endpoint_args,
     add_model_args,
     critic_from_args,
 )
@@ -25,6 +26,7 @@ def _common(parser: argparse.ArgumentParser):
     """The options of grade and compare; returns the data group for their human-label column."""
     data = add_data_args(parser, output="critique columns", formats=True, setting=True)
     critic = add_model_args(parser, title="critic")
+    add_endpoint_args(parser)
     add_critic_args(critic)
     add_cache_args(critic)
     add_decoding_args(parser)

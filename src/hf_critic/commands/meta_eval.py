@@ -6,7 +6,15 @@ import argparse
 import re
 from pathlib import Path
 
-from .options import add_cache_args, add_critic_args, add_decoding_args, add_model_args, add_options, critic_from_args
+from .options import (
+    add_cache_args,
+    add_critic_args,
+    add_decoding_args,
+    add_endpoint_args,
+    add_model_args,
+    add_options,
+    critic_from_args,
+)
 
 EPILOG = """\
 Inputs (any mix, each repeatable):
@@ -84,6 +92,7 @@ def register(subparsers) -> None:
     )
 
     critics = add_model_args(parser, title="critics run here (on each --benchmark)", several=True)
+    add_endpoint_args(parser)
     add_critic_args(critics)
     critics.add_argument(
         "--swap", action=argparse.BooleanOptionalAction, default=True, help="judge both orders (default: on)"

@@ -51,7 +51,19 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "split": _option("--split", default="train", help="split to read from a Hub dataset (default: train)"),
     "limit": _option("--limit", type=int, help="only the first N rows"),
     # -------------------------------------------------------------------------------------------------- model
-    "model": _option("--model", help="local folder or Hub id (default: the embedded SmolLM2-135M-Instruct)"),
+    "model": _option(
+        "--model",
+        help="local folder, Hub id or .gguf file (default: the embedded SmolLM2-135M-Instruct); with --base-url, "
+        "the model name the server serves",
+    ),
+    "engine": _option(
+        "--engine",
+        default="auto",
+        choices=["auto", "transformers", "llamacpp"],
+        help="what runs the model here: transformers, or llama.cpp for GGUF files (default: auto = llama.cpp for "
+        ".gguf, transformers for folders and Hub ids; for the embedded critic the faster one measured on this CPU "
+        "class at --batch-size)",
+    ),
     "trust_remote_code": _option(
         "--trust-remote-code", action="store_true", help="run the model repository's own code (e.g. ChatGLM3)"
     ),
@@ -67,7 +79,36 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "progress": _option(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars (default: on)"
     ),
+    # ----------------------------------------------------------------------------------------------- endpoint
+    "base_url": _option(
+        "--base-url",
+        help="run the critic on an OpenAI-compatible server instead (vLLM, TGI, llama.cpp's server, OpenAI), e.g. "
+        "http://127.0.0.1:8000/v1; --model names the served model",
+    ),
+    "api_key_env": _option(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the server's API key (default: OPENAI_API_KEY; unset is fine locally)",
+    ),
+    "concurrency": _option(
+        "--concurrency", type=int, default=8, help="requests in flight at once with --base-url (default: 8)"
+    ),
+    "request_timeout": _option(
+        "--request-timeout", type=float, default=300.0, help="seconds per request with --base-url (default: 300)"
+    ),
+    "max_retries": _option(
+        "--max-retries",
+        type=int,
+        default=6,
+        help="retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)",
+    ),
     # ------------------------------------------------------------------------------------------------- critic
+    "constrain_verdict": _option(
+        "--constrain-verdict",
+        action="store_true",
+        help="force a verdict in the template's syntax onto critiques that lack one (a GBNF grammar; the "
+        "explanation stays free); needs --engine llamacpp or a llama.cpp server",
+    ),
     "template": _option(
         "--template",
         help="template family (critiquellm_v2, critiquellm_v1, mtbench), a built-in template name, or your own "
@@ -157,14 +198,35 @@ def add_model_args(
     if several:
         kwargs = OPTIONS["model"][1]
         overrides["model"] = {"action": "append", "default": [], "help": kwargs["help"] + "; repeat for several"}
-    names = ["model", "trust_remote_code", "batch_size", "threads", *(["dtype"] if dtype else []), "progress"]
+    names = [
+        "model",
+        "engine",
+        "trust_remote_code",
+        "batch_size",
+        "threads",
+        *(["dtype"] if dtype else []),
+        "progress",
+    ]
     add_options(group, *names, **overrides)
     return group
 
 
+def add_endpoint_args(parser: argparse.ArgumentParser):
+    """The server group: ``--base-url``, ``--api-key-env``, ``--concurrency``, ``--request-timeout``,
+    ``--max-retries``: the critic behind an OpenAI-compatible server (read by :func:`critic_from_args`).
+
+    Returns:
+        The argument group.
+    """
+    group = parser.add_argument_group("critic behind a server (instead of a local model)")
+    add_options(group, "base_url", "api_key_env", "concurrency", "request_timeout", "max_retries")
+    return group
+
+
 def add_critic_args(parser) -> None:
-    """How a critic is prompted: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1 settings)."""
-    add_options(parser, "template", "language", "truncate")
+    """How a critic is prompted and read: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
+    settings), ``--constrain-verdict``."""
+    add_options(parser, "template", "language", "truncate", "constrain_verdict")
 
 
 def add_cache_args(parser, *, default: str = DEFAULT_CACHE, can_disable: bool = True) -> None:
@@ -249,24 +311,62 @@ def cache_from_args(args: argparse.Namespace) -> Path | None:
 
 def critic_from_args(args: argparse.Namespace, model: str | None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
-    critic, cache and decoding options.
+    endpoint, critic, cache and decoding options: on the server at ``--base-url`` when given (through
+    :class:`~hf_critic.backends.openai.OpenAIClient`: retries, timeouts, a per-request cache in the same file),
+    else locally on ``--engine``.
 
     Raises:
         ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`.
+        hf_critic.backends.openai.EndpointError: the server is down or does not serve ``model``.
     """
     from ..critic import Critic
     from ..prompts import DEFAULT_FAMILY
 
+    cache = cache_from_args(args)
+    options = {
+        "template": args.template or DEFAULT_FAMILY,
+        "language": args.language,
+        "decoding": decoding_from_args(args),
+        "truncate": args.truncate,
+        "cache_path": cache,
+        "constrain_verdict": getattr(args, "constrain_verdict", False),
+    }
+    if getattr(args, "base_url", None):
+        return Critic(endpoint_backend(args, model, cache), **options)
     return Critic.from_pretrained(
         model,
+        engine=getattr(args, "engine", "auto"),
         trust_remote_code=args.trust_remote_code,
         batch_size=args.batch_size,
         num_threads=args.threads,
         dtype=args.dtype,
         progress=args.progress,
-        template=args.template or DEFAULT_FAMILY,
-        language=args.language,
-        decoding=decoding_from_args(args),
-        truncate=args.truncate,
-        cache_path=cache_from_args(args),
+        **options,
     )
+
+
+def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):
+    """The :class:`~hf_critic.backends.openai.OpenAIBackend` of ``--base-url`` serving ``model``, checked first.
+
+    Raises:
+        ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``) given with ``--base-url``.
+        hf_critic.backends.openai.EndpointError: see :meth:`~hf_critic.backends.openai.OpenAIClient.check`.
+    """
+    from ..backends.openai import OpenAIBackend, OpenAIClient, RetryPolicy
+    from ..cache import GenerationCache
+
+    if not model:
+        raise ValueError("--base-url needs --model: the name of the model the server serves")
+    if getattr(args, "engine", "auto") != "auto" or getattr(args, "dtype", "auto") != "auto":
+        raise ValueError("--engine and --dtype choose how a local model runs; the server at --base-url decides that")
+    client = OpenAIClient(
+        args.base_url,
+        model,
+        api_key_env=args.api_key_env,
+        concurrency=args.concurrency,
+        timeout=args.request_timeout,
+        retry=RetryPolicy(max_retries=args.max_retries),
+        cache=GenerationCache(cache) if cache else None,
+    )
+    client.check()
+    return OpenAIBackend(client, progress=args.progress)

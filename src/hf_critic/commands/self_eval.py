@@ -117,6 +117,11 @@ def run(args: argparse.Namespace) -> int:
     from ..io import load_records, parse_columns, save_records
     from ..models import default_num_threads, load_model
 
+    if args.engine == "llamacpp":
+        raise ValueError(
+            "self-eval reads the full softmax distribution (and attentions) at every position, which the llama.cpp "
+            "engine does not expose: use --engine transformers (auto) with a model folder or Hub id"
+        )
     features = resolve_features(args.features)
     turn = _turn(args.turn)
     combo = None

@@ -1,0 +1,311 @@
+"""The llama.cpp engine, verdict grammars, engine choice, and the critic behind a server from the command line.
+
+Fast tests check inputs, request mapping, grammars and the CLI's one-line errors; the slow ones run the embedded GGUF
+(SmolLM2-135M Q4_1) in-process and behind llama.cpp's server on 127.0.0.1 (``hf_critic.testing.LlamaCppServerProcess``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from hf_critic import models
+from hf_critic.backends.llamacpp import GGUFError, check_gguf, llamacpp_request, prefill_tail
+from hf_critic.cli import main
+from hf_critic.decoding import DecodingConfig
+from hf_critic.grammars import score_values, verdict_grammar
+from hf_critic.prompts import get_template
+from hf_critic.schema import Setting, Task
+from hf_critic.testing import FaultInjectionProxy, LlamaCppServerProcess, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+needs_llamacpp = pytest.mark.skipif(
+    __import__("importlib").util.find_spec("xllamacpp") is None, reason="xllamacpp not installed"
+)
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+def test_check_gguf_names_the_file_at_fault(tmp_path):
+    with pytest.raises(GGUFError, match=r"'.*missing\.gguf' does not exist"):
+        check_gguf(tmp_path / "missing.gguf")
+    with pytest.raises(GGUFError, match="is a folder"):
+        check_gguf(tmp_path)
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("not a model")
+    with pytest.raises(GGUFError, match=r"fake\.gguf' is not a GGUF file \(it starts with b'not '"):
+        check_gguf(fake)
+    real = tmp_path / "ok.gguf"
+    real.write_bytes(b"GGUF\x03\x00\x00\x00")
+    assert check_gguf(real) == real
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--engine", "llamacpp", "--model", "{tmp}/missing.gguf"], "missing.gguf' does not exist"),
+        (["--engine", "llamacpp", "--model", "{tmp}/fake.gguf"], "fake.gguf' is not a GGUF file"),
+        (["--model", "{tmp}/missing.gguf"], "missing.gguf' does not exist"),  # auto: .gguf -> llama.cpp
+        (["--base-url", "http://127.0.0.1:{port}/v1", "--model", "m"], "no OpenAI-compatible server answers"),
+        (["--base-url", "http://127.0.0.1:{port}/v1"], "--base-url needs --model"),
+        (["--engine", "transformers", "--model", "{tmp}/fake.gguf"], "runs on --engine llamacpp"),
+    ],
+)
+def test_bad_engine_input_is_a_one_line_error_with_exit_2(argv, message, tmp_path, capsys):
+    (tmp_path / "fake.gguf").write_text("not a model")
+    argv = [a.format(tmp=tmp_path, port=free_port()) for a in argv]
+    data = str(EXAMPLES / "pointwise_reference_free.jsonl")
+    code = main(["grade", "--data", data, "--output", str(tmp_path / "out.jsonl"), "--no-progress", *argv])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert code == 2 and "Traceback" not in err
+    assert len(errors) == 1 and errors[0].startswith("hf-critic grade: error: ") and message in errors[0], err
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_llamacpp_request_maps_decoding():
+    messages = [{"role": "user", "content": "hi"}]
+    greedy = llamacpp_request(messages, DecodingConfig(max_new_tokens=7))
+    assert greedy == {"messages": messages, "max_tokens": 7, "temperature": 0.0}
+    sampled = llamacpp_request(
+        messages, DecodingConfig(strategy="sampling", temperature=0.7, seed=3), sample=2, grammar="g", top_logprobs=5
+    )
+    # llama.cpp's own top-k 40 / min-p 0.05 are switched off: the distribution transformers samples from (top_k=0)
+    assert sampled | {"messages": None} == {
+        "messages": None,
+        "max_tokens": 512,
+        "temperature": 0.7,
+        "top_p": 0.9,
+        "top_k": 0,
+        "min_p": 0.0,
+        "seed": 5,
+        "grammar": "g",
+        "logprobs": True,
+        "top_logprobs": 5,
+    }
+    assert prefill_tail("Good. Rating:\n[[7]]", "Good. Rating:") == "\n[[7]]"
+    assert prefill_tail("\n[[7]]", "Good. Rating:") == "\n[[7]]"
+
+
+# ------------------------------------------------------------------------------------------------ grammars
+def test_score_values_longest_first():
+    assert score_values((1, 10)) == ["10", "1", "2", "3", "4", "5", "6", "7", "8", "9"]
+    assert score_values((1.5, 3)) == ["2", "3"]
+    with pytest.raises(ValueError, match="holds no integer"):
+        score_values((1.2, 1.8))
+
+
+@pytest.mark.parametrize(
+    ("family", "task", "language", "line", "values"),
+    [
+        ("mtbench", Task.POINTWISE, "en", '"[[" value "]]"', '"10" | "1"'),
+        ("mtbench", Task.PAIRWISE, "en", '"[[" value "]]"', '"A" | "B" | "C"'),
+        ("critiquellm_v2", Task.POINTWISE, "en", '"{" "\'Overall Score\'" ": " value "}"', '"10"'),
+        (
+            "critiquellm_v2",
+            Task.PAIRWISE,
+            "zh",
+            '"{" "\'综合比较结果\'" ": \'" value "\'}"',
+            '"助手1" | "助手2" | "质量相当"',
+        ),
+    ],
+)
+def test_verdict_grammar_follows_the_template(family, task, language, line, values):
+    grammar = verdict_grammar(get_template(family, Setting(task, referenced=False), language).output)
+    rules = dict(r.split(" ::= ", 1) for r in grammar.strip().splitlines())
+    assert rules["root"] == f'"\\n" {line}'
+    assert rules["value"].startswith(values)
+
+
+# ------------------------------------------------------------------------------------------------ engine choice
+AMX = {"amx_bf16": True, "avx512_bf16": True}
+ZEN4 = {"amx_bf16": False, "avx512_bf16": True}
+
+
+def test_resolve_engine(monkeypatch, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert models.resolve_engine("auto", "critic.Q4_K_M.gguf") == "llamacpp"
+    assert models.resolve_engine("auto", str(tmp_path)) == "transformers"
+    assert models.resolve_engine("llamacpp", str(tmp_path)) == "llamacpp"
+    with pytest.raises(ValueError, match="unknown engine 'vllm'"):
+        models.resolve_engine("vllm", None)
+    with pytest.raises(ValueError, match="runs on --engine llamacpp"):
+        models.resolve_engine("transformers", "x.gguf")
+    # the embedded critic: the engine measured faster on this CPU class at this batch size
+    monkeypatch.setattr(models, "cpu_flags", lambda: ZEN4)
+    expected = {b: "llamacpp" if models._llamacpp_faster(b, ZEN4) else "transformers" for b in (1, 8)}
+    assert expected == {1: "llamacpp", 8: "transformers"}  # issue 14: 0.63 vs 0.29 at batch 1; 0.94 vs 1.45 at 8
+    if __import__("importlib").util.find_spec("xllamacpp") is not None:
+        assert {b: models.resolve_engine("auto", None, b) for b in (1, 8)} == expected
+
+
+# ------------------------------------------------------------------------------------------------ slow: the model
+@pytest.fixture(scope="module")
+def backend():
+    pytest.importorskip("xllamacpp")
+    from hf_critic.backends.llamacpp import LlamaCppBackend
+
+    engine = LlamaCppBackend(models.default_gguf_file(), parallel=2, threads=1, progress=False)
+    yield engine
+    engine.close()
+
+
+@pytest.mark.slow
+def test_backend_tokenizer_and_generation(backend):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(models.default_model_dir())
+    conversation = [{"role": "user", "content": "What is 2+2? Answer briefly."}]
+    text = tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+    assert backend.prompt_tokens(conversation) == len(tokenizer(text, add_special_tokens=False)["input_ids"])
+    assert backend.count_tokens("Hello world") == 2
+    assert backend.truncate_middle("one two three four five six seven eight nine ten", 4) == (
+        "one two three ...  eight nine ten"
+    )
+    assert "quantization" not in backend.name and backend.name.startswith("llamacpp|SmolLM2-135M-Instruct.Q4_1")
+    assert backend.quantization == "Q4_1" and "|Q4_1|" in backend.name
+    greedy = backend.generate([conversation] * 2, DecodingConfig(max_new_tokens=8))
+    assert len(greedy) == 2 and greedy[0] == greedy[1] and greedy[0][0]
+    samples = backend.generate(
+        [conversation], DecodingConfig(strategy="self_consistency", num_samples=3, max_new_tokens=8)
+    )
+    assert len(samples[0]) == 3
+    with pytest.raises(ValueError, match="beam search is not available in the llama.cpp engine"):
+        backend.generate([conversation], DecodingConfig(strategy="beam"))
+
+
+@pytest.mark.slow
+def test_constrained_verdicts_parse_on_every_row(backend, tmp_path):
+    from hf_critic.critic import Critic
+
+    critic = Critic(
+        backend,
+        template="mtbench",
+        decoding=DecodingConfig(max_new_tokens=24),
+        cache_path=tmp_path / "cache.sqlite",
+        constrain_verdict=True,
+    )
+    rows = [json.loads(line) for line in (EXAMPLES / "pairwise_reference_free.jsonl").read_text().splitlines()]
+    out = critic.compare(rows, swap=True)
+    assert critic.last_stats.parsed == critic.last_stats.total == 2 * len(rows)
+    assert all(g.rstrip().endswith(("[[A]]", "[[B]]", "[[C]]")) for g in out["critique_generation"])
+    again = critic.compare(rows, swap=True)  # from the cache, verdict continuations included
+    assert again["critique_generation"] == out["critique_generation"] and critic.last_stats.cached == 2 * len(rows)
+
+
+def test_constrain_verdict_needs_a_grammar_engine(tiny_model_dir):
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.critic import Critic
+
+    backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", progress=False)
+    with pytest.raises(ValueError, match="--constrain-verdict needs grammar-constrained decoding"):
+        Critic(backend, constrain_verdict=True)
+
+
+@pytest.mark.slow
+def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend):
+    """Greedy, the first 16 tokens: the Q4_1 GGUF on llama.cpp vs its de-quantised copy on transformers (float32)."""
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.critic import Critic
+
+    reference = TransformersBackend.from_pretrained(None, dtype="float32", progress=False)
+    decoding = DecodingConfig(max_new_tokens=16)
+    agree, total = 0, 0
+    for path in sorted(EXAMPLES.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        outputs = []
+        for engine in (backend, reference):
+            critic = Critic(engine, template="mtbench", decoding=decoding)
+            result = critic.compare(rows, swap=True) if "response_1" in rows[0] else critic.grade(rows)
+            outputs.append(result["critique_generation"] + result.to_dict().get("critique_generation_swapped", []))
+        for a, b in zip(*outputs, strict=True):
+            ids = [reference.tokenizer(t, add_special_tokens=False)["input_ids"][:16] for t in (a, b)]
+            agree += ids[0] == ids[1]
+            total += 1
+    print(f"llama.cpp vs transformers, greedy first 16 tokens: {agree}/{total} demo prompts agree")
+    assert total == 32 and agree / total >= 0.9
+
+
+# ------------------------------------------------------------------------------------------------ slow: a server
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    pytest.importorskip("xllamacpp")
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with LlamaCppServerProcess(parallel=2, threads=1, log=log) as process:
+        yield process
+
+
+@pytest.mark.slow
+def test_server_reports_top_logprobs_and_checks_the_model_name(server, tmp_path, capsys):
+    from hf_critic.backends.openai import EndpointError, OpenAIClient
+
+    assert OpenAIClient(server.url, server.alias).check() == [server.alias]
+    with pytest.raises(EndpointError, match="does not serve model 'gpt-4'; it serves: smollm2-135m-instruct"):
+        OpenAIClient(server.url, "gpt-4").check()
+    body = json.dumps(
+        {
+            "model": server.alias,
+            "messages": [{"role": "user", "content": "Hi"}],
+            "max_tokens": 2,
+            "logprobs": True,
+            "top_logprobs": 3,
+        }
+    ).encode()
+    import urllib.request
+
+    request = urllib.request.Request(server.url + "/chat/completions", body, {"Content-Type": "application/json"})
+    content = json.loads(urllib.request.urlopen(request, timeout=60).read())["choices"][0]["logprobs"]["content"]
+    assert len(content) == 2 and len(content[0]["top_logprobs"]) == 3
+    data = str(EXAMPLES / "pointwise_reference_free.jsonl")
+    argv = ["grade", "--data", data, "--output", str(tmp_path / "o.jsonl"), "--base-url", server.url]
+    assert main([*argv, "--model", "gpt-4"]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 1 and "does not serve model 'gpt-4'" in errors[0]
+
+
+def _run_cli(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hf_critic.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", ["grade", "compare"])
+def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, task, tmp_path):
+    """`grade` / `compare --swap` through --base-url; the server is SIGKILLed after two answers, restarted, and the
+    same command run again: every row once, in order, and no answered request asked again."""
+    data = EXAMPLES / ("pointwise_reference_free.jsonl" if task == "grade" else "pairwise_reference_free.jsonl")
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    out, cache = tmp_path / "critiques.jsonl", tmp_path / "cache.sqlite"
+    with FaultInjectionProxy(server.url, fault_rate=0.0) as proxy:
+        args = [task, "--data", str(data), "--output", str(out), "--cache", str(cache), "--template", "mtbench"]
+        args += ["--base-url", proxy.url, "--model", server.alias, "--concurrency", "2", "--max-new-tokens", "12"]
+        args += ["--max-retries", "1", "--no-progress", *(["--swap"] if task == "compare" else [])]
+        first = _run_cli(args)
+        deadline = time.monotonic() + 300
+        while sum(r.status == 200 for r in proxy.log) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server.stop(kill=True)
+        output = first.communicate(timeout=300)[0]
+        assert first.returncode != 0 and not out.exists(), output
+        answered = {r.key for r in proxy.log if r.status == 200}
+        assert 2 <= len(answered) < len(rows) * (2 if task == "compare" else 1)
+        seen = len(proxy.log)
+        server.restart()
+        second = _run_cli(args)
+        output = second.communicate(timeout=600)[0]
+        assert second.returncode == 0, output
+        asked_again = [r.key for r in proxy.log[seen:] if r.key in answered]
+    assert asked_again == []
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    fields = ("question", "response") if task == "grade" else ("question", "response_1", "response_2")
+    assert [[w[f] for f in fields] for w in written] == [[r[f] for f in fields] for r in rows]
+    assert all(w["critique_generation"] for w in written)
+    if task == "compare":
+        assert all(w["critique_generation_swapped"] for w in written)
