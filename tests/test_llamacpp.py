@@ -208,13 +208,34 @@ def test_constrain_verdict_needs_a_grammar_engine(tiny_model_dir):
         Critic(backend, constrain_verdict=True)
 
 
-@pytest.mark.slow
-def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend):
-    """Greedy, the first 16 tokens: the Q4_1 GGUF on llama.cpp vs its de-quantised copy on transformers (float32)."""
+@pytest.fixture(scope="module")
+def reference():
+    """The same weights de-quantised, on transformers in float32."""
     from hf_critic.backends.transformers import TransformersBackend
+
+    return TransformersBackend.from_pretrained(None, dtype="float32", progress=False)
+
+
+@pytest.mark.slow
+def test_verdict_probabilities_match_transformers(backend, reference):
+    """The top-k walk over llama.cpp's log-probabilities against transformers' exact read-out (same weights)."""
+    template = get_template("mtbench", Setting(Task.POINTWISE, referenced=False), "en")
+    rows = [json.loads(line) for line in (EXAMPLES / "pointwise_reference_free.jsonl").read_text().splitlines()]
+    conversations = [template.render(r) for r in rows[:3]]
+    verdicts = [str(v) for v in range(1, 11)]
+    prefixes = ["Rating: [["] * len(conversations)
+    ours = backend.verdict_probabilities(conversations, prefixes, verdicts)
+    exact = reference.verdict_probabilities(conversations, prefixes, verdicts)
+    for a, b in zip(ours, exact, strict=True):
+        assert a.mass > 0.5 and abs(a.mass - b.mass) < 0.05
+        assert max(abs(a.probabilities[v] - b.probabilities[v]) for v in verdicts) < 0.05
+
+
+@pytest.mark.slow
+def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend, reference):
+    """Greedy, the first 16 tokens: the Q4_1 GGUF on llama.cpp vs its de-quantised copy on transformers (float32)."""
     from hf_critic.critic import Critic
 
-    reference = TransformersBackend.from_pretrained(None, dtype="float32", progress=False)
     decoding = DecodingConfig(max_new_tokens=16)
     agree, total = 0, 0
     for path in sorted(EXAMPLES.glob("*.jsonl")):
@@ -309,3 +330,36 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
     assert all(w["critique_generation"] for w in written)
     if task == "compare":
         assert all(w["critique_generation_swapped"] for w in written)
+
+
+# ------------------------------------------------------------------------------------------------ teacher grammars
+def test_teacher_sends_each_stage_its_grammar(tmp_path):
+    """`teacher.grammar: true`: every request of a stage carries that stage's grammar, and the cache key includes it."""
+    from hf_critic.backends.chat import ChatRequest
+    from hf_critic.backends.openai import OpenAIClient
+    from hf_critic.cache import GenerationCache
+    from hf_critic.data.pipeline import teacher_grammars
+    from hf_critic.testing import StubOpenAIServer
+
+    grammars = teacher_grammars("en", "critiquellm_v2", max_tokens=256)
+    assert set(grammars) >= {
+        "augment_queries",
+        "score_difficulty",
+        "grade_pointwise_referenced",
+        "path1_p2p_referenced",
+        "path1_r2rf_pairwise",
+        "path2_r2rf_pointwise",
+        "path2_p2p_reference_free",
+    }
+    assert '"Code Generation"' in grammars["augment_queries"]["grammar"]
+    assert "'Overall Comparison Result'" in grammars["path1_p2p_referenced"]["grammar"]
+    assert "explanation ::= [^{]{10,472}" in grammars["grade_pointwise_referenced"]["grammar"]
+    bodies = []
+    with StubOpenAIServer(reply=lambda body: bodies.append(body) or "ok", delay=0) as stub:
+        cache = GenerationCache(tmp_path / "c.sqlite")
+        client = OpenAIClient(stub.url, "m", stage_params=grammars, cache=cache)
+        request = ChatRequest("q1", [{"role": "user", "content": "hi"}])
+        client.complete_many([request], stage="score_difficulty", progress=False)
+        client.complete_many([request], stage="collect_responses", progress=False)  # no grammar: another key
+        client.complete_many([request], stage="score_difficulty", progress=False)  # cached
+    assert [b.get("grammar") for b in bodies] == [grammars["score_difficulty"]["grammar"], None]

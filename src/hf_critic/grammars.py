@@ -16,7 +16,14 @@ import math
 
 from .prompts import OutputSpec
 
-__all__ = ["gbnf_literal", "score_values", "verdict_grammar"]
+__all__ = [
+    "critique_grammar",
+    "difficulty_grammar",
+    "gbnf_literal",
+    "query_generation_grammar",
+    "score_values",
+    "verdict_grammar",
+]
 
 
 def gbnf_literal(text: str) -> str:
@@ -72,3 +79,53 @@ def verdict_grammar(output: OutputSpec) -> str:
     else:
         raise ValueError(f"no verdict grammar for output format {output.format!r}")
     return f'root ::= "\\n" {line}\nvalue ::= {value}\n'
+
+
+def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
+    """The GBNF grammar of a whole critique: a free explanation, then one verdict line in ``output``'s format.
+
+    For one-shot requests (the Eval-Instruct teacher), where the verdict cannot be appended afterwards as
+    ``--constrain-verdict`` does. The explanation is any text without the verdict's opening character (``[`` or
+    ``{``, so the verdict is the only marker), at least 10 and at most ``max_explanation_chars`` characters, so the
+    verdict fits the request's ``max_tokens`` (give at most 2 characters per token of budget).
+
+    Args:
+        output: the template's output format.
+        max_explanation_chars: upper bound on the explanation's length (>= 10).
+
+    Returns:
+        A GBNF grammar with rule ``root``.
+    """
+    opening = "\\[" if output.format in ("rating_brackets", "pair_brackets") else "{"
+    verdict = verdict_grammar(output).replace("root ::=", "verdict ::=", 1)
+    return (
+        f"root ::= explanation verdict\nexplanation ::= [^{opening}]{{10,{max(10, max_explanation_chars)}}}\n{verdict}"
+    )
+
+
+def query_generation_grammar(categories: list[str], max_items: int = 10) -> str:
+    """GBNF of the Appendix A query-generation answer: ``k.@@query@@ &&category&&`` lines, categories from a list.
+
+    Args:
+        categories: the category names as the prompt writes them (read back by
+            :func:`hf_critic.data.stages.normalize_category`).
+        max_items: most lines (the prompt asks for 10).
+    """
+    names = " | ".join(gbnf_literal(c) for c in categories)
+    return (
+        f"root ::= item{{1,{max_items}}}\n"
+        'item ::= [1-9] [0-9]? ". @@" query "@@ &&" category "&&\\n"\n'
+        "query ::= [^@\\n]{8,300}\n"
+        f"category ::= {names}\n"
+    )
+
+
+def difficulty_grammar(max_items: int = 3) -> str:
+    """GBNF of the Appendix A difficulty answer: ``k.@@query@@&&category&&##d##`` lines numbered 1, 2, ... (at most
+    ``max_items``; the prompt lists three queries), each difficulty d in 1-3, read by
+    :func:`hf_critic.data.stages.parse_difficulties`."""
+    item = '"@@" [^@\\n]{1,400} "@@&&" [^&\\n]{1,60} "&&##" [1-3] "##\\n"'
+    rule = ""
+    for k in range(max_items, 0, -1):
+        rule = f'"{k}." {item}' + (f" ({rule})?" if rule else "")
+    return f"root ::= {rule}\n"

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..decoding import DecodingConfig
+from ..verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
 
 __all__ = ["GGUFError", "LlamaCppBackend", "check_gguf", "llamacpp_request", "prefill_tail", "start_server"]
@@ -191,6 +192,7 @@ class LlamaCppBackend(Backend):
         threads: CPU threads (default: one per physical core).
         context_length: tokens per slot (prompt + generation); the KV cache holds ``parallel`` times this.
         grammar: GBNF grammar every generation must match (see :func:`hf_critic.grammars.verdict_grammar`), or None.
+        top_logprobs: next tokens whose log-probabilities :meth:`verdict_probabilities` reads per position.
         progress: show a tqdm bar.
 
     Attributes:
@@ -215,6 +217,7 @@ class LlamaCppBackend(Backend):
         threads: int | None = None,
         context_length: int = 4096,
         grammar: str | None = None,
+        top_logprobs: int = 20,
         progress: bool = True,
     ):
         self.path = check_gguf(gguf)
@@ -225,6 +228,7 @@ class LlamaCppBackend(Backend):
         self.batch_size = self.parallel = parallel
         self.context_length, self.grammar, self.progress = context_length, grammar, progress
         self.quantization = _quantization(self.path)
+        self.top_logprobs = top_logprobs
         self.name = f"llamacpp|{self.path.name}|{self.quantization or 'unknown'}|{_fingerprint(self.path)}"
 
     # ------------------------------------------------------------------------------------ tokenizer (the server's)
@@ -315,6 +319,41 @@ class LlamaCppBackend(Backend):
         ]
         texts = [r["choices"][0]["message"]["content"] for r in self.chat(bodies, "forcing verdicts")]
         return [prefill_tail(t, p) for t, p in zip(texts, prefixes, strict=True)]
+
+    def verdict_probabilities(
+        self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]
+    ) -> list[VerdictReadout]:
+        """Verdict probabilities from llama.cpp's per-token log-probabilities (``top_logprobs``, its ``n_probs``).
+
+        Each read-out position is the prompt with the assistant turn prefilled by ``continuations[i]``; one
+        single-token request per position returns the :attr:`top_logprobs` most likely next tokens (raw model
+        probabilities, before sampling), and :func:`hf_critic.verdicts.walk_top_logprobs` extends multi-token
+        verdicts (``"10"``) with further requests. Verdicts outside the top-k are reported unseen (probability 0).
+
+        Raises:
+            ValueError: not one continuation per conversation.
+            RuntimeError: an error answered by llama.cpp.
+        """
+        if len(continuations) != len(conversations):
+            raise ValueError("verdict_probabilities needs one continuation per conversation")
+        config = DecodingConfig(max_new_tokens=1)
+
+        def next_tokens(positions: Sequence[tuple[int, str]]) -> list[dict[str, float]]:
+            bodies = [
+                llamacpp_request(
+                    [*conversations[row], {"role": "assistant", "content": continuations[row] + text}],
+                    config,
+                    top_logprobs=self.top_logprobs,
+                )
+                for row, text in positions
+            ]
+            answers = self.chat(bodies, "reading verdicts")
+            return [
+                {t["token"]: t["logprob"] for t in a["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+                for a in answers
+            ]
+
+        return walk_top_logprobs(next_tokens, len(conversations), verdicts)
 
     def close(self) -> None:
         """Stop llama.cpp's server and free the model (idempotent)."""

@@ -221,6 +221,9 @@ class OpenAIClient:
         name: display name (default: ``model``).
         seed: seed of the jitter draws.
         sleep: the coroutine used to wait between retries (tests pass a recorder); default ``asyncio.sleep``.
+        stage_params: per pipeline stage, request parameters added to every request of that stage (under the
+            request's own), e.g. ``{"score_difficulty": {"grammar": "root ::= ..."}}``: a GBNF grammar per stage for
+            llama.cpp's server. Part of each request's cache key.
 
     Every request carries two extra headers, ``X-HF-Critic-Stage`` (the pipeline stage) and ``X-HF-Critic-Cache-Key``
     (the request's cache key, a hash): they let a proxy or server log tell stages and repeated work apart (the
@@ -251,6 +254,7 @@ class OpenAIClient:
         name: str | None = None,
         seed: int = 0,
         sleep: Callable[[float], Any] | None = None,
+        stage_params: Mapping[str, Mapping[str, Any]] | None = None,
     ):
         if concurrency < 1 or timeout <= 0:
             raise ValueError("concurrency must be >= 1 and timeout > 0")
@@ -264,6 +268,7 @@ class OpenAIClient:
         self.name = name or model
         self._rng = random.Random(seed)
         self._sleep = sleep or asyncio.sleep
+        self.stage_params = {k: dict(v) for k, v in (stage_params or {}).items()}
 
     def check(self, timeout: float = 10.0) -> list[str]:
         """Ask the server which models it serves (``GET /models``) before a run, so a bad URL fails in seconds.
@@ -417,6 +422,8 @@ class OpenAIClient:
         from tqdm.auto import tqdm
 
         usage = self.ledger.stage(stage)
+        if self.stage_params.get(stage):
+            requests = [dataclasses.replace(r, params={**self.stage_params[stage], **r.params}) for r in requests]
         keys = [self.request_key(r) for r in requests]
         hits = self.cache.get_many(keys) if self.cache is not None else {}
         results: list[ChatResult | None] = [None] * len(requests)

@@ -77,6 +77,9 @@ class EndpointConfig:
         sampling: request parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); CritiqueLLM's
             scripts use temperature 0 for the teacher.
         price_input_per_million / price_output_per_million: token prices for the cost column.
+        grammar: send each teacher stage a GBNF grammar built from that stage's expected output format (query lines,
+            difficulty lines, a critique ending in the template's verdict): llama.cpp's server only (its ``grammar``
+            field); lets a small local teacher produce parseable answers (format, not quality).
     """
 
     base_url: str
@@ -88,6 +91,7 @@ class EndpointConfig:
     sampling: dict = field(default_factory=dict)
     price_input_per_million: float = 0.0
     price_output_per_million: float = 0.0
+    grammar: bool = False
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import datasets
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai import OpenAIClient, redact_url
 from ..cache import GenerationCache
+from ..grammars import critique_grammar, difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..schema import SETTINGS, Setting, Task
@@ -59,10 +60,46 @@ class EvalInstructResult:
     paths: dict[str, Any]
 
 
+def teacher_grammars(language: str, family: str, max_tokens: int) -> dict[str, dict[str, str]]:
+    """The GBNF grammar of each teacher stage (``teacher.grammar: true``), as ``{stage: {"grammar": ...}}``.
+
+    Built from each stage's expected output format: the query-generation and difficulty lines of CritiqueLLM v2
+    Appendix A, and for the critique stages a free explanation (at most 2 characters per token of ``max_tokens``)
+    ending in the verdict line of the template that stage renders (:func:`hf_critic.grammars.critique_grammar`).
+    The v1 dialogue's second turn is left free.
+
+    Args:
+        language: ``"en"`` or ``"zh"``.
+        family: the critic template family (``critiquellm_v2`` or ``critiquellm_v1``).
+        max_tokens: the teacher's ``max_tokens``.
+    """
+    chars = max(10, 2 * max_tokens - 40)
+    critique = {
+        "grade_pointwise_referenced": get_template(family, Setting(Task.POINTWISE, True), language),
+        "v1_turn1_referenced": get_template(family, Setting(Task.POINTWISE, True), language),
+        "path1_p2p_referenced": get_teacher_template("p2p", Setting(Task.PAIRWISE, True), language),
+        "path2_p2p_reference_free": get_teacher_template("p2p", Setting(Task.PAIRWISE, False), language),
+        "path1_r2rf_pairwise": get_teacher_template("r2rf", Setting(Task.PAIRWISE, False), language),
+        "path2_r2rf_pointwise": get_teacher_template("r2rf", Setting(Task.POINTWISE, False), language),
+    }
+    categories = [stages.category_name(en, language) for en, _ in stages.CATEGORIES]
+    out = {stage: critique_grammar(t.output, chars) for stage, t in critique.items()}
+    out["augment_queries"] = query_generation_grammar(categories)
+    out["score_difficulty"] = difficulty_grammar(3)
+    return {stage: {"grammar": grammar} for stage, grammar in out.items()}
+
+
 def make_client(
-    endpoint: EndpointConfig, *, cache: GenerationCache | None, ledger: UsageLedger, name: str, seed: int = 0
+    endpoint: EndpointConfig,
+    *,
+    cache: GenerationCache | None,
+    ledger: UsageLedger,
+    name: str,
+    seed: int = 0,
+    stage_params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> OpenAIClient:
-    """An :class:`~hf_critic.backends.openai.OpenAIClient` for an endpoint of the recipe."""
+    """An :class:`~hf_critic.backends.openai.OpenAIClient` for an endpoint of the recipe (``stage_params``: see
+    :class:`~hf_critic.backends.openai.OpenAIClient`)."""
     return OpenAIClient(
         endpoint.base_url,
         endpoint.model,
@@ -76,6 +113,7 @@ def make_client(
         ledger=ledger,
         name=name,
         seed=seed,
+        stage_params=stage_params,
     )
 
 
@@ -176,7 +214,13 @@ def run_eval_instruct(
     cache = GenerationCache(config.cache_path)
     ledger = teacher.ledger if teacher is not None else UsageLedger()
     teacher_name = teacher.name if teacher is not None else config.teacher.model
-    teacher = teacher or make_client(config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed)
+    if teacher is None:
+        family = "critiquellm_v2" if config.variant == "v2" else "critiquellm_v1"
+        max_tokens = int(config.teacher.sampling.get("max_tokens") or 2048)
+        per_stage = teacher_grammars(config.language, family, max_tokens) if config.teacher.grammar else None
+        teacher = make_client(
+            config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed, stage_params=per_stage
+        )
     if generators is None:
         generators = {
             g.name: make_generator(g, cache=cache, ledger=ledger, progress=config.progress) for g in config.generators
