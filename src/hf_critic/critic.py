@@ -16,7 +16,7 @@ import datasets
 
 from . import schema
 from .backends.base import Backend
-from .cache import GenerationCache, cached_generate
+from .cache import GenerationCache, cache_key, cached_generate
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
