@@ -244,7 +244,8 @@ def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend, referenc
         for engine in (backend, reference):
             critic = Critic(engine, template="mtbench", decoding=decoding)
             result = critic.compare(rows, swap=True) if "response_1" in rows[0] else critic.grade(rows)
-            outputs.append(result["critique_generation"] + result.to_dict().get("critique_generation_swapped", []))
+            columns = result.to_dict()
+            outputs.append(columns["critique_generation"] + columns.get("critique_generation_swapped", []))
         for a, b in zip(*outputs, strict=True):
             ids = [reference.tokenizer(t, add_special_tokens=False)["input_ids"][:16] for t in (a, b)]
             agree += ids[0] == ids[1]
