@@ -71,9 +71,8 @@ class EndpointConfig:
             appears in a config, cache, log or card.
         concurrency: requests in flight (>= 1).
         timeout: seconds per attempt.
-        retry: when and how long to wait before retrying a failed attempt: a
-            :class:`~hf_critic.backends.openai.RetryPolicy` (YAML: a mapping with ``max_retries``,
-            ``initial_backoff``, ``max_backoff``, ``multiplier``, ``jitter``).
+        retry: when and how often a failed attempt is retried: a :class:`~hf_critic.backends.openai.RetryPolicy`
+            (YAML: a mapping of any of its fields, e.g. ``retry: {max_retries: 8, max_backoff: 120}``).
         sampling: request parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); CritiqueLLM's
             scripts use temperature 0 for the teacher.
         price_input_per_million / price_output_per_million: token prices for the cost column.
