@@ -7,10 +7,10 @@ import logging
 import sys
 
 from . import __version__
-from .commands import critique, eval_instruct, meta_eval, metrics, self_eval
+from .commands import critique, eval_instruct, meta_eval, metrics, refine, self_eval
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
-COMMANDS = (critique, meta_eval, self_eval, eval_instruct, metrics)
+COMMANDS = (critique, meta_eval, refine, self_eval, eval_instruct, metrics)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,162 @@
+"""``hf-critic refine``: critiques as feedback (CritiqueLLM v1 §4.8 Table 3, v2 §4.6 Table 4)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .options import add_cache_args, add_critic_args, add_decoding_args, add_options, critic_from_args
+
+EPILOG = """\
+For each record every --critic writes a reference-free critique, the --generator rewrites the response with it
+(--rounds N repeats critique -> rewrite), and the --judge grades the originals and all rewrites (referenced where
+the record has a reference). MODEL: a local folder, a Hub id in the local cache, or nothing for the embedded
+SmolLM2-135M-Instruct (--critic NAME alone). Every generation goes through the --cache, so a killed run started
+again repeats none; the summary counts the cache hits per stage.
+
+Examples:
+  hf-critic refine --data ../shared/data/selfeval/mt_bench --format fastchat --limit 40 --critic smollm2 \\
+      --template mtbench --output-dir outputs/refine
+  hf-critic refine --data answers.jsonl --critic a=./critic-a --critic b=./critic-b --generator ./gen \\
+      --judge ./judge --rounds 2 --output-dir outputs/refine
+Writes rows.jsonl (one row per record, critic and round: critique, rewrite, judge verdict), report.md (the Table 4
+layout, win / tie / lose against the original, the judge's parse rate, cache hits, wall time) and report.json.
+"""
+
+
+def register(subparsers) -> None:
+    """Add the ``refine`` sub-command."""
+    parser = subparsers.add_parser(
+        "refine",
+        help="critiques as feedback: critique, rewrite, re-judge (CritiqueLLM Table 4 layout)",
+        description="Critiques as feedback (CritiqueLLM v2 §4.6): critics critique each response, a generator "
+        "rewrites it from the critique, a judge grades original and rewrites.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    data = parser.add_argument_group("data")
+    add_options(
+        data,
+        "data",
+        "columns",
+        "format",
+        "split",
+        "limit",
+        data={
+            "required": True,
+            "help": "records with question and response (and optionally reference, category): "
+            "a JSONL / JSON / CSV / parquet file, a Hub dataset id, or a benchmark folder with --format",
+        },
+    )
+    data.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for --format fastchat (default: 1)")
+    data.add_argument("--category", default="category", help="column of the table's categories (default: category)")
+
+    roles = parser.add_argument_group("critics, generator and judge")
+    roles.add_argument(
+        "--critic",
+        action="append",
+        default=[],
+        metavar="NAME[=MODEL]",
+        help="a critic whose critiques feed the rewrite; repeat for several side by side (default: one, the "
+        "embedded model, named 'embedded')",
+    )
+    roles.add_argument("--generator", help="the model that rewrites (default: the embedded model)")
+    roles.add_argument("--judge", help="the model that grades originals and rewrites (default: the embedded model)")
+    roles.add_argument("--rounds", type=int, default=1, help="critique -> rewrite iterations (default: 1)")
+    roles.add_argument(
+        "--rewrite-prompt",
+        help="the rewrite prompt: en, zh or your own YAML file (default: the --language of the critiques)",
+    )
+    roles.add_argument(
+        "--rewrite-max-new-tokens", type=int, default=512, help="token budget of a rewrite (default: 512)"
+    )
+    add_options(roles, "trust_remote_code", "batch_size", "threads", "dtype", "progress")
+    add_critic_args(roles)
+    add_cache_args(roles)
+    add_decoding_args(parser)
+
+    out = parser.add_argument_group("report")
+    out.add_argument("--output-dir", required=True, help="folder for rows.jsonl, report.md and report.json")
+    out.add_argument("--title", default="Critiques as feedback", help="title of report.md")
+    parser.set_defaults(func=run_refine)
+
+
+def _load(args):
+    """The records, with references attached to FastChat folders (MT-Bench's reference answers where they exist)."""
+    from ..io import load_records, parse_columns, rename_columns
+
+    if args.format:
+        from ..datasets import load_benchmark
+
+        kwargs = {"turn": args.turn} if args.format == "fastchat" else {}
+        records = load_benchmark(args.format, args.data, **kwargs)
+        if args.format == "fastchat":
+            referenced = load_benchmark("fastchat", args.data, with_reference=True, **kwargs)
+            by_query = dict(zip(referenced["query_id"], referenced["reference"], strict=True))
+            records = records.add_column("reference", [by_query.get(q) for q in records["query_id"]])
+        records = rename_columns(records, parse_columns(args.columns), args.data)
+        if args.limit is not None:
+            records = records.select(range(min(args.limit, len(records))))
+        return records
+    return load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
+
+
+def _critic_specs(specs: list[str]) -> dict[str, str | None]:
+    """``NAME[=MODEL]`` -> {name: model or None (the embedded model)}.
+
+    Raises:
+        ValueError: an empty name or the same name twice.
+    """
+    critics: dict[str, str | None] = {}
+    for spec in specs or ["embedded"]:
+        name, _, model = (part.strip() for part in spec.partition("="))
+        if not name or name in critics:
+            raise ValueError(f"--critic {spec!r}: give each critic a distinct NAME (NAME=MODEL)")
+        critics[name] = model or None
+    return critics
+
+
+def run_refine(args: argparse.Namespace) -> int:
+    """Load the records and the models (each model once), run the loop, write rows, report.md and report.json."""
+    import json
+    from dataclasses import replace
+
+    from ..io import save_records
+    from ..refine import refine
+    from .options import cache_from_args, decoding_from_args
+
+    if args.rounds < 1:
+        raise ValueError("--rounds must be at least 1")
+    records = _load(args)
+    loaded: dict[str | None, object] = {}
+
+    def critic_on(model: str | None):
+        if model not in loaded:  # one model in memory per distinct name, whatever its roles
+            loaded[model] = critic_from_args(args, model)
+        return loaded[model]
+
+    critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
+    generator = critic_on(args.generator).backend
+    judge = critic_on(args.judge)
+    cache = cache_from_args(args)
+    result = refine(
+        records,
+        critics,
+        generator,
+        judge,
+        rounds=args.rounds,
+        prompt=args.rewrite_prompt or args.language,
+        decoding=replace(decoding_from_args(args), max_new_tokens=args.rewrite_max_new_tokens),
+        cache_path=cache,
+        category=args.category,
+        source=args.data,
+    )
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_records(result.rows, out / "rows.jsonl")
+    markdown = result.markdown(args.title)
+    (out / "report.md").write_text(markdown, encoding="utf-8")
+    (out / "report.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    print(markdown)
+    print(f"wrote {out / 'rows.jsonl'} ({len(result.rows)} rows), {out / 'report.md'} and {out / 'report.json'}")
+    return 0
