@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -216,3 +218,13 @@ def start_transformers_serve(model_dir: Path, log: Path, timeout: float = 120.0)
             time.sleep(0.25)
     proc.kill()
     raise RuntimeError(f"transformers serve not healthy after {timeout} s: {log.read_text()[-2000:]}")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop a server started by :func:`start_transformers_serve`: SIGTERM to its process group, SIGKILL after 20 s."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=20)

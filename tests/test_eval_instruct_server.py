@@ -30,6 +30,7 @@ from ._eval_instruct_support import (
     build_scripted_model,
     recipe,
     start_transformers_serve,
+    stop_server,
 )
 
 pytestmark = pytest.mark.slow
@@ -53,12 +54,7 @@ def server(tmp_path_factory):
     try:
         yield url, str(model)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=20)
+        stop_server(proc)
 
 
 def test_whole_pipeline_on_a_real_server(server, tmp_path):

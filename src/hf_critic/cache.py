@@ -94,8 +94,8 @@ def cached_generate(backend, conversations, decoding, cache: GenerationCache | N
         cache: the store, or None to generate everything (one backend call).
 
     Returns:
-        ``(generations, cached)``: one list of completions per conversation (None where the input was None), and how
-        many inputs were answered from the cache.
+        ``(generations, cached)``: one list of completions per conversation (None where the input was None; equal
+        conversations share one generation), and how many inputs were answered from the cache.
     """
     keys = [
         None if c is None else cache_key(model=backend.name, messages=c, decoding=decoding.__dict__)
@@ -103,7 +103,11 @@ def cached_generate(backend, conversations, decoding, cache: GenerationCache | N
     ]
     done = cache.get_many([k for k in keys if k]) if cache is not None else {}
     cached = sum(1 for k in keys if k in done)
-    todo = [i for i, k in enumerate(keys) if k and k not in done]
+    first = {}  # one generation per distinct key: equal inputs in one call are generated once
+    for i, k in enumerate(keys):
+        if k and k not in done:
+            first.setdefault(k, i)
+    todo = list(first.values())
     # Commit every few batches, so a killed run keeps everything finished before the kill.
     chunk = max(getattr(backend, "batch_size", 8) * 4, 1) if cache is not None else max(len(todo), 1)
     for start in range(0, len(todo), chunk):
