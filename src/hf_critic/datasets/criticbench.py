@@ -33,8 +33,9 @@ from typing import Any
 
 import datasets
 
+from ..io import RecordError, read_json_rows
 from ..prompts.criticbench import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
-from ._rows import RecordError, field, read_rows
+from ._rows import field
 
 __all__ = [
     "OBJECTIVE_CORRECTION_TASKS",
@@ -206,7 +207,7 @@ def load_criticbench(
             if not path.is_file():
                 continue
             suffix = "_correction_part" if part == "correction_part" else ""
-            for index, (where, row) in enumerate(read_rows(path)):
+            for index, (where, row) in enumerate(read_json_rows(path)):
                 rows.append(
                     {
                         "task": task,
