@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -181,3 +182,153 @@ def test_backend_without_probabilities_fails_with_one_line():
     with pytest.raises(VerdictProbabilityError, match=r"^backend TextOnly \(text-only\) cannot return verdict") as err:
         TextOnly().verdict_probabilities([[{"role": "user", "content": "q"}]], [""], ["1"])
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------------------------------------ the critic
+class ReadoutBackend:
+    """A scripted backend: text critiques from ``reply``; verdict probabilities from ``probs(user_text, continuation)``."""
+
+    def __new__(cls, reply, probs):
+        from hf_critic.backends.base import Backend
+
+        class _Scripted(Backend):
+            name, batch_size, context_length = "scripted", 2, None
+
+            def __init__(self):
+                self.seen = []
+
+            def generate(self, conversations, config):
+                return [
+                    [reply(c[-1]["content"], k) for k in range(config.num_return_sequences)] for c in conversations
+                ]
+
+            def verdict_probabilities(self, conversations, continuations, verdicts):
+                self.seen += list(continuations)
+                return [
+                    VerdictReadout({v: probs(c[-1]["content"], t).get(v, 0.0) for v in verdicts})
+                    for c, t in zip(conversations, continuations, strict=True)
+                ]
+
+            def count_tokens(self, text):
+                return len(text.split())
+
+            def prompt_tokens(self, conversation):
+                return 1
+
+            def truncate_middle(self, text, num_tokens):
+                return text
+
+        return _Scripted()
+
+
+POINT = [
+    {"question": "Capital of France?", "response": "Paris."},
+    {"question": "Capital of France?", "response": "Berlin."},
+    {"question": "2+2?", "response": "five"},
+]
+
+
+def _point_probs(text, continuation):
+    if "Paris." in text:
+        return {"8": 0.5, "10": 0.3}  # mass 0.8 -> 8 * 5/8 + 10 * 3/8 = 8.75
+    if "Berlin." in text:
+        return {"2": 0.2, "3": 0.2}  # mass 0.4 -> 2.5
+    return {"5": 0.004}  # mass 0.004 < 0.01: low_mass, never scored
+
+
+def test_critic_probability_none_low_mass_counted_never_scored():
+    from hf_critic import schema
+    from hf_critic.critic import Critic
+
+    backend = ReadoutBackend(lambda t, k: "never called", _point_probs)
+    critic = Critic(backend, template="mtbench", verdict="probability", explanation="none")
+    out = critic.grade(POINT)
+    assert out[schema.CRITIQUE_SCORE][:2] == pytest.approx([8.75, 2.5]) and out[schema.CRITIQUE_SCORE][2] is None
+    assert out[schema.CRITIQUE_STATUS] == ["ok", "ok", "low_mass"]
+    assert out[schema.CRITIQUE_VERDICT_MASS] == pytest.approx([0.8, 0.4, 0.004])
+    assert json.loads(out[schema.CRITIQUE_DISTRIBUTION][0])["10"] == pytest.approx(0.375)
+    assert out[schema.CRITIQUE_GENERATION] == [None, None, None]  # no decoding
+    assert backend.seen == ["Rating: [["] * 3
+    stats = critic.last_stats
+    assert (stats.total, stats.parsed, stats.low_mass) == (3, 2, 1)
+    assert "2/3 verdicts from probabilities" in stats.summary() and "low mass 1" in stats.summary()
+    critic = Critic(backend, template="mtbench", verdict="probability", explanation="none", min_verdict_mass=0.5)
+    assert critic.grade(POINT)[schema.CRITIQUE_STATUS] == ["ok", "low_mass", "low_mass"]
+
+
+def test_critic_explanation_first_cuts_the_verdict_and_both_keeps_text_columns():
+    from hf_critic import schema
+    from hf_critic.critic import Critic
+
+    backend = ReadoutBackend(lambda t, k: "Good answer.\nRating: [[9]]" if "Paris." in t else "Hmm.", _point_probs)
+    critic = Critic(backend, template="mtbench", verdict="both", explanation="first")
+    out = critic.grade(POINT)
+    assert backend.seen == ["Good answer.\n\nRating: [[", "Hmm.\n\nRating: [[", "Hmm.\n\nRating: [["]
+    assert out[schema.CRITIQUE_TEXT_SCORE] == [9.0, None, None]
+    assert out[schema.CRITIQUE_TEXT_STATUS] == ["ok", "unparsed", "unparsed"]
+    assert out[schema.CRITIQUE_SCORE][0] == pytest.approx(8.75)
+    assert out[schema.CRITIQUE_EXPLANATION][0] == "Good answer."
+    assert "text verdicts: 1/3 parsed" in critic.last_stats.summary()
+
+
+def test_critic_self_consistency_is_mean_of_expected_scores():
+    from hf_critic import schema
+    from hf_critic.critic import Critic
+    from hf_critic.decoding import DecodingConfig
+
+    def probs(text, continuation):  # sample k's explanation says "k"; its read-out puts all mass on score 2k + 1
+        return {str(2 * int(continuation[0]) + 1): 1.0}
+
+    critic = Critic(
+        ReadoutBackend(lambda t, k: f"{k}", probs),
+        template="mtbench",
+        verdict="probability",
+        decoding=DecodingConfig(strategy="self_consistency", num_samples=3),
+    )
+    out = critic.grade(POINT[:1])
+    assert out[schema.CRITIQUE_SCORE] == [pytest.approx((1 + 3 + 5) / 3)]
+
+
+def test_critic_compare_swap_combines_both_orders():
+    from hf_critic import schema
+    from hf_critic.critic import Critic
+
+    pairs = [{"question": "Capital of France?", "response_1": "Paris.", "response_2": "Berlin."}]
+
+    def probs(text, continuation):  # position-biased: prefers A, a little more when Paris is shown first
+        paris_first = text.index("Paris.") < text.index("Berlin.")
+        return {"A": 0.45, "B": 0.35, "C": 0.2} if paris_first else {"A": 0.4, "B": 0.1, "C": 0.5}
+
+    critic = Critic(
+        ReadoutBackend(lambda t, k: "x", probs), template="mtbench", verdict="probability", explanation="none"
+    )
+    out = critic.compare(pairs, swap=True)
+    # first: r1 .45, r2 .35, tie .2; swapped mapped back: r1 .1, r2 .4, tie .5; mean: r1 .275, r2 .375, tie .35
+    assert json.loads(out[schema.CRITIQUE_DISTRIBUTION_COMBINED][0]) == pytest.approx(
+        {"response_1": 0.275, "response_2": 0.375, "tie": 0.35}
+    )
+    assert out[schema.CRITIQUE_LABEL] == [schema.RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_LABEL_FIRST] == [schema.RESPONSE_1_WINS]
+    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [schema.TIE]
+    assert out[schema.CRITIQUE_CONSISTENT] == [False]
+
+
+def test_auto_picks_probability_only_for_the_embedded_critic():
+    from hf_critic.verdicts import AUTO_EMBEDDED, resolve_verdict
+
+    assert resolve_verdict("auto", None, embedded=True) == AUTO_EMBEDDED
+    assert resolve_verdict("auto", None, embedded=False) == ("text", "first")
+    assert resolve_verdict("probability", None, embedded=False) == ("probability", "first")
+    with pytest.raises(ValueError, match="verdict must be"):
+        resolve_verdict("logits", None, embedded=True)
+
+
+def test_tiny_model_grade_probability_end_to_end(tiny_backend):
+    from hf_critic import schema
+    from hf_critic.critic import Critic
+
+    critic = Critic(tiny_backend, template="mtbench", verdict="probability", explanation="none", min_verdict_mass=0)
+    out = critic.grade(POINT)
+    assert out[schema.CRITIQUE_STATUS] == ["ok"] * 3
+    assert all(1 <= s <= 10 for s in out[schema.CRITIQUE_SCORE])
+    assert all(0 < m < 1 for m in out[schema.CRITIQUE_VERDICT_MASS])

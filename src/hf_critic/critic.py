@@ -10,9 +10,10 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import datasets
+import numpy as np
 
 from . import schema
 from .backends.base import Backend
@@ -22,6 +23,17 @@ from .grammars import verdict_grammar
 from .io import RecordError, check_fields
 from .parsing import ParsedCritique, parse
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
+from .verdicts import (
+    DEFAULT_MIN_VERDICT_MASS,
+    ProbabilityVerdict,
+    VerdictReadout,
+    aggregate_readouts,
+    combine_orders,
+    decide_label,
+    entropy,
+    resolve_verdict,
+    swap_distribution,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +52,14 @@ class RunStats:
         total: inputs sent through the critic (each order counts under ``swap``).
         parsed: inputs whose final verdict parsed.
         unparsed / out_of_range / skipped: the other :class:`~hf_critic.schema.ParseStatus` outcomes.
+        low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
         truncated: inputs truncated to fit the context window.
         cached: inputs answered from the generation cache (no model call).
+        verdict: ``"text"`` or ``"probability"``: where the counted verdicts come from.
+        mass: verdict mass of every read-out input (probability only).
+        unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
+        min_mass: the ``--min-verdict-mass`` in force.
+        text: under ``--verdict both``, the same counts for the text verdicts.
     """
 
     total: int = 0
@@ -49,8 +67,14 @@ class RunStats:
     unparsed: int = 0
     out_of_range: int = 0
     skipped: int = 0
+    low_mass: int = 0
     truncated: int = 0
     cached: int = 0
+    verdict: str = "text"
+    mass: list = field(default_factory=list)
+    unseen: int = 0
+    min_mass: float = DEFAULT_MIN_VERDICT_MASS
+    text: RunStats | None = None
 
     @property
     def parse_rate(self) -> float:
@@ -63,12 +87,21 @@ class RunStats:
         setattr(self, attr, getattr(self, attr) + 1)
 
     def summary(self) -> str:
-        """One line: parse rate and every counter."""
-        return (
-            f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "
-            f"out of range {self.out_of_range}, skipped {self.skipped}, truncated {self.truncated}, "
-            f"from cache {self.cached}"
+        """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass)."""
+        tail = f"skipped {self.skipped}, truncated {self.truncated}, from cache {self.cached}"
+        if self.verdict == "text":
+            return (
+                f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "
+                f"out of range {self.out_of_range}, {tail}"
+            )
+        line = (
+            f"{self.parsed}/{self.total} verdicts from probabilities ({100 * self.parse_rate:.1f}%), low mass "
+            f"{self.low_mass} (< {self.min_mass:g}), mean verdict mass {np.mean(self.mass) if self.mass else 0:.3f}, "
+            f"{tail}"
         )
+        if self.unseen:
+            line += f", {self.unseen} verdict probabilities outside the server's top-k (counted as 0)"
+        return line + (f"; text verdicts: {self.text.summary()}" if self.text else "")
 
 
 class Critic:
@@ -87,8 +120,20 @@ class Critic:
             (:mod:`hf_critic.grammars`), to every critique whose verdict does not parse; the explanation stays as
             generated. Needs a backend with ``supports_grammar`` (llama.cpp, in-process or behind its server).
 
+        verdict: ``"text"`` (parse the generated verdict; never a default), ``"probability"`` (read it from the
+            model's next-token distribution after the template's verdict prefix, :mod:`hf_critic.verdicts`),
+            ``"both"`` (probability, with the text verdict in its own ``critique_text_*`` columns), or ``"auto"``
+            (probability for the embedded default critic, text for any other model; see
+            :data:`~hf_critic.verdicts.AUTO_EMBEDDED`).
+        explanation: for probability read-outs: ``"none"`` (the prefix right after the generation prompt: one
+            prefill, no decoding, no explanation) or ``"first"`` (the critique is generated, its own verdict is cut,
+            and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
+        min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
+            ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
+
     Raises:
         ValueError: an unknown truncation policy, or ``constrain_verdict`` on a backend without grammars.
+        ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1].
 
     Example:
         >>> critic = Critic.from_pretrained()  # doctest: +SKIP
@@ -106,6 +151,9 @@ class Critic:
         truncate: str = "middle",
         cache_path: str | os.PathLike | None = None,
         constrain_verdict: bool = False,
+        verdict: str = "auto",
+        explanation: str | None = None,
+        min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
@@ -114,7 +162,11 @@ class Critic:
                 f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
                 "--engine llamacpp or --base-url of a llama.cpp server"
             )
+        if not 0 <= min_verdict_mass <= 1:
+            raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         self.constrain_verdict = constrain_verdict
+        self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=backend.embedded)
+        self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
         self.truncate = truncate
@@ -146,7 +198,7 @@ class Critic:
                 CUDA) or a torch dtype name.
             progress: show progress bars.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
-                constrain_verdict).
+                constrain_verdict, verdict, explanation, min_verdict_mass).
         """
         from .backends import load_backend
 
@@ -197,10 +249,11 @@ class Critic:
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
         conversations, truncated = self._render(template, dataset, source, swap=False)
-        parsed, raws, samples, cached = self._judge(template, conversations)
+        judged = self._judge(template, conversations)
+        parsed, raws = judged.parsed, judged.raws
         columns = {
             schema.CRITIQUE_SCORE: [p.score for p in parsed],
-            schema.CRITIQUE_EXPLANATION: [p.explanation for p in parsed],
+            schema.CRITIQUE_EXPLANATION: [p.explanation or None for p in parsed],
             schema.CRITIQUE_GENERATION: raws,
             schema.CRITIQUE_STATUS: [p.status.value for p in parsed],
             schema.CRITIQUE_DIMENSIONS: [
@@ -208,9 +261,19 @@ class Critic:
             ],
             schema.CRITIQUE_TRUNCATED: truncated,
         }
-        if self.decoding.strategy == "self_consistency":
-            columns[schema.CRITIQUE_SAMPLES] = samples
-        self.last_stats = _stats(parsed, truncated, cached)
+        if self.decoding.strategy == "self_consistency" and judged.samples is not None:
+            columns[schema.CRITIQUE_SAMPLES] = judged.samples
+        stats = _stats(parsed, truncated, judged.cached)
+        if judged.verdicts is not None:
+            verdicts = judged.verdicts
+            if self.verdict == "both":
+                columns[schema.CRITIQUE_TEXT_SCORE] = columns[schema.CRITIQUE_SCORE]
+                columns[schema.CRITIQUE_TEXT_STATUS] = columns[schema.CRITIQUE_STATUS]
+            columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
+            columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
+            columns.update(_distribution_columns(verdicts))
+            stats = self._probability_stats(verdicts, truncated, judged.cached, text=stats)
+        self.last_stats = stats
         return _add_columns(dataset, columns)
 
     def compare(
@@ -248,17 +311,18 @@ class Critic:
         if swap:  # one generate call for both orders: better batches
             swapped, truncated_swapped = self._render(template, dataset, source, swap=True)
             conversations = conversations + swapped
-        parsed, raws, samples, cached = self._judge(template, conversations)
+        judged = self._judge(template, conversations)
+        parsed, raws = judged.parsed, judged.raws
         first = parsed[:n]
         columns = {
             schema.CRITIQUE_LABEL: [p.label for p in first],
-            schema.CRITIQUE_EXPLANATION: [p.explanation for p in first],
+            schema.CRITIQUE_EXPLANATION: [p.explanation or None for p in first],
             schema.CRITIQUE_GENERATION: raws[:n],
             schema.CRITIQUE_STATUS: [p.status.value for p in first],
             schema.CRITIQUE_TRUNCATED: truncated,
         }
-        if self.decoding.strategy == "self_consistency":
-            columns[schema.CRITIQUE_SAMPLES] = samples[:n]
+        if self.decoding.strategy == "self_consistency" and judged.samples is not None:
+            columns[schema.CRITIQUE_SAMPLES] = judged.samples[:n]
         if swap:
             back = [schema.swap_label(p.label) for p in parsed[n:]]
             columns[schema.CRITIQUE_LABEL_SWAPPED] = back
@@ -269,7 +333,16 @@ class Critic:
             ]
             columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
-        self.last_stats = _stats(parsed, truncated, cached)
+        stats = _stats(parsed, truncated, judged.cached)
+        if judged.verdicts is not None:
+            if self.verdict == "both":
+                for name in (schema.CRITIQUE_LABEL, schema.CRITIQUE_STATUS) + (
+                    (schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_STATUS_SWAPPED) if swap else ()
+                ):
+                    columns[schema.text_column(name)] = columns[name]
+            columns.update(_pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
+            stats = self._probability_stats(judged.verdicts, truncated, judged.cached, text=stats)
+        self.last_stats = stats
         return _add_columns(dataset, columns)
 
     # ----------------------------------------------------------------------------------- internals
@@ -315,26 +388,95 @@ class Critic:
             record[f] = self.backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
         return template.render(record), True
 
-    def _judge(self, template: PromptTemplate, conversations: list) -> tuple[list[ParsedCritique], list, list, int]:
-        """Generate (through the cache), parse and aggregate.
-
-        Returns final verdicts, chosen raw texts, all samples per input, and how many inputs came from the cache.
-        """
-        generations, cached = self._generate(conversations)
+    def _judge(self, template: PromptTemplate, conversations: list) -> _Judged:
+        """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
+        generate = self.verdict != "probability" or self.explanation == "first"
+        if generate:
+            generations, cached = self._generate(conversations)
+        else:
+            generations, cached = [None if c is None else [] for c in conversations], 0
         kind, low_high = template.output.kind, template.output.score_range
-        if self.constrain_verdict:
+        if self.constrain_verdict and generate:
             generations = self._force_verdicts(template, conversations, generations)
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
-        parsed, raws = [], []
+        parsed, raws, samples = [], [], []
         for texts in generations:
             if texts is None:  # skipped as too long
                 parsed.append(ParsedCritique(schema.ParseStatus.SKIPPED))
                 raws.append(None)
+                samples.append(None)
+            elif not texts:  # --verdict probability --explanation none: nothing generated
+                parsed.append(ParsedCritique(schema.ParseStatus.UNPARSED))
+                raws.append(None)
+                samples.append([])
+            else:
+                sample_parses = [parse(t, kind, low_high) for t in texts]
+                result = aggregate(sample_parses)
+                parsed.append(result.parsed)
+                raws.append(texts[result.chosen])
+                samples.append(sample_parses)
+        verdicts = None
+        if self.verdict != "text":
+            verdicts = self._read_verdicts(template, conversations, samples)
+        return _Judged(parsed, raws, generations if generate else None, cached, verdicts)
+
+    def _read_verdicts(self, template: PromptTemplate, conversations: list, samples: list) -> list[ProbabilityVerdict]:
+        """One probability verdict per conversation: the template's verdict prefix after the generation prompt
+        (``explanation="none"``) or after each sampled critique with its own verdict cut (``"first"``)."""
+        output = template.output
+        values = output.verdict_values()  # raises when the template declares no verdict prefix
+        prefix = output.verdict_prefix
+        items = []  # (row, conversation, continuation)
+        for row, (conversation, parses) in enumerate(zip(conversations, samples, strict=True)):
+            if conversation is None:
                 continue
-            result = aggregate([parse(t, kind, low_high) for t in texts])
-            parsed.append(result.parsed)
-            raws.append(texts[result.chosen])
-        return parsed, raws, generations, cached
+            if self.explanation == "none" or not parses:
+                items.append((row, conversation, prefix))
+            else:
+                items += [(row, conversation, _continuation(p.explanation, prefix)) for p in parses]
+        readouts = self._readouts([c for _, c, _ in items], [t for _, _, t in items], list(values))
+        per_row: list[list[VerdictReadout]] = [[] for _ in conversations]
+        for (row, _, _), readout in zip(items, readouts, strict=True):
+            per_row[row].append(readout)
+        return [
+            aggregate_readouts(r, values, kind=output.kind, min_mass=self.min_verdict_mass)
+            if r
+            else ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None)
+            for r in per_row
+        ]
+
+    def _readouts(self, conversations: list, continuations: list[str], verdicts: list[str]) -> list[VerdictReadout]:
+        """Backend read-outs through the cache (a killed run keeps every finished chunk)."""
+        keys = [
+            cache_key(model=self.backend.name, messages=c, continuation=t, verdicts=verdicts, readout="v1")
+            for c, t in zip(conversations, continuations, strict=True)
+        ]
+        done = self.cache.get_many(set(keys)) if self.cache is not None else {}
+        todo = list(dict.fromkeys(k for k in keys if k not in done))
+        where = {k: i for i, k in enumerate(keys)}
+        chunk = max(getattr(self.backend, "batch_size", 8) * 4, 1) if self.cache is not None else max(len(todo), 1)
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            out = self.backend.verdict_probabilities(
+                [conversations[where[k]] for k in part], [continuations[where[k]] for k in part], verdicts
+            )
+            fresh = {k: {"p": dict(r.probabilities), "unseen": list(r.unseen)} for k, r in zip(part, out, strict=True)}
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            done.update(fresh)
+        return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys]
+
+    def _probability_stats(self, verdicts, truncated, cached: int, text: RunStats) -> RunStats:
+        stats = RunStats(
+            truncated=sum(truncated), cached=cached, verdict="probability", min_mass=self.min_verdict_mass
+        )
+        for v in verdicts:
+            stats.count(v.status)
+            stats.unseen += v.unseen
+            if v.status is not schema.ParseStatus.SKIPPED:
+                stats.mass.append(v.mass)
+        stats.text = text if self.verdict == "both" else None
+        return stats
 
     def _generate(self, conversations: list) -> tuple[list[list[str] | None], int]:
         """Generations per conversation (None for skipped ones) and the number answered from the cache."""
@@ -378,6 +520,72 @@ class Critic:
         for i, j in todo:
             out[i][j] = generations[i][j] + done[keys[i, j]]
         return out
+
+
+@dataclass
+class _Judged:
+    """What :meth:`Critic._judge` returns: text verdicts, chosen raw texts, all samples (None when nothing was
+    generated), the number of inputs from the cache, and the probability verdicts (None under ``text``)."""
+
+    parsed: list[ParsedCritique]
+    raws: list
+    samples: list | None
+    cached: int
+    verdicts: list[ProbabilityVerdict] | None
+
+
+def _continuation(explanation: str, prefix: str) -> str:
+    """The assistant turn for ``--explanation first``: the critique with its own verdict cut, then the prefix."""
+    explanation = explanation.strip()
+    return f"{explanation}\n\n{prefix}" if explanation else prefix
+
+
+def _json(distribution: dict | None) -> str | None:
+    return None if distribution is None else json.dumps({k: round(p, 6) for k, p in distribution.items()})
+
+
+def _distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
+    """``critique_distribution``, ``critique_verdict_mass``, ``critique_entropy`` (with a column-name suffix)."""
+    return {
+        schema.CRITIQUE_DISTRIBUTION + suffix: [_json(v.distribution) for v in verdicts],
+        schema.CRITIQUE_VERDICT_MASS + suffix: [v.mass for v in verdicts],
+        schema.CRITIQUE_ENTROPY + suffix: [v.entropy for v in verdicts],
+    }
+
+
+def _pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[ProbabilityVerdict] | None) -> dict:
+    """Label and distribution columns of pairwise probability verdicts; with ``swapped``, both orders' distributions
+    (the swapped one mapped back) are averaged before deciding (Wang et al. 2025)."""
+    ok = schema.ParseStatus.OK
+    labels = [decide_label(v.distribution) if v.status is ok else None for v in first]
+    columns = {schema.CRITIQUE_LABEL: labels, schema.CRITIQUE_STATUS: [v.status.value for v in first]}
+    columns.update(_distribution_columns(first))
+    if swapped is None:
+        return columns
+    back = [swap_distribution(v.distribution) if v.distribution else None for v in swapped]
+    both_ok = [a.status is ok and b.status is ok for a, b in zip(first, swapped, strict=True)]
+    combined = [combine_orders(a.distribution, b) if k else None for a, b, k in zip(first, back, both_ok, strict=True)]
+    labels_back = [decide_label(b) if v.status is ok else None for v, b in zip(swapped, back, strict=True)]
+    columns.update(
+        {
+            schema.CRITIQUE_LABEL: [decide_label(c) if c else None for c in combined],
+            schema.CRITIQUE_STATUS: [
+                ok.value if k else (a.status if a.status is not ok else b.status).value
+                for a, b, k in zip(first, swapped, both_ok, strict=True)
+            ],
+            schema.CRITIQUE_LABEL_FIRST: labels,
+            schema.CRITIQUE_LABEL_SWAPPED: labels_back,
+            schema.CRITIQUE_STATUS_SWAPPED: [v.status.value for v in swapped],
+            schema.CRITIQUE_CONSISTENT: [
+                None if a is None or b is None else a == b for a, b in zip(labels, labels_back, strict=True)
+            ],
+            schema.CRITIQUE_DISTRIBUTION_SWAPPED: [_json(b) for b in back],
+            schema.CRITIQUE_VERDICT_MASS_SWAPPED: [v.mass for v in swapped],
+            schema.CRITIQUE_DISTRIBUTION_COMBINED: [_json(c) for c in combined],
+            schema.CRITIQUE_ENTROPY: [entropy(c) if c else None for c in combined],
+        }
+    )
+    return columns
 
 
 def _stats(parsed: list[ParsedCritique], truncated: list[bool], cached: int) -> RunStats:

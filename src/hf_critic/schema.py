@@ -179,3 +179,24 @@ def query_id(question: str) -> str:
     """Stable id of a query: ``"q-"`` + 12 hex digits of SHA-256 of its NFKC-normalised, stripped text."""
     text = unicodedata.normalize("NFKC", question).strip()
     return "q-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+# Probability read-out (--verdict probability / both, hf_critic.verdicts).
+CRITIQUE_DISTRIBUTION = (
+    "critique_distribution"  # JSON {verdict: probability}, renormalised; pairwise keys: LABEL_NAMES
+)
+CRITIQUE_VERDICT_MASS = "critique_verdict_mass"  # probability on the allowed verdicts before renormalising, [0, 1]
+CRITIQUE_ENTROPY = "critique_entropy"  # entropy of the (combined) distribution, nats
+CRITIQUE_LABEL_FIRST = "critique_label_first"  # pairwise --swap: the first order's own decision
+CRITIQUE_DISTRIBUTION_SWAPPED = "critique_distribution_swapped"  # the swapped order's, mapped back
+CRITIQUE_VERDICT_MASS_SWAPPED = "critique_verdict_mass_swapped"
+CRITIQUE_DISTRIBUTION_COMBINED = "critique_distribution_combined"  # mean of both orders: critique_label's source
+# --verdict both: the text verdict keeps its own columns.
+CRITIQUE_TEXT_SCORE = "critique_text_score"
+CRITIQUE_TEXT_STATUS = "critique_text_status"
+
+
+def text_column(name: str) -> str:
+    """The ``--verdict both`` column holding the text verdict's value of critique column ``name``
+    (``critique_label`` -> ``critique_text_label``)."""
+    return name.replace("critique_", "critique_text_", 1)

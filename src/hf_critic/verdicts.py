@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .schema import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .schema import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, ParseStatus
 
 __all__ = [
     "EXPLANATION_MODES",
@@ -38,6 +38,9 @@ __all__ = [
     "TokenTrie",
     "VerdictProbabilityError",
     "VerdictReadout",
+    "ProbabilityVerdict",
+    "aggregate_readouts",
+    "resolve_verdict",
     "combine_orders",
     "decide_label",
     "expected_score",
@@ -50,6 +53,34 @@ VERDICT_MODES = ("text", "probability", "both")
 #: ``--explanation``: ``none`` = verdict prefix right after the generation prompt (one prefill, no decoding);
 #: ``first`` = generate the critique, cut its own verdict, append the prefix after the explanation.
 EXPLANATION_MODES = ("none", "first")
+#: What ``verdict="auto"`` picks for the embedded default critic, from the measurements in the README ("Results on
+#: real data"); any other model gets ``text``.
+AUTO_EMBEDDED = ("probability", "first")
+#: Default ``--min-verdict-mass``: rows whose verdict mass is below it get status ``low_mass`` and no verdict.
+DEFAULT_MIN_VERDICT_MASS = 0.01
+
+
+def resolve_verdict(verdict: str, explanation: str | None, *, embedded: bool) -> tuple[str, str]:
+    """The ``(verdict, explanation)`` modes a critic runs with.
+
+    Args:
+        verdict: one of :data:`VERDICT_MODES` or ``"auto"`` (:data:`AUTO_EMBEDDED` for the embedded default critic,
+            ``text`` for any other model).
+        explanation: one of :data:`EXPLANATION_MODES`, or None: what ``auto`` picks, else ``first``.
+        embedded: the critic is the embedded default model.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
+    if verdict == "auto":
+        verdict, picked = AUTO_EMBEDDED if embedded else ("text", "first")
+        explanation = explanation or picked
+    if verdict not in VERDICT_MODES:
+        raise ValueError(f"verdict must be 'auto' or one of {VERDICT_MODES}, got {verdict!r}")
+    explanation = explanation or "first"
+    if explanation not in EXPLANATION_MODES:
+        raise ValueError(f"explanation must be one of {EXPLANATION_MODES}, got {explanation!r}")
+    return verdict, explanation
 
 
 class VerdictProbabilityError(ValueError):
@@ -152,6 +183,58 @@ def decide_label(distribution: Mapping[str, float]) -> int:
     best = max(distribution.values())
     leaders = [codes[k] for k, p in distribution.items() if p == best]
     return TIE if TIE in leaders else min(leaders)
+
+
+@dataclass(frozen=True)
+class ProbabilityVerdict:
+    """One input's verdict from its read-out(s) (one per sampled critique under self-consistency).
+
+    Attributes:
+        status: ``OK``, or ``LOW_MASS`` when the mean verdict mass is below the threshold (then no score).
+        distribution: the mean of the samples' renormalised distributions; keys are the verdict strings
+            (pointwise) or :data:`~hf_critic.schema.LABEL_NAMES` values (pairwise). None when no sample has mass.
+        mass: mean verdict mass over the samples, in [0, 1].
+        entropy: entropy of :attr:`distribution` in nats (None with it).
+        score: pointwise: the mean of the samples' expected scores (self-consistency under probabilities); None
+            for pairwise and for ``LOW_MASS``.
+        unseen: allowed verdicts outside a server's top-k, summed over the samples.
+    """
+
+    status: ParseStatus
+    distribution: dict[str, float] | None
+    mass: float
+    entropy: float | None
+    score: float | None = None
+    unseen: int = 0
+
+
+def aggregate_readouts(
+    readouts: Sequence[VerdictReadout], values: Mapping[str, float], *, kind: str, min_mass: float
+) -> ProbabilityVerdict:
+    """Turn one input's read-outs into its verdict.
+
+    Args:
+        readouts: >= 1 read-outs of the same input (several under self-consistency).
+        values: verdict string -> score (``kind="score"``) or label 0 / 1 / 2 (``kind="label"``).
+        kind: ``"score"`` or ``"label"``.
+        min_mass: rows whose mean verdict mass is below it get ``LOW_MASS``: counted, never scored.
+
+    Raises:
+        ValueError: no read-outs.
+    """
+    if not readouts:
+        raise ValueError("aggregate_readouts needs at least one read-out")
+    mass = float(np.mean([r.mass for r in readouts]))
+    unseen = sum(len(r.unseen) for r in readouts)
+    usable = [r.distribution for r in readouts if r.mass > 0]
+    if kind == "label":
+        usable = [{LABEL_NAMES[int(values[v])]: p for v, p in d.items()} for d in usable]
+    distribution = combine_orders(*usable) if usable else None
+    h = entropy(distribution) if distribution else None
+    if mass < min_mass or not usable:
+        return ProbabilityVerdict(ParseStatus.LOW_MASS, distribution, mass, h, None, unseen)
+    score = float(np.mean([expected_score(d, values) for d in usable])) if kind == "score" else None
+    return ProbabilityVerdict(ParseStatus.OK, distribution, mass, h, score, unseen)
 
 
 # ------------------------------------------------------------------------------------------------ token trie

@@ -46,16 +46,19 @@ def load_backend(
 
         if dtype != "auto":
             raise ValueError(f"--dtype {dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
-        return LlamaCppBackend(
+        backend = LlamaCppBackend(
             model or default_gguf_file(), parallel=batch_size, threads=num_threads, progress=progress
         )
-    from .transformers import TransformersBackend
+    else:
+        from .transformers import TransformersBackend
 
-    return TransformersBackend.from_pretrained(
-        model,
-        trust_remote_code=trust_remote_code,
-        num_threads=num_threads,
-        dtype=dtype,
-        batch_size=batch_size,
-        progress=progress,
-    )
+        backend = TransformersBackend.from_pretrained(
+            model,
+            trust_remote_code=trust_remote_code,
+            num_threads=num_threads,
+            dtype=dtype,
+            batch_size=batch_size,
+            progress=progress,
+        )
+    backend.embedded = model is None  # what --verdict auto keys on
+    return backend

@@ -26,10 +26,13 @@ class Backend(ABC):
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
         supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
             behind its server).
+        embedded: True for the embedded default critic (set by :func:`hf_critic.backends.load_backend`); the
+            critic's ``verdict="auto"`` reads probabilities for it.
     """
 
     name: str
     context_length: int | None = None
+    embedded: bool = False
     supports_grammar: bool = False
 
     @abstractmethod

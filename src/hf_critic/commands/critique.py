@@ -13,6 +13,7 @@ from .options import (
     add_endpoint_args,
     add_model_args,
     critic_from_args,
+    select_rows,
 )
 
 EPILOG = """\
@@ -73,10 +74,9 @@ def run(args: argparse.Namespace) -> int:
         from ..io import rename_columns
 
         records = rename_columns(load_benchmark(args.format, args.data), parse_columns(args.columns), args.data)
-        if args.limit is not None:
-            records = records.select(range(min(args.limit, len(records))))
     else:
-        records = load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
+        records = load_records(args.data, parse_columns(args.columns), split=args.split)
+    records = select_rows(records, args)
     critic = critic_from_args(args, args.model)
     started = time.perf_counter()
     if args.task == "grade":

@@ -14,6 +14,7 @@ from .options import (
     add_model_args,
     add_options,
     critic_from_args,
+    select_rows,
 )
 
 EPILOG = """\
@@ -80,8 +81,11 @@ def register(subparsers) -> None:
         inputs,
         "columns",
         "limit",
+        "sample",
+        "sample_seed",
         columns={"help": "for --benchmark generic:...: canonical=source column renames"},
         limit={"help": "only the first N rows of each benchmark"},
+        sample={"help": "a seeded random sample of N rows of each benchmark (shuffled with --sample-seed)"},
     )
     inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
     inputs.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for fastchat benchmarks (default: 1)")
@@ -143,10 +147,7 @@ def _load_benchmark(args, fmt: str, path: str):
         kwargs.update(task=args.task, columns=parse_columns(args.columns))
     elif fmt == "fastchat":
         kwargs["turn"] = args.turn
-    dataset = load_benchmark(fmt, path, **kwargs)
-    if args.limit is not None:
-        dataset = dataset.select(range(min(args.limit, len(dataset))))
-    return dataset
+    return select_rows(load_benchmark(fmt, path, **kwargs), args)
 
 
 def _verdict_runs(args, benchmarks):

@@ -50,6 +50,13 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "split": _option("--split", default="train", help="split to read from a Hub dataset (default: train)"),
     "limit": _option("--limit", type=int, help="only the first N rows"),
+    "sample": _option(
+        "--sample",
+        type=int,
+        help="a seeded random sample of N rows from the whole file (so across its categories / scenarios): "
+        "the rows shuffled with --sample-seed, then the first N",
+    ),
+    "sample_seed": _option("--sample-seed", type=int, default=0, help="seed of --sample (default: 0)"),
     # -------------------------------------------------------------------------------------------------- model
     "model": _option(
         "--model",
@@ -124,6 +131,30 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         help="inputs longer than the context: cut the response(s) from the middle, skip the row, or stop "
         "(default: middle)",
     ),
+    "verdict": _option(
+        "--verdict",
+        default="auto",
+        choices=["auto", "text", "probability", "both"],
+        help="where the verdict comes from: text = parse the generated verdict (never a default); probability = "
+        "read it from the critic's next-token distribution after the template's verdict prefix (expected score, "
+        "or the label of highest probability, both orders averaged under --swap); both = probability, with the "
+        "text verdict in critique_text_* columns; auto (default) = probability for the embedded critic, text for "
+        "any other model",
+    ),
+    "explanation": _option(
+        "--explanation",
+        choices=["none", "first"],
+        help="for probability read-outs: none = verdict prefix right after the prompt (one prefill, no decoding, "
+        "no explanation); first = generate the critique, cut its own verdict, then read the verdict after it "
+        "(default: first; auto picks it for the embedded critic)",
+    ),
+    "min_verdict_mass": _option(
+        "--min-verdict-mass",
+        type=float,
+        default=None,
+        help="read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
+        "never scored (default: hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)",
+    ),
     # -------------------------------------------------------------------------------------------------- cache
     "cache": _option("--cache", help=f"SQLite file of finished generations (default: {DEFAULT_CACHE})"),
     "no_cache": _option("--no-cache", action="store_true", help="do not read or write the generation cache"),
@@ -150,7 +181,8 @@ def add_options(parser, *names: str, **overrides: Mapping) -> None:
 
 
 def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool = False, setting: bool = False):
-    """The ``data`` group: ``--data``, ``--output``, ``--columns``, [``--format``], ``--split``, ``--limit`` and,
+    """The ``data`` group: ``--data``, ``--output``, ``--columns``, [``--format``], ``--split``, ``--limit``,
+    ``--sample``, ``--sample-seed`` and,
     with ``setting``, ``--referenced`` / ``--reference-free`` (stored as ``args.referenced``: True, False or None).
 
     Args:
@@ -163,7 +195,7 @@ def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool
         The argument group, for command-specific additions.
     """
     group = parser.add_argument_group("data")
-    names = ["data", "output", "columns", *(["format"] if formats else []), "split", "limit"]
+    names = ["data", "output", "columns", *(["format"] if formats else []), "split", "limit", "sample", "sample_seed"]
     add_options(group, *names, output={"help": f"where to write the rows plus {output} (.jsonl or .parquet)"})
     if setting:
         ref = group.add_mutually_exclusive_group()
@@ -224,9 +256,12 @@ def add_endpoint_args(parser: argparse.ArgumentParser):
 
 
 def add_critic_args(parser) -> None:
-    """How a critic is prompted and read: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
-    settings), ``--constrain-verdict``."""
-    add_options(parser, "template", "language", "truncate", "constrain_verdict")
+    """How a critic is prompted and judged: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
+    settings), ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``
+    (:mod:`hf_critic.verdicts`)."""
+    add_options(
+        parser, "template", "language", "truncate", "constrain_verdict", "verdict", "explanation", "min_verdict_mass"
+    )
 
 
 def add_cache_args(parser, *, default: str = DEFAULT_CACHE, can_disable: bool = True) -> None:
@@ -290,6 +325,15 @@ def add_decoding_args(
 
 
 # ------------------------------------------------------------------------------------------------------ readers
+def select_rows(dataset, args: argparse.Namespace):
+    """The rows ``--sample`` (seeded shuffle, first N) and then ``--limit`` (first N) keep of a ``datasets.Dataset``."""
+    if getattr(args, "sample", None) is not None:
+        dataset = dataset.shuffle(seed=args.sample_seed).select(range(min(args.sample, len(dataset))))
+    if getattr(args, "limit", None) is not None:
+        dataset = dataset.select(range(min(args.limit, len(dataset))))
+    return dataset
+
+
 def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
     """The :class:`~hf_critic.decoding.DecodingConfig` of the parsed decoding options (absent ones: defaults).
 
@@ -321,6 +365,7 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
     """
     from ..critic import Critic
     from ..prompts import DEFAULT_FAMILY
+    from ..verdicts import DEFAULT_MIN_VERDICT_MASS
 
     cache = cache_from_args(args)
     options = {
@@ -330,6 +375,11 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
         "truncate": args.truncate,
         "cache_path": cache,
         "constrain_verdict": getattr(args, "constrain_verdict", False),
+        "verdict": getattr(args, "verdict", "auto"),
+        "explanation": getattr(args, "explanation", None),
+        "min_verdict_mass": DEFAULT_MIN_VERDICT_MASS
+        if getattr(args, "min_verdict_mass", None) is None
+        else args.min_verdict_mass,
     }
     if getattr(args, "base_url", None):
         return Critic(endpoint_backend(args, model, cache), **options)

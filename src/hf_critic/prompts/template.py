@@ -8,6 +8,7 @@ format it asks for, so that parsing never has to guess. Templates are YAML data 
 
 from __future__ import annotations
 
+import math
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,12 @@ class OutputSpec:
             response 1 better, response 2 better, tie (the :mod:`hf_critic.schema` labels 0, 1, 2): the text
             inside ``[[...]]`` for ``pair_brackets`` (``("A", "B", "C")``), the dict value for
             ``comparison_dict`` (``("助手1", "助手2", "质量相当")``); None for scores.
+        verdict_prefix: the text the verdict follows in the requested format (``"Rating: [["``, ``"[["``,
+            ``"{'Overall Score':"``, ``"{'综合比较结果': '"``), appended to the assistant turn for the probability
+            read-out (:mod:`hf_critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
+            the verdict is also scored with a leading space). None: the template has no read-out.
+        verdicts: the allowed verdict strings after the prefix; default: the integers of ``score_range`` for scores
+            (``"1"`` .. ``"10"``), :attr:`labels` for labels. See :meth:`verdict_values`.
     """
 
     kind: str
@@ -70,6 +77,21 @@ class OutputSpec:
     dimensions: bool = False
     overall_key: str | None = None
     labels: tuple[str, str, str] | None = None
+    verdict_prefix: str | None = None
+    verdicts: tuple[str, ...] | None = None
+
+    def verdict_values(self) -> dict[str, float]:
+        """Allowed verdict string -> its value: the score (float, in ``score_range``) or the label (0, 1, 2).
+
+        Raises:
+            ValueError: the template declares no ``verdict_prefix`` (no probability read-out).
+        """
+        if self.verdict_prefix is None:
+            raise ValueError("the template's output declares no 'verdict_prefix'; use --verdict text")
+        if self.kind == "label":
+            return {v: float(i) for i, v in enumerate(self.verdicts or self.labels)}
+        low, high = self.score_range
+        return {v: float(v) for v in self.verdicts or [str(i) for i in range(math.ceil(low), math.floor(high) + 1)]}
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> OutputSpec:
@@ -87,7 +109,8 @@ class OutputSpec:
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: 'output' must be a mapping")
-        unknown = set(data) - {"kind", "format", "score_range", "dimensions", "overall_key", "labels"}
+        keys = {"kind", "format", "score_range", "dimensions", "overall_key", "labels", "verdict_prefix", "verdicts"}
+        unknown = set(data) - keys
         if unknown:
             raise ValueError(f"{where}: unknown key(s) in 'output': {sorted(unknown)}")
         kind, fmt = data.get("kind"), data.get("format")
@@ -119,7 +142,26 @@ class OutputSpec:
         needs_key = fmt in ("score_dict", "comparison_dict")
         if needs_key != (isinstance(overall_key, str) and bool(overall_key)):
             raise ValueError(f"{where}: 'output.overall_key' is required for dict formats and only for them")
-        return cls(kind, fmt, score_range, dimensions, overall_key, labels)
+        prefix, verdicts = data.get("verdict_prefix"), data.get("verdicts")
+        if prefix is not None and (not isinstance(prefix, str) or prefix != prefix.rstrip(" ")):
+            raise ValueError(f"{where}: 'output.verdict_prefix' must be a string without a trailing space")
+        if verdicts is not None:
+            ok = prefix is not None and kind == "score" and isinstance(verdicts, list)
+            if not ok or len(set(verdicts)) != len(verdicts) or not all(_number(v) is not None for v in verdicts):
+                raise ValueError(
+                    f"{where}: 'output.verdicts' must list distinct numbers as strings (scores, with a prefix)"
+                )
+            if not all(score_range[0] <= _number(v) <= score_range[1] for v in verdicts):
+                raise ValueError(f"{where}: 'output.verdicts' must lie in 'score_range'")
+            verdicts = tuple(verdicts)
+        return cls(kind, fmt, score_range, dimensions, overall_key, labels, prefix, verdicts)
+
+
+def _number(text: object) -> float | None:
+    try:
+        return float(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
