@@ -332,3 +332,53 @@ def test_tiny_model_grade_probability_end_to_end(tiny_backend):
     assert out[schema.CRITIQUE_STATUS] == ["ok"] * 3
     assert all(1 <= s <= 10 for s in out[schema.CRITIQUE_SCORE])
     assert all(0 < m < 1 for m in out[schema.CRITIQUE_VERDICT_MASS])
+
+
+# ------------------------------------------------------------------------------------------------ meta-evaluation
+def test_expected_calibration_error_by_hand():
+    from hf_critic.meta_eval.verdicts import expected_calibration_error
+
+    # bin [0.5, 0.6): conf .5, .55 -> mean .525, accuracy 1/2; bin [0.9, 1.0]: conf .9, 1.0 -> mean .95, accuracy 1
+    c = expected_calibration_error([0.5, 0.55, 0.9, 1.0], [True, False, True, True], n_bins=10)
+    assert c["ece"] == pytest.approx(0.5 * abs(0.5 - 0.525) + 0.5 * abs(1.0 - 0.95))
+    assert [b["count"] for b in c["bins"]] == [0, 0, 0, 0, 0, 2, 0, 0, 0, 2]
+    with pytest.raises(ValueError):
+        expected_calibration_error([1.5], [True])
+
+
+def test_pairwise_figures_sources_and_baselines():
+    import datasets
+
+    from hf_critic import schema
+    from hf_critic.meta_eval.verdicts import figure_lines, pairwise_verdict_figures
+
+    def dist(r1, r2, tie):
+        return json.dumps({"response_1": r1, "response_2": r2, "tie": tie})
+
+    data = datasets.Dataset.from_dict(
+        {
+            "label": [0, 0, 1, 2],
+            schema.CRITIQUE_LABEL: [0, 1, 1, 0],  # combined decisions
+            schema.CRITIQUE_LABEL_FIRST: [0, 0, 0, 0],
+            schema.CRITIQUE_LABEL_SWAPPED: [0, 1, 1, 1],
+            schema.CRITIQUE_DISTRIBUTION: [dist(0.5, 0.3, 0.2)] * 4,
+            schema.CRITIQUE_DISTRIBUTION_COMBINED: [
+                dist(0.6, 0.3, 0.1),
+                dist(0.3, 0.6, 0.1),
+                dist(0.2, 0.7, 0.1),
+                dist(0.9, 0.05, 0.05),
+            ],
+            schema.text_column(schema.CRITIQUE_LABEL): [None, 0, None, None],
+        }
+    )
+    f = pairwise_verdict_figures(data, "label", n_bins=10)
+    assert f["n"] == 4
+    assert f["combined"] == {"agreement": 0.5}
+    first = f["probability_first_order"]
+    assert first["first_order_agreement"] == 0.5 and first["consistency"] == 0.25 and first["agreement"] == 0.25
+    assert f["text"] == {"first_order_agreement": 0.25}
+    assert f["always_response_1"]["first_order_agreement"] == 0.5
+    assert f["label_prior"] == {"first_order_agreement": 0.5, "label": "response_1"}
+    # decided-label confidences .6 (right), .6 (wrong), .7 (right), .9 (wrong)
+    assert f["calibration"]["ece"] == pytest.approx(0.5 * abs(0.5 - 0.6) + 0.25 * abs(1 - 0.7) + 0.25 * 0.9)
+    assert any("both orders combined" in line for line in figure_lines(f, "compare", "label"))

@@ -94,34 +94,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _figures(result, args) -> list[str]:
-    """Agreement with the human (or GPT-4) labels present in the data; nothing when there are none."""
-    from .. import schema
-    from ..meta_eval.agreement import pairwise_agreement
-    from ..meta_eval.correlation import critique_correlation
+    """Agreement with the human (or GPT-4) labels present in the data, per verdict source (text, probability, both
+    orders combined) with baselines and calibration; nothing when there are none."""
+    from ..meta_eval.verdicts import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
     if args.task == "grade":
-        column = args.human_score or ("human_score" if "human_score" in result.column_names else None)
-        if not column:
-            return []
         # All rows as one group: the pooled (sample-level) correlation. Per-query (text-level) and
         # per-system figures come from `hf-critic meta-eval`.
-        r = critique_correlation(result[schema.CRITIQUE_SCORE], result[column])
-        used = sum(
-            p is not None and h is not None for p, h in zip(result[schema.CRITIQUE_SCORE], result[column], strict=True)
-        )
-        return [
-            f"vs {column}: Pearson {r['text_pearson']:.3f}, Spearman {r['text_spearman']:.3f}, "
-            f"Kendall {r['text_kendall']:.3f} over {used} rows "
-            f"({r['n_unparsed']} unparsed and {r['n_missing_references']} without a {column} left out)"
-        ]
+        column = args.human_score or ("human_score" if "human_score" in result.column_names else None)
+        return figure_lines(pointwise_verdict_figures(result, column), "grade", column) if column else []
     column = args.human_label or ("label" if "label" in result.column_names else None)
-    if not column:
-        return []
-    swapped = result[schema.CRITIQUE_LABEL_SWAPPED] if args.swap else None
-    r = pairwise_agreement(result[schema.CRITIQUE_LABEL], result[column], swapped_predictions=swapped)
-    if swapped is None:
-        return [f"vs {column}: agreement (one order) {100 * r['first_order_agreement']:.2f} over {len(result)} pairs"]
-    return [
-        f"vs {column}: agreement {100 * r['agreement']:.2f}, consistency {100 * r['consistency']:.2f}, "
-        f"first-order-only agreement {100 * r['first_order_agreement']:.2f} over {len(result)} pairs"
-    ]
+    return figure_lines(pairwise_verdict_figures(result, column), "compare", column) if column else []
