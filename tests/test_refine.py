@@ -280,5 +280,40 @@ def test_the_loop_over_a_real_openai_compatible_server(tmp_path):
             "rewrite": (3, 3),
             "judge": (6, 6),
         }
+        # the command line: every role behind the server (--base-url), answers from the same cache
+        from hf_critic.cli import main
+
+        data = tmp_path / "records.jsonl"
+        data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+        argv = [
+            "refine",
+            "--data",
+            str(data),
+            "--base-url",
+            url,
+            "--critic",
+            f"served={model}",
+            "--generator",
+            str(model),
+            "--judge",
+            str(model),
+            "--template",
+            "mtbench",
+            "--max-new-tokens",
+            "32",
+            "--rewrite-max-new-tokens",
+            "32",
+            "--cache",
+            str(tmp_path / "cli.sqlite"),
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
+        assert main(argv) == 0
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
+        assert report["cache"]["rewrite"] == {"total": 3, "cached": 0} and report["judge_parse"]["total"] == 6
+        assert main(argv) == 0
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
+        assert report["cache"]["judge"] == {"total": 6, "cached": 6}
     finally:
         stop_server(proc)

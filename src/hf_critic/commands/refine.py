@@ -5,13 +5,21 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .options import add_cache_args, add_critic_args, add_decoding_args, add_options, critic_from_args
+from .options import (
+    add_cache_args,
+    add_critic_args,
+    add_decoding_args,
+    add_endpoint_args,
+    add_options,
+    critic_from_args,
+)
 
 EPILOG = """\
 For each record every --critic writes a reference-free critique, the --generator rewrites the response with it
 (--rounds N repeats critique -> rewrite), and the --judge grades the originals and all rewrites (referenced where
 the record has a reference). MODEL: a local folder, a Hub id in the local cache, or nothing for the embedded
-SmolLM2-135M-Instruct (--critic NAME alone). Every generation goes through the --cache, so a killed run started
+SmolLM2-135M-Instruct (--critic NAME alone); with --base-url, the name of a model the server serves (every role
+then runs on that server). Every generation goes through the --cache, so a killed run started
 again repeats none; the summary counts the cache hits per stage.
 
 Examples:
@@ -70,9 +78,10 @@ def register(subparsers) -> None:
     roles.add_argument(
         "--rewrite-max-new-tokens", type=int, default=512, help="token budget of a rewrite (default: 512)"
     )
-    add_options(roles, "trust_remote_code", "batch_size", "threads", "dtype", "progress")
+    add_options(roles, "engine", "trust_remote_code", "batch_size", "threads", "dtype", "progress")
     add_critic_args(roles)
     add_cache_args(roles)
+    add_endpoint_args(parser)
     add_decoding_args(parser)
 
     out = parser.add_argument_group("report")
