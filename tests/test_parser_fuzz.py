@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hf_critic.data.stages import parse_difficulties, parse_generated_queries, swap_critique
-from hf_critic.parsing import parse_label, parse_score
+from hf_critic.parsing import FAMILY_PARSERS, parse_label, parse_output, parse_score
+from hf_critic.prompts import list_templates, load_template
 from hf_critic.schema import ParseStatus
 
 LIMIT_S = 0.050
@@ -30,6 +31,8 @@ UNITS = [
     "1", "9", "1.", "score ", "Score: ", "rating ", "Rating: [[", "Overall Score: ", "Final verdict: ", "综合得分",
     "评分：", "综合比较结果：", "'", '"', "`", "```", "assistant ", "Assistant 1 ", "{'Overall Score': 5,",
     "'Overall Score': ", ":", " : ", "*", "**", ",", "/", "out of ", "tie", "质量相当", "@@q@@&&c&&##", "1.@@",
+    "[RESULT]", "[RESULT] ", "[RESULT] A", "final decision is ", "So, the final decision is Response 1", "最终决定是",
+    "8 7\n", "Tie\n", "评分: [[",
 ]  # fmt: skip
 PARSERS = {
     "parse_score": lambda text: parse_score(text),
@@ -39,6 +42,14 @@ PARSERS = {
     "parse_generated_queries": parse_generated_queries,
     "swap_critique": swap_critique,
 }
+# The published critics' strict parsers, one entry per (format, kind, language) their templates use.
+_FAMILY_OUTPUTS = {}
+for _name in list_templates():
+    _out = load_template(_name).output
+    if _out.format in FAMILY_PARSERS:
+        _FAMILY_OUTPUTS.setdefault(f"{_out.format}_{_out.kind}_{_name.rsplit('_', 1)[1]}", _out)
+for _key, _out in _FAMILY_OUTPUTS.items():
+    PARSERS[_key] = lambda text, out=_out: parse_output(text, out)
 
 
 def _runaway(head: str, unit: str, count: int, tail: str) -> str:
@@ -72,6 +83,12 @@ def _check(name: str, result, text: str) -> None:
         assert all(0 <= k < 3 and 1 <= d <= 3 for k, d in result.items())
     elif name == "swap_critique":
         assert isinstance(result, str)
+    elif name in _FAMILY_OUTPUTS:
+        out = _FAMILY_OUTPUTS[name]
+        value = result.score if out.kind == "score" else result.label
+        assert (result.status is ParseStatus.OK) == (value is not None)
+        if value is not None and out.kind == "score":
+            assert out.score_range[0] <= value <= out.score_range[1]
 
 
 def time_parsers(text: str) -> None:

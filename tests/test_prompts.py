@@ -29,6 +29,7 @@ RECORD = {
     "response": "RESPONSE-0b5e in the north.",
     "response_1": "RESPONSE1-aa11",
     "response_2": "RESPONSE2-bb22",
+    "rubric": "RUBRIC-3c7d [Is it good?]",  # prometheus2's required rubric; ignored by the other templates
     "id": 17,  # extra keys are ignored
     "category": "综合问答",
 }
@@ -44,6 +45,12 @@ EXPECTED = {
     ("critiquellm_6b", "zh"): {s.name for s in SETTINGS},
     ("mtbench", "en"): {s.name for s in SETTINGS},
     ("mtbench", "zh"): set(),
+    # The published critics' families (tests/test_families.py checks their texts against the published prompts).
+    ("prometheus2", "en"): {s.name for s in SETTINGS},
+    ("autoj", "en"): {"pointwise_reference_free", "pairwise_reference_free"},
+    ("autoj", "zh"): {"pointwise_reference_free", "pairwise_reference_free"},
+    ("judgelm", "en"): {"pointwise_referenced", "pairwise_referenced", "pairwise_reference_free"},
+    ("pandalm", "en"): {"pairwise_reference_free"},
 }
 
 
@@ -64,10 +71,11 @@ def test_builtin_template_is_consistent(name):
     assert t.name == name and name.endswith(f"_{t.setting.name}_{t.language}")
     assert t.version and t.source and t.language in LANGUAGES
     assert set(t.setting.fields) <= set(t.fields)
-    assert set(t.fields) - set(t.setting.fields) == set(t.defaults)  # optional fields all have defaults
+    assert set(t.fields) - set(t.setting.fields) - set(t.required) == set(t.defaults)  # optional fields have defaults
     assert (t.output.kind == "score") == (t.setting.task is Task.POINTWISE)
     if t.output.kind == "score":
-        assert t.output.score_range == (1.0, 10.0) and t.output.labels is None
+        scale = (1.0, 5.0) if name.startswith("prometheus2") else (1.0, 10.0)  # Prometheus grades 1-5 by default
+        assert t.output.score_range == scale and t.output.labels is None
     assert load_template(name) is t  # built-ins are cached; templates are immutable
     with pytest.raises(TypeError):
         t.defaults["x"] = "y"
@@ -87,7 +95,8 @@ def test_render_contains_values_and_no_leftover_placeholder(name):
     assert "17" not in text and "综合问答" not in text  # extra keys are not rendered
 
 
-@pytest.mark.parametrize("name", [n for n in TEMPLATES if "_reference_free_" in n])
+# PandaLM's published prompt asks it to "generate a reference answer" of its own; it is shown none.
+@pytest.mark.parametrize("name", [n for n in TEMPLATES if "_reference_free_" in n and not n.startswith("pandalm")])
 def test_reference_free_never_shows_the_reference(name):
     text = full_text(load_template(name), RECORD)
     assert RECORD["reference"] not in text
@@ -102,7 +111,21 @@ def test_prompt_asks_for_the_declared_verdict(name):
     if name.startswith("critiquellm_6b"):  # the released model's bare input format carries no instructions
         assert "[生成型回答]" in text
         return
-    if out.format == "rating_brackets":
+    if name.startswith("pandalm"):  # PandaLM's raw input: its answer follows "### Evaluation:"
+        assert text.endswith("\n\n### Evaluation:\n")
+        return
+    if out.format == "prometheus_result":
+        assert "[RESULT] (" + ("an integer number between 1 and 5)" if out.kind == "score" else "A or B)") in text
+    elif out.format == "autoj_rating":
+        assert f'"{out.verdict_prefix}5]]"' in text
+    elif out.format == "autoj_decision":
+        # "So, the final decision is Response 1 / Response 2 / Tie", "所以，最终决定是回应1/回应2/平局"
+        zh = t.language == "zh"
+        assert out.verdict_prefix + ("" if zh else " ") + ("/" if zh else " / ").join(out.labels) in text
+    elif out.format == "judgelm_scores":
+        assert "a single line containing only two values" in text
+        assert text.endswith("### Response:" + ("10" if out.kind == "score" else ""))
+    elif out.format == "rating_brackets":
         assert '"[[rating]]"' in text and "Rating: [[5]]" in text
     elif out.format == "score_dict":
         assert f"'{out.overall_key}': 7}}" in text
@@ -137,7 +160,7 @@ def test_critiquellm_v2_dimension_defaults_and_overrides():
 @pytest.mark.parametrize("name", [n for n in TEMPLATES if n.endswith("_en")])
 def test_english_templates_contain_no_chinese(name):
     t = load_template(name)
-    assert not CJK.search(full_text(t, dict.fromkeys(t.setting.fields, "x")))
+    assert not CJK.search(full_text(t, dict.fromkeys(t.setting.fields + t.required, "x")))
 
 
 def test_critiquellm_v1_en_differs_from_published_zh_only_in_language():

@@ -21,8 +21,9 @@ from .cache import GenerationCache, cache_key, cached_generate
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
-from .parsing import ParsedCritique, parse
+from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
+from .prompts.rubric import Rubric
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
@@ -119,6 +120,11 @@ class Critic:
         constrain_verdict: append a verdict in the template's syntax, chosen by the model under a GBNF grammar
             (:mod:`hf_critic.grammars`), to every critique whose verdict does not parse; the explanation stays as
             generated. Needs a backend with ``supports_grammar`` (llama.cpp, in-process or behind its server).
+        rubric: the score rubric for templates that grade against one (``prometheus2``), shown to the critic for
+            every row (it replaces a ``rubric`` column); its scores set the scale of a configurable template. It is
+            part of the rendered prompt, hence of every cache key.
+        score_range: ``(low, high)`` integers: the scale of pointwise grading for templates whose scale is
+            configurable (``prometheus2``); a template with a fixed scale accepts only its own.
 
         verdict: ``"text"`` (parse the generated verdict; never a default), ``"probability"`` (read it from the
             model's next-token distribution after the template's verdict prefix, :mod:`hf_critic.verdicts`),
@@ -132,7 +138,8 @@ class Critic:
             ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
 
     Raises:
-        ValueError: an unknown truncation policy, or ``constrain_verdict`` on a backend without grammars.
+        ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric
+            whose scores disagree with ``score_range``.
         ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1].
 
     Example:
@@ -154,6 +161,8 @@ class Critic:
         verdict: str = "auto",
         explanation: str | None = None,
         min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS,
+        rubric: Rubric | None = None,
+        score_range: tuple[int, int] | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
@@ -164,7 +173,13 @@ class Critic:
             )
         if not 0 <= min_verdict_mass <= 1:
             raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
+        if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
+            raise ValueError(
+                f"the rubric describes scores {rubric.score_range[0]}-{rubric.score_range[1]}, but the score range is "
+                f"{score_range[0]}-{score_range[1]}"
+            )
         self.constrain_verdict = constrain_verdict
+        self.rubric, self.score_range = rubric, tuple(score_range) if score_range is not None else None
         self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=backend.embedded)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
@@ -217,10 +232,19 @@ class Critic:
     def template_for(self, setting: schema.Setting) -> PromptTemplate:
         """The template used for ``setting``.
 
+        The scale of pointwise grading is ``score_range``, else the rubric's scores (see :class:`Critic`).
+
         Raises:
-            ValueError: a fixed template (name or file) written for another setting, or an unknown family.
+            ValueError: a fixed template (name or file) written for another setting, an unknown family, a rubric
+                given to a template that takes none, or a scale the template cannot grade on.
         """
-        return resolve_template(self.template, setting, self.language)
+        template = resolve_template(self.template, setting, self.language)
+        if self.rubric is not None and "rubric" not in template.fields:
+            raise ValueError(f"template {template.name!r} takes no rubric (prometheus2 does)")
+        scale = self.score_range or (self.rubric.score_range if self.rubric is not None else None)
+        if scale is not None and template.output.kind == "score":
+            template = template.with_scale(*scale)
+        return template
 
     # ----------------------------------------------------------------------------------- public API
     def grade(
@@ -350,7 +374,12 @@ class Critic:
         """Chat messages per row (None for rows skipped as too long) and per-row truncation flags."""
         conversations, truncated = [], []
         budget = self.backend.context_length and self.backend.context_length - self.decoding.max_new_tokens
+        rubric = self.rubric.text(template.setting.task) if self.rubric is not None else None
+        if rubric is not None and "rubric" in dataset.column_names and not swap:
+            logger.warning("%s: the given rubric replaces the data's 'rubric' column", source)
         for row, record in enumerate(dataset):
+            if rubric is not None:
+                record = {**record, "rubric": rubric}
             if swap:
                 record = {
                     **record,
@@ -395,7 +424,7 @@ class Critic:
             generations, cached = self._generate(conversations)
         else:
             generations, cached = [None if c is None else [] for c in conversations], 0
-        kind, low_high = template.output.kind, template.output.score_range
+        kind = template.output.kind
         if self.constrain_verdict and generate:
             generations = self._force_verdicts(template, conversations, generations)
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
@@ -410,7 +439,7 @@ class Critic:
                 raws.append(None)
                 samples.append([])
             else:
-                sample_parses = [parse(t, kind, low_high) for t in texts]
+                sample_parses = [parse_output(t, template.output) for t in texts]
                 result = aggregate(sample_parses)
                 parsed.append(result.parsed)
                 raws.append(texts[result.chosen])
@@ -493,12 +522,11 @@ class Critic:
         for none again.
         """
         grammar = verdict_grammar(template.output)
-        kind, low_high = template.output.kind, template.output.score_range
         todo = [
             (i, j)
             for i, texts in enumerate(generations)
             for j, text in enumerate(texts or ())
-            if parse(text, kind, low_high).status is not schema.ParseStatus.OK
+            if parse_output(text, template.output).status is not schema.ParseStatus.OK
         ]
         keys = {
             (i, j): cache_key(

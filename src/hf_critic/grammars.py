@@ -76,8 +76,17 @@ def verdict_grammar(output: OutputSpec) -> str:
         line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": " value "}}"'
     elif output.format == "comparison_dict":
         line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": \'" value "\'}}"'
-    else:
-        raise ValueError(f"no verdict grammar for output format {output.format!r}")
+    elif output.format == "prometheus_result":  # "[RESULT] 4", "[RESULT] A"
+        line = '"[RESULT] " value'
+    elif output.format == "autoj_rating":  # "Rating: [[5]]", "评分: [[5]]"
+        line = f'{gbnf_literal(output.verdict_prefix)} value "]]"'
+    elif output.format == "autoj_decision":  # "So, the final decision is Response 1."
+        space = "" if output.verdict_prefix.endswith("是") else " "
+        line = f'{gbnf_literal(output.verdict_prefix + space)} value "."'
+    else:  # JudgeLM's and PandaLM's verdicts open the critique: nothing can be appended after the explanation
+        raise ValueError(
+            f"no verdict grammar for output format {output.format!r}: its verdict comes first, not after the explanation"
+        )
     return f'root ::= "\\n" {line}\nvalue ::= {value}\n'
 
 
@@ -96,7 +105,9 @@ def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
     Returns:
         A GBNF grammar with rule ``root``.
     """
-    opening = "\\[" if output.format in ("rating_brackets", "pair_brackets") else "{"
+    opening = (
+        "\\[" if output.format in ("rating_brackets", "pair_brackets", "prometheus_result", "autoj_rating") else "{"
+    )
     verdict = verdict_grammar(output).replace("root ::=", "verdict ::=", 1)
     return (
         f"root ::= explanation verdict\nexplanation ::= [^{opening}]{{10,{max(10, max_explanation_chars)}}}\n{verdict}"

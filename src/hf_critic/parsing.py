@@ -61,7 +61,20 @@ from dataclasses import dataclass
 
 from hf_critic.schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, ParseStatus
 
-__all__ = ["ParsedCritique", "normalize", "parse", "parse_label", "parse_score"]
+__all__ = [
+    "FAMILY_PARSERS",
+    "ParsedCritique",
+    "normalize",
+    "parse",
+    "parse_autoj_decision",
+    "parse_autoj_rating",
+    "parse_judgelm",
+    "parse_label",
+    "parse_output",
+    "parse_pandalm",
+    "parse_prometheus",
+    "parse_score",
+]
 
 
 @dataclass(frozen=True)
@@ -610,3 +623,216 @@ def parse(text: str, kind: str, score_range: tuple[float, float] = (1, 10)) -> P
     if kind == "label":
         return parse_label(text)
     raise ValueError(f"kind must be 'score' or 'label', got {kind!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Published critics' own formats. Each critic was trained on one output format and is read by a strict parser of
+# that format only: the verdict is taken where its format puts it, anything else is unparsed (never a default, unlike
+# the published extraction code: Auto-J's gives a rating of 0.0 and PandaLM's a tie when nothing is found). Each reads
+# one position found by str.rfind / the first line and matches an anchored pattern of bounded length: linear time.
+# --------------------------------------------------------------------------------------------------
+_SP = r"[ \t]*"
+_INT = r"(\d{1,3})(?![.．]?\d)"
+_FLOAT = r"(\d{1,3}(?:[.．]\d{1,3})?)(?![.．]?\d)"
+# After a verdict: an optional full stop, then the end of the line (or of the text).
+_LINE_END = rf"{_SP}[.。]?{_SP}(?:\r?\n|\Z)"
+_PROMETHEUS_SCORE = re.compile(rf"{_SP}{_INT}{_LINE_END}")
+_PROMETHEUS_LABEL = re.compile(rf"{_SP}([A-Za-z])(?![\w/]){_LINE_END}")
+_RESULT_TAG = "[RESULT]"
+_FEEDBACK_LEAD = re.compile(r"\s*(?:###)?\s*feedback\s*:\s*", re.IGNORECASE)
+_AUTOJ_RATING = re.compile(rf"{_SP}{_FLOAT}{_SP}\]\]")
+_AUTOJ_DECISION_KEYS = ("final decision is", "最终决定是")
+_JUDGELM_PAIR = re.compile(rf"{_SP}{_FLOAT}(?:{_SP},{_SP}|[ \t]+){_FLOAT}{_SP}")
+_JUDGELM_ONE = re.compile(rf"{_SP}{_FLOAT}{_SP}")
+
+
+def _in_range(score: float, output) -> bool:
+    low, high = output.score_range
+    return low <= score <= high
+
+
+def _first_line(text: str) -> tuple[str, str]:
+    """The first non-blank line of ``text`` and the rest after it, stripped."""
+    body = text.lstrip()
+    cut = body.find("\n")
+    return (body, "") if cut == -1 else (body[:cut].rstrip("\r"), body[cut + 1 :].strip())
+
+
+def _score_result(score: float, output, explanation: str) -> ParsedCritique:
+    if not _in_range(score, output):
+        return ParsedCritique(ParseStatus.OUT_OF_RANGE, explanation=explanation)
+    return ParsedCritique(ParseStatus.OK, score=score, explanation=explanation)
+
+
+def parse_prometheus(text: str, output) -> ParsedCritique:
+    """Prometheus 2's verdict: ``(feedback) [RESULT] 4`` (absolute grading) or ``[RESULT] A`` / ``B`` (relative).
+
+    Implements the output format of the Prometheus 2 prompts (Kim et al., 2024; prometheus-eval README, "Direct
+    Assessment Output Format" / "Pairwise Ranking Output Format": ``{orig_feedback} [RESULT] {orig_score}``). The
+    last ``[RESULT]`` of the text is read: after it, an integer (scores) or one of the template's labels (``A``,
+    ``B``), then at most a full stop before the end of the line. ``[RESULT] 4.5``, ``[RESULT] 4 out of 5``,
+    ``[RESULT] Response A``, ``[RESULT] (an integer number between 1 and 5)`` (the format echoed), ``RESULT: 4`` or a
+    ``[RESULT]`` with nothing after it are unparsed; an earlier ``[RESULT]`` never stands in for a malformed last one.
+
+    Args:
+        text: the critique as generated.
+        output: the template's :class:`~hf_critic.prompts.OutputSpec` (kind, score range, labels).
+
+    Returns:
+        :class:`ParsedCritique`; the explanation is the feedback before ``[RESULT]`` without a leading "Feedback:".
+        A score outside ``output.score_range`` is ``OUT_OF_RANGE``.
+    """
+    pos = text.rfind(_RESULT_TAG)
+    if pos == -1:
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    pattern = _PROMETHEUS_SCORE if output.kind == "score" else _PROMETHEUS_LABEL
+    m = pattern.match(text, pos + len(_RESULT_TAG))
+    if m is None or (output.kind == "label" and m.group(1) not in output.labels):
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    explanation = _explanation(text, pos, m.end(), fallback=False)
+    lead = _FEEDBACK_LEAD.match(explanation)
+    explanation = explanation[lead.end() :] if lead else explanation
+    if output.kind == "label":
+        return ParsedCritique(ParseStatus.OK, label=output.labels.index(m.group(1)), explanation=explanation)
+    return _score_result(_number(m.group(1)), output, explanation)
+
+
+def parse_autoj_rating(text: str, output) -> ParsedCritique:
+    """Auto-J's single-response rating: ``Rating: [[5]]`` (zh: ``评分: [[5]]``), the template's verdict prefix.
+
+    Implements the format of Auto-J's ``single`` prompt (GAIR-NLP/auto-j ``constants_prompt.py``; README, "Extract
+    results": the last ``"Rating: [["`` up to ``"]]"``). The last occurrence of the prefix is read: a number (``5``,
+    ``5.0``) then ``]]``. ``Rating: [5]``, ``Rating [[5]]``, ``rating: [[5]]``, ``Rating: [[five]]``, ``Rating:
+    [[5/10]]`` and a prefix without a number are unparsed (Auto-J's own code returns 0.0 there).
+
+    Args:
+        text: the critique as generated.
+        output: the template's output spec (``verdict_prefix``, ``score_range``).
+
+    Returns:
+        :class:`ParsedCritique`; the explanation is the critique without the rating.
+    """
+    pos = text.rfind(output.verdict_prefix)
+    m = _AUTOJ_RATING.match(text, pos + len(output.verdict_prefix)) if pos != -1 else None
+    if m is None:
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    return _score_result(_number(m.group(1)), output, _explanation(text, pos, m.end(), fallback=False))
+
+
+def parse_autoj_decision(text: str, output) -> ParsedCritique:
+    """Auto-J's pairwise decision: ``So, the final decision is Response 1`` / ``Response 2`` / ``Tie`` (zh:
+    ``所以，最终决定是回应1`` / ``回应2`` / ``平局``).
+
+    Implements the extraction of Auto-J's README ("Extract results"): the text after the last ``final decision is``
+    (``最终决定是``), case-insensitive, must start with one of the template's labels, as a whole word. Also unparsed:
+    the format echoed (``Response 1 / Response 2 / Tie``), ``Response 10``, ``Tied``, ``not Response 1``, ``that
+    Response 1``, and a text without the phrase (Auto-J's own code returns -1 there).
+
+    Args:
+        text: the critique as generated.
+        output: the template's output spec (``labels`` in the order response 1, response 2, tie).
+
+    Returns:
+        :class:`ParsedCritique` with label 0 / 1 / 2; the decision statement is cut from the explanation when it ends
+        the critique.
+    """
+    low = _lower(text)
+    key, pos = max(((k, low.rfind(k)) for k in _AUTOJ_DECISION_KEYS), key=lambda kp: kp[1])
+    if pos == -1:
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    start = pos + len(key)
+    while start < len(low) and low[start] in " \t\r\n":
+        start += 1
+    for label, verdict in enumerate(output.labels):
+        end = start + len(verdict)
+        if low.startswith(verdict.lower(), start) and (end == len(low) or not low[end].isalnum()):
+            if low[end : end + 3].lstrip(" \t").startswith("/"):  # "Response 1 / Response 2 / Tie": the format echoed
+                break
+            line = low.rfind("\n", 0, pos) + 1
+            end += low[end : end + 1] in (".", "。", "!", "！")  # the statement's full stop goes with it
+            return ParsedCritique(
+                ParseStatus.OK, label=label, explanation=_explanation(text, line, end, fallback=True)
+            )
+    return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+
+
+def parse_judgelm(text: str, output) -> ParsedCritique:
+    """JudgeLM's verdict: the scores on the first line, then the explanation.
+
+    Implements JudgeLM's output format (baaivision/JudgeLM ``judgelm/llm_judge/common.py``, ``parse_score``: the first
+    line holds "two values indicating the scores for Assistant 1 and 2, respectively", separated by a space or a
+    comma): pairwise comparison takes the label from the two scores (0 when Assistant 1's is higher, 1 when Assistant
+    2's, 2 when equal: ``translate_score_to_win_list`` with T = 0). In single-answer grading the prompt ends in
+    ``### Response:10`` (Assistant 1, the reference, scored 10), so the first line of the generation is the one score
+    of the graded answer. Unparsed: a first line with more or fewer numbers, words (``Assistant 1: 8``), ``8/10``,
+    and a score outside the template's range (``OUT_OF_RANGE``).
+
+    Args:
+        text: the critique as generated.
+        output: the template's output spec (kind, ``score_range``, ``labels``).
+
+    Returns:
+        :class:`ParsedCritique`; the explanation is the text after the first line.
+    """
+    first, rest = _first_line(text)
+    pattern = _JUDGELM_PAIR if output.kind == "label" else _JUDGELM_ONE
+    m = pattern.fullmatch(first)
+    if m is None:
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    scores = [_number(g) for g in m.groups()]
+    if output.kind == "score":
+        return _score_result(scores[0], output, rest)
+    if not all(1 <= s <= 10 for s in scores):  # JudgeLM's scale, written in its prompt
+        return ParsedCritique(ParseStatus.OUT_OF_RANGE, explanation=rest)
+    label = RESPONSE_1_WINS if scores[0] > scores[1] else RESPONSE_2_WINS if scores[1] > scores[0] else TIE
+    return ParsedCritique(ParseStatus.OK, label=label, explanation=rest)
+
+
+def parse_pandalm(text: str, output) -> ParsedCritique:
+    """PandaLM's verdict: a first line that is exactly ``1``, ``2`` or ``Tie``, then ``### Reason: ...``.
+
+    Implements PandaLM's output format (WeOpenML/PandaLM ``pandalm_inference.py``: ``"{result}\\n\\n### Reason:
+    {explain}\\n\\n### Reference: {ref}"``; ``parse_pandalm_response`` reads the first line, ``tie`` in any case). A
+    first line with anything else (``Response 1``, ``1.``, ``1 2``, ``Tied``) is unparsed; PandaLM's own code makes it
+    a tie.
+
+    Args:
+        text: the critique as generated.
+        output: the template's output spec (``labels``: ``("1", "2", "Tie")``).
+
+    Returns:
+        :class:`ParsedCritique`; the explanation is the text after the first line.
+    """
+    first, rest = _first_line(text)
+    words = [label.lower() for label in output.labels]
+    verdict = first.strip(" \t").lower()
+    if verdict not in words:
+        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    return ParsedCritique(ParseStatus.OK, label=words.index(verdict), explanation=rest)
+
+
+#: Output format -> its strict parser; the general formats are read by :func:`parse`.
+FAMILY_PARSERS = {
+    "prometheus_result": parse_prometheus,
+    "autoj_rating": parse_autoj_rating,
+    "autoj_decision": parse_autoj_decision,
+    "judgelm_scores": parse_judgelm,
+    "pandalm_first_line": parse_pandalm,
+}
+
+
+def parse_output(text: str, output) -> ParsedCritique:
+    """Parse a critique by its template's output spec: a published critic's format with its own strict parser
+    (:data:`FAMILY_PARSERS`), the general formats with :func:`parse`.
+
+    Args:
+        text: the critique as generated.
+        output: a :class:`~hf_critic.prompts.OutputSpec`.
+
+    Returns:
+        The :class:`ParsedCritique`.
+    """
+    parser = FAMILY_PARSERS.get(output.format)
+    if parser is not None:
+        return parser(text, output)
+    return parse(text, output.kind, output.score_range or (1, 10))

@@ -118,8 +118,20 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     ),
     "template": _option(
         "--template",
-        help="template family (critiquellm_v2, critiquellm_v1, mtbench), a built-in template name, or your own "
-        "YAML file (default: critiquellm_v2)",
+        help="template family (critiquellm_v2, critiquellm_v1, critiquellm_6b, mtbench, prometheus2, autoj, judgelm, "
+        "pandalm), 'auto' (the family of a known published critic, from the --model id or folder name; else "
+        "critiquellm_v2), a built-in template name, or your own YAML file (default: critiquellm_v2)",
+    ),
+    "rubric": _option(
+        "--rubric",
+        metavar="FILE",
+        help="score rubric YAML (criteria + score_descriptions, Prometheus style; see examples/rubric_helpfulness.yaml) "
+        "for templates that grade against one (prometheus2); replaces a rubric column; its scores set the scale",
+    ),
+    "score_range": _option(
+        "--score-range",
+        metavar="LOW,HIGH",
+        help="integer scale of pointwise grading for templates with a configurable scale (prometheus2: default 1,5)",
     ),
     "language": _option(
         "--language", default="en", choices=["en", "zh"], help="language of the critiques (default: en)"
@@ -256,11 +268,20 @@ def add_endpoint_args(parser: argparse.ArgumentParser):
 
 
 def add_critic_args(parser) -> None:
-    """How a critic is prompted and judged: ``--template``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
+    """How a critic is prompted and judged: ``--template``, ``--rubric``, ``--score-range``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
     settings), ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``
     (:mod:`hf_critic.verdicts`)."""
     add_options(
-        parser, "template", "language", "truncate", "constrain_verdict", "verdict", "explanation", "min_verdict_mass"
+        parser,
+        "template",
+        "rubric",
+        "score_range",
+        "language",
+        "truncate",
+        "constrain_verdict",
+        "verdict",
+        "explanation",
+        "min_verdict_mass",
     )
 
 
@@ -364,13 +385,15 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
         hf_critic.backends.openai.EndpointError: the server is down or does not serve ``model``.
     """
     from ..critic import Critic
-    from ..prompts import DEFAULT_FAMILY
     from ..verdicts import DEFAULT_MIN_VERDICT_MASS
 
     cache = cache_from_args(args)
+    template, language = template_from_args(args, model)
     options = {
-        "template": args.template or DEFAULT_FAMILY,
-        "language": args.language,
+        "template": template,
+        "language": language,
+        "rubric": rubric_from_args(args),
+        "score_range": score_range_from_args(args),
         "decoding": decoding_from_args(args),
         "truncate": args.truncate,
         "cache_path": cache,
@@ -393,6 +416,71 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
         progress=args.progress,
         **options,
     )
+
+
+def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str, str]:
+    """The template spec and critique language of ``--template`` / ``--language``; ``--template auto`` picks the family
+    of a known published critic from ``model`` (:func:`~hf_critic.prompts.family_for_model`), else the default family,
+    and prints which it picked (to stderr). A family written in one language only (critiquellm_6b: zh) switches
+    ``--language`` to it, saying so.
+
+    Returns:
+        ``(template spec, language)``.
+    """
+    import sys
+
+    from ..prompts import AUTO, DEFAULT_FAMILY, LANGUAGES, family_for_model, list_templates
+
+    template, language = getattr(args, "template", None) or DEFAULT_FAMILY, getattr(args, "language", "en")
+    if template != AUTO:
+        return template, language
+    family = family_for_model(model)
+    why = (
+        f"a known critic's name in {model!r}"
+        if family
+        else f"no known critic's name in {model or 'the default critic'!r}"
+    )
+    family = family or DEFAULT_FAMILY
+    have = [
+        lang
+        for lang in LANGUAGES
+        if any(n.startswith(family + "_") and n.endswith("_" + lang) for n in list_templates())
+    ]
+    if language not in have and len(have) == 1:
+        language, why = have[0], f"{why}; its prompts are in {have[0]!r} only"
+    print(f"--template auto: using template family {family!r} ({why})", file=sys.stderr)
+    return family, language
+
+
+def rubric_from_args(args: argparse.Namespace):
+    """The :class:`~hf_critic.prompts.Rubric` of ``--rubric FILE``, or None.
+
+    Raises:
+        FileNotFoundError, ValueError: see :func:`~hf_critic.prompts.load_rubric`.
+    """
+    from ..prompts import load_rubric
+
+    path = getattr(args, "rubric", None)
+    return load_rubric(path) if path else None
+
+
+def score_range_from_args(args: argparse.Namespace) -> tuple[int, int] | None:
+    """``--score-range LOW,HIGH`` as two integers, or None.
+
+    Raises:
+        ValueError: anything but two comma-separated integers with LOW < HIGH.
+    """
+    text = getattr(args, "score_range", None)
+    if not text:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        low, high = (int(p) for p in parts) if len(parts) == 2 else (None, None)
+    except ValueError:
+        low = high = None
+    if low is None or low >= high:
+        raise ValueError(f"--score-range must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
+    return low, high
 
 
 def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):

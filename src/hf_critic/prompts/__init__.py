@@ -11,6 +11,17 @@ Built-in files are named ``<family>_<setting>_<language>.yaml``:
   grading and comparison, all four settings.
 - ``critiquellm_6b``: the input format the released CritiqueLLM-6B checkpoint was fine-tuned on.
 - ``mtbench``: FastChat's MT-Bench judge prompts (Zheng et al., 2023), English only.
+- ``prometheus2``: Prometheus 2 (Kim et al., 2024): absolute grading against a score rubric (1-5, configurable) and
+  relative grading (A / B, no tie), with and without a reference answer; ``rubric`` is a required field
+  (:mod:`.rubric`).
+- ``autoj``: Auto-J (Li et al., 2024): single-response rating (1-10) and pairwise comparison with ties, reference-free,
+  English and Chinese (the bilingual model).
+- ``judgelm``: JudgeLM (Zhu et al., 2025): two scores on the first line (pairwise, with or without a reference), and
+  single-answer grading against a reference.
+- ``pandalm``: PandaLM (Wang et al., 2024): pairwise, "1" / "2" / "Tie" on the first line, reference-free.
+
+The published critics' templates name their models (``models``) and licence (``license``); ``--template auto`` picks
+the family from a model's id or folder name (:func:`family_for_model`).
 
 Each file's ``source`` key says exactly which table or file it copies and what, if anything, was adapted.
 
@@ -22,7 +33,7 @@ Modules: :mod:`.template` (:class:`PromptTemplate`, :class:`OutputSpec`, file va
 built-in templates; :func:`resolve_template`, used by the critic and by training), :mod:`.teacher` (the teacher
 prompts). This package re-exports their public names.
 
-Template file keys: ``version`` (quoted string), ``source``, ``setting`` (a :class:`~hf_critic.schema.Setting`
+Template file keys: ``version`` (quoted string), ``source``, ``models`` and ``license`` (optional), ``setting`` (a :class:`~hf_critic.schema.Setting`
 name), ``language`` (``en`` / ``zh``: the language the critique is written in), ``fields`` (every placeholder),
 ``defaults`` (optional: values for optional placeholders), ``required`` (optional: extra placeholders outside the
 setting's fields that every record must fill, e.g. ``critique_1``), ``system`` (optional), ``prompt`` and ``output``
@@ -31,13 +42,17 @@ literal braces doubled, ``{{ }}``).
 """
 
 from .registry import (
+    AUTO,
     DEFAULT_FAMILY,
+    KNOWN_CRITICS,
+    family_for_model,
     get_template,
     list_families,
     list_templates,
     load_template,
     resolve_template,
 )
+from .rubric import Rubric, load_rubric
 from .teacher import (
     EVAL_INSTRUCT_PREFIX,
     INSTRUCTION_OUTPUTS,
@@ -50,7 +65,12 @@ from .teacher import (
 from .template import FORMATS, LANGUAGES, RESPONSE_FIELDS, OutputSpec, PromptTemplate, TemplateFieldError
 
 __all__ = [
+    "AUTO",
     "DEFAULT_FAMILY",
+    "KNOWN_CRITICS",
+    "Rubric",
+    "family_for_model",
+    "load_rubric",
     "EVAL_INSTRUCT_PREFIX",
     "FORMATS",
     "INSTRUCTION_OUTPUTS",

@@ -6,6 +6,7 @@ either kind of spec (:func:`resolve_template`, what the critic and training use)
 from __future__ import annotations
 
 import importlib.resources
+import re
 from functools import cache
 from pathlib import Path
 
@@ -14,7 +15,10 @@ from hf_critic.schema import SETTINGS, Setting
 from .template import LANGUAGES, PromptTemplate, parse_template
 
 __all__ = [
+    "AUTO",
     "DEFAULT_FAMILY",
+    "KNOWN_CRITICS",
+    "family_for_model",
     "get_template",
     "list_families",
     "list_templates",
@@ -26,6 +30,18 @@ __all__ = [
 
 DEFAULT_FAMILY = "critiquellm_v2"
 _TEMPLATE_DIR = "templates"
+#: ``--template auto``: the family is picked from the model's id or folder name.
+AUTO = "auto"
+#: A published critic's name as it appears in its Hub ids, folder and GGUF file names (lower case, letters and digits
+#: only) -> the family of the prompts it was trained on. Every id a family's templates list under ``models`` maps back
+#: to that family (tests/test_families.py).
+KNOWN_CRITICS = {
+    "prometheus": "prometheus2",
+    "autoj": "autoj",
+    "judgelm": "judgelm",
+    "pandalm": "pandalm",
+    "critiquellm": "critiquellm_6b",
+}
 
 
 def yaml_names(folder: str) -> list[str]:
@@ -130,3 +146,22 @@ def resolve_template(spec: str | Path, setting: Setting, language: str = "en") -
             )
         return template
     return get_template(str(spec), setting, language)
+
+
+def family_for_model(model: str | Path | None) -> str | None:
+    """The template family of a known published critic, from its Hub id, folder or file name; None when unknown.
+
+    The last path component is compared in lower case with everything but letters and digits removed, so
+    ``prometheus-eval/prometheus-7b-v2.0``, ``/models/Prometheus_7B``, ``GAIR/autoj-13b``, ``auto-j-13b.Q4_K_M.gguf``
+    and ``BAAI/JudgeLM-7B-v1.0`` are recognised (see :data:`KNOWN_CRITICS`).
+
+    Args:
+        model: a Hub id, a local folder or file, or None (the embedded default critic: None).
+
+    Returns:
+        A family name from :func:`list_families`, or None.
+    """
+    if model is None:
+        return None
+    name = re.sub(r"[^a-z0-9]", "", Path(str(model).rstrip("/\\")).name.lower())
+    return next((family for key, family in KNOWN_CRITICS.items() if key in name), None)

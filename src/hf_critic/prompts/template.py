@@ -8,6 +8,7 @@ format it asks for, so that parsing never has to guess. Templates are YAML data 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import string
 from collections.abc import Mapping
@@ -22,15 +23,23 @@ from hf_critic.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
 # Responses may be empty strings: a model that answered nothing is graded, not rejected.
 RESPONSE_FIELDS = frozenset({RESPONSE, RESPONSE_1, RESPONSE_2})
 LANGUAGES = ("en", "zh")
-# Verdict format -> the output kind it carries.
+# Verdict format -> the output kinds it carries. The first four are read by the general parsers
+# (hf_critic.parsing.parse_score / parse_label); the published critics' formats each by its own strict parser.
 FORMATS = {
-    "rating_brackets": "score",  # "Rating: [[8]]"
-    "score_dict": "score",  # {'Overall Score': 7} / {'综合得分': 7}, optionally with per-dimension keys
-    "pair_brackets": "label",  # [[A]] / [[B]] / [[C]]
-    "comparison_dict": "label",  # {'Overall Comparison Result': 'Assistant 1'} / {'综合比较结果': '助手1'}
+    "rating_brackets": ("score",),  # "Rating: [[8]]"
+    "score_dict": ("score",),  # {'Overall Score': 7} / {'综合得分': 7}, optionally with per-dimension keys
+    "pair_brackets": ("label",),  # [[A]] / [[B]] / [[C]]
+    "comparison_dict": ("label",),  # {'Overall Comparison Result': 'Assistant 1'} / {'综合比较结果': '助手1'}
+    "prometheus_result": ("score", "label"),  # Prometheus 2: "(feedback) [RESULT] 4" / "[RESULT] A"
+    "autoj_rating": ("score",),  # Auto-J single-response: "Rating: [[5]]" (zh: "评分: [[5]]")
+    "autoj_decision": ("label",),  # Auto-J pairwise: "So, the final decision is Response 1 / Response 2 / Tie"
+    "judgelm_scores": ("score", "label"),  # JudgeLM: first line "8 7" (pairwise) or " 7" after "10" (single)
+    "pandalm_first_line": ("label",),  # PandaLM: first line "1" / "2" / "Tie", then "### Reason: ..."
 }
+#: Placeholders of a template whose score scale is configurable (``--score-range``); their defaults are the scale.
+SCALE_FIELDS = ("score_low", "score_high")
 _REQUIRED_KEYS = ("version", "source", "setting", "language", "fields", "prompt", "output")
-_OPTIONAL_KEYS = ("defaults", "system", "required")
+_OPTIONAL_KEYS = ("defaults", "system", "required", "models", "license")
 
 
 class TemplateFieldError(ValueError):
@@ -54,19 +63,23 @@ class OutputSpec:
         kind: ``"score"`` (pointwise grading) or ``"label"`` (pairwise comparison).
         format: one of :data:`FORMATS`: ``"rating_brackets"`` (``[[8]]``), ``"score_dict"``
             (``{'Overall Score': 7}``), ``"pair_brackets"`` (``[[A]]``), ``"comparison_dict"``
-            (``{'Overall Comparison Result': 'Assistant 1'}``).
+            (``{'Overall Comparison Result': 'Assistant 1'}``), or a published critic's own format
+            (``"prometheus_result"``, ``"autoj_rating"``, ``"autoj_decision"``, ``"judgelm_scores"``,
+            ``"pandalm_first_line"``; see :mod:`hf_critic.parsing`).
         score_range: inclusive (low, high) for scores, e.g. ``(1.0, 10.0)``; None for labels.
         dimensions: True when per-dimension scores appear in the output (only with ``score_dict``).
         overall_key: the dict key holding the verdict for the dict formats (``"Overall Score"``, ``"综合得分"``,
             ``"Overall Comparison Result"``, ``"综合比较结果"``); None for the bracket formats.
-        labels: for labels, the three verdict strings exactly as the prompt asks for them, in the order
+        labels: for labels, the verdict strings exactly as the prompt asks for them, in the order
             response 1 better, response 2 better, tie (the :mod:`hf_critic.schema` labels 0, 1, 2): the text
             inside ``[[...]]`` for ``pair_brackets`` (``("A", "B", "C")``), the dict value for
-            ``comparison_dict`` (``("助手1", "助手2", "质量相当")``); None for scores.
+            ``comparison_dict`` (``("助手1", "助手2", "质量相当")``); two strings for a critic that knows no tie
+            (Prometheus 2: ``("A", "B")``); None for scores.
         verdict_prefix: the text the verdict follows in the requested format (``"Rating: [["``, ``"[["``,
             ``"{'Overall Score':"``, ``"{'综合比较结果': '"``), appended to the assistant turn for the probability
             read-out (:mod:`hf_critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
-            the verdict is also scored with a leading space). None: the template has no read-out.
+            the verdict is also scored with a leading space); ``""`` when the verdict opens the generation (PandaLM,
+            JudgeLM's single-answer grading). None: the template has no read-out (JudgeLM's two scores).
         verdicts: the allowed verdict strings after the prefix; default: the integers of ``score_range`` for scores
             (``"1"`` .. ``"10"``), :attr:`labels` for labels. See :meth:`verdict_values`.
     """
@@ -76,7 +89,7 @@ class OutputSpec:
     score_range: tuple[float, float] | None = None
     dimensions: bool = False
     overall_key: str | None = None
-    labels: tuple[str, str, str] | None = None
+    labels: tuple[str, ...] | None = None
     verdict_prefix: str | None = None
     verdicts: tuple[str, ...] | None = None
 
@@ -116,8 +129,8 @@ class OutputSpec:
         kind, fmt = data.get("kind"), data.get("format")
         if kind not in ("score", "label"):
             raise ValueError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
-        if FORMATS.get(fmt) != kind:
-            allowed = [f for f, k in FORMATS.items() if k == kind]
+        if kind not in FORMATS.get(fmt, ()):
+            allowed = [f for f, kinds in FORMATS.items() if kind in kinds]
             raise ValueError(f"{where}: 'output.format' must be one of {allowed} for kind {kind!r}, got {fmt!r}")
         score_range, labels = data.get("score_range"), data.get("labels")
         dimensions = data.get("dimensions", False)
@@ -134,9 +147,12 @@ class OutputSpec:
         else:
             if score_range is not None:
                 raise ValueError(f"{where}: 'output.score_range' is only for kind 'score'")
-            ok = isinstance(labels, (list, tuple)) and len(labels) == 3 and len(set(labels)) == 3
+            ok = isinstance(labels, (list, tuple)) and len(labels) in (2, 3) and len(set(labels)) == len(labels)
             if not ok or not all(isinstance(v, str) and v for v in labels):
-                raise ValueError(f"{where}: 'output.labels' must be 3 distinct strings (response 1, response 2, tie)")
+                raise ValueError(
+                    f"{where}: 'output.labels' must be 3 distinct strings (response 1, response 2, tie), or 2 for a "
+                    "critic without ties"
+                )
             labels = tuple(labels)
         overall_key = data.get("overall_key")
         needs_key = fmt in ("score_dict", "comparison_dict")
@@ -183,7 +199,9 @@ class PromptTemplate:
         output: the verdict format the prompt asks for.
         required: placeholders outside ``setting.fields`` that have no default and must be filled by every record
             (Eval-Instruct teacher prompts: ``critique_1`` / ``critique_2`` of f_P2P, ``reference`` / ``critique``
-            of f_R2RF); empty for critic templates.
+            of f_R2RF; the ``rubric`` of Prometheus 2); empty for most critic templates.
+        models: Hub ids of the published critic models trained on this prompt (empty for general prompts).
+        license: the licence of the prompt's source (and of the models, where they differ), for the record.
     """
 
     name: str
@@ -197,6 +215,42 @@ class PromptTemplate:
     prompt: str
     output: OutputSpec
     required: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    license: str | None = None
+
+    @property
+    def scale_configurable(self) -> bool:
+        """True when the prompt writes its scale from ``{score_low}`` / ``{score_high}`` (see :meth:`with_scale`)."""
+        return SCALE_FIELDS[0] in self.fields
+
+    def with_scale(self, low: int, high: int) -> PromptTemplate:
+        """This template asking for (and parsing) scores from ``low`` to ``high`` instead of its default scale.
+
+        Args:
+            low, high: inclusive integer bounds, ``low < high``.
+
+        Returns:
+            A copy whose ``score_low`` / ``score_high`` defaults and ``output.score_range`` are the new scale (the same
+            template when the scale is unchanged).
+
+        Raises:
+            ValueError: the template's scale is fixed (no ``{score_low}`` / ``{score_high}`` placeholders: its model
+                was trained on one scale), it grades no scores, or the bounds are not integers with ``low < high``.
+        """
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
+            raise ValueError(f"a score range needs integers low < high, got {low!r}, {high!r}")
+        if (float(low), float(high)) == self.output.score_range:
+            return self
+        if self.output.kind != "score" or not self.scale_configurable:
+            fixed = self.output.score_range
+            scale = f"a fixed {fixed[0]:g}-{fixed[1]:g} scale" if fixed else "no score scale (it compares)"
+            raise ValueError(
+                f"template {self.name!r} has {scale} (its model was trained on it); a {low}-{high} scale needs a "
+                "template with {score_low} / {score_high} placeholders, such as prometheus2's pointwise ones"
+            )
+        defaults = {**self.defaults, SCALE_FIELDS[0]: str(low), SCALE_FIELDS[1]: str(high)}
+        output = dataclasses.replace(self.output, score_range=(float(low), float(high)))
+        return dataclasses.replace(self, defaults=MappingProxyType(defaults), output=output)
 
     def values(self, record: Mapping[str, Any]) -> dict[str, str]:
         """The placeholder values for ``record``: its own for required fields, its own or the default otherwise.
@@ -332,6 +386,18 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
     output = OutputSpec.from_dict(data["output"], where)
     if (output.kind == "score") != (setting.task is Task.POINTWISE):
         raise ValueError(f"{where}: 'output.kind' {output.kind!r} does not fit setting {setting.name!r}")
+    if set(SCALE_FIELDS) & set(fields):
+        scale = tuple(defaults.get(f) for f in SCALE_FIELDS)
+        if output.kind != "score" or scale != tuple(str(int(v)) for v in output.score_range):
+            raise ValueError(
+                f"{where}: {list(SCALE_FIELDS)} must both be fields of a score template, with defaults equal to "
+                f"'output.score_range' written as integers"
+            )
+    models, license_ = data.get("models") or [], data.get("license")
+    if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
+        raise ValueError(f"{where}: 'models' must be a list of model ids")
+    if license_ is not None and not isinstance(license_, str):
+        raise ValueError(f"{where}: 'license' must be a string")
     return PromptTemplate(
         name=name,
         version=data["version"],
@@ -344,6 +410,8 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
         prompt=data["prompt"],
         output=output,
         required=tuple(required),
+        models=tuple(models),
+        license=license_,
     )
 
 
