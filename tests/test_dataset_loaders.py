@@ -289,13 +289,15 @@ def test_generic_pairwise_with_column_and_label_mapping(tmp_path):
         write_jsonl(tmp_path / "arena.jsonl", rows),
         task="pairwise",
         columns="question=prompt,response_1=a,response_2=b,label=winner,category=topic",
-        label_map={"model_a": 0, "model_b": 1, "tie (bothbad)": "tie"},
+        label_map={"model_a": 0, "model_b": 1, "tie (bothbad)": "tie", "assistant 2": "response_2"},
     )
     assert ds["label"] == [0, 1, 2, 1]
     assert ds.column_names[:6] == ["query_id", "question", "response_1", "response_2", "label", "category"]
     assert ds["query_id"][0] == ds["query_id"][1] == query_id("Q1")
     rows[1]["winner"] = "model_c"
-    with pytest.raises(RecordError, match=r"field label\[1\] = 'model_c' is not a pairwise label"):
+    with pytest.raises(
+        RecordError, match=r"row 1, field 'label' \(column 'winner' of the data\): 'model_c' is not a pairwise"
+    ):
         load_generic(write_jsonl(tmp_path / "arena.jsonl", rows), task="pairwise",
                      columns={"question": "prompt", "response_1": "a", "response_2": "b", "label": "winner"})  # fmt: skip
 

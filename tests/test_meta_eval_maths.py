@@ -128,7 +128,7 @@ def test_critique_correlation_keys():
     assert set(out) == {
         "text_pearson", "text_spearman", "text_kendall", "n_queries", "n_queries_used", "n_queries_skipped",
         "n_rows", "n_unparsed", "n_missing_references", "system_pearson", "system_spearman", "system_kendall",
-        "n_systems",
+        "n_systems", "per_system",
     }  # fmt: skip
     assert "system_pearson" not in critique_correlation([1, 2, 3], [1, 3, 2])
 

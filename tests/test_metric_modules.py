@@ -159,7 +159,12 @@ def test_bare_name_after_install_offline(tmp_path):
     cache = tmp_path / "modules"
     workdir = tmp_path / "elsewhere"  # no metrics/ folder here, so only the module cache can answer
     workdir.mkdir()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(cache)}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(cache),
+        "HF_EVALUATE_CACHE": str(tmp_path / "evaluate"),  # the downloads copy lands here, not in the user's cache
+    }
     inputs = {name: EXAMPLE[name][0] for name in METRIC_NAMES}
     proc = subprocess.run(
         [sys.executable, "-c", BARE_NAME_SCRIPT, json.dumps(inputs)],

@@ -16,7 +16,7 @@
 import datasets
 import evaluate
 
-from hf_critic.meta_eval.correlation import critique_correlation
+from hf_critic.meta_eval.correlation import check_scores, critique_correlation
 
 _DESCRIPTION = """
 Correlation between a critic's pointwise grades and human scores, as in CritiqueLLM (Ke et al., 2024,
@@ -39,6 +39,11 @@ Args:
         correlation over all rows.
     system_ids (`list`, *optional*): the system (model) that wrote each response. When given, the
         system-level values are returned too.
+    bootstrap (`int`, *optional*): resamples of the queries for 95% percentile confidence intervals (default 0:
+        none; needs `query_ids`); adds `ci`.
+    seed (`int`, *optional*): the bootstrap's seed (default 0).
+Scores are checked before anything is cast: a string ("7") or a boolean is an error naming the index and the
+value; None / NaN is an unparsed score. Errors about the grouping name `query_ids` / `system_ids`.
 Returns:
     text_pearson (`float`): mean per-query Pearson r, in [-1, 1] (NaN only when no query is usable).
     text_spearman (`float`): mean per-query Spearman rho, in [-1, 1].
@@ -52,6 +57,9 @@ Returns:
     system_pearson, system_spearman, system_kendall (`float`): only with `system_ids`; the correlation
         across systems of the per-system mean scores, NaN with fewer than two systems.
     n_systems (`int`): only with `system_ids`.
+    per_system (`dict`): only with `system_ids`: {system: {"n", "critic_mean", "human_mean", "critic_rank",
+        "human_rank"}} (rank 1 = highest mean).
+    Empty inputs give NaN values with the counts (n_rows = 0).
 Examples:
     Example 1-Text-level correlation over two queries with three responses each.
         >>> critique_correlation = evaluate.load("critique_correlation")
@@ -113,5 +121,22 @@ class CritiqueCorrelation(evaluate.Metric):
             reference_urls=["https://aclanthology.org/2024.acl-long.704/"],
         )
 
-    def _compute(self, predictions, references, query_ids=None, system_ids=None):
-        return critique_correlation(predictions, references, query_ids=query_ids, system_ids=system_ids)
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of inputs, checked first (see the inputs description)."""
+        # Checked before evaluate casts them: a float64 feature would read "7" as 7.0 and True as 1.0.
+        super().add_batch(
+            predictions=check_scores(predictions, "predictions"),
+            references=check_scores(references, "references"),
+            **kwargs,
+        )
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Compute the module on all inputs (evaluate appends the inputs description below)."""
+        if predictions is not None and references is not None and not len(predictions) and not len(references):
+            return self._compute([], [], **kwargs)  # evaluate cannot write an empty batch
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def _compute(self, predictions, references, query_ids=None, system_ids=None, bootstrap=0, seed=0):
+        return critique_correlation(
+            predictions, references, query_ids=query_ids, system_ids=system_ids, bootstrap=bootstrap, seed=seed
+        )

@@ -16,7 +16,7 @@
 import datasets
 import evaluate
 
-from hf_critic.meta_eval.agreement import pairwise_agreement
+from hf_critic.meta_eval.agreement import check_labels, pairwise_agreement
 
 _DESCRIPTION = """
 Agreement of a critic's pairwise comparisons with human preference labels, as in CritiqueLLM (Ke et al.,
@@ -44,6 +44,12 @@ Args:
     groups (`list`, *optional*): a group per pair (e.g. Auto-J scenario group); adds `per_group`.
     digits (`str`, *optional*): "label" (default): the strings "0", "1", "2" are the label codes;
         "position": "1" / "2" name the winning response (response 1 -> 0, response 2 -> 1).
+    unparsed (`str`, *optional*): what an unparsed verdict counts as: "wrong" (default), "tie" or "drop"
+        (the pair leaves every denominator).
+    bootstrap (`int`, *optional*): resamples for 95% percentile confidence intervals (default 0: none); adds `ci`.
+    seed (`int`, *optional*): the bootstrap's seed (default 0).
+Inputs are checked before anything is cast: a label must be 0, 1, 2 (2.0 is 2), a label string, or None / NaN
+(unparsed); 0.5, 1.7, 3, booleans and strings mixed with numbers are errors naming the index and the value.
 Returns:
     agreement (`float`): share of pairs whose verdicts in both orders equal the human label, in [0, 1].
         Only with `swapped_predictions`.
@@ -52,6 +58,12 @@ Returns:
     first_order_agreement (`float`): share of pairs whose original-order verdict equals the label.
     accuracy (`float`): the same as `first_order_agreement`.
     macro_precision, macro_recall, macro_f1 (`float`): over the classes present in labels or verdicts.
+    per_class (`dict`): {"response_1" | "response_2" | "tie": {"n_gold", "n_predicted", "n_correct", "precision",
+        "recall", "f1"}}.
+    win_rate, tie_rate, lose_rate (`float`): how often the critic prefers response 1 / calls a tie / prefers
+        response 2 (with both orders, a conflict is a tie).
+    n_dropped (`int`): pairs left out by `unparsed="drop"`; unparsed (`str`): the policy.
+    Empty inputs give NaN values with the counts (n = 0).
     n (`int`): number of pairs with a human label.
     n_unparsed (`int`): original-order verdicts that are None / NaN.
     n_unparsed_swapped (`int`): the same for the swapped order (only with `swapped_predictions`).
@@ -119,6 +131,21 @@ class PairwiseAgreement(evaluate.Metric):
             reference_urls=["https://aclanthology.org/2024.acl-long.704/", "https://arxiv.org/abs/2310.05470"],
         )
 
+    def add_batch(self, *, predictions=None, references=None, **kwargs):
+        """Add a batch of inputs, checked first (see the inputs description)."""
+        # Checked before evaluate casts them: an int64 feature would truncate 1.7 to 1 and crash on NaN.
+        super().add_batch(
+            predictions=check_labels(predictions, "predictions"),
+            references=check_labels(references, "references"),
+            **kwargs,
+        )
+
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Compute the module on all inputs (evaluate appends the inputs description below)."""
+        if predictions is not None and references is not None and not len(predictions) and not len(references):
+            return self._compute([], [], **kwargs)  # evaluate cannot pick a feature type for no rows
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
     def _compute(
         self,
         predictions,
@@ -127,12 +154,18 @@ class PairwiseAgreement(evaluate.Metric):
         swapped_mapped_back=True,
         groups=None,
         digits="label",
+        unparsed="wrong",
+        bootstrap=0,
+        seed=0,
     ):
         return pairwise_agreement(
             predictions,
             references,
-            swapped_predictions,
+            check_labels(swapped_predictions, "swapped_predictions"),
             swapped_mapped_back=swapped_mapped_back,
             groups=groups,
             digits=digits,
+            unparsed=unparsed,
+            bootstrap=bootstrap,
+            seed=seed,
         )

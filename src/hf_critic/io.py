@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import string
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import datasets
 
-#: Data-file suffix -> the ``datasets`` builder that reads it: the one table of file types.
-DATA_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
+#: Data-file suffix -> the ``datasets`` builder that reads it: the one table of file types (``excel``: pandas +
+#: openpyxl, the ``xlsx`` extra; the first sheet).
+DATA_FILE_BUILDERS = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+    ".xlsx": "excel",
+}
+#: The record columns that hold text (CritiqueLLM v2 §3.1 fields): a number or a boolean there is an error unless
+#: the caller asks to stringify it (``--coerce-text``).
+TEXT_FIELDS = ("question", "reference", "response", "response_1", "response_2")
 # Files that mark a ``save_to_disk`` folder (dataset_info.json also sits in folders of data files).
 _DISK_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
 
@@ -20,21 +33,83 @@ class RecordError(ValueError):
     """Bad input data: the message names the source, the row (0-based) or line (1-based), and the field."""
 
 
+# A --columns item starts at the string's start or after a comma followed by ``name=``; commas inside a join stay.
+_COLUMN_ITEM = re.compile(r"(?:^|,)\s*([A-Za-z_][\w ]*?)\s*=")
+_ESCAPES = {"\\n": "\n", "\\t": "\t", "\\\\": "\\"}
+
+
 def parse_columns(spec: str | None) -> dict[str, str]:
     """Parse a ``--columns`` mapping ``"question=prompt,response=answer"`` (canonical=source).
 
+    A source may be a join: a format string over source columns, ``question={instruction}\\n\\n{input}`` (the
+    escapes ``\\n`` and ``\\t`` are read as a newline and a tab, so a shell user can type them); see
+    :func:`rename_columns`. A comma inside a join is kept unless it is followed by ``name=``.
+
     Returns:
-        ``{canonical_name: source_column}``; empty for None or "".
+        ``{canonical_name: source_column_or_join}``; empty for None or "".
 
     Raises:
-        ValueError: an item without ``=`` or with an empty side.
+        ValueError: an item without ``=`` or with an empty side, or a join that is not a valid format string.
+    """
+    spec = (spec or "").strip()
+    starts = list(_COLUMN_ITEM.finditer(spec))
+    if spec and (not starts or starts[0].start() != 0):
+        item = spec.split(",")[0]
+        raise ValueError(f"--columns item {item!r} must look like canonical=source, e.g. question=prompt")
+    mapping: dict[str, str] = {}
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(spec)
+        canonical, source = match.group(1).strip(), spec[match.end() : end].strip()
+        if not source or ("{" not in source and "," in source):
+            raise ValueError(
+                f"--columns item {spec[match.start() : end].lstrip(',')!r} must look like canonical=source, "
+                "e.g. question=prompt"
+            )
+        if "{" in source:
+            source = re.sub(r"\\[nt\\]", lambda m: _ESCAPES[m.group(0)], source)
+            join_fields(source)  # validate now, not on the first row
+        mapping[canonical] = source
+    return mapping
+
+
+def join_fields(template: str) -> list[str]:
+    """The source columns a ``--columns`` join names, in order (``"{instruction}\\n\\n{input}"`` -> both).
+
+    Raises:
+        ValueError: a malformed format string, or a placeholder without a column name.
+    """
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+    except ValueError as err:
+        raise ValueError(f"--columns join {template!r}: {err}") from None
+    if not names or any(not n for n in names):
+        raise ValueError(f"--columns join {template!r}: every {{...}} must name a source column")
+    return names
+
+
+def parse_label_map(spec: str | None) -> dict[str, str]:
+    """Parse a ``--label-map`` / ``--verdict-label-map`` ``"0=tie,1=response_1,2=response_2"`` (value in the file =
+    label).
+
+    The label side is any spelling :func:`hf_critic.meta_eval.agreement.normalize_labels` accepts (``tie``,
+    ``response_1``, ``Assistant 2``, ``A``, ``0`` / ``1`` / ``2`` as schema codes); it is checked when the map is
+    applied (:func:`~hf_critic.meta_eval.agreement.normalize_labels`'s ``label_map``). Keys are compared as text:
+    the integer 1 in a file matches the key ``1``.
+
+    Returns:
+        ``{value_in_file: label}`` (keys stripped, in the order given); empty for None or "".
+
+    Raises:
+        ValueError: an item without ``=``, an empty side, or a key given twice.
     """
     mapping: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in (spec or "").split(","))):
-        canonical, sep, source = (s.strip() for s in item.partition("="))
-        if not sep or not canonical or not source:
-            raise ValueError(f"--columns item {item!r} must look like canonical=source, e.g. question=prompt")
-        mapping[canonical] = source
+        key, sep, label = (s.strip() for s in item.rpartition("="))
+        if not sep or not key or not label:
+            raise ValueError(f"label map item {item!r} must look like value=label, e.g. 0=tie or model_a=response_1")
+        if key in mapping:
+            raise ValueError(f"label map: value {key!r} is mapped twice")
+        mapping[key] = label
     return mapping
 
 
@@ -84,18 +159,21 @@ def load_records(
     limit: int | None = None,
     split: str = "train",
     config: str | None = None,
+    coerce_text: bool = False,
 ) -> datasets.Dataset:
     """Load records from a data file, a glob, a local folder or a Hub dataset id: the one loader of hf-critic.
 
     Args:
-        source: a data file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` / ``.arrow``) or a glob of them; a
+        source: a data file (``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` / ``.arrow`` / ``.xlsx``) or a glob of them; a
             ``save_to_disk`` folder (a ``Dataset``, a ``DatasetDict`` keyed by splits or by configs), a folder with
             one such sub-folder per config, or a folder of data files; else a Hub dataset id (``org/name``).
-        columns: ``{canonical: source_column}`` renames, e.g. ``{"question": "prompt"}``.
+        columns: ``{canonical: source_column}`` renames, e.g. ``{"question": "prompt"}``, or joins
+            ``{"question": "{instruction}\\n\\n{input}"}`` (see :func:`rename_columns`).
         limit: keep only the first ``limit`` rows.
         split: the split of a folder or Hub dataset (a data file is one split).
         config: the config: a sub-folder, a key of a ``DatasetDict``, the Hub config, or, for data that holds
             several, the rows whose ``config`` (or ``setting``) column equals it.
+        coerce_text: stringify numbers and booleans in the :data:`TEXT_FIELDS` (else they are an error).
 
     Returns:
         A ``datasets.Dataset`` with the canonical column names.
@@ -104,12 +182,13 @@ def load_records(
         RecordError: malformed JSONL (names the line), a mapped column absent from the data, an unsupported file
             type, a local-looking path (``./``, ``/``, ``~`` or a data-file suffix) that does not exist, a split or
             config a local dataset lacks (listing what it has), or a Hub id that cannot be loaded (offline, not
-            cached).
+            cached); a text field holding a number or a boolean (without ``coerce_text``), naming the row and the
+            column the data has.
     """
     dataset = _load_source(source, config, split)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    return rename_columns(dataset, columns or {}, source=str(source))
+    return rename_columns(dataset, columns or {}, source=str(source), coerce_text=coerce_text)
 
 
 def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -157,13 +236,37 @@ def _load_source(source: str | os.PathLike, config: str | None, split: str) -> d
 
 def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
     try:
+        if builder == "excel":
+            return _read_excel(files)
         return datasets.load_dataset(builder, data_files=[str(f) for f in files], split="train")
+    except RecordError:
+        raise
     except Exception as err:
+        rows = 0
         for path in files:
-            if path.suffix.lower() == ".jsonl":
-                for _ in read_json_rows(path):  # raises naming the first bad line
-                    pass
+            if path.suffix.lower() in (".jsonl", ".json"):
+                rows += sum(1 for _ in read_json_rows(path))  # raises naming the first bad line
+            elif path.suffix.lower() == ".csv":
+                rows += max(0, sum(1 for line in path.open(encoding="utf-8") if line.strip()) - 1)
+            else:
+                rows = -1
+        if rows == 0:
+            raise RecordError(f"{files[0]}: no rows to judge (the file holds no records)") from None
         raise RecordError(f"{files[0]}: cannot be read as {builder}: {err}") from err
+
+
+def _read_excel(files: list[Path]) -> datasets.Dataset:
+    """The first sheet of each workbook, concatenated (pandas + openpyxl: ``pip install hf-critic[xlsx]``)."""
+    try:
+        import openpyxl  # noqa: F401  (pandas needs it for .xlsx; say so plainly)
+        import pandas as pd
+    except ImportError:
+        raise RecordError(f"{files[0]}: reading .xlsx needs openpyxl: pip install 'hf-critic[xlsx]'") from None
+    frames = [pd.read_excel(f, sheet_name=0) for f in files]
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    # Empty cells are NaN in pandas; in text columns they are missing values, as in a CSV read by datasets.
+    frame = frame.astype(object).where(frame.notna(), None) if frame.isna().any().any() else frame
+    return datasets.Dataset.from_pandas(frame, preserve_index=False)
 
 
 def _load_folder(path: Path, config: str | None, split: str) -> datasets.Dataset:
@@ -197,20 +300,69 @@ def _filter_config(dataset: datasets.Dataset, config: str, where) -> datasets.Da
     raise RecordError(f"{where}: config {config!r} asked for, but the data has no 'config' or 'setting' column")
 
 
-def rename_columns(dataset: datasets.Dataset, columns: Mapping[str, str], source: str = "data") -> datasets.Dataset:
-    """Apply a ``{canonical: source_column}`` mapping.
+def rename_columns(
+    dataset: datasets.Dataset, columns: Mapping[str, str], source: str = "data", coerce_text: bool = False
+) -> datasets.Dataset:
+    """Apply a ``{canonical: source_column}`` mapping; a source holding ``{...}`` is a join of source columns.
+
+    A join ``"{instruction}\\n\\n{input}"`` is filled row by row (``str.format``); a missing (None) part joins as
+    an empty string, so PandaLM-style rows with an empty ``input`` keep their instruction alone.
+
+    Args:
+        dataset: the records as read.
+        columns: ``{canonical: source column or join}``.
+        source: file name or id, for messages.
+        coerce_text: stringify numbers and booleans in mapped or joined :data:`TEXT_FIELDS` and join parts.
 
     Raises:
-        RecordError: a source column is not in the dataset (lists the columns that are).
+        RecordError: a source column (or a join's column) is not in the dataset (lists the columns that are);
+            a number or a boolean where text is expected, naming the row, the canonical field and the source
+            column the user wrote, unless ``coerce_text``.
     """
-    missing = [src for src in columns.values() if src not in dataset.column_names]
+    names = {c: (join_fields(src) if "{" in src else [src]) for c, src in columns.items()}
+    missing = [n for ns in names.values() for n in ns if n not in dataset.column_names]
     if missing:
-        raise RecordError(f"{source}: column(s) {missing} not found; the data has {dataset.column_names}")
-    renames = {src: canonical for canonical, src in columns.items() if src != canonical}
+        spell = "; ".join(f"{c}={columns[c]!r}" for c, ns in names.items() if set(ns) & set(missing))
+        raise RecordError(
+            f"{source}: column(s) {missing} not found (--columns {spell}); the data has {dataset.column_names}"
+        )
+    joins = {c: src for c, src in columns.items() if "{" in src}
+    for canonical, template in joins.items():
+        parts = {n: _texts(dataset[n], source, canonical, n, coerce_text) for n in names[canonical]}
+        values = [template.format_map({n: parts[n][i] or "" for n in parts}) for i in range(len(dataset))]
+        if canonical in dataset.column_names:
+            dataset = dataset.remove_columns(canonical)
+        dataset = dataset.add_column(canonical, values, feature=datasets.Value("string"))
+    renames = {src: canonical for canonical, src in columns.items() if src != canonical and canonical not in joins}
     clashing = [c for c in renames.values() if c in dataset.column_names and c not in renames]
     if clashing:
         dataset = dataset.remove_columns(clashing)
-    return dataset.rename_columns(renames) if renames else dataset
+    dataset = dataset.rename_columns(renames) if renames else dataset
+    for canonical in TEXT_FIELDS:
+        if canonical in dataset.column_names and canonical not in joins:
+            column = columns.get(canonical, canonical)
+            values = dataset[canonical]
+            if any(not isinstance(v, str) and v is not None for v in values):
+                texts = _texts(values, source, canonical, column, coerce_text)
+                dataset = dataset.remove_columns(canonical).add_column(
+                    canonical, texts, feature=datasets.Value("string")
+                )
+    return dataset
+
+
+def _texts(values: list, source: str, canonical: str, column: str, coerce: bool) -> list[str | None]:
+    """Text values of one column: numbers and booleans stringified with ``coerce``, else an error naming the row."""
+    out = []
+    for row, value in enumerate(values):
+        if value is None or isinstance(value, str):
+            out.append(value)
+        elif coerce and isinstance(value, (int, float, bool)):
+            out.append(str(value))
+        else:
+            where = f"field {canonical!r}" + (f" (column {column!r} of the data)" if column != canonical else "")
+            hint = "; stringify numbers and booleans with --coerce-text" if isinstance(value, (int, float)) else ""
+            raise RecordError(f"{source}: row {row}, {where}: not text: {repr(value)[:40]}{hint}")
+    return out
 
 
 def check_fields(

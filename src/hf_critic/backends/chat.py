@@ -84,8 +84,6 @@ class ChatResult:
         attempts: HTTP attempts made for it in this run (0 for a cache hit).
         finish_reason: the server's finish reason (``"stop"``, ``"length"``), when given.
         key: the cache key of the request.
-        top_logprobs: ``{token: log-probability}`` of the first generated token's most likely alternatives, when the
-            request asked for ``logprobs`` / ``top_logprobs`` and the server sent them; else None.
     """
 
     id: str
@@ -97,7 +95,6 @@ class ChatResult:
     attempts: int = 0
     finish_reason: str | None = None
     key: str = ""
-    top_logprobs: dict[str, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,7 +108,6 @@ class ChatResult:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "finish_reason": self.finish_reason,
-            **({"top_logprobs": self.top_logprobs} if self.top_logprobs is not None else {}),
         }
 
     @classmethod
@@ -125,7 +121,6 @@ class ChatResult:
             cached=True,
             finish_reason=value.get("finish_reason"),
             key=key,
-            top_logprobs=value.get("top_logprobs"),
         )
 
 

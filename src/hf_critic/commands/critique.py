@@ -11,8 +11,10 @@ from .options import (
     add_data_args,
     add_decoding_args,
     add_endpoint_args,
+    add_gold_args,
     add_model_args,
     critic_from_args,
+    gold_from_args,
     select_rows,
 )
 
@@ -26,6 +28,7 @@ killed run started again redoes no finished work, and a rerun of the same config
 def _common(parser: argparse.ArgumentParser):
     """The options of grade and compare; returns the data group for their human-label column."""
     data = add_data_args(parser, output="critique columns", formats=True, setting=True)
+    add_gold_args(data)
     critic = add_model_args(parser, title="critic")
     add_endpoint_args(parser)
     add_critic_args(critic)
@@ -73,10 +76,18 @@ def run(args: argparse.Namespace) -> int:
         from ..datasets import load_benchmark
         from ..io import rename_columns
 
-        records = rename_columns(load_benchmark(args.format, args.data), parse_columns(args.columns), args.data)
+        records = rename_columns(
+            load_benchmark(args.format, args.data), parse_columns(args.columns), args.data, args.coerce_text
+        )
     else:
-        records = load_records(args.data, parse_columns(args.columns), split=args.split)
+        records = load_records(args.data, parse_columns(args.columns), split=args.split, coerce_text=args.coerce_text)
     records = select_rows(records, args)
+    if args.task == "grade":
+        records = gold_from_args(records, args, "pointwise", args.data, args.human_score)
+    else:
+        records = gold_from_args(records, args, "pairwise", args.data, args.human_label)
+    if not len(records):
+        raise ValueError(f"{args.data}: no rows to judge")
     critic = critic_from_args(args, args.model)
     started = time.perf_counter()
     if args.task == "grade":

@@ -7,12 +7,16 @@ import re
 from pathlib import Path
 
 from .options import (
+    OPTIONS,
     add_cache_args,
     add_critic_args,
     add_decoding_args,
     add_endpoint_args,
+    add_figure_args,
+    add_gold_args,
     add_model_args,
     add_options,
+    add_verdict_args,
     critic_from_args,
     select_rows,
 )
@@ -24,8 +28,12 @@ Inputs (any mix, each repeatable):
                                       file's folder and stem.
   --benchmark [NAME=]FORMAT:PATH      a benchmark to run critics on (formats: alignbench, autoj, fastchat,
                                       prometheus, generic) with every --model (default: the embedded critic).
-  --verdicts [CRITIC=]FIRST[,SWAPPED] Auto-J-style verdict files ({"output": 0|1|2} per line; the swapped file in
-                                      swapped terms) for the single pairwise --benchmark.
+  --verdicts [CRITIC=]FILE[:FIELD][,SWAPPED[:FIELD]]
+                                      a judge's verdicts on the single --benchmark, one row per benchmark row
+                                      (JSONL / JSON / CSV / parquet / xlsx; FIELD default: output): a label (any
+                                      spelling, or --verdict-label-map), a score, or free text with --verdict-parser;
+                                      --order-column FIELD maps rows judged in swapped order back; the SWAPPED file
+                                      holds the same pairs judged in swapped order, in swapped terms.
   --benchmark [NAME=]criticbench:DIR  CriticBench (Lan et al., 2024): DIR in the Hub layout (obj_test_data/ ...,
                                       gold labels: objective scores) or a folder of CriticEval prediction files
                                       (their prompts); critics answer every objective prompt (--limit N: the first N
@@ -40,7 +48,11 @@ Examples:
       --predictions deepseek-67b=shared/data/criticbench/deepseek-67b-chat-hf --output-dir outputs/criticbench
   hf-critic meta-eval --benchmark autoj:shared/data/autoj/test/testdata_pairwise.jsonl \\
       --verdicts auto-j-13b=shared/data/autoj/outputs/pairwise_example_output.jsonl,shared/data/autoj/outputs/pairwise_exchange_example_output.jsonl \\
-      --output-dir outputs/autoj
+      --bootstrap 1000 --output-dir outputs/autoj
+  hf-critic meta-eval --benchmark generic:pandalm_test.json --task pairwise \\
+      --columns 'question={instruction}\\n\\n{input},response_1=response1,response_2=response2' \\
+      --label-columns annotator1,annotator2,annotator3 --label-map 0=tie,1=response_1,2=response_2 \\
+      --verdicts judge=verdicts.csv:judgement --verdict-parser mtbench --order-column exchange --output-dir out
 Writes report.md (Table 2 / Table 3 layouts, parse failures, per-category tables), report.json and PNG plots
 (per-category bars, confusion heat maps); critiques generated here go to <output-dir>/critiques/<critic>/<dataset>.jsonl.
 """
@@ -63,13 +75,7 @@ def register(subparsers) -> None:
     inputs.add_argument(
         "--benchmark", action="append", default=[], metavar="[NAME=]FORMAT:PATH", help="benchmark to run critics on"
     )
-    inputs.add_argument(
-        "--verdicts",
-        action="append",
-        default=[],
-        metavar="[CRITIC=]FIRST[,SWAPPED]",
-        help="Auto-J-style verdict files for the pairwise --benchmark",
-    )
+    add_verdict_args(inputs)
     inputs.add_argument(
         "--predictions",
         action="append",
@@ -83,10 +89,11 @@ def register(subparsers) -> None:
         "limit",
         "sample",
         "sample_seed",
-        columns={"help": "for --benchmark generic:...: canonical=source column renames"},
-        limit={"help": "only the first N rows of each benchmark"},
+        columns={"help": OPTIONS["columns"][1]["help"] + " (for --benchmark generic:...)"},
+        limit={"help": "only the first N rows of each benchmark (at least 1)"},
         sample={"help": "a seeded random sample of N rows of each benchmark (shuffled with --sample-seed)"},
     )
+    add_gold_args(inputs)
     inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
     inputs.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for fastchat benchmarks (default: 1)")
     inputs.add_argument("--human-score", default="human_score", help="human score column (default: human_score)")
@@ -108,6 +115,7 @@ def register(subparsers) -> None:
     out.add_argument("--output-dir", required=True, help="folder for report.md, report.json and the plots")
     out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
+    add_figure_args(out)
     parser.set_defaults(func=run_meta_eval)
 
 
@@ -137,6 +145,7 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
 
 
 def _load_benchmark(args, fmt: str, path: str):
+    """The benchmark's rows (the first ``--limit``) and its full length (verdict files must match it)."""
     from ..datasets import load_benchmark
     from ..io import parse_columns
 
@@ -144,39 +153,101 @@ def _load_benchmark(args, fmt: str, path: str):
     if fmt == "generic":
         if not args.task:
             raise ValueError("--benchmark generic:... needs --task pointwise or --task pairwise")
-        kwargs.update(task=args.task, columns=parse_columns(args.columns))
+        kwargs.update(
+            task=args.task,
+            columns=parse_columns(args.columns),
+            label_map=args.label_map,
+            label_columns=args.label_columns,
+            aggregate=args.aggregate or ("majority" if args.task == "pairwise" else "mean"),
+            coerce_text=args.coerce_text,
+        )
+    elif args.label_map or args.label_columns:
+        raise ValueError(f"--label-map / --label-columns read a generic benchmark's own gold columns, not {fmt}:")
     elif fmt == "fastchat":
         kwargs["turn"] = args.turn
-    return select_rows(load_benchmark(fmt, path, **kwargs), args)
+    dataset = load_benchmark(fmt, path, **kwargs)
+    total = len(dataset)
+    dataset = select_rows(dataset, args)
+    if not len(dataset):
+        raise ValueError(f"--benchmark {fmt}:{path}: no rows to judge")
+    return dataset, total
+
+
+def _file_and_field(spec: str) -> tuple[str, str | None]:
+    """``FILE[:FIELD]`` -> (file, field); a colon that belongs to an existing path is no field separator."""
+    path, sep, field = spec.rpartition(":")
+    if sep and field and "/" not in field and not Path(spec).exists():
+        return path, field
+    return spec, None
+
+
+def _verdict_parser(args, data):
+    """``text -> ParsedCritique`` of ``--verdict-parser`` (a template family, name or file) for the benchmark's
+    setting; None without the option."""
+    from .. import schema
+    from ..parsing import parse
+    from ..prompts import get_template, list_families, load_template
+
+    if not args.verdict_parser:
+        return None
+    task = schema.Task.PAIRWISE if "response_1" in data.column_names else schema.Task.POINTWISE
+    setting = schema.Setting(task, "reference" in data.column_names)
+    if args.verdict_parser in list_families():
+        template = get_template(args.verdict_parser, setting, args.language)
+    else:
+        template = load_template(args.verdict_parser)
+    wanted = "label" if task is schema.Task.PAIRWISE else "score"
+    if template.output.kind != wanted:
+        raise ValueError(f"--verdict-parser {args.verdict_parser}: its verdicts are {template.output.kind}s, the "
+                         f"benchmark needs {wanted}s")  # fmt: skip
+    return lambda text: parse(text, template.output.kind, template.output.score_range)
 
 
 def _verdict_runs(args, benchmarks):
-    """Auto-J-style verdict files turned into critique datasets (the swapped file mapped back to original order)."""
+    """Verdict files of any shape turned into critique datasets (a swapped file mapped back to original order)."""
     from .. import schema
-    from ..datasets import load_verdicts
+    from ..datasets.generic import load_verdict_file
 
     if not args.verdicts:
         return []
-    pairwise = [(name, data) for name, data in benchmarks if "response_1" in data.column_names]
-    if len(pairwise) != 1:
-        raise ValueError("--verdicts needs exactly one pairwise --benchmark to attach the verdicts to")
-    name, data = pairwise[0]
+    if len(benchmarks) != 1:
+        raise ValueError("--verdicts needs exactly one --benchmark to attach the verdicts to")
+    name, data, total = benchmarks[0]
+    task = "pairwise" if "response_1" in data.column_names else "pointwise"
+    parser = _verdict_parser(args, data)
     runs = []
     for spec in args.verdicts:
         critic, files = _name_and_value(spec)
-        first_file, _, swapped_file = files.partition(",")
-        first = load_verdicts(first_file)
-        if len(first) < len(data):
-            raise ValueError(f"{first_file}: {len(first)} verdicts for {len(data)} pairs of {name}")
-        critique = data.add_column(schema.CRITIQUE_LABEL, first[: len(data)])
-        if swapped_file:
-            swapped = load_verdicts(swapped_file)
-            if len(swapped) < len(data):
-                raise ValueError(f"{swapped_file}: {len(swapped)} verdicts for {len(data)} pairs of {name}")
-            critique = critique.add_column(
-                schema.CRITIQUE_LABEL_SWAPPED, [schema.swap_label(v) for v in swapped[: len(data)]]
+        first_spec, _, swapped_spec = files.partition(",")
+        if swapped_spec and task != "pairwise":
+            raise ValueError(f"--verdicts {spec}: a swapped-order file is for pairwise benchmarks")
+        columns = {}
+        for which, file_spec in (("first", first_spec), ("swapped", swapped_spec)):
+            if not file_spec:
+                continue
+            path, field = _file_and_field(file_spec)
+            verdicts = load_verdict_file(
+                path,
+                task,
+                field,
+                label_map=args.verdict_label_map,
+                parse=parser,
+                order_column=args.order_column if which == "first" else None,
             )
-        runs.append((critic or Path(first_file).stem, name, critique))
+            if len(verdicts) != total:
+                raise ValueError(
+                    f"{path}: {len(verdicts)} verdicts for the {total} rows of {name}: a verdict file must have "
+                    "exactly one row per benchmark row, in the same order"
+                )
+            verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
+            if which == "swapped":
+                columns[schema.CRITIQUE_LABEL_SWAPPED] = [schema.swap_label(v) for v in verdicts]
+            else:
+                columns[schema.CRITIQUE_LABEL if task == "pairwise" else schema.CRITIQUE_SCORE] = verdicts
+        critique = data
+        for column, values in columns.items():
+            critique = critique.add_column(column, values)
+        runs.append((critic or Path(_file_and_field(first_spec)[0]).stem, name, critique))
     return runs
 
 
@@ -189,7 +260,7 @@ def _critic_runs(args, benchmarks):
     for model in models:
         critic_name = "default-critic" if model is None else Path(model).name or model
         critic = critic_from_args(args, model)
-        for name, data in benchmarks:
+        for name, data, _ in benchmarks:
             if "response_1" in data.column_names:
                 critique = critic.compare(data, swap=args.swap, source=name)
             else:
@@ -250,6 +321,15 @@ def run_meta_eval(args: argparse.Namespace) -> int:
 
     if not (args.critiques or args.benchmark):
         raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")
+    if args.sample is not None and args.verdicts:
+        raise ValueError("--sample reorders the rows, and verdict files follow the benchmark's order: use --limit")
+    if args.limit is not None and args.verdicts and not args.limit_verdicts:
+        raise ValueError(
+            "--limit with --verdicts: the verdict files cover every row; add --limit-verdicts to judge the first "
+            f"{args.limit} rows with the first {args.limit} verdicts"
+        )
+    if args.bootstrap < 0:
+        raise ValueError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
     runs = []
     for spec in args.critiques:
         name, path = _name_and_value(spec)
@@ -261,7 +341,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         if fmt == "criticbench":
             criticbench.append((name, path))
         else:
-            benchmarks.append((name, _load_benchmark(args, fmt, path)))
+            benchmarks.append((name, *_load_benchmark(args, fmt, path)))
     if args.predictions and not criticbench:
         raise ValueError("--predictions needs a --benchmark criticbench:DIR")
     if criticbench:
@@ -272,9 +352,19 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
 
+    annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
     results = [
         evaluate_critiques(
-            data, critic, dataset, human_score=args.human_score, label=args.human_label, category=args.category
+            data,
+            critic,
+            dataset,
+            human_score=args.human_score,
+            label=args.human_label,
+            category=args.category,
+            unparsed=args.unparsed,
+            bootstrap=args.bootstrap,
+            seed=args.bootstrap_seed,
+            annotators=[a for a in annotators if a in data.column_names],
         )
         for critic, dataset, data in runs
     ]

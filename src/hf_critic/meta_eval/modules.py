@@ -60,6 +60,7 @@ def metric_path(name: str) -> str:
 def install_metrics(
     names: Iterable[str] | None = None,
     modules_cache: str | os.PathLike | None = None,
+    downloads_cache: str | os.PathLike | None = None,
 ) -> list[Path]:
     """Place the metric scripts where ``evaluate.load("<name>")`` resolves a bare name offline.
 
@@ -67,12 +68,19 @@ def install_metrics(
     directory, then the Hub namespace ``evaluate-metric/``, then its module cache
     ``$HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>/<hash>/<name>.py`` (the most
     recently modified hash wins). This writes that last entry, with the SHA-256 of the script as the hash,
-    so re-running after an upgrade makes the new version the most recent one.
+    so re-running after an upgrade makes the new version the most recent one. A module found only there makes
+    ``evaluate`` warn that it "couldn't be found locally ... or remotely", so the script is also placed where the
+    Hub step looks first when it cannot reach the Hub: its downloads cache, under the hashed URL of
+    ``evaluate-metric/<name>`` (for ``evaluate``'s own version tag and ``main``). Offline, a bare name then loads
+    without a warning.
 
     Args:
         names: modules to install; None installs all of :data:`METRIC_NAMES`.
         modules_cache: the ``HF_MODULES_CACHE`` to write to; None uses ``evaluate.config.HF_MODULES_CACHE``
             (the ``HF_MODULES_CACHE`` environment variable, else ``~/.cache/huggingface/modules``).
+        downloads_cache: ``evaluate``'s downloads folder; None uses ``evaluate.config.DOWNLOADED_EVALUATE_PATH``
+            (``$HF_EVALUATE_CACHE/downloads``) when ``modules_cache`` is None too, and writes no downloads copy when
+            only ``modules_cache`` is given (an explicit cache gets nothing written elsewhere).
 
     Returns:
         The installed script paths, one per module.
@@ -80,9 +88,24 @@ def install_metrics(
     Raises:
         ValueError: for an unknown name.
     """
+    import evaluate
     from evaluate import config as evaluate_config
+    from evaluate.utils.file_utils import hash_url_to_filename, hf_hub_url
 
     cache = Path(modules_cache) if modules_cache is not None else Path(evaluate_config.HF_MODULES_CACHE)
+    if downloads_cache is not None:
+        downloads = Path(downloads_cache)
+    elif modules_cache is None:
+        downloads = Path(evaluate_config.DOWNLOADED_EVALUATE_PATH)
+    else:
+        downloads = None
+    if downloads is not None:
+        downloads.mkdir(parents=True, exist_ok=True)
+    # The revisions evaluate's Hub step asks for: its version tag (v0.4.6), else main (see HubEvaluationModuleFactory).
+    revisions = {
+        "main",
+        evaluate.SCRIPTS_VERSION if evaluate.SCRIPTS_VERSION == "main" else f"v{evaluate.SCRIPTS_VERSION}",
+    }
     dynamic = cache / evaluate_config.MODULE_NAME_FOR_DYNAMIC_MODULES
     installed = []
     for name in METRIC_NAMES if names is None else tuple(names):
@@ -100,5 +123,8 @@ def install_metrics(
             json.dumps({"original file path": str(script), "local file path": str(target / f"{name}.py")})
         )
         os.utime(target / f"{name}.py")  # newest hash wins when several versions are cached
+        for revision in sorted(revisions) if downloads is not None else ():
+            url = hf_hub_url(path=f"evaluate-metric/{name}", name=f"{name}.py", revision=revision)
+            shutil.copyfile(script, downloads / hash_url_to_filename(url))
         installed.append(target / f"{name}.py")
     return installed

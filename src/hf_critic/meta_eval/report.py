@@ -34,6 +34,7 @@ import numpy as np
 
 from .. import schema
 from .agreement import normalize_labels, pairwise_agreement
+from .annotators import annotator_agreement
 from .correlation import critique_correlation
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
@@ -57,6 +58,10 @@ class RunResult:
             :func:`hf_critic.meta_eval.agreement.pairwise_agreement` (pairwise) output, without ``per_group``.
         per_category: ``{category: {...}}``: text-level r / ρ / τ and query counts, or agreement / consistency / n.
         confusion: ``{"rows", "columns", "counts", "row_title", "column_title"}`` for the heat map.
+        unparsed: the ``--unparsed`` policy the pairwise figures follow (``wrong``, ``tie`` or ``drop``).
+        bootstrap: bootstrap resamples behind the confidence intervals in ``metrics["ci"]`` (0: none).
+        ceiling: several annotators' agreement with their aggregate (the human ceiling), ``{annotator:
+            {"agreement" or "text_pearson", "n"}}`` plus ``"mean"``; empty with one gold column.
     """
 
     critic: str
@@ -69,6 +74,9 @@ class RunResult:
     metrics: dict[str, Any]
     per_category: dict[str, dict[str, Any]] = field(default_factory=dict)
     confusion: dict[str, Any] = field(default_factory=dict)
+    unparsed: str = "wrong"
+    bootstrap: int = 0
+    ceiling: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def parse_failure_rate(self) -> float:
@@ -123,6 +131,10 @@ def evaluate_critiques(
     label: str = "label",
     category: str | None = "category",
     swapped_mapped_back: bool = True,
+    unparsed: str = "wrong",
+    bootstrap: int = 0,
+    seed: int = 0,
+    annotators: Sequence[str] = (),
 ) -> RunResult:
     """Meta-evaluate one critique dataset against its human scores or labels.
 
@@ -137,6 +149,14 @@ def evaluate_critiques(
         label: the human label column (pairwise).
         category: the category column for the breakdown (None or absent: no breakdown).
         swapped_mapped_back: see :func:`hf_critic.meta_eval.agreement.pairwise_agreement` (hf-critic's own columns are).
+        unparsed: the policy for unparsed pairwise verdicts (``wrong``, ``tie``, ``drop``), see
+            :data:`hf_critic.meta_eval.agreement.UNPARSED_POLICIES`; pointwise correlations always leave
+            unparsed scores out (a correlation has no "wrong").
+        bootstrap: resamples for 95% confidence intervals on every headline and per-category figure (0: none).
+        seed: the bootstrap's seed.
+        annotators: several annotators' columns (codes 0 / 1 / 2 or scores, as
+            :func:`hf_critic.datasets.generic.gold_labels` leaves them): their agreement with the gold column (their
+            aggregate) is the human ceiling.
 
     Returns:
         A :class:`RunResult`.
@@ -147,6 +167,7 @@ def evaluate_critiques(
     columns = dataset.column_names
     referenced = schema.REFERENCE in columns
     categories = _column(dataset, category)
+    figures = {"bootstrap": bootstrap, "seed": seed}
     if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
@@ -154,21 +175,22 @@ def evaluate_critiques(
         systems = _column(dataset, "system_id") or _column(dataset, "model")
         pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
         human = np.asarray(dataset[human_score], dtype=float)
-        metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems)
+        metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
         per_category: dict[str, dict[str, Any]] = {}
         if categories is not None:
             cats = np.asarray([str(c) for c in categories], dtype=object)
             queries_arr = np.asarray(queries, dtype=object)
             for cat in dict.fromkeys(cats.tolist()):  # one call per category, not per row
                 m = cats == cat
-                r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m])
-                per_category[cat] = {
-                    "text_pearson": r["text_pearson"],
-                    "text_spearman": r["text_spearman"],
-                    "text_kendall": r["text_kendall"],
-                    "n_queries_used": r["n_queries_used"],
-                    "n_rows": r["n_rows"],
-                }
+                r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
+                keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows", "ci")
+                per_category[cat] = {k: r[k] for k in keys if k in r}
+        ceiling = {}
+        for annotator in annotators:
+            r = critique_correlation(np.asarray(dataset[annotator], dtype=float), human, query_ids=queries)
+            ceiling[annotator] = {"text_pearson": r["text_pearson"], "n": r["n_queries_used"]}
+        if ceiling:
+            ceiling["mean"] = {"text_pearson": float(np.nanmean([v["text_pearson"] for v in ceiling.values()]))}
         return RunResult(
             critic=critic,
             dataset=name,
@@ -180,6 +202,9 @@ def evaluate_critiques(
             metrics=metrics,
             per_category=per_category,
             confusion=_score_confusion(human, pred),
+            unparsed=unparsed,
+            bootstrap=bootstrap,
+            ceiling=ceiling,
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
@@ -191,23 +216,30 @@ def evaluate_critiques(
             swapped,
             swapped_mapped_back=swapped_mapped_back,
             groups=[str(c) for c in categories] if categories is not None else None,
+            unparsed=unparsed,
+            **figures,
         )
         per_group = result.pop("per_group", {})
-        n_critiques = result["n"] * (2 if swapped is not None else 1)
+        n_pairs = result["n"] + result["n_dropped"]
+        n_critiques = n_pairs * (2 if swapped is not None else 1)
         n_unparsed = result["n_unparsed"] + result.get("n_unparsed_swapped", 0)
         verdicts = normalize_labels(dataset[schema.CRITIQUE_LABEL], name="critique_label")
         humans = normalize_labels(dataset[label], name=label)
+        ceiling = annotator_agreement({a: normalize_labels(dataset[a], name=a) for a in annotators}, humans)
         return RunResult(
             critic=critic,
             dataset=name,
             task="pairwise",
             referenced=referenced,
-            n_rows=result["n"],
+            n_rows=n_pairs,
             n_critiques=n_critiques,
             n_unparsed=n_unparsed,
             metrics=result,
             per_category={str(k): v for k, v in per_group.items()},
             confusion=_label_confusion(humans, verdicts),
+            unparsed=unparsed,
+            bootstrap=bootstrap,
+            ceiling=ceiling,
         )
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
@@ -221,6 +253,15 @@ def _f(value: Any, digits: int = 3, percent: bool = False) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return f"{100 * value:.2f}" if percent else f"{value:.{digits}f}"
+
+
+def _fci(values: dict[str, Any], key: str, percent: bool = False) -> str:
+    """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``."""
+    text = _f(values.get(key), percent=percent)
+    interval = (values.get("ci") or {}).get(key)
+    if interval and text != "–":
+        text += f" [{_f(interval[0], percent=percent)}, {_f(interval[1], percent=percent)}]"
+    return text
 
 
 def _setting(result: RunResult) -> str:
@@ -245,7 +286,9 @@ def _critics(results: Sequence[RunResult]) -> list[str]:
 
 
 def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation", plots: Sequence[str] = ()) -> str:
-    """The report as Markdown: Table 2 and Table 3 layouts, parse failures, per-category tables, plot links.
+    """The report as Markdown: how figures were counted, Table 2 and Table 3 layouts, accuracy and macro P / R / F1
+    with per-class counts, win / tie / lose, per-system means and ranks, the human ceiling, parse failures,
+    per-category tables, plot links. Every headline figure carries its bootstrap interval when one was computed.
 
     Args:
         results: one :class:`RunResult` per (critic, dataset).
@@ -255,89 +298,217 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
     Returns:
         The Markdown text.
     """
-    by_key = {(r.critic, r.dataset): r for r in results}
-    critics = _critics(results)
     out = [f"# {title}", ""]
+    out += _policy_section(results)
+    out += _pointwise_section(results)
+    out += _pairwise_section(results)
+    out += _classes_section(results)
+    out += _win_tie_lose_section(results)
+    out += _systems_section(results)
+    out += _ceiling_section(results)
+    out += _parse_failures_section(results)
+    out += _category_sections(results)
+    if plots:
+        out += ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in plots] + [""]
+    return "\n".join(out)
 
+
+def _policy_section(results: Sequence[RunResult]) -> list[str]:
+    """How the figures were counted, stated up front so they can be compared with a paper's."""
+    policies = sorted({r.unparsed for r in results if r.task == "pairwise"})
+    meaning = {
+        "wrong": "count as wrong (and as inconsistent), kept in every denominator",
+        "tie": "count as a tie, as papers that map failures to tie do",
+        "drop": "are dropped: the pair leaves every denominator",
+    }
+    lines = []
+    for policy in policies:
+        lines.append(f"- Unparsed pairwise verdicts {meaning[policy]} (`--unparsed {policy}`).")
+    if any(r.task == "pointwise" for r in results):
+        lines.append("- Unparsed pointwise scores are left out of the correlations and counted (Parse failures).")
+    resamples = sorted({r.bootstrap for r in results if r.bootstrap})
+    if resamples:
+        lines.append(
+            f"- In brackets: 95% percentile bootstrap intervals over {', '.join(map(str, resamples))} resamples "
+            "of the pairs (of the queries for correlations; `--bootstrap`)."
+        )
+    return lines + [""] if lines else []
+
+
+def _pointwise_section(results: Sequence[RunResult]) -> list[str]:
+    by_key = {(r.critic, r.dataset): r for r in results}
     pointwise = _datasets(results, "pointwise")
-    if pointwise:
-        out += ["## Pointwise grading: correlation with human scores (CritiqueLLM Table 2 layout)", ""]
-        header = ["Critic"]
-        sub = [""]
-        for level in ("Text", "System"):
-            for dataset, referenced in pointwise:
-                header += [f"{level}-level: {dataset} ({'ref.' if referenced else 'ref.-free'})", "", ""]
-                sub += ["r", "ρ", "τ"]
-        rows = []
-        for critic in critics:
-            row = [critic]
-            for level in ("text", "system"):
-                for dataset, _ in pointwise:
-                    r = by_key.get((critic, dataset))
-                    row += [_f(r.metrics.get(f"{level}_{k}")) if r else "" for k in ("pearson", "spearman", "kendall")]
-            rows.append(row)
-        out += _table(header, rows, sub)
-        out += [
-            "",
-            "Text-level: per-query correlation averaged over queries; system-level: correlation of per-system mean "
-            "scores (– when the data has no system ids or fewer than two systems). Queries used / skipped "
-            "(fewer than two graded responses or constant scores):",
-            "",
-        ]
-        for critic in critics:
+    if not pointwise:
+        return []
+    out = ["## Pointwise grading: correlation with human scores (CritiqueLLM Table 2 layout)", ""]
+    header = ["Critic"]
+    sub = [""]
+    for level in ("Text", "System"):
+        for dataset, referenced in pointwise:
+            header += [f"{level}-level: {dataset} ({'ref.' if referenced else 'ref.-free'})", "", ""]
+            sub += ["r", "ρ", "τ"]
+    rows = []
+    for critic in _critics(results):
+        row = [critic]
+        for level in ("text", "system"):
             for dataset, _ in pointwise:
                 r = by_key.get((critic, dataset))
-                if r:
-                    m = r.metrics
-                    out.append(
-                        f"- {critic} on {dataset}: {m['n_queries_used']} / {m['n_queries_skipped']} queries, "
-                        f"{m.get('n_systems', 0)} systems, {m['n_rows']} responses"
-                    )
-        out.append("")
-
-    pairwise = _datasets(results, "pairwise")
-    if pairwise:
-        out += ["## Pairwise comparison: agreement and consistency (CritiqueLLM Table 3 layout)", ""]
-        header, sub = ["Critic"], [""]
-        for dataset, referenced in pairwise:
-            header += [f"{dataset} ({'ref.' if referenced else 'ref.-free'})", "", ""]
-            sub += ["Agr.", "Cons.", "First-order"]
-        rows = []
-        for critic in critics:
-            row = [critic]
-            for dataset, _ in pairwise:
-                r = by_key.get((critic, dataset))
-                row += (
-                    [_f(r.metrics.get(k), percent=True) for k in ("agreement", "consistency", "first_order_agreement")]
-                    if r
-                    else ["", "", ""]
+                row += [_fci(r.metrics, f"{level}_{k}") if r else "" for k in ("pearson", "spearman", "kendall")]
+        rows.append(row)
+    out += _table(header, rows, sub)
+    out += [
+        "",
+        "Text-level: per-query correlation averaged over queries; system-level: correlation of per-system mean "
+        "scores (– when the data has no system ids or fewer than two systems). Queries used / skipped "
+        "(fewer than two graded responses or constant scores):",
+        "",
+    ]
+    for critic in _critics(results):
+        for dataset, _ in pointwise:
+            r = by_key.get((critic, dataset))
+            if r:
+                m = r.metrics
+                out.append(
+                    f"- {critic} on {dataset}: {m['n_queries_used']} / {m['n_queries_skipped']} queries, "
+                    f"{m.get('n_systems', 0)} systems, {m['n_rows']} responses"
                 )
-            rows.append(row)
-        out += _table(header, rows, sub)
+    return out + [""]
+
+
+def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
+    by_key = {(r.critic, r.dataset): r for r in results}
+    pairwise = _datasets(results, "pairwise")
+    if not pairwise:
+        return []
+    out = ["## Pairwise comparison: agreement and consistency (CritiqueLLM Table 3 layout)", ""]
+    header, sub = ["Critic"], [""]
+    for dataset, referenced in pairwise:
+        header += [f"{dataset} ({'ref.' if referenced else 'ref.-free'})", "", ""]
+        sub += ["Agr.", "Cons.", "First-order"]
+    rows = []
+    for critic in _critics(results):
+        row = [critic]
+        for dataset, _ in pairwise:
+            r = by_key.get((critic, dataset))
+            keys = ("agreement", "consistency", "first_order_agreement")
+            row += [_fci(r.metrics, k, percent=True) for k in keys] if r else ["", "", ""]
+        rows.append(row)
+    out += _table(header, rows, sub)
+    return out + [
+        "",
+        "Percentages. Agreement: both orders match the human label; consistency: the two orders agree; "
+        "first-order: the original order alone (– without swapped verdicts).",
+        "",
+    ]
+
+
+def _classes_section(results: Sequence[RunResult]) -> list[str]:
+    """Accuracy and macro precision / recall / F1 of the original-order verdicts, then counts per class."""
+    runs = [r for r in results if r.task == "pairwise"]
+    if not runs:
+        return []
+    keys = ("accuracy", "macro_precision", "macro_recall", "macro_f1")
+    rows = [[r.critic, r.dataset, *(_fci(r.metrics, k, percent=True) for k in keys)] for r in runs]
+    out = ["## Pairwise comparison: accuracy and macro precision / recall / F1", ""]
+    out += _table(["Critic", "Dataset", "Accuracy", "Macro P", "Macro R", "Macro F1"], rows)
+    out += ["", "Percentages, original-order verdicts; macro averages over the classes present. Per class:", ""]
+    rows = [
+        [r.critic, r.dataset, cls, str(v["n_gold"]), str(v["n_predicted"]), str(v["n_correct"]),
+         _f(v["precision"], percent=True), _f(v["recall"], percent=True), _f(v["f1"], percent=True)]
+        for r in runs
+        for cls, v in r.metrics.get("per_class", {}).items()
+    ]  # fmt: skip
+    out += _table(["Critic", "Dataset", "Class", "Gold", "Predicted", "Correct", "P", "R", "F1"], rows)
+    return out + [""]
+
+
+def _win_tie_lose_section(results: Sequence[RunResult]) -> list[str]:
+    """Win / tie / lose of response 1's system against response 2's, by the critic and by the humans (Auto-J
+    Eval-C style)."""
+    runs = [r for r in results if r.task == "pairwise"]
+    if not runs:
+        return []
+    rows = []
+    for r in runs:
+        m, human = r.metrics, _human_rates(r)
+        rest = 1 - sum(m.get(k, math.nan) for k in ("win_rate", "tie_rate", "lose_rate"))
+        rows.append(
+            [r.critic, r.dataset, *(_fci(m, k, percent=True) for k in ("win_rate", "tie_rate", "lose_rate")),
+             _f(rest, percent=True), " / ".join(_f(human.get(k), percent=True) for k in ("win_rate", "tie_rate", "lose_rate"))]
+        )  # fmt: skip
+    out = ["## Win / tie / lose (response 1 against response 2)", ""]
+    out += _table(["Critic", "Dataset", "Win", "Tie", "Lose", "Unparsed", "Humans (win / tie / lose)"], rows)
+    return out + [
+        "",
+        "Percentages of pairs. With both orders judged, a pair whose two verdicts conflict is a tie.",
+        "",
+    ]
+
+
+def _human_rates(result: RunResult) -> dict[str, float]:
+    """Share of gold labels preferring response 1, tie, response 2: the confusion matrix's row sums."""
+    counts = np.asarray(result.confusion.get("counts", [[]]), dtype=float).sum(axis=1)
+    rows = dict(zip(result.confusion.get("rows", []), counts, strict=True)) if result.confusion else {}
+    total = sum(rows.values()) or math.nan
+    names = {"win_rate": schema.RESPONSE_1_WINS, "tie_rate": schema.TIE, "lose_rate": schema.RESPONSE_2_WINS}
+    return {k: rows.get(_LABEL_SHORT[code], 0) / total for k, code in names.items()}
+
+
+def _systems_section(results: Sequence[RunResult]) -> list[str]:
+    """Per-system mean scores and ranks, the table behind system-level correlation."""
+    out = []
+    for r in results:
+        table = r.metrics.get("per_system") if r.task == "pointwise" else None
+        if not table:
+            continue
+        rows = [
+            [str(system), str(v["n"]), _f(v["human_mean"]), _f(v["human_rank"], 1), _f(v["critic_mean"]),
+             _f(v["critic_rank"], 1)]
+            for system, v in table.items()
+        ]  # fmt: skip
+        out += [f"## Per system: {r.critic} on {r.dataset} (mean scores and ranks)", ""]
+        out += _table(["System", "Responses", "Human mean", "Human rank", "Critic mean", "Critic rank"], rows)
+        out += ["", "Rank 1 = highest mean; only responses with a parsed critic score and a human score count.", ""]
+    return out
+
+
+def _ceiling_section(results: Sequence[RunResult]) -> list[str]:
+    """Each annotator's agreement with the aggregate gold label, next to the critic's."""
+    out = []
+    for r in results:
+        if not r.ceiling:
+            continue
+        pairwise = r.task == "pairwise"
+        key = "agreement" if pairwise else "text_pearson"
+        rows = [[name, _f(v.get(key), percent=pairwise), str(v.get("n", ""))] for name, v in r.ceiling.items()]
+        critic = _fci(r.metrics, "first_order_agreement" if pairwise else "text_pearson", percent=pairwise)
+        rows.append([f"critic: {r.critic}", critic, str(r.metrics.get("n", r.metrics.get("n_queries_used", "")))])
+        what = "agreement with the majority (%)" if pairwise else "text-level Pearson r with the mean score"
+        out += [f"## Human ceiling: {r.dataset} ({what})", ""]
+        out += _table(["Annotator", "Value", "Pairs" if pairwise else "Queries"], rows)
         out += [
             "",
-            "Percentages. Agreement: both orders match the human label; consistency: the two orders agree; "
-            "first-order: the original order alone (– without swapped verdicts). Unparsed verdicts count as wrong.",
+            "Each annotator against the aggregate of all annotators (their own vote included, as the papers count "
+            "it); the critic's first-order figure against the same aggregate for comparison.",
             "",
         ]
+    return out
 
-    out += ["## Parse failures", ""]
+
+def _parse_failures_section(results: Sequence[RunResult]) -> list[str]:
+    out = ["## Parse failures", ""]
     rows = [
-        [
-            r.critic,
-            r.dataset,
-            r.task,
-            _setting(r),
-            str(r.n_rows),
-            f"{r.n_unparsed} / {r.n_critiques}",
-            _f(r.parse_failure_rate, percent=True),
-        ]
+        [r.critic, r.dataset, r.task, _setting(r), str(r.n_rows), f"{r.n_unparsed} / {r.n_critiques}",
+         _f(r.parse_failure_rate, percent=True)]
         for r in results
-    ]
+    ]  # fmt: skip
     out += _table(["Critic", "Dataset", "Task", "Setting", "Rows", "Unparsed", "Rate (%)"], rows)
-    out.append("")
+    return out + [""]
 
-    for dataset, _ in pointwise + pairwise:
+
+def _category_sections(results: Sequence[RunResult]) -> list[str]:
+    out = []
+    for dataset in dict.fromkeys(r.dataset for r in results):
         runs = [r for r in results if r.dataset == dataset and r.per_category]
         if not runs:
             continue
@@ -349,6 +520,8 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
                 "agreement",
                 "agreement / consistency (%)" if "consistency" in runs[0].metrics else "agreement (%)",
             )
+            if "consistency" not in runs[0].metrics:
+                key = "first_order_agreement"
         out += [f"## Per category: {dataset} ({label})", ""]
         cats = list(dict.fromkeys(c for r in runs for c in r.per_category))
         rows = []
@@ -357,18 +530,15 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
             for r in runs:
                 v = r.per_category.get(cat, {})
                 count = v.get("n_queries_used", v.get("n"))
-                value = _f(v.get(key), percent=task == "pairwise")
+                value = _fci(v, key, percent=task == "pairwise")
                 if task == "pairwise" and "consistency" in v:
-                    value += f" / {_f(v['consistency'], percent=True)}"
+                    value += f" / {_fci(v, 'consistency', percent=True)}"
                 row.append(f"{value} ({count})" if v else "")
             rows.append(row)
         count_name = "queries used" if task == "pointwise" else "pairs"
         out += _table(["Category"] + [r.critic for r in runs], rows)
         out += ["", f"In parentheses: {count_name}.", ""]
-
-    if plots:
-        out += ["## Plots", ""] + [f"![{Path(p).stem}]({p})" for p in plots] + [""]
-    return "\n".join(out)
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,94 @@
+"""Bootstrap confidence intervals for the meta-evaluation figures (percentile bootstrap, vectorised, seeded).
+
+Every figure of :mod:`~hf_critic.meta_eval.agreement` and :mod:`~hf_critic.meta_eval.correlation` is a function of
+per-unit values (a pair's correctness, a query's correlation, a query's per-system score sums). A bootstrap
+resample draws the units with replacement; here a resample is a row of **counts** (how often each unit was drawn),
+so a figure over all resamples is one matrix product (``counts @ values``) instead of a Python loop over resamples
+(Efron and Tibshirani, 1993, ch. 13: the percentile interval). Units are pairs for pairwise comparison and queries
+for pointwise grading (a cluster bootstrap: a query's responses stay together, as text-level correlation is a mean
+over queries).
+
+The point estimate is the same function evaluated on a row of ones, so the figure and its interval come from one
+formula. Counts are drawn in blocks of at most :data:`MAX_CELLS` cells, so memory stays bounded on large data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+import numpy as np
+
+__all__ = ["MAX_CELLS", "bootstrap_intervals", "resample_counts"]
+
+#: Most resample × unit cells drawn at once (float64: 64 MiB).
+MAX_CELLS = 1 << 23
+
+
+def resample_counts(n_units: int, n_resamples: int, seed: int = 0) -> Iterator[np.ndarray]:
+    """Blocks of bootstrap resamples as count matrices.
+
+    Args:
+        n_units: units to resample (pairs or queries), ≥ 1.
+        n_resamples: resamples in all, ≥ 1.
+        seed: seed of :func:`numpy.random.default_rng`; the same seed gives the same resamples.
+
+    Yields:
+        float64 arrays of shape ``(b, n_units)``, ``b`` ≤ ``n_resamples``: how many times each unit was drawn in
+        each resample (every row sums to ``n_units``); the blocks' rows add up to ``n_resamples``.
+
+    Raises:
+        ValueError: ``n_units`` or ``n_resamples`` below 1.
+    """
+    if n_units < 1 or n_resamples < 1:
+        raise ValueError(f"bootstrap needs at least one unit and one resample, got {n_units} and {n_resamples}")
+    rng = np.random.default_rng(seed)
+    block = max(1, min(n_resamples, MAX_CELLS // n_units))
+    done = 0
+    while done < n_resamples:
+        b = min(block, n_resamples - done)
+        draws = rng.integers(0, n_units, size=(b, n_units)) + (np.arange(b) * n_units)[:, None]
+        yield np.bincount(draws.ravel(), minlength=b * n_units).reshape(b, n_units).astype(np.float64)
+        done += b
+
+
+def bootstrap_intervals(
+    statistic: Callable[[np.ndarray], Mapping[str, np.ndarray]],
+    n_units: int,
+    n_resamples: int,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap intervals of several figures computed by one weighted ``statistic``.
+
+    Args:
+        statistic: maps a ``(b, n_units)`` weight matrix to ``{figure: (b,) values}``; a row of ones must give
+            the point estimate.
+        n_units: units the weights index.
+        n_resamples: resamples (e.g. 1000).
+        seed: see :func:`resample_counts`.
+        confidence: the interval's coverage in (0, 1), e.g. 0.95 for the 2.5th and 97.5th percentiles.
+
+    Returns:
+        ``{figure: (low, high)}``; NaN bounds where no resample gave a finite value (a resample whose figure is
+        undefined, e.g. a correlation over constant scores, is left out of the percentiles).
+
+    Raises:
+        ValueError: ``confidence`` outside (0, 1), or see :func:`resample_counts`.
+    """
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    samples: dict[str, list[np.ndarray]] = {}
+    for counts in resample_counts(n_units, n_resamples, seed):
+        for name, values in statistic(counts).items():
+            samples.setdefault(name, []).append(np.asarray(values, dtype=np.float64))
+    tail = 100 * (1 - confidence) / 2
+    out = {}
+    for name, parts in samples.items():
+        values = np.concatenate(parts)
+        values = values[np.isfinite(values)]
+        out[name] = (
+            (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)))
+            if len(values)
+            else (np.nan, np.nan)
+        )
+    return out
