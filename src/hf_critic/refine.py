@@ -46,6 +46,7 @@ class StageCount:
     cached: int = 0
 
     def add(self, total: int, cached: int) -> None:
+        """Count ``total`` more inputs, ``cached`` of them answered from the cache."""
         self.total += total
         self.cached += cached
 

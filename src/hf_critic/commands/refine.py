@@ -78,6 +78,16 @@ def register(subparsers) -> None:
     roles.add_argument(
         "--rewrite-max-new-tokens", type=int, default=512, help="token budget of a rewrite (default: 512)"
     )
+    roles.add_argument(
+        "--judge-verdict",
+        choices=["auto", "text", "probability", "both"],
+        help="the judge's verdict source (default: --verdict); the critics' verdicts are only reported",
+    )
+    roles.add_argument(
+        "--judge-explanation",
+        choices=["none", "first"],
+        help="the judge's --explanation (default: --explanation); none = one prefill per verdict, no text",
+    )
     add_options(roles, "engine", "trust_remote_code", "batch_size", "threads", "dtype", "progress")
     add_critic_args(roles)
     add_cache_args(roles)
@@ -144,9 +154,18 @@ def run_refine(args: argparse.Namespace) -> int:
             loaded[model] = critic_from_args(args, model)
         return loaded[model]
 
+    if getattr(args, "explanation", None) == "none":
+        raise ValueError(
+            "the critics' critiques are the feedback: --explanation none would leave them empty "
+            "(use --judge-explanation none for a judge without text)"
+        )
     critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
     generator = critic_on(args.generator).backend
-    judge = critic_on(args.judge)
+    if args.judge_verdict or args.judge_explanation:  # the judge's own verdict settings, on its own Critic
+        overrides = {"verdict": args.judge_verdict or args.verdict, "explanation": args.judge_explanation}
+        judge = critic_from_args(argparse.Namespace(**{**vars(args), **overrides}), args.judge)
+    else:
+        judge = critic_on(args.judge)
     cache = cache_from_args(args)
     result = refine(
         records,
