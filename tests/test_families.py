@@ -667,3 +667,31 @@ def test_constrained_verdict_line_parses_or_is_refused(name):
     assert (parsed.score if output.kind == "score" else output.labels[parsed.label]) == (
         float(choice) if output.kind == "score" else choice
     )
+
+
+# ------------------------------------------------------------------------------------------------------ command
+def test_grade_command_with_prometheus2_rubric_and_scale(tiny_model_dir, tmp_path, capsys):
+    from hf_critic.cli import main
+    from tests.conftest import REPO_ROOT
+
+    data = tmp_path / "in.jsonl"
+    data.write_text(
+        "".join(json.dumps({"question": f"Q{i}?", "response": f"A{i}."}) + "\n" for i in range(3)), encoding="utf-8"
+    )
+    out, rubric = tmp_path / "out.jsonl", REPO_ROOT / "examples" / "rubric_helpfulness.yaml"
+    argv = ["grade", "--data", str(data), "--output", str(out), "--model", str(tiny_model_dir), "--verdict", "text"]
+    argv += ["--template", "prometheus2", "--rubric", str(rubric), "--max-new-tokens", "6", "--no-progress"]
+    argv += ["--cache", str(tmp_path / "c.sqlite")]
+    assert main(argv) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 3 and all(r[schema.CRITIQUE_STATUS] in ("ok", "unparsed", "out_of_range") for r in rows)
+    assert all((r[schema.CRITIQUE_SCORE] is None) == (r[schema.CRITIQUE_STATUS] != "ok") for r in rows)
+    assert "/3 parsed" in capsys.readouterr().out
+    # The rubric's 1-5 scale and --score-range 1,10 disagree: one clear error line, no output.
+    assert main([*argv, "--output", str(tmp_path / "never.jsonl"), "--score-range", "1,10"]) != 0
+    assert "the rubric describes scores 1-5, but the score range is 1-10" in capsys.readouterr().err
+    assert not (tmp_path / "never.jsonl").exists()
+    # --template auto on an unknown model name: the default family, said on stderr.
+    auto = [a if a != "prometheus2" else "auto" for a in argv if a not in ("--rubric", str(rubric))]
+    assert main([*auto, "--truncate", "skip"]) == 0  # the tiny model's context is shorter than critiquellm_v2's prompt
+    assert "--template auto: using template family 'critiquellm_v2'" in capsys.readouterr().err
