@@ -382,3 +382,57 @@ def test_pairwise_figures_sources_and_baselines():
     # decided-label confidences .6 (right), .6 (wrong), .7 (right), .9 (wrong)
     assert f["calibration"]["ece"] == pytest.approx(0.5 * abs(0.5 - 0.6) + 0.25 * abs(1 - 0.7) + 0.25 * 0.9)
     assert any("both orders combined" in line for line in figure_lines(f, "compare", "label"))
+
+
+# ------------------------------------------------------------------------------------------------ a real server
+@pytest.mark.slow
+def test_openai_logprob_readout_against_llamacpp_server(tmp_path):
+    """The OpenAI-compatible path against llama.cpp's real server (top_logprobs; "10" through a second request),
+    next to the in-process transformers read-out of the same weights (GGUF Q4_1 vs its float32 de-quantisation)."""
+    pytest.importorskip("xllamacpp")
+    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.testing import LlamaCppServerProcess
+
+    conversations = [
+        [{"role": "user", "content": "Rate the answer 'Paris' to 'What is the capital of France?' from 1 to 10."}],
+        [{"role": "user", "content": "Rate the answer 'Berlin' to 'What is the capital of France?' from 1 to 10."}],
+    ]
+    with LlamaCppServerProcess(parallel=2, threads=1, log=tmp_path / "server.log") as server:
+        backend = OpenAIBackend(OpenAIClient(server.url, server.alias), progress=False)
+        served = backend.verdict_probabilities(conversations, ["Rating: [["] * 2, SCORES)
+    local = TransformersBackend.from_pretrained(None, dtype="float32", batch_size=2, progress=False)
+    reference = local.verdict_probabilities(conversations, ["Rating: [["] * 2, SCORES)
+    for got, ref in zip(served, reference, strict=True):
+        assert 0.3 < got.mass <= 1.0 and got.unseen == ()
+        assert got.probabilities["10"] > 0  # the second request, after "1"
+        assert got.probabilities == pytest.approx(ref.probabilities, abs=0.05)
+
+
+def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
+    import datasets
+
+    from hf_critic import schema
+    from hf_critic.meta_eval.report import evaluate_critiques, write_report
+
+    def dist(r1, r2, tie):
+        return json.dumps({"response_1": r1, "response_2": r2, "tie": tie})
+
+    data = datasets.Dataset.from_dict(
+        {
+            "question": ["q1", "q2", "q3", "q4"],
+            "label": [0, 0, 1, 2],
+            schema.CRITIQUE_LABEL: [0, 1, 1, 0],
+            schema.CRITIQUE_LABEL_FIRST: [0, 0, 0, 0],
+            schema.CRITIQUE_LABEL_SWAPPED: [0, 1, 1, 1],
+            schema.CRITIQUE_DISTRIBUTION: [dist(0.5, 0.3, 0.2)] * 4,
+            schema.CRITIQUE_DISTRIBUTION_COMBINED: [dist(0.6, 0.3, 0.1)] * 4,
+        }
+    )
+    result = evaluate_critiques(data, "critic", "pairs")
+    assert result.metrics["first_order_agreement"] == 0.5  # Table 3 reads each order's own decision
+    assert result.verdicts["combined"] == {"agreement": 0.5}
+    written = write_report([result], tmp_path)
+    text = written["markdown"].read_text()
+    assert "| critic | pairs | probability, both orders combined | 50.00 |" in text and "ECE" in text
+    assert (tmp_path / "reliability_critic_pairs.png").stat().st_size > 1000

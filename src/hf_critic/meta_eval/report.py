@@ -36,6 +36,7 @@ from .. import schema
 from .agreement import normalize_labels, pairwise_agreement
 from .annotators import annotator_agreement
 from .correlation import critique_correlation
+from .verdicts import pairwise_verdict_figures, pointwise_verdict_figures
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
 
@@ -62,6 +63,10 @@ class RunResult:
         bootstrap: bootstrap resamples behind the confidence intervals in ``metrics["ci"]`` (0: none).
         ceiling: several annotators' agreement with their aggregate (the human ceiling), ``{annotator:
             {"agreement" or "text_pearson", "n"}}`` plus ``"mean"``; empty with one gold column.
+        verdicts: for critique files with probability read-outs (``--verdict probability`` / ``both``): the verdict
+            sources side by side, :func:`hf_critic.meta_eval.verdicts.pointwise_verdict_figures` /
+            :func:`~hf_critic.meta_eval.verdicts.pairwise_verdict_figures` (baselines and calibration included);
+            empty otherwise.
     """
 
     critic: str
@@ -77,6 +82,7 @@ class RunResult:
     unparsed: str = "wrong"
     bootstrap: int = 0
     ceiling: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdicts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def parse_failure_rate(self) -> float:
@@ -168,6 +174,7 @@ def evaluate_critiques(
     referenced = schema.REFERENCE in columns
     categories = _column(dataset, category)
     figures = {"bootstrap": bootstrap, "seed": seed}
+    probability = schema.CRITIQUE_DISTRIBUTION in columns
     if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
@@ -205,13 +212,17 @@ def evaluate_critiques(
             unparsed=unparsed,
             bootstrap=bootstrap,
             ceiling=ceiling,
+            verdicts=pointwise_verdict_figures(dataset, human_score) if probability else {},
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
         swapped = _column(dataset, schema.CRITIQUE_LABEL_SWAPPED)
+        # Probability read-outs with --swap: Table 3 (agreement, consistency) is of each order's own decision;
+        # the both-orders-combined decision (critique_label) is in the verdict-sources table.
+        first = _column(dataset, schema.CRITIQUE_LABEL_FIRST) or dataset[schema.CRITIQUE_LABEL]
         result = pairwise_agreement(
-            dataset[schema.CRITIQUE_LABEL],
+            first,
             dataset[label],
             swapped,
             swapped_mapped_back=swapped_mapped_back,
@@ -223,7 +234,7 @@ def evaluate_critiques(
         n_pairs = result["n"] + result["n_dropped"]
         n_critiques = n_pairs * (2 if swapped is not None else 1)
         n_unparsed = result["n_unparsed"] + result.get("n_unparsed_swapped", 0)
-        verdicts = normalize_labels(dataset[schema.CRITIQUE_LABEL], name="critique_label")
+        verdicts = normalize_labels(first, name="critique_label")
         humans = normalize_labels(dataset[label], name=label)
         ceiling = annotator_agreement({a: normalize_labels(dataset[a], name=a) for a in annotators}, humans)
         return RunResult(
@@ -240,6 +251,7 @@ def evaluate_critiques(
             unparsed=unparsed,
             bootstrap=bootstrap,
             ceiling=ceiling,
+            verdicts=pairwise_verdict_figures(dataset, label) if probability else {},
         )
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
@@ -538,6 +550,57 @@ def _category_sections(results: Sequence[RunResult]) -> list[str]:
         count_name = "queries used" if task == "pointwise" else "pairs"
         out += _table(["Category"] + [r.critic for r in runs], rows)
         out += ["", f"In parentheses: {count_name}.", ""]
+
+    return out + _verdict_sources(results)
+
+
+def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
+    """The verdict sources of runs with probability read-outs, one table per task (see :mod:`.verdicts`)."""
+    out = []
+    pointwise = [r for r in results if r.verdicts and r.task == "pointwise"]
+    if pointwise:
+        out += ["## Verdict sources: pointwise (pooled correlation with the human scores)", ""]
+        rows = [
+            [r.critic, r.dataset, source, _f(f["pearson"]), _f(f["spearman"]), _f(f["kendall"]), str(f["n"]),
+             str(f["n_without_verdict"]), _f(f.get("mode_accuracy"), percent=True)]
+            for r in pointwise for source, f in r.verdicts.items()
+        ]  # fmt: skip
+        header = [
+            "Critic",
+            "Dataset",
+            "Verdict",
+            "Pearson",
+            "Spearman",
+            "Kendall",
+            "Rows",
+            "No verdict",
+            "Mode = human (%)",
+        ]
+        out += _table(header, rows) + [""]
+    pairwise = [r for r in results if r.verdicts and r.task == "pairwise"]
+    if pairwise:
+        out += ["## Verdict sources: pairwise (%, with baselines on the same pairs)", ""]
+        names = {"text": "text", "probability_first_order": "probability, first order",
+                 "combined": "probability, both orders combined", "always_response_1": "always 'response 1'",
+                 "label_prior": "label prior"}  # fmt: skip
+        rows = []
+        for r in pairwise:
+            for key, name in names.items():
+                f = r.verdicts.get(key)
+                if f is not None:
+                    rows.append([r.critic, r.dataset, name, _f(f.get("agreement"), percent=True),
+                                 _f(f.get("consistency"), percent=True), _f(f.get("first_order_agreement"), percent=True)])  # fmt: skip
+        out += _table(["Critic", "Dataset", "Verdict", "Agreement", "Consistency", "First-order"], rows) + [""]
+        for r in pairwise:
+            c = r.verdicts.get("calibration")
+            if c:
+                out.append(f"- {r.critic} on {r.dataset}: ECE {_f(c['ece'])} of the decided label over {c['n']} pairs")
+        out += [
+            "",
+            "The combined decision averages both orders' distributions, so it has no order to disagree with; the "
+            "baselines answer 'response 1' always, or the most frequent human label (first-order agreement).",
+            "",
+        ]
     return out
 
 
@@ -635,6 +698,46 @@ def plot_confusions(results: Sequence[RunResult], out_dir: str | Path) -> list[P
     return written
 
 
+def plot_reliability(results: Sequence[RunResult], out_dir: str | Path) -> list[Path]:
+    """One reliability diagram per pairwise run with probability read-outs (``reliability_<critic>_<dataset>.png``):
+    accuracy of the decided label against its probability, per confidence bin, with the diagonal of perfect
+    calibration and the ECE in the title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    for r in results:
+        c = r.verdicts.get("calibration") if r.verdicts else None
+        if not c or not c["n"]:
+            continue
+        bins = [b for b in c["bins"] if b["count"]]
+        fig, ax = plt.subplots(figsize=(4.5, 4.5))
+        width = c["bins"][0]["high"] - c["bins"][0]["low"]
+        ax.bar([b["low"] for b in bins], [b["accuracy"] for b in bins], width=width, align="edge", alpha=0.7,
+               edgecolor="black", label="accuracy")  # fmt: skip
+        ax.plot(
+            [b["confidence"] for b in bins],
+            [b["accuracy"] for b in bins],
+            "o",
+            color="tab:red",
+            label="mean confidence",
+        )
+        for b in bins:
+            ax.text(b["low"] + width / 2, min(b["accuracy"] + 0.02, 0.97), str(b["count"]), ha="center", fontsize=7)
+        ax.plot([0, 1], [0, 1], "--", color="gray", label="perfect calibration")
+        ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="probability of the decided label", ylabel="accuracy")
+        ax.set_title(f"{r.critic} on {r.dataset}\nECE {c['ece']:.3f} (n={c['n']})", fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+        path = Path(out_dir) / f"reliability_{_slug(r.critic)}_{_slug(r.dataset)}.png"
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -662,7 +765,11 @@ def write_report(
         raise ValueError("no meta-evaluation results to report")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    images = (plot_per_category(results, out_dir) + plot_confusions(results, out_dir)) if plots else []
+    images = (
+        (plot_per_category(results, out_dir) + plot_confusions(results, out_dir) + plot_reliability(results, out_dir))
+        if plots
+        else []
+    )
     markdown = out_dir / "report.md"
     markdown.write_text(render_markdown(results, title, [p.name for p in images]), encoding="utf-8")
     payload = {
