@@ -3,7 +3,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 DEMO_OUT ?= outputs/demo
-# The MT-Bench judge prompts: the short English format the 135M default critic follows best (README, Results).
+# The MT-Bench judge prompts: the short English format the 135M default critic follows best (README, Results). The
+# default --verdict auto reads each verdict from the critic's probabilities (no decoding); add --verdict both for the
+# written critiques too.
 DEMO_ARGS ?= --template mtbench --max-new-tokens 256
 
 .PHONY: install demo test test-fast style quality bench clean
@@ -24,6 +26,7 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/hf-critic grade --data examples/pointwise_reference_free.jsonl --output $(DEMO_OUT)/pointwise_reference_free.jsonl $(DEMO_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_referenced.jsonl --output $(DEMO_OUT)/pairwise_referenced.jsonl --swap $(DEMO_ARGS)
 	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_reference_free.jsonl --output $(DEMO_OUT)/pairwise_reference_free.jsonl --swap $(DEMO_ARGS)
+	$(PY) scripts/show_verdicts.py $(DEMO_OUT)/*.jsonl
 	@echo "critiques written to $(DEMO_OUT)/"
 
 test: install

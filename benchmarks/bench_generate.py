@@ -12,10 +12,17 @@ records and decoding settings. Then, for each batch size (1, 4, 8):
   (`generate_batch`, paged attention) with the batch size as its slot budget;
 - `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots.
 
+With `--verdict-modes` it times the verdict modes instead (issue 16), in one run, on the transformers engine at batch 8
+in the dtype `auto` picks: a text critique of `--max-new-tokens` tokens (default there: 192) parsed for its verdict
+(`--verdict text`), against the probability read-out with no explanation (`--verdict probability --explanation
+none`: the template's verdict prefix after the prompt, one prefill, no decoding; `hf_critic.verdicts`). The ratio is
+read-outs/s over text critiques/s.
+
 It prints the CPU model, its flags that matter (AMX, AVX-512 BF16, AVX2), the thread count and the machine load
 (`os.getloadavg`), since other work on the machine changes every figure.
 
     .venv/bin/python benchmarks/bench_generate.py [--records 16] [--max-new-tokens 64] [--engines transformers,llamacpp]
+    .venv/bin/python benchmarks/bench_generate.py --verdict-modes [--records 16]
 """
 
 from __future__ import annotations
@@ -93,14 +100,21 @@ def timed(generate, conversations, decoding) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=16)
-    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--max-new-tokens", type=int, help="generation budget (default: 64; 192 with --verdict-modes)")
     parser.add_argument("--template", default="mtbench")
     parser.add_argument("--engines", default="transformers,llamacpp", help="comma-separated: transformers,llamacpp")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="transformers dtypes besides auto")
     parser.add_argument("--batches", default="1,4,8", help="batch sizes (llama.cpp: parallel slots)")
     parser.add_argument("--continuous-batching", action="store_true", help="also time transformers' generate_batch")
     parser.add_argument("--threads", type=int, help="threads (default: one per physical core, as the CLI)")
+    parser.add_argument(
+        "--verdict-modes",
+        action="store_true",
+        help="time --verdict probability --explanation none against a text critique (batch 8, auto dtype) instead",
+    )
     args = parser.parse_args()
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 192 if args.verdict_modes else 64
 
     from hf_critic.backends.transformers import TransformersBackend
     from hf_critic.models import default_num_threads
@@ -121,6 +135,9 @@ def main() -> None:
     def row(label: str, elapsed: float) -> None:
         print(f"{label:<34} {args.records / elapsed:6.2f} critiques/s ({elapsed:6.1f} s)  {base / elapsed:5.2f}x")
 
+    if args.verdict_modes:
+        verdict_modes(args, conversations, decoding)
+        return
     model, tokenizer = load_model(None, dtype="float32")
     base = baseline(model, tokenizer, conversations, args.max_new_tokens)
     row("baseline loop float32, batch 1", base)
@@ -146,6 +163,37 @@ def main() -> None:
             backend = LlamaCppBackend(default_gguf_file(), parallel=batch, threads=threads, progress=False)
             row(f"llamacpp Q4_1, {batch} slot(s)", timed(backend.generate, conversations, decoding))
             backend.close()
+    print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def verdict_modes(args, conversations, decoding, batch: int = 8) -> None:
+    """Text critique (generate + parse) vs probability read-out (one prefill), same model, batch and records."""
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.parsing import parse
+
+    template = get_template(args.template, Setting(Task.POINTWISE, referenced=False), "en")
+    dtype = str(auto_dtype(batch)).removeprefix("torch.")
+    model, tokenizer = load_model(None, dtype=dtype)
+    backend = TransformersBackend(model, tokenizer, name="bench", batch_size=batch, progress=False)
+    values = template.output.verdict_values()
+    started = time.perf_counter()
+    texts = backend.generate(conversations, decoding)
+    parsed = [parse(t[0], "score", template.output.score_range) for t in texts]
+    text_s = time.perf_counter() - started
+    started = time.perf_counter()
+    readouts = backend.verdict_probabilities(
+        conversations, [template.output.verdict_prefix] * len(conversations), list(values)
+    )
+    read_s = time.perf_counter() - started
+    n = len(conversations)
+    ok = sum(p.status.value == "ok" for p in parsed)
+    print(f"batch {batch}, dtype {dtype}")
+    print(
+        f"{'text critique, ' + str(args.max_new_tokens) + ' tokens':<40} {n / text_s:6.2f} critiques/s ({text_s:6.1f} s)  1.00x  verdicts {ok}/{n}"
+    )
+    print(
+        f"{'probability, --explanation none':<40} {n / read_s:6.2f} critiques/s ({read_s:6.1f} s)  {text_s / read_s:5.2f}x  verdicts {sum(r.mass > 0 for r in readouts)}/{n}"
+    )
     print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -436,3 +436,18 @@ def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
     text = written["markdown"].read_text()
     assert "| critic | pairs | probability, both orders combined | 50.00 |" in text and "ECE" in text
     assert (tmp_path / "reliability_critic_pairs.png").stat().st_size > 1000
+
+
+def test_sample_option_is_a_seeded_sample_of_the_whole_file():
+    import argparse
+
+    import datasets
+
+    from hf_critic.commands.options import select_rows
+
+    data = datasets.Dataset.from_dict({"i": list(range(100))})
+    pick = select_rows(data, argparse.Namespace(sample=10, sample_seed=0, limit=None))["i"]
+    assert len(pick) == 10 == len(set(pick)) and pick == data.shuffle(seed=0)["i"][:10]
+    assert pick != list(range(10)) and max(pick) > 50
+    assert select_rows(data, argparse.Namespace(sample=10, sample_seed=0, limit=3))["i"] == pick[:3]
+    assert select_rows(data, argparse.Namespace(sample=None, sample_seed=0, limit=3))["i"] == [0, 1, 2]

@@ -160,6 +160,10 @@ def run_refine(args: argparse.Namespace) -> int:
             "(use --judge-explanation none for a judge without text)"
         )
     critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
+    for critic in critics.values():
+        if critic.verdict == "probability" and critic.explanation == "none":
+            # The generator revises from the written critique: read verdicts directly, but write the critique too.
+            critic.verdict = "both"
     generator = critic_on(args.generator).backend
     if args.judge_verdict or args.judge_explanation:  # the judge's own verdict settings, on its own Critic
         overrides = {"verdict": args.judge_verdict or args.verdict, "explanation": args.judge_explanation}
