@@ -695,3 +695,32 @@ def test_grade_command_with_prometheus2_rubric_and_scale(tiny_model_dir, tmp_pat
     auto = [a if a != "prometheus2" else "auto" for a in argv if a not in ("--rubric", str(rubric))]
     assert main([*auto, "--truncate", "skip"]) == 0  # the tiny model's context is shorter than critiquellm_v2's prompt
     assert "--template auto: using template family 'critiquellm_v2'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------- chat formats
+@pytest.mark.parametrize(
+    ("folder", "name", "expected"),
+    [
+        # FastChat "mistral" as prometheus-eval's judge.py builds it: "[INST] {system}\n{user} [/INST]"
+        ("prometheus-7b-v2.0", "prometheus2_pointwise_referenced_en", "[INST] {system}\n{user} [/INST]"),
+        ("autoj-13b", "autoj_pairwise_reference_free_en", "[INST] {user} [/INST]"),  # llama2_wrapper, no system
+        ("JudgeLM-7B-v1.0", "judgelm_pairwise_referenced_en", "{user}"),  # raw text
+        ("PandaLM-7B-v1", "pandalm_pairwise_reference_free_en", "{user}"),
+    ],
+)
+def test_known_critic_is_wrapped_in_its_published_input_format(tiny_model_dir, tmp_path, folder, name, expected):
+    import shutil
+
+    from hf_critic.backends.transformers import TransformersBackend
+
+    path = tmp_path / folder
+    shutil.copytree(tiny_model_dir, path)
+    backend = TransformersBackend.from_pretrained(str(path), progress=False)
+    assert backend.name.endswith(f"|chat:{name.split('_')[0]}")
+    messages = load_template(name).render(RECORD)
+    system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+    bos = backend.tokenizer.bos_token or ""
+    assert backend._prompt_text(messages) == bos + expected.format(system=system, user=messages[-1]["content"])
+    # Another model keeps its own chat template.
+    plain = TransformersBackend.from_pretrained(str(tiny_model_dir), progress=False)
+    assert "|chat:" not in plain.name and plain._prompt_text(messages).startswith("<|im_start|>")

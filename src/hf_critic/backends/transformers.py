@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Sequence
@@ -13,8 +14,11 @@ from transformers import GenerationConfig
 
 from ..decoding import DecodingConfig
 from ..models import default_num_threads, load_model
+from ..prompts import published_chat_format
 from ..verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from .base import Backend, Messages
+
+logger = logging.getLogger(__name__)
 
 
 class TransformersBackend(Backend):
@@ -64,6 +68,10 @@ class TransformersBackend(Backend):
                 name; part of the backend's name, so cached generations never mix dtypes.
             **kwargs: ``batch_size`` (also decides ``"auto"``), ``progress``.
 
+        A known published critic (Prometheus 2, Auto-J, JudgeLM, PandaLM, by its id or folder name) is wrapped in the
+        input format it was trained on (:func:`hf_critic.prompts.published_chat_format`) instead of its tokenizer's
+        chat template, which those checkpoints lack or which refuses their system message.
+
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
         """
@@ -72,6 +80,11 @@ class TransformersBackend(Backend):
         if lm.device.type == "cpu":
             torch.set_num_threads(num_threads or default_num_threads())
         name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}"
+        published = published_chat_format(model)
+        if published is not None:  # a known critic gets the input format it was trained on (part of the cache key)
+            family, tokenizer.chat_template = published
+            name += f"|chat:{family}"
+            logger.info("%s: using the published %s input format (hf_critic/prompts/chat_formats.yaml)", model, family)
         return cls(lm, tokenizer, name=name, **kwargs)
 
     def _prompt_text(self, conversation: Messages) -> str:

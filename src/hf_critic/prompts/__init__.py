@@ -50,6 +50,7 @@ from .registry import (
     list_families,
     list_templates,
     load_template,
+    published_chat_format,
     resolve_template,
 )
 from .rubric import Rubric, load_rubric
@@ -71,6 +72,7 @@ __all__ = [
     "Rubric",
     "family_for_model",
     "load_rubric",
+    "published_chat_format",
     "EVAL_INSTRUCT_PREFIX",
     "FORMATS",
     "INSTRUCTION_OUTPUTS",

@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_FAMILY",
     "KNOWN_CRITICS",
     "family_for_model",
+    "published_chat_format",
     "get_template",
     "list_families",
     "list_templates",
@@ -165,3 +166,28 @@ def family_for_model(model: str | Path | None) -> str | None:
         return None
     name = re.sub(r"[^a-z0-9]", "", Path(str(model).rstrip("/\\")).name.lower())
     return next((family for key, family in KNOWN_CRITICS.items() if key in name), None)
+
+
+@cache
+def _chat_formats() -> dict[str, dict[str, str]]:
+    from .template import read_yaml
+
+    return read_yaml(
+        importlib.resources.files("hf_critic.prompts").joinpath("chat_formats.yaml").read_text(encoding="utf-8"),
+        "built-in chat_formats.yaml",
+    )["formats"]
+
+
+def published_chat_format(model: str | Path | None) -> tuple[str, str] | None:
+    """The published input wrapper of a known critic: ``(family, Jinja chat template)``, or None.
+
+    The wrappers (``prompts/chat_formats.yaml``, each with its source) are the formats the critics were trained and
+    evaluated with: Llama 2's ``[INST] ... [/INST]`` for Auto-J, FastChat's Mistral format with the system line for
+    Prometheus 2, the raw prompt after BOS for JudgeLM and PandaLM.
+
+    Args:
+        model: a Hub id, folder or file name (see :func:`family_for_model`).
+    """
+    family = family_for_model(model)
+    formats = _chat_formats()
+    return (family, formats[family]["template"]) if family in formats else None
