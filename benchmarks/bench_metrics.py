@@ -2,6 +2,10 @@
 
 Run: ``python benchmarks/bench_metrics.py`` (add ``--scipy-queries 0`` to time the scipy loop on every query).
 
+Then the cost of ``--bootstrap 1000`` (95% intervals, :mod:`hf_critic.meta_eval.bootstrap`) on 10,000 rows: the
+pointwise figures (text- and system-level, 1,250 queries x 8 systems, queries resampled) and the pairwise ones
+(10,000 pairs judged in both orders, pairs resampled), each against the same call without intervals.
+
 The rows are 100,000 queries × 10 responses with integer human scores 1-5 and critic scores 1-10 (ties, constant
 groups), 1% unparsed critic scores, in shuffled order. The baseline is the obvious loop: for each query,
 ``scipy.stats.pearsonr``, ``spearmanr`` and ``kendalltau`` on its rows, then the mean over queries with a value.
@@ -12,13 +16,16 @@ says so); the values are compared query by query on that subset.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from hf_critic.meta_eval.correlation import grouped_correlations, text_level_correlation
+from hf_critic.meta_eval.agreement import pairwise_agreement
+from hf_critic.meta_eval.correlation import critique_correlation, grouped_correlations, text_level_correlation
 
 NAMES = ("pearson", "spearman", "kendall")
 
@@ -59,6 +66,51 @@ def scipy_loop(critic, human, query, queries):
     return out, time.perf_counter() - start
 
 
+def machine() -> str:
+    """CPU model, the vector flags numpy's kernels use, cores and the load average (other jobs share the cores)."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "?")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    vector = " ".join(f for f in flags if f.startswith(("avx", "fma", "amx")))
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    return f"CPU: {model}; {os.cpu_count()} cores; flags: {vector or 'none listed'}; load average (1/5/15 min): {load}"
+
+
+def best_of(repeats: int, call) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def bootstrap_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
+    """Seconds of the figures with ``resamples`` bootstrap resamples against the same call without."""
+    rng = np.random.default_rng(seed)
+    systems = 8
+    human = rng.integers(1, 6, rows).astype(float)
+    critic = np.clip(np.rint(2 * human + rng.normal(0, 2.5, rows)), 1, 10)
+    critic[rng.random(rows) < 0.01] = np.nan
+    query, system = np.arange(rows) // systems, np.arange(rows) % systems
+    label = rng.integers(0, 3, rows)
+    verdict = np.where(rng.random(rows) < 0.6, label, rng.integers(0, 3, rows)).astype(float)
+    swapped = np.where(rng.random(rows) < 0.8, verdict, rng.integers(0, 3, rows)).astype(float)
+    verdict[rng.random(rows) < 0.02] = np.nan
+    calls = {
+        f"pointwise, {rows:,} rows ({rows // systems:,} queries x {systems} systems)": lambda b: critique_correlation(
+            critic, human, query_ids=query, system_ids=system, bootstrap=b, seed=seed
+        ),
+        f"pairwise, {rows:,} pairs, both orders": lambda b: pairwise_agreement(
+            verdict, label, swapped, bootstrap=b, seed=seed
+        ),
+    }
+    for name, call in calls.items():
+        off = best_of(repeats, lambda call=call: call(0))
+        on = best_of(repeats, lambda call=call: call(resamples))
+        print(f"--bootstrap {resamples}, {name}: {on:.3f} s (CI off: {off:.3f} s; +{on - off:.3f} s, {on / off:.0f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
@@ -66,7 +118,10 @@ def main() -> None:
     parser.add_argument("--scipy-queries", type=int, default=5_000, help="queries for the scipy loop; 0 = all")
     parser.add_argument("--repeats", type=int, default=3, help="best of N for the vectorised timing")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bootstrap-rows", type=int, default=10_000, help="rows for the bootstrap cost")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="resamples for the bootstrap cost (0: skip)")
     args = parser.parse_args()
+    print(machine())
 
     critic, human, query = make_data(args.queries, args.responses, args.seed)
     print(f"rows: {len(critic):,} ({args.queries:,} queries x {args.responses} responses, shuffled, 1% unparsed)")
@@ -112,6 +167,9 @@ def main() -> None:
     print(f"max |difference| of the text-level means on that subset: {mean_diff:.2e}")
     ratio = t_scipy / t_ours
     print(f"speed-up: {ratio:.0f}x (target >= 20x): {'PASS' if ratio >= 20 and diff < 1e-9 and same_nan else 'FAIL'}")
+    if args.bootstrap:
+        bootstrap_cost(args.bootstrap_rows, args.bootstrap, args.repeats, args.seed)
+    print(machine().split("; ")[-1])  # the load again: it moves while other jobs run
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 
 from hf_critic.cli import main
 
-from .conftest import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 ROWS = [  # PandaLM layout: annotators 0 = tie, 1 = response 1 better, 2 = response 2 better
     {"instruction": "Add the numbers.", "input": "2 and 3", "response1": "five", "response2": "six", "app": "math",
@@ -35,6 +36,12 @@ ROWS = [  # PandaLM layout: annotators 0 = tie, 1 = response 1 better, 2 = respo
 ]  # fmt: skip
 COLUMNS = r"question={instruction}\n\n{input},response_1=response1,response_2=response2,category=app"
 GOLD = ["--label-columns", "annotator1,annotator2,annotator3", "--label-map", "0=tie,1=response_1,2=response_2"]
+# The same pairs in the schema's own layout (gold = the annotators' majority), for the checks that need no new flag.
+PLAIN = [
+    {"question": r["instruction"], "response_1": r["response1"], "response_2": r["response2"], "category": r["app"],
+     "label": label}
+    for r, label in zip(ROWS, (0, 0, 1, 2), strict=True)
+]  # fmt: skip
 
 
 def _jsonl(path, rows):
@@ -50,10 +57,12 @@ def _csv(path, rows):
     return str(path)
 
 
-def _meta_eval(tmp_path, *args, benchmark=None):
+def _meta_eval(tmp_path, *args, benchmark=None, plain=False):
+    """``hf-critic meta-eval`` on the PandaLM-layout rows (or, with ``plain``, on :data:`PLAIN` with no new flags)."""
     out = tmp_path / "report"
-    bench = benchmark or _jsonl(tmp_path / "bench.jsonl", ROWS)
-    argv = ["meta-eval", "--benchmark", f"bench=generic:{bench}", "--task", "pairwise", "--columns", COLUMNS, *GOLD]
+    bench = benchmark or _jsonl(tmp_path / "bench.jsonl", PLAIN if plain else ROWS)
+    gold = [] if plain else ["--columns", COLUMNS, *GOLD]
+    argv = ["meta-eval", "--benchmark", f"bench=generic:{bench}", "--task", "pairwise", *gold]
     code = main([*argv, *args, "--no-plots", "--output-dir", str(out)])
     report = json.loads((out / "report.json").read_text()) if code == 0 else None
     text = (out / "report.md").read_text() if code == 0 else None
@@ -80,8 +89,8 @@ def test_columns_join_fills_a_column_from_several(tmp_path):
 def test_column_errors_name_the_source_column(tmp_path):
     rows = [dict(ROWS[0]), {**ROWS[1], "response1": 42}]
     with pytest.raises(ValueError, match=r"row 1, field 'response_1' \(column 'response1' of the data\): not text"):
-        _load_generic(_jsonl(tmp_path / "b.jsonl", rows), task="pairwise", columns=COLUMNS + ",label=annotator1",
-                      label_map={"0": "tie", "1": "response_1", "2": "response_2"})  # fmt: skip
+        _load_generic(_jsonl(tmp_path / "b.jsonl", rows), task="pairwise",
+                      columns="question=instruction,response_1=response1,response_2=response2,label=annotator2")  # fmt: skip
     with pytest.raises(ValueError, match=r"\['prompt'\] not found \(--columns question='\{prompt\}"):
         _load_generic(_jsonl(tmp_path / "c.jsonl", ROWS), task="pairwise",
                       columns="question={prompt}!,response_1=response1,response_2=response2,label=annotator1")  # fmt: skip
@@ -90,14 +99,11 @@ def test_column_errors_name_the_source_column(tmp_path):
 def test_label_map_string_keys_match_integer_labels_or_error(tmp_path):
     """0 = tie in the file must become a tie, not 'response 1' because the int 0 slipped past the key "0"."""
     path = _jsonl(tmp_path / "b.jsonl", ROWS)
-    data = _load_generic(
-        path, task="pairwise", columns=COLUMNS + ",label=annotator3", label_map="0=tie,1=response_1,2=response_2"
-    )
-    assert data["label"] == [1, 0, 2, 1]
+    columns = "question=instruction,response_1=response1,response_2=response2,label=annotator3"
+    pandalm = {"0": "tie", "1": "response_1", "2": "response_2"}
+    assert _load_generic(path, task="pairwise", columns=columns, label_map=pandalm)["label"] == [1, 0, 2, 1]
     with pytest.raises(ValueError, match=r"row 2.*0 is not in the label map"):
-        _load_generic(
-            path, task="pairwise", columns=COLUMNS + ",label=annotator3", label_map="1=response_1,2=response_2"
-        )
+        _load_generic(path, task="pairwise", columns=columns, label_map={"1": "response_1", "2": "response_2"})
 
 
 def test_non_text_responses_are_an_error_unless_coerced(tmp_path):
@@ -108,6 +114,19 @@ def test_non_text_responses_are_an_error_unless_coerced(tmp_path):
     code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--coerce-text",
                                  benchmark=_jsonl(tmp_path / "n.jsonl", rows))  # fmt: skip
     assert code == 0 and report["runs"][0]["n_rows"] == 4
+
+
+def test_grade_and_compare_read_the_gold_convention_before_any_model_loads(tmp_path, capsys, monkeypatch):
+    from hf_critic import critic
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(critic.Critic, "from_pretrained", no_load)
+    data = _jsonl(tmp_path / "b.jsonl", ROWS)
+    argv = ["compare", "--data", data, "--output", str(tmp_path / "o.jsonl"), "--columns", COLUMNS]
+    assert main([*argv, "--label-columns", "annotator1,annotator2", "--label-map", "1=response_1,2=response_2"]) == 2
+    assert "row 3, field 'annotator1': 0 is not in the label map" in capsys.readouterr().err
 
 
 def test_several_annotators_majority_and_human_ceiling(tmp_path):
@@ -153,24 +172,26 @@ def test_order_column_maps_one_order_verdicts_back(tmp_path):
 @pytest.mark.parametrize("n_verdicts", [3, 5])
 def test_verdict_file_of_another_length_is_an_error(tmp_path, capsys, n_verdicts):
     verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": 0}] * n_verdicts)
-    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}")
+    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", plain=True)
     assert code == 2 and f"{n_verdicts} verdicts for the 4 rows" in capsys.readouterr().err
 
 
 def test_limit_with_verdicts_needs_limit_verdicts(tmp_path, capsys):
-    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in ("A", "A", "B", "C")])
-    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--limit", "2")
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 0, 1, 2)])
+    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--limit", "2", plain=True)
     assert code == 2 and "--limit-verdicts" in capsys.readouterr().err
-    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--limit", "2", "--limit-verdicts")
+    code, report, _ = _meta_eval(
+        tmp_path, "--verdicts", f"j={verdicts}", "--limit", "2", "--limit-verdicts", plain=True
+    )
     assert code == 0 and report["runs"][0]["n_rows"] == 2
 
 
 # ------------------------------------------------------------------------------------------------ 3. unparsed policy
 def test_unparsed_policy_is_applied_and_stated(tmp_path):
-    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in ("A", None, "B", None)])
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, None, 1, None)])
     figures = {}
     for policy in ("wrong", "tie", "drop"):
-        code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--unparsed", policy)
+        code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--unparsed", policy, plain=True)
         assert code == 0 and f"(`--unparsed {policy}`)" in text.split("## ")[0]
         figures[policy] = report["runs"][0]["metrics"]["accuracy"]
     assert figures == {"wrong": 0.5, "tie": 0.75, "drop": 1.0}  # the 4th pair's gold label is a tie
@@ -178,8 +199,8 @@ def test_unparsed_policy_is_applied_and_stated(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- 4. reported figures
 def test_win_tie_lose_and_macro_prf_with_class_counts_in_the_markdown(tmp_path):
-    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in ("A", "B", "B", "C")])
-    code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}")
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2)])
+    code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", plain=True)
     assert code == 0
     m = report["runs"][0]["metrics"]
     assert (m["win_rate"], m["tie_rate"], m["lose_rate"]) == (0.25, 0.25, 0.5)
@@ -189,8 +210,8 @@ def test_win_tie_lose_and_macro_prf_with_class_counts_in_the_markdown(tmp_path):
 
 
 def test_per_category_table_filled_without_swapped_verdicts(tmp_path):
-    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in ("A", "B", "B", "C")])
-    code, _, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}")
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2)])
+    code, _, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", plain=True)
     assert code == 0
     section = text.split("## Per category: bench")[1]
     assert "| math | 100.00 (1) |" in section and "| chat | 66.67 (3) |" in section
@@ -213,8 +234,8 @@ def test_per_system_means_and_ranks(tmp_path):
 
 
 def test_bootstrap_intervals_on_the_headline_figures(tmp_path):
-    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in ("A", "B", "B", "C")])
-    code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200")
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2)])
+    code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", plain=True)
     assert code == 0
     m = report["runs"][0]["metrics"]
     for key in ("accuracy", "macro_f1", "win_rate"):
