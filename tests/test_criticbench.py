@@ -328,6 +328,11 @@ def test_objective_scores_match_hand_computed_values(tmp_path):
     _hub_fixture(tmp_path / "bench")
     _predictions_fixture(tmp_path / "preds")
     predictions = load_criticbench_predictions(tmp_path / "preds")
+    subset = load_criticbench_predictions(tmp_path / "preds" / "test_translate_comp_*.json")  # a glob: some files
+    assert sorted(set(subset["file"])) == [
+        "test_translate_comp_feedback_obj.json",
+        "test_translate_comp_feedback_obj_reverse.json",
+    ]
     scores = objective_scores(predictions, tmp_path / "bench", "test", timeout=20)
     # feedback: (2, 1, 4, 3) vs (1, 2, 3, 4): rho = 0.6; the correction-part verdict is unparsed and left out
     assert scores["feedback"]["spearman"] == pytest.approx(60.0)

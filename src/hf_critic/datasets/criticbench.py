@@ -225,6 +225,9 @@ def load_criticbench(
 def load_criticbench_predictions(folder: str | os.PathLike) -> datasets.Dataset:
     """All prediction files of a folder in CriticEval's format (see the module docstring), one row per item.
 
+    Args:
+        folder: the folder, or a file / glob pattern of files in it (``.../test_chat_*_obj*.json``: a subset).
+
     Returns:
         Columns ``file``, ``split``, ``task``, ``dimension``, ``evaluation``, ``part`` (``main``, ``reverse`` or
         ``correction_part``), ``index`` (int key), ``message`` (the user message, OpenCompass wrapper removed; None
@@ -235,7 +238,8 @@ def load_criticbench_predictions(folder: str | os.PathLike) -> datasets.Dataset:
             string ``origin_prompt`` / ``prediction`` (names file, key and field).
     """
     folder = Path(folder)
-    files = sorted(p for p in folder.glob("*.json") if PREDICTION_FILE.match(p.name))
+    pattern = ("*.json", folder) if folder.is_dir() else (folder.name, folder.parent)
+    files = sorted(p for p in pattern[1].glob(pattern[0]) if PREDICTION_FILE.match(p.name))
     if not files:
         raise RecordError(
             f"{folder}: no CriticBench prediction files ({{split}}_{{task}}_{{dimension}}_obj|sub*.json)"

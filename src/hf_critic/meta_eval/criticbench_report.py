@@ -19,7 +19,7 @@ from typing import Any
 import datasets
 
 from ..cache import cached_generate
-from ..datasets.criticbench import PREDICTION_FILE, load_criticbench, load_criticbench_predictions
+from ..datasets.criticbench import load_criticbench, load_criticbench_predictions
 from ..io import RecordError
 from .criticbench import consistency_by_task, objective_scores, parse_rates
 
@@ -43,7 +43,8 @@ def criticbench_prompts(path: str | os.PathLike, limit: int | None = None) -> da
 
     Args:
         path: a benchmark folder (Hub layout: both splits, every objective dimension; comparison in both orders)
-            or a folder of CriticEval prediction files (their objective prompts, OpenCompass wrapper removed).
+            or a folder of CriticEval prediction files, or a glob pattern of some of them (their objective prompts,
+            OpenCompass wrapper removed).
         limit: keep the first ``limit`` items of every prediction file (forward and reverse stay paired).
 
     Returns:
@@ -231,8 +232,3 @@ def render_criticbench_markdown(reports: dict[str, dict[str, Any]]) -> str:
             )
         lines.append("")
     return "\n".join(lines)
-
-
-def prediction_folder(path: str | os.PathLike) -> bool:
-    """True when ``path`` holds at least one CriticEval prediction file."""
-    return Path(path).is_dir() and any(PREDICTION_FILE.match(p.name) for p in Path(path).glob("*.json"))
