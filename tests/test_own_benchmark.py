@@ -91,6 +91,10 @@ def test_column_errors_name_the_source_column(tmp_path):
     with pytest.raises(ValueError, match=r"row 1, field 'response_1' \(column 'response1' of the data\): not text"):
         _load_generic(_jsonl(tmp_path / "b.jsonl", rows), task="pairwise",
                       columns="question=instruction,response_1=response1,response_2=response2,label=annotator2")  # fmt: skip
+    rows = [dict(ROWS[0]), {**ROWS[1], "instruction": " "}]
+    with pytest.raises(ValueError, match=r"row 1, field 'question' \(column 'instruction' of the data\): empty"):
+        _load_generic(_jsonl(tmp_path / "d.jsonl", rows), task="pairwise",
+                      columns="question=instruction,response_1=response1,response_2=response2,label=annotator2")  # fmt: skip
     with pytest.raises(ValueError, match=r"\['prompt'\] not found \(--columns question='\{prompt\}"):
         _load_generic(_jsonl(tmp_path / "c.jsonl", ROWS), task="pairwise",
                       columns="question={prompt}!,response_1=response1,response_2=response2,label=annotator1")  # fmt: skip

@@ -366,7 +366,11 @@ def _texts(values: list, source: str, canonical: str, column: str, coerce: bool)
 
 
 def check_fields(
-    dataset: datasets.Dataset, fields: Iterable[str], source: str = "data", allow_empty: Iterable[str] = ()
+    dataset: datasets.Dataset,
+    fields: Iterable[str],
+    source: str = "data",
+    allow_empty: Iterable[str] = (),
+    columns: Mapping[str, str] | None = None,
 ) -> None:
     """Check that every required field exists and holds a string in every row, non-empty unless allowed.
 
@@ -375,6 +379,7 @@ def check_fields(
         fields: required column names.
         source: file name or id used in the message.
         allow_empty: fields that may hold an empty string (responses: an empty answer is still judged).
+        columns: the ``--columns`` mapping, so a message names the column of the data the user mapped as well.
 
     Raises:
         RecordError: a missing column (listing what exists), or rows whose field is missing, not text, or
@@ -392,7 +397,9 @@ def check_fields(
         for row, value in enumerate(dataset[field]):
             if not isinstance(value, str) or (not value.strip() and field not in allow_empty):
                 what = "missing (None)" if value is None else "empty" if isinstance(value, str) else "not text"
-                bad.append(f"row {row}, field {field!r}: {what}")
+                original = (columns or {}).get(field, field)
+                named = f"field {field!r}" + (f" (column {original!r} of the data)" if original != field else "")
+                bad.append(f"row {row}, {named}: {what}")
     if bad:
         more = f" (and {len(bad) - 10} more)" if len(bad) > 10 else ""
         raise RecordError(f"{source}: {len(bad)} bad value(s): " + "; ".join(bad[:10]) + more)

@@ -72,7 +72,7 @@ def load_generic(
         raise ValueError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
     mapping = parse_columns(columns) if isinstance(columns, str) or columns is None else dict(columns)
     dataset = load_records(source, mapping, split=split, coerce_text=coerce_text)
-    check_fields(dataset, ["question"], source=str(source))
+    check_fields(dataset, ["question"], source=str(source), columns=mapping)
     for name in _REQUIRED[task][1:]:  # responses must be text; an empty answer is a (bad) answer, not an error
         if name not in dataset.column_names:
             raise RecordError(f"{source}: required column {name!r} missing (have {dataset.column_names})")
@@ -80,7 +80,7 @@ def load_generic(
             if not isinstance(value, str):
                 raise RecordError(f"{source}: row {row}, field {name!r}: not text: {repr(value)[:40]}")
     if "reference" in dataset.column_names:
-        check_fields(dataset, ["reference"], source=str(source))
+        check_fields(dataset, ["reference"], source=str(source), columns=mapping)
     dataset = gold_labels(
         dataset, task, label_map=label_map, digits=digits, label_columns=label_columns, aggregate=aggregate,
         source=str(source), columns=mapping,
