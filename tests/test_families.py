@@ -296,6 +296,7 @@ DOCUMENTED = {
     "autoj_pointwise_reference_free_en": [  # single prompt: "Rating: [[5]]"; README extract_single_rating (float)
         *((f"The response is ...\n\nRating: [[{n}]]", float(n)) for n in range(1, 11)),
         ("The response is ... Rating: [[6.0]]", 6.0),
+        ("In conclusion, ... for a comprehensive summary. \n\nRating: [[6]] ", 6.0),  # Auto-J's own critiques
     ],
     "autoj_pointwise_reference_free_zh": [(f"这个回应……\n\n评分: [[{n}]]", float(n)) for n in range(1, 11)],
     "autoj_pairwise_reference_free_en": [  # "So, the final decision is Response 1 / Response 2 / Tie"; README extraction
