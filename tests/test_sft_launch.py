@@ -136,12 +136,16 @@ def _grade(model_dir: Path, tmp_path: Path) -> list[dict]:
     return rows
 
 
-def _check_run(output_dir: Path, log: str) -> dict:
+def _check_run(output_dir: Path, log: str, probability: bool = False) -> dict:
     state = json.loads((output_dir / "trainer_state.json").read_text())
     assert state["global_step"] == 2
     evals = [h for h in state["log_history"] if "eval_critique_pearson_n" in h]
     assert len(evals) == 1 and evals[0]["eval_critique_pearson_n"] == 6  # all 6 rows, split over 2 processes
-    assert evals[0]["eval_critique_pearson_parse_rate"] == 0.0  # a random model writes no verdict: NaN, counted
+    if probability:  # validation_verdict: probability: every row has a verdict, the Pearson is a number
+        assert evals[0]["eval_critique_pearson_parse_rate"] == 1.0
+        assert -1 <= evals[0]["eval_critique_pearson"] <= 1
+    else:
+        assert evals[0]["eval_critique_pearson_parse_rate"] == 0.0  # a random model writes no verdict: NaN, counted
     assert any("eval_loss" in h for h in state["log_history"])
     card = (output_dir / "README.md").read_text()
     assert "## Validation results" in card and "## Training data" in card
@@ -172,8 +176,9 @@ def test_zero2_launch_then_grade(launch_inputs, tmp_path):
 def test_lora_zero2_launch_then_grade(launch_inputs, tmp_path):
     out = tmp_path / "lora"
     extra = ["--use_peft", "true", "--lora_r", "4", "--lora_alpha", "8", "--lora_target_modules", "all-linear"]
+    extra += ["--validation_verdict", "probability"]  # defined from the first evaluation on, under ZeRO-2 too
     result = _launch(launch_inputs, out, *extra)
-    _check_run(out, result.stdout + result.stderr)
+    _check_run(out, result.stdout + result.stderr, probability=True)
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["r"] == 4 and adapter["base_model_name_or_path"] == str(launch_inputs["model"])
     assert (out / "adapter_model.safetensors").is_file() and not (out / "model.safetensors").exists()

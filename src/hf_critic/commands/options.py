@@ -243,7 +243,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         choices=["none", "first"],
         help="for probability read-outs: none = verdict prefix right after the prompt (one prefill, no decoding, "
         "no explanation); first = generate the critique, cut its own verdict, then read the verdict after it "
-        "(default: first; auto picks it for the embedded critic)",
+        "(default: first; --verdict auto picks none for the embedded critic, measured better)",
     ),
     "min_verdict_mass": _option(
         "--min-verdict-mass",
