@@ -384,6 +384,22 @@ def test_pearson_callback_grades_with_the_in_training_model(tiny_model_dir):
     assert model.training and tokenizer.padding_side == "right"  # state restored for training
 
 
+def test_pearson_callback_with_probability_verdicts_is_defined_from_the_start(tiny_model_dir):
+    """validation_verdict: probability: the same random model gets a verdict for every row, so Pearson is a number."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).train()
+    callback = training.CritiquePearsonCallback(
+        pearson_records(), template="mtbench", batch_size=3, verdict="probability", explanation="none"
+    )
+    values = callback.evaluate_model(model, tokenizer)
+    assert values["critique_pearson_parse_rate"] == 1.0 and -1 <= values["critique_pearson"] <= 1
+    assert model.training and tokenizer.padding_side == "right"
+    with pytest.raises(ValueError, match="validation verdict"):
+        training.CritiquePearsonCallback(pearson_records(), verdict="both")
+
+
 def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, monkeypatch):
     """Trainer wiring: eval_critique_pearson is logged and is what load_best_model_at_end selects on."""
     from transformers import AutoModelForCausalLM, AutoTokenizer

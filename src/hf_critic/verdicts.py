@@ -53,10 +53,17 @@ VERDICT_MODES = ("text", "probability", "both")
 #: ``--explanation``: ``none`` = verdict prefix right after the generation prompt (one prefill, no decoding);
 #: ``first`` = generate the critique, cut its own verdict, append the prefix after the explanation.
 EXPLANATION_MODES = ("none", "first")
-#: What ``verdict="auto"`` picks for the embedded default critic, from the measurements in the README ("Results on
-#: real data"); any other model gets ``text``.
-AUTO_EMBEDDED = ("probability", "first")
-#: Default ``--min-verdict-mass``: rows whose verdict mass is below it get status ``low_mass`` and no verdict.
+#: What ``verdict="auto"`` picks for the embedded default critic; any other model gets ``text``. Measured (README,
+#: "Results on real data"; bfloat16): the direct read-out (``none``) beat the read-out after the model's own critique
+#: (``first``) on MT-Bench turn 1 (Pearson 0.296 vs 0.274 with GPT-4), Vicuna-Bench (0.471 vs 0.408) and 200 Auto-J
+#: Eval-P pairs (both orders combined: agreement 37.5 vs 29.5), and it needs no decoding. The 135M model's own
+#: explanations mislead its verdict; ``--verdict both`` still writes them.
+AUTO_EMBEDDED = ("probability", "none")
+#: Default ``--min-verdict-mass``: rows whose verdict mass is below it get status ``low_mass`` and no verdict. 0.01
+#: flags only read-outs where 99% of the next-token mass is outside the format. Measured with the embedded critic:
+#: the direct read-out's mass is at least 0.55 (MT-Bench) / 0.67 (Vicuna-Bench) per row and 0.016 per pair order on
+#: Auto-J Eval-P (median 0.21), so no row is lost; and its pairwise first-order accuracy does not rise with the mass
+#: (terciles 0.38 / 0.33 / 0.30), so a higher bar would discard rows without making the rest more accurate.
 DEFAULT_MIN_VERDICT_MASS = 0.01
 
 

@@ -84,6 +84,8 @@ class ChatResult:
         attempts: HTTP attempts made for it in this run (0 for a cache hit).
         finish_reason: the server's finish reason (``"stop"``, ``"length"``), when given.
         key: the cache key of the request.
+        top_logprobs: ``{token: log-probability}`` of the first generated token's most likely alternatives, when the
+            request asked for ``logprobs`` / ``top_logprobs`` and the server sent them; else None.
     """
 
     id: str
@@ -95,6 +97,7 @@ class ChatResult:
     attempts: int = 0
     finish_reason: str | None = None
     key: str = ""
+    top_logprobs: dict[str, float] | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,6 +111,7 @@ class ChatResult:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "finish_reason": self.finish_reason,
+            **({"top_logprobs": self.top_logprobs} if self.top_logprobs is not None else {}),
         }
 
     @classmethod
@@ -121,6 +125,7 @@ class ChatResult:
             cached=True,
             finish_reason=value.get("finish_reason"),
             key=key,
+            top_logprobs=value.get("top_logprobs"),
         )
 
 

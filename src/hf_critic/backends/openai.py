@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from ..cache import GenerationCache
 from ..decoding import DecodingConfig
+from ..verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
 from .chat import (
     ChatRequest,
@@ -180,8 +181,10 @@ def _retry_after(headers: Mapping[str, str] | None) -> float | None:
         return None
 
 
-def _read_completion(raw: bytes) -> tuple[str, int, int, str | None]:
-    """``(text, prompt_tokens, completion_tokens, finish_reason)`` of a chat.completion body.
+def _read_completion(raw: bytes) -> tuple[str, int, int, str | None, dict[str, float] | None]:
+    """``(text, prompt_tokens, completion_tokens, finish_reason, top_logprobs)`` of a chat.completion body;
+    ``top_logprobs`` is ``{token: log-probability}`` of the first generated token's alternatives, None when the body
+    has none.
 
     Raises:
         _Retry: kind ``"garbage"`` when the body is not JSON or has no assistant text.
@@ -195,7 +198,9 @@ def _read_completion(raw: bytes) -> tuple[str, int, int, str | None]:
         usage = data.get("usage") or {}
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
-        return text, prompt_tokens, completion_tokens, choice.get("finish_reason")
+        content = (choice.get("logprobs") or {}).get("content") or []
+        top = {t["token"]: float(t["logprob"]) for t in content[0].get("top_logprobs") or []} if content else None
+        return text, prompt_tokens, completion_tokens, choice.get("finish_reason"), top or None
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
         snippet = raw[:60].decode("utf-8", "replace")
         raise _Retry("garbage", f"garbage body ({type(err).__name__}): {snippet!r}") from None
@@ -378,7 +383,7 @@ class OpenAIClient:
                 attempts += 1
                 usage.requests += 1
                 try:
-                    text, prompt_tokens, completion_tokens, finish = await self._attempt(
+                    text, prompt_tokens, completion_tokens, finish, top = await self._attempt(
                         http, request, params, key, stage
                     )
                 except _Retry as err:
@@ -394,10 +399,12 @@ class OpenAIClient:
                     usage.prompt_tokens += prompt_tokens
                     usage.completion_tokens += completion_tokens
                     usage.cost += self.pricing.cost(prompt_tokens, completion_tokens)
-                    reason = rejection(text, finish, check, self.retry.accept_truncated)
+                    # A one-token log-probability probe (verdict read-out) stops at its length by design.
+                    probe = params.get("logprobs") and params.get("max_tokens") == 1
+                    reason = None if probe else rejection(text, finish, check, self.retry.accept_truncated)
                     if reason is None:
                         result = ChatResult(
-                            request.id, text, None, prompt_tokens, completion_tokens, False, attempts, finish, key
+                            request.id, text, None, prompt_tokens, completion_tokens, False, attempts, finish, key, top
                         )
                         if self.cache is not None:
                             self.cache.put(key, result.to_cache())
@@ -523,6 +530,8 @@ class OpenAIBackend(Backend):
         context_length: the model's window in tokens, or None.
         stage: usage-ledger stage the critic's requests are booked under.
         progress: show a progress bar.
+        top_logprobs: alternatives asked per read-out position by :meth:`verdict_probabilities` (OpenAI allows at most
+            20); verdicts outside them count as missing mass.
 
     Raises:
         RuntimeError (from :meth:`generate`): some requests still failed after retries (the message counts them and
@@ -536,9 +545,51 @@ class OpenAIBackend(Backend):
         context_length: int | None = None,
         stage: str = "critique",
         progress: bool = True,
+        top_logprobs: int = 20,
     ):
         self.client, self.context_length, self.stage, self.progress = client, context_length, stage, progress
         self.name = f"openai-compatible:{client.model}"
+        self.top_logprobs = top_logprobs
+
+    def verdict_probabilities(
+        self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]
+    ) -> list[VerdictReadout]:
+        """Verdict probabilities from the server's ``logprobs`` + ``top_logprobs`` (see
+        :meth:`Backend.verdict_probabilities`).
+
+        Each read-out position is the conversation with the assistant turn prefilled by its continuation (a final
+        assistant message, which llama.cpp's server continues; vLLM needs ``continue_final_message`` in the client's
+        params); one greedy one-token request returns the top-k next tokens, and
+        :func:`hf_critic.verdicts.walk_top_logprobs` extends multi-token verdicts with further requests. Verdicts
+        absent from the top-k get probability 0 and are reported unseen (missing mass).
+
+        Raises:
+            VerdictProbabilityError: the server answered without ``top_logprobs`` (e.g. ``transformers serve``).
+            RuntimeError: requests that failed after retries.
+        """
+        if len(continuations) != len(conversations):
+            raise ValueError("verdict_probabilities needs one continuation per conversation")
+        params = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs}
+
+        def next_tokens(positions: Sequence[tuple[int, str]]) -> list[dict[str, float]]:
+            requests = [
+                ChatRequest(
+                    str(i), [*conversations[row], {"role": "assistant", "content": continuations[row] + text}], params
+                )
+                for i, (row, text) in enumerate(positions)
+            ]
+            results = self.client.complete_many(requests, stage=self.stage, progress=False)
+            failed = [r for r in results if not r.ok]
+            if failed:
+                raise RuntimeError(f"{len(failed)} read-out request(s) failed after retries; first: {failed[0].error}")
+            if any(r.top_logprobs is None for r in results):
+                raise VerdictProbabilityError(
+                    f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use --verdict "
+                    "text, or a server that returns them (llama.cpp, vLLM)"
+                )
+            return [r.top_logprobs for r in results]
+
+        return walk_top_logprobs(next_tokens, len(conversations), verdicts)
 
     # llama.cpp's server reads a GBNF grammar from the request's ``grammar`` field; others reject or ignore it.
     supports_grammar = True

@@ -29,7 +29,9 @@ class CritiquePearsonCallback(TrainerCallback):
     correlation is text-level (mean over queries of the per-query correlation, CritiqueLLM v2 §4.4.1).
     Unparsed critiques are excluded and counted (``eval_<metric_name>_parse_rate``), never given a score; a
     correlation that is undefined (fewer than two parsed rows, constant scores) is NaN, which never counts as a
-    new best.
+    new best. With ``verdict="probability"`` the score is the expected score of the model's verdict distribution
+    (:mod:`hf_critic.verdicts`), so the metric is defined from the first evaluation on, before the model writes
+    parseable verdicts; the parse rate is then the share of rows with a verdict (``low_mass`` rows excluded).
 
     Args:
         records: pointwise rows (``question``, ``response``, [``reference``]) with the score column.
@@ -43,9 +45,11 @@ class CritiquePearsonCallback(TrainerCallback):
         max_new_tokens: generation budget per critique.
         batch_size: conversations per ``generate`` call per process.
         metric_name: the metric key without the ``eval_`` prefix.
+        verdict: ``"text"`` (parse the generated critique) or ``"probability"`` (read-out, see above).
+        explanation: for ``verdict="probability"``: ``"none"`` (prefill only) or ``"first"``.
 
     Raises:
-        ValueError: ``records`` lacks the score column or has no rows.
+        ValueError: ``records`` lacks the score column or has no rows, or an unknown verdict / explanation mode.
     """
 
     def __init__(
@@ -61,7 +65,14 @@ class CritiquePearsonCallback(TrainerCallback):
         max_new_tokens: int = 256,
         batch_size: int = 8,
         metric_name: str = "critique_pearson",
+        verdict: str = "text",
+        explanation: str = "none",
     ):
+        from ..verdicts import resolve_verdict
+
+        if verdict not in ("text", "probability"):
+            raise ValueError(f"validation verdict must be 'text' or 'probability', got {verdict!r}")
+        self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=False)
         if score_column not in records.column_names:
             raise ValueError(f"validation records have no {score_column!r} column; they have {records.column_names}")
         if len(records) == 0:
@@ -100,7 +111,14 @@ class CritiquePearsonCallback(TrainerCallback):
             return []
         padding_side = tokenizer.padding_side  # the backend switches to left padding for generation
         backend = TransformersBackend(model, tokenizer, name="in-training", batch_size=self.batch_size, progress=False)
-        critic = Critic(backend, template=self.template, language=self.language, decoding=self.decoding)
+        critic = Critic(
+            backend,
+            template=self.template,
+            language=self.language,
+            decoding=self.decoding,
+            verdict=self.verdict,
+            explanation=self.explanation,
+        )
         try:
             graded = critic.grade(self.records.select(indices), referenced=self.referenced, source="validation")
         finally:
@@ -237,4 +255,6 @@ def validation_callback(validation_args, trainer, *, template: str, language: st
         max_new_tokens=v.validation_max_new_tokens,
         batch_size=v.validation_batch_size,
         metric_name=v.validation_metric_name,
+        verdict=v.validation_verdict,
+        explanation=v.validation_explanation,
     )

@@ -94,6 +94,23 @@ class ValidationArguments:
         default=256, metadata={"help": "Generation budget per validation critique."}
     )
     validation_batch_size: int = field(default=8, metadata={"help": "Validation conversations per generate call."})
+    validation_verdict: str = field(
+        default="text",
+        metadata={
+            "help": "Where validation verdicts come from: text (parsed from the generated critique) or probability "
+            "(read from the model's next-token distribution after the template's verdict prefix, hf_critic.verdicts: "
+            "defined from the first evaluation on, before the model writes parseable verdicts).",
+            "choices": ["text", "probability"],
+        },
+    )
+    validation_explanation: str = field(
+        default="none",
+        metadata={
+            "help": "With validation_verdict probability: none (one prefill per row, no decoding) or first (read "
+            "after the generated critique).",
+            "choices": ["none", "first"],
+        },
+    )
     validation_metric_name: str = field(
         default="critique_pearson",
         metadata={"help": "Name of the validation Pearson (use it as metric_for_best_model)."},
