@@ -14,6 +14,7 @@ from .options import (
     add_gold_args,
     add_model_args,
     critic_from_args,
+    decoding_from_args,
     gold_from_args,
     select_rows,
 )
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         records = gold_from_args(records, args, "pairwise", args.data, args.human_label)
     if not len(records):
         raise ValueError(f"{args.data}: no rows to judge")
-    critic = critic_from_args(args, args.model)
+    prompts = len(records) * (2 if args.task == "compare" and args.swap else 1)
+    critic = critic_from_args(args, args.model, inputs=prompts * decoding_from_args(args).num_return_sequences)
     started = time.perf_counter()
     if args.task == "grade":
         result = critic.grade(records, referenced=args.referenced, source=args.data)

@@ -507,11 +507,14 @@ def cache_from_args(args: argparse.Namespace) -> Path | None:
     return Path(args.cache) if args.cache else cache_dir() / "generations.sqlite"
 
 
-def critic_from_args(args: argparse.Namespace, model: str | None):
+def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
     endpoint, critic, cache and decoding options: on the server at ``--base-url`` when given (through
     :class:`~hf_critic.backends.openai.OpenAIClient`: retries, timeouts, a per-request cache in the same file),
     else locally on ``--engine``.
+
+    ``inputs`` (the number of prompts the run will generate for, when known) caps the batch size, so ``--dtype
+    auto`` / ``--engine auto`` decide for the batches that will really run (one record: batch 1).
 
     Raises:
         ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`.
@@ -553,7 +556,7 @@ def critic_from_args(args: argparse.Namespace, model: str | None):
         model,
         engine=getattr(args, "engine", "auto"),
         trust_remote_code=args.trust_remote_code,
-        batch_size=args.batch_size,
+        batch_size=max(1, min(args.batch_size, inputs)) if inputs else args.batch_size,
         num_threads=args.threads,
         dtype=args.dtype,
         progress=args.progress,
