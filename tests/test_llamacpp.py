@@ -55,6 +55,8 @@ def test_check_gguf_names_the_file_at_fault(tmp_path):
         (["--base-url", "http://127.0.0.1:{port}/v1", "--model", "m"], "no OpenAI-compatible server answers"),
         (["--base-url", "http://127.0.0.1:{port}/v1"], "--base-url needs --model"),
         (["--engine", "transformers", "--model", "{tmp}/fake.gguf"], "runs on --engine llamacpp"),
+        (["--engine", "llamacpp", "--dtype", "bfloat16"], "runs the GGUF file's own quantisation"),
+        (["--base-url", "http://127.0.0.1:{port}/v1", "--model", "m", "--engine", "llamacpp"], "the server at"),
     ],
 )
 def test_bad_engine_input_is_a_one_line_error_with_exit_2(argv, message, tmp_path, capsys):
@@ -252,6 +254,16 @@ def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend, referenc
             total += 1
     print(f"llama.cpp vs transformers, greedy first 16 tokens: {agree}/{total} demo prompts agree")
     assert total == 32 and agree / total >= 0.9
+
+
+@pytest.mark.slow
+def test_grade_engine_llamacpp_from_the_command_line(tmp_path):
+    out = tmp_path / "graded.jsonl"
+    data = str(EXAMPLES / "pointwise_referenced.jsonl")
+    args = ["grade", "--data", data, "--output", str(out), "--engine", "llamacpp", "--limit", "2"]
+    assert main([*args, "--max-new-tokens", "8", "--template", "mtbench", "--no-cache", "--no-progress"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(r["critique_generation"] for r in rows)
 
 
 # ------------------------------------------------------------------------------------------------ slow: a server
