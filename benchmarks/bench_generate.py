@@ -6,8 +6,8 @@ records and decoding settings. Then, for each batch size (1, 4, 8):
 
 - `transformers <dtype>`: hf-critic's transformers engine (length-sorted, left-padded batches) in float32 and
   bfloat16;
-- `transformers auto`: what `--dtype auto` picks for that CPU and batch size (`hf_critic.models.auto_dtype`), timed
-  as its own run;
+- `transformers auto`: what `--dtype auto` picks for that CPU and batch size (`hf_critic.models.auto_dtype`): the
+  same configuration as one of the rows above, so its time is that row's;
 - `transformers-cb <dtype>` (with `--continuous-batching`): transformers' own continuous batching
   (`generate_batch`, paged attention) with the batch size as its slot budget;
 - `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots.
@@ -133,7 +133,10 @@ def main() -> None:
     )
 
     def row(label: str, elapsed: float) -> None:
-        print(f"{label:<34} {args.records / elapsed:6.2f} critiques/s ({elapsed:6.1f} s)  {base / elapsed:5.2f}x")
+        print(
+            f"{label:<34} {args.records / elapsed:6.2f} critiques/s ({elapsed:6.1f} s)  {base / elapsed:5.2f}x",
+            flush=True,
+        )
 
     if args.verdict_modes:
         verdict_modes(args, conversations, decoding)
@@ -144,16 +147,20 @@ def main() -> None:
     loaded = {torch.float32: model}
     if "transformers" in engines:
         for batch in batches:
-            chosen = auto_dtype(batch)
-            for label, dtype in [(d, getattr(torch, d)) for d in args.dtypes.split(",")] + [("auto", chosen)]:
+            times = {}
+            for name in args.dtypes.split(","):
+                dtype = getattr(torch, name)
                 if dtype not in loaded:
-                    loaded[dtype] = load_model(None, dtype=str(dtype).removeprefix("torch."))[0]
+                    loaded[dtype] = load_model(None, dtype=name)[0]
                 backend = TransformersBackend(loaded[dtype], tokenizer, name="bench", batch_size=batch, progress=False)
-                name = f"auto -> {str(dtype).removeprefix('torch.')}" if label == "auto" else label
-                row(f"transformers {name}, batch {batch}", timed(backend.generate, conversations, decoding))
-                if args.continuous_batching and label != "auto":
+                times[dtype] = timed(backend.generate, conversations, decoding)
+                row(f"transformers {name}, batch {batch}", times[dtype])
+                if args.continuous_batching:
                     elapsed = continuous_batching(loaded[dtype], tokenizer, conversations, args.max_new_tokens, batch)
-                    row(f"transformers-cb {label}, batch {batch}", elapsed)
+                    row(f"transformers-cb {name}, batch {batch}", elapsed)
+            chosen = auto_dtype(batch)  # what --dtype auto runs at this batch size: the same configuration as its row
+            if chosen in times:
+                row(f"transformers auto = {str(chosen).removeprefix('torch.')}, batch {batch}", times[chosen])
     del loaded
     if "llamacpp" in engines:
         from hf_critic.backends.llamacpp import LlamaCppBackend
