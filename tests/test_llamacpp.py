@@ -301,6 +301,11 @@ def test_server_reports_top_logprobs_and_checks_the_model_name(server, tmp_path,
     assert main([*argv, "--model", "gpt-4"]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "does not serve model 'gpt-4'" in errors[0]
+    # --constrain-verdict through the server: llama.cpp's `grammar` field and assistant prefill
+    argv += ["--model", server.alias, "--limit", "2", "--max-new-tokens", "8", "--template", "mtbench", "--no-cache"]
+    assert main([*argv, "--constrain-verdict", "--no-progress"]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
+    assert [r["critique_status"] for r in rows] == ["ok", "ok"]
 
 
 def _run_cli(args: list[str]) -> subprocess.Popen:

@@ -114,19 +114,22 @@ def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
     )
 
 
-def query_generation_grammar(categories: list[str], max_items: int = 10) -> str:
-    """GBNF of the Appendix A query-generation answer: ``k.@@query@@ &&category&&`` lines, categories from a list.
+def query_generation_grammar(categories: list[str], max_tokens: int = 256) -> str:
+    """GBNF of the Appendix A query-generation answer: ``k. @@query@@ &&category&&`` lines, categories from a list.
+
+    The answer must end within ``max_tokens`` (a cut-off answer is rejected): queries are 8-120 characters and there
+    are at most ``max_tokens // 64`` lines (at least 1, at most the 10 the prompt asks for), ~64 tokens a line.
 
     Args:
         categories: the category names as the prompt writes them (read back by
             :func:`hf_critic.data.stages.normalize_category`).
-        max_items: most lines (the prompt asks for 10).
+        max_tokens: the request's ``max_tokens``.
     """
     names = " | ".join(gbnf_literal(c) for c in categories)
     return (
-        f"root ::= item{{1,{max_items}}}\n"
+        f"root ::= item{{1,{min(10, max(1, max_tokens // 64))}}}\n"
         'item ::= [1-9] [0-9]? ". @@" query "@@ &&" category "&&\\n"\n'
-        "query ::= [^@\\n]{8,300}\n"
+        "query ::= [^@\\n]{8,120}\n"
         f"category ::= {names}\n"
     )
 

@@ -60,7 +60,9 @@ class EvalInstructResult:
     paths: dict[str, Any]
 
 
-def teacher_grammars(language: str, family: str, max_tokens: int) -> dict[str, dict[str, str]]:
+def teacher_grammars(
+    language: str, family: str, max_tokens: int, augmentation_max_tokens: int | None = None
+) -> dict[str, dict[str, str]]:
     """The GBNF grammar of each teacher stage (``teacher.grammar: true``), as ``{stage: {"grammar": ...}}``.
 
     Built from each stage's expected output format: the query-generation and difficulty lines of CritiqueLLM v2
@@ -72,6 +74,7 @@ def teacher_grammars(language: str, family: str, max_tokens: int) -> dict[str, d
         language: ``"en"`` or ``"zh"``.
         family: the critic template family (``critiquellm_v2`` or ``critiquellm_v1``).
         max_tokens: the teacher's ``max_tokens``.
+        augmentation_max_tokens: the query-generation requests' ``max_tokens`` (default ``max_tokens``).
     """
     chars = max(10, 2 * max_tokens - 40)
     critique = {
@@ -84,7 +87,7 @@ def teacher_grammars(language: str, family: str, max_tokens: int) -> dict[str, d
     }
     categories = [stages.category_name(en, language) for en, _ in stages.CATEGORIES]
     out = {stage: critique_grammar(t.output, chars) for stage, t in critique.items()}
-    out["augment_queries"] = query_generation_grammar(categories)
+    out["augment_queries"] = query_generation_grammar(categories, augmentation_max_tokens or max_tokens)
     out["score_difficulty"] = difficulty_grammar(3)
     return {stage: {"grammar": grammar} for stage, grammar in out.items()}
 
@@ -217,7 +220,11 @@ def run_eval_instruct(
     if teacher is None:
         family = "critiquellm_v2" if config.variant == "v2" else "critiquellm_v1"
         max_tokens = int(config.teacher.sampling.get("max_tokens") or 2048)
-        per_stage = teacher_grammars(config.language, family, max_tokens) if config.teacher.grammar else None
+        aug = config.queries.augmentation
+        aug_tokens = int((aug.sampling or {}).get("max_tokens") or max_tokens) if aug else max_tokens
+        per_stage = (
+            teacher_grammars(config.language, family, max_tokens, aug_tokens) if config.teacher.grammar else None
+        )
         teacher = make_client(
             config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed, stage_params=per_stage
         )
