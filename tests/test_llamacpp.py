@@ -140,11 +140,13 @@ def test_resolve_engine(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="runs on --engine llamacpp"):
         models.resolve_engine("transformers", "x.gguf")
     # the embedded critic: the engine measured faster on this CPU class at this batch size
-    monkeypatch.setattr(models, "cpu_flags", lambda: ZEN4)
-    expected = {b: "llamacpp" if models._llamacpp_faster(b, ZEN4) else "transformers" for b in (1, 8)}
-    assert expected == {1: "llamacpp", 8: "transformers"}  # issue 14: 0.63 vs 0.29 at batch 1; 0.94 vs 1.45 at 8
-    if __import__("importlib").util.find_spec("xllamacpp") is not None:
-        assert {b: models.resolve_engine("auto", None, b) for b in (1, 8)} == expected
+    for flags in (ZEN4, AMX):
+        monkeypatch.setattr(models, "cpu_flags", lambda flags=flags: flags)
+        expected = {b: "llamacpp" if models._llamacpp_faster(b, flags) else "transformers" for b in (1, 4, 8)}
+        # issue 14 (AMD): 0.63 vs 0.29 at batch 1, 0.94 vs 1.45 at 8; AMX Xeon: 0.073 vs 0.050 at 1, 0.065 vs 0.151 at 4
+        assert expected == {1: "llamacpp", 4: "llamacpp" if flags is ZEN4 else "transformers", 8: "transformers"}
+        if __import__("importlib").util.find_spec("xllamacpp") is not None:
+            assert {b: models.resolve_engine("auto", None, b) for b in (1, 4, 8)} == expected
 
 
 # ------------------------------------------------------------------------------------------------ slow: the model

@@ -118,15 +118,19 @@ def resolve_model(model: str | os.PathLike | None) -> str:
 
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_f", "avx2")
 
-# Critiques per second of the default critic (16 demo prompts, 64 new tokens, greedy, 2 threads), by CPU class, engine,
-# dtype and batch size, from ``benchmarks/bench_generate.py``. The ``auto`` rules below are read off these figures.
+# Critiques per second of the default critic (greedy, 64 new tokens, demo prompts), by CPU class, engine, dtype and
+# batch size (llama.cpp: parallel slots), from ``benchmarks/bench_generate.py``. The ``auto`` rules below are read off
+# these figures; tests check that they never pick the slower measured option.
 MEASUREMENTS = {
-    # This project's machine: Intel Xeon (Sapphire Rapids class, AMX-BF16 + AVX-512 BF16), 2 cores.
+    # This project's machine: 2-core Intel Xeon with AMX-BF16 and AVX-512 BF16. `bench_generate.py --records 8
+    # --threads 1` on 2026-11-22 with the machine shared (load average 12-18 on 2 cores). On the same machine quiet,
+    # 16 records, 2 threads: float32 0.27 / 0.44 / 0.63 and bfloat16 0.29 / 0.74 / 1.34 critiques/s at batch 1 / 4 / 8.
     "amx": {
-        "transformers float32": {1: 0.27, 4: 0.44, 8: 0.63},
-        "transformers bfloat16": {1: 0.29, 4: 0.74, 8: 1.34},
+        "transformers float32": {1: 0.048, 4: 0.090, 8: 0.091},
+        "transformers bfloat16": {1: 0.050, 4: 0.151, 8: 0.166},
+        "llamacpp Q4_1": {1: 0.073, 4: 0.065, 8: 0.043},
     },
-    # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 2 threads.
+    # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 16 records, 2 threads.
     "avx512_bf16": {
         "transformers float32": {1: 0.29, 8: 0.86},
         "transformers bfloat16": {1: 0.07, 8: 1.45},
@@ -200,8 +204,9 @@ def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int
     ``"auto"``: a ``.gguf`` file runs on llama.cpp (transformers could only de-quantise it to float32); a model
     folder or Hub id on transformers. The embedded default critic (``model`` None) exists as both (the GGUF file
     and its de-quantised copy, the same weights): ``auto`` takes llama.cpp where the measurements in
-    :data:`MEASUREMENTS` show it faster at that batch size (batch 1 on CPUs without AMX: 0.63 against 0.29
-    critiques/s), else transformers; llama.cpp only when ``xllamacpp`` is installed.
+    :data:`MEASUREMENTS` show it faster at that batch size (at batch 1: 0.63 against 0.29 critiques/s on the AMD
+    EPYC, 0.073 against 0.050 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on both),
+    else transformers; llama.cpp only when ``xllamacpp`` is installed.
 
     Args:
         engine: one of :data:`ENGINES`.
