@@ -137,8 +137,9 @@ def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):
         assert (row[schema.CRITIQUE_SCORE] is None) == (row[schema.CRITIQUE_STATUS] != "ok")
     printed = capsys.readouterr().out
     assert "wrote 4 rows" in printed and "/4 parsed" in printed
-    # Rerun: every generation comes from the cache, same output.
-    assert main(argv) == 0
+    # Rerun: the existing output needs --overwrite; then every generation comes from the cache, same output.
+    assert main(argv) == 2 and "already exists; pass --overwrite" in capsys.readouterr().err
+    assert main([*argv, "--overwrite"]) == 0
     assert "from cache 4" in capsys.readouterr().out
     assert _read_jsonl(out) == rows
 

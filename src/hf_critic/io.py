@@ -1,11 +1,20 @@
-"""Reading records (files, folders, Hub ids) and writing critiques through `datasets`; errors name file, line, field."""
+"""Reading records (files, folders, Hub ids) and writing critiques through `datasets`; errors name file, line, field.
+
+Outputs are safe: :func:`check_output` / :func:`check_output_dir` run before any model loads (the target is writable,
+is not an input, is a file where a file is meant, and exists only with ``overwrite``), and :func:`atomic_path` writes
+to a temporary file in the same folder that is renamed into place, so a killed run never leaves half a file; the
+temporary files of a killed write are removed by the next write of the same target.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import json
 import os
 import re
 import string
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -31,6 +40,133 @@ _DISK_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
 
 class RecordError(ValueError):
     """Bad input data: the message names the source, the row (0-based) or line (1-based), and the field."""
+
+
+class OutputError(ValueError):
+    """An output that cannot or must not be written: the message names the path and the fix."""
+
+
+#: Suffixes :func:`save_records` writes.
+OUTPUT_SUFFIXES = (".jsonl", ".json", ".parquet")
+
+
+def _writable_folder(path: Path, what: str) -> None:
+    """Raise OutputError unless ``path``'s nearest existing ancestor is a folder this process may write in."""
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"{what} {path}: {ancestor} is a file, not a folder")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise OutputError(f"{what} {path}: no permission to write in {ancestor}")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+def check_output(
+    path: str | os.PathLike,
+    *,
+    inputs: Iterable[str | os.PathLike | None] = (),
+    overwrite: bool = False,
+    suffixes: Iterable[str] = OUTPUT_SUFFIXES,
+    what: str = "--output",
+) -> Path:
+    """Check an output file before any work is done (before a model loads).
+
+    Args:
+        path: the file to be written.
+        inputs: files the command reads (None entries are skipped); the output must be none of them.
+        overwrite: allow replacing an existing file (``--overwrite``).
+        suffixes: accepted file suffixes (lower case).
+        what: the option's name for messages.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        OutputError: a suffix not in ``suffixes``, a directory at ``path``, an output equal to an input, an existing
+            file without ``overwrite``, or a parent that is a file or not writable.
+    """
+    path = Path(path).expanduser()
+    suffixes = tuple(suffixes)
+    if path.suffix.lower() not in suffixes:
+        raise OutputError(f"{what} {path}: must end in one of {', '.join(suffixes)}")
+    if path.is_dir():
+        raise OutputError(f"{what} {path}: is a directory; give a file name")
+    for source in inputs:
+        if source is not None and _same_file(path, Path(source).expanduser()):
+            raise OutputError(f"{what} {path}: is also the input; write to another file")
+    if path.exists() and not overwrite:
+        raise OutputError(f"{what} {path}: already exists; pass --overwrite to replace it")
+    _writable_folder(path, what)
+    return path
+
+
+def check_output_dir(
+    path: str | os.PathLike, *, outputs: Iterable[str] = (), overwrite: bool = False, what: str = "--output-dir"
+) -> Path:
+    """Check an output folder before any work is done.
+
+    Args:
+        path: the folder to be written (it may exist: runs resume there).
+        outputs: names inside it that a run writes (``report.json``, ``dataset``); one that exists needs
+            ``overwrite``.
+        overwrite: allow replacing them (``--overwrite``).
+        what: the option's name for messages.
+
+    Raises:
+        OutputError: ``path`` is a file, a parent is a file or not writable, or an output exists without
+            ``overwrite``.
+    """
+    path = Path(path).expanduser()
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{what} {path}: is a file, not a folder")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise OutputError(f"{what} {path}: no permission to write in it")
+        existing = [name for name in outputs if (path / name).exists()]
+        if existing and not overwrite:
+            raise OutputError(f"{what} {path}: already holds {', '.join(existing)}; pass --overwrite to replace")
+    else:
+        _writable_folder(path, what)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """A temporary path in ``path``'s folder to write to; renamed onto ``path`` when the block ends without error.
+
+    A killed write leaves only a hidden ``.<name>.*.tmp`` file, which the next write of ``path`` removes; an error
+    removes it at once. The folder is created.
+
+    Example:
+        >>> with atomic_path(out) as tmp:  # doctest: +SKIP
+        ...     tmp.write_text("done")
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` through :func:`atomic_path`; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
 
 
 # A --columns item starts at the string's start or after a comma followed by ``name=``; commas inside a join stay.
@@ -126,8 +262,9 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
     if not path.is_file():
         raise RecordError(f"{path}: no such file")
     if path.suffix.lower() == ".jsonl":
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                line = _utf8(raw, path, number)
                 if not line.strip():
                     continue
                 try:
@@ -138,6 +275,7 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
                     raise RecordError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
                 yield f"{path}:{number}", row
         return
+    _check_text(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
@@ -151,6 +289,31 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
         if not isinstance(row, dict):
             raise RecordError(f"{path}[{i}]: expected a JSON object, got {type(row).__name__}")
         yield f"{path}[{i}]", row
+
+
+def _utf8(raw: bytes, path: Path, line: int) -> str:
+    """One line of ``path`` decoded; RecordError naming file, line and column when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise RecordError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[err.start]:02x} at column {err.start + 1}); "
+            "save the file as UTF-8"
+        ) from None
+
+
+def _check_text(path: Path) -> None:
+    """RecordError for a directory, an empty file, or bytes that are not UTF-8 (naming the line): pyarrow's readers
+    keep invalid bytes and fail only later, when a row is read, without naming the file. One streaming pass."""
+    if path.is_dir():
+        raise RecordError(f"{path}: is a directory, not a {path.suffix or 'data'} file")
+    empty = True
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            _utf8(raw, path, number)
+            empty = empty and not raw.strip()
+    if empty:
+        raise RecordError(f"{path}: the file is empty: no rows to judge")
 
 
 def load_records(
@@ -188,7 +351,25 @@ def load_records(
     dataset = _load_source(source, config, split)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    return rename_columns(dataset, columns or {}, source=str(source), coerce_text=coerce_text)
+    dataset = rename_columns(dataset, columns or {}, source=str(source), coerce_text=coerce_text)
+    if Path(source).suffix.lower() == ".csv":
+        dataset = _csv_numbers(dataset)
+    return dataset
+
+
+def _csv_numbers(dataset: datasets.Dataset) -> datasets.Dataset:
+    """A CSV file read as text, with the columns that are not :data:`TEXT_FIELDS` and hold only numbers (scores,
+    labels) cast to int64, else float64."""
+    for column, feature in dataset.features.items():
+        if column in TEXT_FIELDS or getattr(feature, "dtype", None) not in ("string", "large_string"):
+            continue
+        for dtype in ("int64", "float64"):
+            try:
+                dataset = dataset.cast_column(column, datasets.Value(dtype))
+                break
+            except (ValueError, TypeError, ArithmeticError):  # pyarrow's ArrowInvalid is a ValueError
+                continue
+    return dataset
 
 
 def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple[str, dict[str, Any]]]:
@@ -212,6 +393,8 @@ def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple
 def _load_source(source: str | os.PathLike, config: str | None, split: str) -> datasets.Dataset:
     path = Path(source).expanduser()
     if path.is_dir():
+        if path.suffix.lower() in DATA_FILE_BUILDERS and not any(path.iterdir()):
+            raise RecordError(f"{path}: is an empty directory, not a {path.suffix} file")
         return _load_folder(path, config, split)
     text = str(source)
     builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
@@ -235,10 +418,16 @@ def _load_source(source: str | os.PathLike, config: str | None, split: str) -> d
 
 
 def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
+    kwargs = {}
+    if builder in ("json", "csv"):
+        for path in files:
+            _check_text(path)  # names an empty file or the first line that is not UTF-8
+    if builder == "csv":  # every column as text: "4" stays "4" (numbers are cast back by _csv_numbers)
+        kwargs["features"] = datasets.Features({name: datasets.Value("string") for name in _csv_header(files[0])})
     try:
         if builder == "excel":
             return _read_excel(files)
-        return datasets.load_dataset(builder, data_files=[str(f) for f in files], split="train")
+        return datasets.load_dataset(builder, data_files=[str(f) for f in files], split="train", **kwargs)
     except RecordError:
         raise
     except Exception as err:
@@ -253,6 +442,15 @@ def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
         if rows == 0:
             raise RecordError(f"{files[0]}: no rows to judge (the file holds no records)") from None
         raise RecordError(f"{files[0]}: cannot be read as {builder}: {err}") from err
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The column names of a CSV file (its first row); RecordError when there is none."""
+    with path.open(encoding="utf-8", newline="") as handle:  # checked as UTF-8 by _check_text
+        header = next(csv.reader(handle), None)
+    if not header:
+        raise RecordError(f"{path}: the file is empty (no header row)")
+    return header
 
 
 def _read_excel(files: list[Path]) -> datasets.Dataset:
@@ -406,21 +604,22 @@ def check_fields(
 
 
 def save_records(dataset: datasets.Dataset, path: str | os.PathLike) -> Path:
-    """Write records as JSONL (UTF-8, one object per line) or parquet, chosen by the extension.
+    """Write records as JSONL (UTF-8, one object per line) or parquet, chosen by the extension, atomically
+    (:func:`atomic_path`). Commands check the target first with :func:`check_output`.
 
     Returns:
         The written path.
 
     Raises:
-        ValueError: an extension other than .jsonl / .json / .parquet.
+        OutputError: an extension other than .jsonl / .json / .parquet.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json"):
-        dataset.to_json(path, lines=True, force_ascii=False)
-    elif suffix == ".parquet":
-        dataset.to_parquet(path)
-    else:
-        raise ValueError(f"{path}: output must end in .jsonl or .parquet")
+    if suffix not in OUTPUT_SUFFIXES:
+        raise OutputError(f"{path}: output must end in .jsonl or .parquet")
+    with atomic_path(path) as tmp:  # a killed run leaves the previous file (or none), never half of one
+        if suffix == ".parquet":
+            dataset.to_parquet(str(tmp))
+        else:
+            dataset.to_json(str(tmp), lines=True, force_ascii=False)
     return path

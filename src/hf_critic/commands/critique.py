@@ -71,8 +71,9 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the data and the critic, write critiques, print the parse rate and agreement figures."""
-    from ..io import load_records, parse_columns, save_records
+    from ..io import check_output, load_records, parse_columns, save_records
 
+    check_output(args.output, inputs=[args.data], overwrite=args.overwrite)  # before any model loads
     if args.format:
         from ..datasets import load_benchmark
         from ..io import rename_columns

@@ -35,6 +35,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
     parser.add_argument("--output-dir", help="override the recipe's output_dir")
+    add_options(parser, "overwrite")
     add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)
     parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the datasets and card to this Hub repository")
     add_options(parser, "progress", progress={"default": None, "help": "progress bars (default: the recipe's)"})
@@ -49,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.config import load_config
     from ..data.pipeline import run_eval_instruct
     from ..data.report import ShortfallError
+    from ..io import check_output_dir
 
     overrides = {k: v for k, v in (("output_dir", args.output_dir), ("cache", args.cache)) if v}
     if args.progress is not None:
@@ -56,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     if args.push_to_hub:
         config = dataclasses.replace(config, hub=dataclasses.replace(config.hub, repo_id=args.push_to_hub))
+    # the cache in output_dir is how a killed run resumes: only finished outputs need --overwrite
+    check_output_dir(config.output_dir, outputs=("dataset", "hub"), overwrite=args.overwrite)
     try:
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
     except FatalAPIError as err:

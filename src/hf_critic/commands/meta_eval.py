@@ -113,6 +113,7 @@ def register(subparsers) -> None:
 
     out = parser.add_argument_group("report")
     out.add_argument("--output-dir", required=True, help="folder for report.md, report.json and the plots")
+    add_options(out, "overwrite")
     out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     add_figure_args(out)
@@ -279,6 +280,7 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     import json
 
     from ..datasets.criticbench import load_criticbench_predictions
+    from ..io import write_text
     from ..meta_eval.criticbench_report import (
         answer_prompts,
         criticbench_prompts,
@@ -306,17 +308,16 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
                 predictions, path if is_benchmark_folder(path) else None
             )
     out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     markdown = render_criticbench_markdown(reports)
-    (out / "criticbench.md").write_text(markdown, encoding="utf-8")
-    (out / "criticbench.json").write_text(json.dumps(reports, indent=1, default=str), encoding="utf-8")
+    write_text(out / "criticbench.md", markdown)
+    write_text(out / "criticbench.json", json.dumps(reports, indent=1, default=str))
     print(markdown)
     print(f"wrote {out / 'criticbench.md'} and {out / 'criticbench.json'}")
 
 
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
-    from ..io import load_records
+    from ..io import check_output_dir, load_records
     from ..meta_eval.report import evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
@@ -330,6 +331,8 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         )
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
+    reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
+    check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
     runs = []
     for spec in args.critiques:
         name, path = _name_and_value(spec)

@@ -142,6 +142,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         "the rows shuffled with --sample-seed, then the first N",
     ),
     "sample_seed": _option("--sample-seed", type=int, default=0, help="seed of --sample (default: 0)"),
+    "overwrite": _option(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing output (without it, an existing output is an error, found before any model loads)",
+    ),
     # -------------------------------------------------------------------------------------------------- model
     "model": _option(
         "--model",
@@ -278,9 +283,9 @@ def add_options(parser, *names: str, **overrides: Mapping) -> None:
 
 
 def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool = False, setting: bool = False):
-    """The ``data`` group: ``--data``, ``--output``, ``--columns``, [``--format``], ``--split``, ``--limit``,
-    ``--sample``, ``--sample-seed`` and,
-    with ``setting``, ``--referenced`` / ``--reference-free`` (stored as ``args.referenced``: True, False or None).
+    """The ``data`` group: ``--data``, ``--output``, ``--overwrite``, ``--columns``, [``--format``], ``--split``,
+    ``--limit``, ``--sample``, ``--sample-seed`` and, with ``setting``, ``--referenced`` / ``--reference-free``
+    (stored as ``args.referenced``: True, False or None).
 
     Args:
         parser: the sub-command's parser.
@@ -292,7 +297,8 @@ def add_data_args(parser: argparse.ArgumentParser, *, output: str, formats: bool
         The argument group, for command-specific additions.
     """
     group = parser.add_argument_group("data")
-    names = ["data", "output", "columns", *(["format"] if formats else []), "split", "limit", "sample", "sample_seed"]
+    names = ["data", "output", "overwrite", "columns", *(["format"] if formats else []), "split", "limit"]
+    names += ["sample", "sample_seed"]
     add_options(group, *names, output={"help": f"where to write the rows plus {output} (.jsonl or .parquet)"})
     if setting:
         ref = group.add_mutually_exclusive_group()

@@ -114,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..glassbox import ComboNormalization, GlassBoxEvaluator, resolve_features
-    from ..io import load_records, parse_columns, save_records
+    from ..glassbox.encoding import conversation_from_record
+    from ..io import RecordError, check_output, load_records, parse_columns, save_records, write_text
     from ..models import default_num_threads, load_model
 
     if args.engine == "llamacpp":
@@ -122,12 +123,18 @@ def run(args: argparse.Namespace) -> int:
             "self-eval reads the full softmax distribution (and attentions) at every position, which the llama.cpp "
             "engine does not expose: use --engine transformers (auto) with a model folder or Hub id"
         )
+    check_output(args.output, inputs=[args.data, args.combo_normalization], overwrite=args.overwrite)
     features = resolve_features(args.features)
     turn = _turn(args.turn)
     combo = None
     if args.combo_normalization:
         combo = ComboNormalization.from_dict(json.loads(Path(args.combo_normalization).read_text(encoding="utf-8")))
     records = load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
+    for row, record in enumerate(records):  # bad rows are named with the file, before the model loads
+        try:
+            conversation_from_record(record, row)
+        except RecordError as err:
+            raise RecordError(f"{args.data}: {err}") from None
     # float32: the features are log-probabilities, entropies and variances (bfloat16 keeps ~3 digits)
     lm, tokenizer = load_model(args.model, trust_remote_code=args.trust_remote_code, dtype="float32")
     if not torch.cuda.is_available():
@@ -157,8 +164,9 @@ def run(args: argparse.Namespace) -> int:
     )
     path = save_records(scored, args.output)
     if evaluator.combo_normalization_ is not None and combo is None:
-        combo_path = Path(f"{path}.combo.json")
-        combo_path.write_text(json.dumps(evaluator.combo_normalization_.to_dict(), indent=2) + "\n", encoding="utf-8")
+        combo_path = write_text(
+            f"{path}.combo.json", json.dumps(evaluator.combo_normalization_.to_dict(), indent=2) + "\n"
+        )
         print(f"Softmax-combo normalisation fitted on this data: {combo_path}", file=sys.stderr)
     print(f"wrote {len(scored)} rows with {', '.join('glassbox_' + f for f in features)} to {path}", file=sys.stderr)
     return 0

@@ -171,7 +171,8 @@ def save_outputs(dataset: datasets.DatasetDict, output_dir: str | os.PathLike, c
     file per config, Hub layout, plus ``README.md`` when ``card`` is given).
 
     Each folder is written under a temporary name and renamed into place, so a run killed while saving leaves the
-    previous complete output (or none), never a half-written one.
+    previous complete output (or none), never a half-written one; the temporary ``.dataset-*`` / ``.hub-*`` folders
+    such a run leaves are removed here, by the next save.
 
     Returns:
         ``{"dataset": path, "hub": path}``.
@@ -179,6 +180,9 @@ def save_outputs(dataset: datasets.DatasetDict, output_dir: str | os.PathLike, c
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     paths = {"dataset": output_dir / "dataset", "hub": output_dir / "hub"}
+    for target in paths.values():
+        for stale in output_dir.glob(f".{target.name}-*"):
+            shutil.rmtree(stale, ignore_errors=True)
 
     def replace(target: Path, write) -> None:
         tmp = Path(tempfile.mkdtemp(dir=output_dir, prefix=f".{target.name}-"))

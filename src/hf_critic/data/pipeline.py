@@ -30,7 +30,7 @@ from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai import OpenAIClient, redact_url
 from ..cache import GenerationCache
 from ..grammars import critique_grammar, difficulty_grammar, query_generation_grammar
-from ..io import RecordError, load_records
+from ..io import RecordError, load_records, write_text
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..schema import SETTINGS, Setting, Task
 from . import stages
@@ -337,11 +337,13 @@ def run_eval_instruct(
         dataset[setting.name] = split
     report.counts = {name: len(split) for name, split in dataset.items()}
     report.info = _info(config, teacher_name, v2, family, queries=len(seeds))
-    paths: dict[str, Any] = {"report": out_dir / "report.json", "failures": out_dir / "failures.jsonl"}
-    paths["report"].write_text(report.to_json(), encoding="utf-8")
-    paths["failures"].write_text(
-        "".join(json.dumps(f.__dict__, ensure_ascii=False) + "\n" for f in report.failures), encoding="utf-8"
-    )
+    paths: dict[str, Any] = {
+        "report": write_text(out_dir / "report.json", report.to_json()),
+        "failures": write_text(
+            out_dir / "failures.jsonl",
+            "".join(json.dumps(f.__dict__, ensure_ascii=False) + "\n" for f in report.failures),
+        ),
+    }
     problem = report.shortfall(config.max_rejected_share)
     if problem is not None:  # an empty dataset is never saved as a result, nor carded, nor pushed
         cache.close()

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from ..io import write_text
 from .agreement import normalize_labels, pairwise_agreement
 from .annotators import annotator_agreement
 from .correlation import critique_correlation
@@ -770,12 +771,10 @@ def write_report(
         if plots
         else []
     )
-    markdown = out_dir / "report.md"
-    markdown.write_text(render_markdown(results, title, [p.name for p in images]), encoding="utf-8")
+    markdown = write_text(out_dir / "report.md", render_markdown(results, title, [p.name for p in images]))
     payload = {
         "title": title,
         "runs": [{**asdict(r), "parse_failure_rate": r.parse_failure_rate} for r in results],
     }
-    json_path = out_dir / "report.json"
-    json_path.write_text(json.dumps(_jsonable(payload), indent=2, ensure_ascii=False), encoding="utf-8")
+    json_path = write_text(out_dir / "report.json", json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
     return {"markdown": markdown, "json": json_path, "plots": images}

@@ -1,0 +1,162 @@
+"""Issue 15, finding 3: outputs are checked before any model loads and written atomically; input errors name the file,
+line and field; CSV text columns stay text; temporary folders of a killed save are removed by the next one."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import datasets
+import pytest
+
+from hf_critic.cli import main
+from hf_critic.data.hub import save_outputs
+from hf_critic.io import RecordError, atomic_path, check_fields, load_records, save_records
+
+NO_MODEL = "/nonexistent/model-folder"  # loading it would fail: an output error must come first
+
+
+def rows_file(path: Path, n: int = 3) -> Path:
+    path.write_text("".join(json.dumps({"question": f"Q{i}?", "response": f"A{i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def grade(*args: str) -> list[str]:
+    return ["grade", "--model", NO_MODEL, "--no-progress", *args]
+
+
+def test_output_equal_to_the_input_is_refused_and_the_input_kept(tmp_path, capsys):
+    data = rows_file(tmp_path / "in.jsonl")
+    before = data.read_bytes()
+    assert main(grade("--data", str(data), "--output", str(data), "--limit", "2", "--overwrite")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"hf-critic grade: error: --output {data}: is also the input; write to another file"
+    assert data.read_bytes() == before
+
+
+def test_an_existing_output_needs_overwrite(tmp_path, capsys):
+    data, out = rows_file(tmp_path / "in.jsonl"), tmp_path / "out.jsonl"
+    out.write_text("previous results\n")
+    assert main(grade("--data", str(data), "--output", str(out))) == 2
+    assert "already exists; pass --overwrite to replace it" in capsys.readouterr().err
+    assert out.read_text() == "previous results\n"
+    assert main(grade("--data", str(data), "--output", str(out), "--overwrite")) == 2  # now the model is looked up
+    assert NO_MODEL in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", ["parent_is_a_file", "output_is_a_directory", "bad_suffix"])
+def test_unwritable_outputs_fail_in_one_line_before_the_model(tmp_path, capsys, case):
+    data = rows_file(tmp_path / "in.jsonl")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir.jsonl").mkdir()
+    out, expected = {
+        "parent_is_a_file": (tmp_path / "afile" / "out.jsonl", "is a file, not a folder"),
+        "output_is_a_directory": (tmp_path / "adir.jsonl", "is a directory; give a file name"),
+        "bad_suffix": (tmp_path / "out.txt", "must end in one of .jsonl, .json, .parquet"),
+    }[case]
+    assert main(grade("--data", str(data), "--output", str(out))) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and expected in err[0] and "Traceback" not in err[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write in a read-only folder")
+def test_a_read_only_folder_is_refused(tmp_path, capsys):
+    data = rows_file(tmp_path / "in.jsonl")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        assert main(grade("--data", str(data), "--output", str(locked / "out.jsonl"))) == 2
+        assert "no permission to write" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_meta_eval_output_dir_on_a_file_and_existing_reports(tmp_path, capsys):
+    critiques = tmp_path / "c.jsonl"
+    critiques.write_text(json.dumps({"question": "Q", "response": "A", "critique_score": 5.0, "score": 4}) + "\n")
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert main(["meta-eval", "--critiques", str(critiques), "--output-dir", str(afile), "--no-plots"]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
+    out = tmp_path / "report"
+    out.mkdir()
+    (out / "report.json").write_text("{}")
+    assert main(["meta-eval", "--critiques", str(critiques), "--output-dir", str(out), "--no-plots"]) == 2
+    assert "already holds report.json; pass --overwrite" in capsys.readouterr().err
+    assert (out / "report.json").read_text() == "{}"
+
+
+def test_eval_instruct_finished_outputs_need_overwrite(tmp_path, capsys):
+    from tests._eval_instruct_support import recipe
+
+    path = recipe(tmp_path, "http://127.0.0.1:9/v1")  # nothing listens: the check must come first
+    (tmp_path / "out" / "dataset").mkdir(parents=True)
+    assert main(["eval-instruct", "--config", str(path), "--no-progress"]) == 2
+    assert "already holds dataset; pass --overwrite" in capsys.readouterr().err
+
+
+def test_self_eval_names_the_file_of_a_bad_row(tmp_path, capsys):
+    data = tmp_path / "answers.jsonl"
+    data.write_text(json.dumps({"question": "Q", "response": "A"}) + "\n" + json.dumps({"turns": ["Q"]}) + "\n")
+    argv = ["self-eval", "--data", str(data), "--output", str(tmp_path / "o.jsonl"), "--model", NO_MODEL]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{data}: row 1: " in err and NO_MODEL not in err
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+def test_a_directory_named_like_a_data_file(tmp_path):
+    (tmp_path / "x.jsonl").mkdir()
+    with pytest.raises(RecordError, match=r"x\.jsonl: is an empty directory, not a \.jsonl file"):
+        load_records(tmp_path / "x.jsonl")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
+def test_non_utf8_input_names_file_and_line(tmp_path, suffix):
+    path = tmp_path / f"latin1{suffix}"
+    good = {".jsonl": b'{"question": "ok", "response": "a"}\n', ".json": b"[\n", ".csv": b"question,response\n"}
+    bad = {".jsonl": b'{"question": "caf\xe9", "response": "a"}\n', ".json": b'{"question": "caf\xe9"}]\n',
+           ".csv": b"caf\xe9,a\n"}  # fmt: skip
+    path.write_bytes(good[suffix] + bad[suffix])
+    with pytest.raises(RecordError, match=rf"latin1\{suffix}:2: not UTF-8 text \(byte 0xe9 at column \d+\)"):
+        load_records(path)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv"])
+def test_an_empty_file_says_so(tmp_path, suffix):
+    path = tmp_path / f"empty{suffix}"
+    path.write_text("\n")
+    with pytest.raises(RecordError, match=rf"empty\{suffix}: the file is empty"):
+        load_records(path)
+
+
+def test_csv_answers_that_look_like_numbers_stay_text(tmp_path):
+    path = tmp_path / "qa.csv"
+    path.write_text("prompt,answer,score,label\nWhat is 2+2?,4,5,0\nPad it,0012,3.5,1\nEmpty?,,,\n")
+    records = load_records(path, {"question": "prompt", "response": "answer"})
+    assert records["response"] == ["4", "0012", None] and records["question"][0] == "What is 2+2?"
+    assert records["score"] == [5.0, 3.5, None] and records["label"] == [0, 1, None]
+    check_fields(records.select(range(2)), ["question", "response"], source=str(path))  # text, not numbers
+
+
+# ------------------------------------------------------------------------------------------------ atomic writes
+def test_a_failed_write_keeps_the_previous_file_and_leaves_no_temporary(tmp_path):
+    out = tmp_path / "out.jsonl"
+    save_records(datasets.Dataset.from_list([{"a": 1}]), out)
+    (tmp_path / ".out.jsonl.killed.tmp").write_text("half a file")  # left by a killed write
+    with pytest.raises(RuntimeError), atomic_path(out) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("killed")
+    assert out.read_text().strip() == '{"a":1}'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+def test_stale_temporary_dataset_folders_are_removed_by_the_next_save(tmp_path):
+    for stale in (".dataset-abc123", ".hub-def456", ".dataset-old"):
+        (tmp_path / stale).mkdir()
+        (tmp_path / stale / "data.arrow").write_text("x")
+    data = datasets.DatasetDict({"pointwise_referenced": datasets.Dataset.from_list([{"id": "a"}])})
+    save_outputs(data, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset", "hub"]
