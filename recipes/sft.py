@@ -33,6 +33,10 @@ accelerate launch --num_processes 1 --use_cpu recipes/sft.py --config recipes/sm
 
 Any recipe value can be overridden on the command line, e.g. `--learning_rate 1e-5 --output_dir data/run2`. The
 arguments are hf_critic.training.config's ScriptArguments and ValidationArguments with TRL's SFTConfig and ModelConfig.
+
+A dry run only renders examples and loss masks: it runs on CPU in float32 whatever the recipe says and loads only the
+tokenizer. Expected failures (missing local data, a model not in the local cache while offline, a precision this
+machine cannot run, a bad recipe value) end in one line naming the thing and the fix, with exit status 2.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 import datasets
 import transformers
@@ -48,7 +53,8 @@ from transformers.trainer_utils import get_last_checkpoint
 from trl import SFTTrainer, get_peft_config, get_quantization_config
 
 from hf_critic import training
-from hf_critic.models import dequantized_gguf_config
+from hf_critic.io import RecordError
+from hf_critic.models import ModelNotFoundError, dequantized_gguf_config
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +100,14 @@ def main(script_args, training_args, model_args, validation_args):
         from hf_critic.models import default_model_dir
 
         model_args.model_name_or_path = str(default_model_dir())
-    tokenizer = AutoTokenizer.from_pretrained(
-        model_args.model_name_or_path,
-        revision=model_args.model_revision,
-        trust_remote_code=training_args.trust_remote_code,
-    )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            model_args.model_name_or_path,
+            revision=model_args.model_revision,
+            trust_remote_code=training_args.trust_remote_code,
+        )
+    except OSError as err:
+        raise RecipeError(_model_hint(model_args.model_name_or_path, err)) from None
     if training_args.chat_template_path:  # a training template with {% generation %} markers, from the recipe
         training.set_chat_template(tokenizer, training_args.chat_template_path)
     if tokenizer.pad_token is None:
@@ -137,7 +146,10 @@ def main(script_args, training_args, model_args, validation_args):
             test_split=script_args.dataset_test_split if training_args.eval_strategy != "no" else None,
         )
     keep = training.filter_by_length(tokenizer, training_args.max_length) if script_args.drop_overlong else None
-    data = training.load_mixture(mixture, prepare=prepare, keep=keep)
+    try:
+        data = training.load_mixture(mixture, prepare=prepare, keep=keep)
+    except RecordError as err:
+        raise RecipeError(_data_hint(mixture, err)) from None
     dataset = data.dataset
     logger.info(f"training data: {dataset}")
     if training_args.eval_strategy != "no" and "test" not in dataset:
@@ -292,6 +304,61 @@ def _write_card(output_dir: str, card: str) -> None:
         handle.write(card)
 
 
+###############################
+# Expected failures: one line, exit 2
+###############################
+class RecipeError(RuntimeError):
+    """A failure the user can fix (data, model, hardware, recipe); ``cli`` prints it as one line and exits 2."""
+
+
+# A dry run renders examples and masks only: CPU, float32, whatever the recipe asks for training.
+DRY_RUN_OVERRIDES = ["--use_cpu", "true", "--bf16", "false", "--fp16", "false", "--dtype", "float32"]
+
+
+def _model_hint(name: str, err: OSError) -> str:
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+    where = "the Hub is offline (HF_HUB_OFFLINE=1) and it is not in the local cache" if offline else str(err)[:200]
+    return (
+        f"cannot load the tokenizer of {name!r}: {where}; download it first (`hf download {name}`) or set "
+        "model_name_or_path to a local folder"
+    )
+
+
+def _data_hint(mixture, err: RecordError) -> str:
+    """Name the missing local data and the script under recipes/ that builds it (the one that mentions its path)."""
+    for source in mixture.datasets:
+        if Path(source.id).exists() or f"{source.id}:" not in str(err):
+            continue
+        recipes = Path(__file__).resolve().parent
+        builders = [
+            str(script.relative_to(recipes.parent))
+            for script in sorted(recipes.rglob("*.py"))
+            if script.name != "sft.py" and source.id in script.read_text(encoding="utf-8")
+        ]
+        build = f"; build it with `python {builders[0]}` (see its --help)" if builders else ""
+        return (
+            f"dataset {source.id!r}: no local folder {Path(source.id).resolve()} and not loadable from the Hub{build}"
+        )
+    return str(err)
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """Parse the recipe and run :func:`main`; expected failures as one line on stderr and exit status 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--dry-run" in argv or "--dry_run" in argv:
+        argv += DRY_RUN_OVERRIDES
+    try:
+        try:
+            script_args, validation_args, training_args, model_args = training.parser().parse_args_and_config(argv)
+        except ValueError as err:  # transformers' argument checks, e.g. bf16 on a machine without support
+            fix = " (on CPU: --bf16 false --use_cpu true)" if "bf16" in str(err) or "fp16" in str(err) else ""
+            raise RecipeError(f"the recipe cannot run here: {str(err).splitlines()[0]}{fix}") from None
+        main(script_args, training_args, model_args, validation_args)
+    except (RecipeError, ModelNotFoundError) as err:
+        print(f"recipes/sft.py: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 if __name__ == "__main__":
-    script_args, validation_args, training_args, model_args = training.parser().parse_args_and_config()
-    main(script_args, training_args, model_args, validation_args)
+    sys.exit(cli())
