@@ -450,5 +450,5 @@ def test_meta_eval_runs_a_critic_on_criticbench_prompts_and_resumes(tmp_path, ti
     assert "test_translate_comp_feedback_obj_reverse.json" in written and len(written) == 9
     answers = load_criticbench_predictions(next((tmp_path / "out" / "criticbench").rglob("*.json")).parent)
     assert set(answers["index"]) == {0}
-    assert main(argv) == 0
+    assert main([*argv, "--overwrite"]) == 0  # the reports exist: replacing them is asked for
     assert "9 answers, 9 from cache" in capsys.readouterr().out

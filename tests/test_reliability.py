@@ -259,3 +259,18 @@ def test_the_report_separates_filter_rejections_from_failures_after_retries():
     saved = report.to_dict()
     assert saved["rejected"] == {"unparseable": 1, "wrong_language": 1}
     assert saved["failed"] == 1 and saved["failed_by_reason"] == {"answer rejected: length": 1}
+
+
+def test_the_critic_backend_retries_a_cut_off_critique_then_keeps_the_last_one():
+    from hf_critic.backends.openai import OpenAIBackend
+
+    with StubOpenAIServer(respond=cut_off_then("Good answer. Rating: [[8]]", bad=1)) as server:
+        backend = OpenAIBackend(OpenAIClient(server.url, "m", retry=FAST), progress=False)
+        assert backend.generate([[{"role": "user", "content": "a"}]], DecodingConfig()) == [
+            ["Good answer. Rating: [[8]]"]
+        ]
+        assert server.requests == 2  # the cut-off answer was asked again
+    with StubOpenAIServer(respond=cut_off_then("Good answer. Rating: [[8]]", bad=9)) as server:
+        backend = OpenAIBackend(OpenAIClient(server.url, "m", retry=FAST), progress=False)
+        assert backend.generate([[{"role": "user", "content": "b"}]], DecodingConfig()) == [["Good "]]
+        assert server.requests == 3  # bounded; the critic then reports the cut-off critique as unparsed

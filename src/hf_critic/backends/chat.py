@@ -86,6 +86,8 @@ class ChatResult:
         key: the cache key of the request.
         top_logprobs: ``{token: log-probability}`` of the first generated token's most likely alternatives, when the
             request asked for ``logprobs`` / ``top_logprobs`` and the server sent them; else None.
+        rejected: for an item failed because every answer was rejected, the last answer (never cached); a caller
+            that can use a cut-off text (the critic reports it as unparsed) takes it from here.
     """
 
     id: str
@@ -98,6 +100,7 @@ class ChatResult:
     finish_reason: str | None = None
     key: str = ""
     top_logprobs: dict[str, float] | None = None
+    rejected: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -338,6 +338,13 @@ class OpenAIClient:
             logger.warning("$%s is not set; sending no API key to %s", self.api_key_env, redact_url(self.base_url))
         return "EMPTY"
 
+    def _rejection(self, text: str, finish: str | None, params: Mapping[str, Any], check: Check | None) -> str | None:
+        """Why an answer to a request with ``params`` is not kept (see :func:`~hf_critic.backends.chat.rejection`);
+        the same for a fresh answer and a cache hit."""
+        if params.get("logprobs") and params.get("max_tokens") == 1:
+            return None  # a one-token log-probability probe (verdict read-out) stops at its length by design
+        return rejection(text, finish, check, self.retry.accept_truncated)
+
     # ------------------------------------------------------------------------------------------- async core
     async def _attempt(self, http, request: ChatRequest, params: dict, key: str, stage: str):
         import openai
@@ -376,7 +383,7 @@ class OpenAIClient:
     ) -> ChatResult:
         usage = self.ledger.stage(stage)
         params = self.request_params(request)
-        attempts, errors, invalid, last = 0, 0, 0, "no attempt"
+        attempts, errors, invalid, last, rejected = 0, 0, 0, "no attempt", None
         while True:
             backoff = 0.0  # a rejected answer is asked again at once: the server is healthy, the answer was not
             async with gate:
@@ -399,9 +406,7 @@ class OpenAIClient:
                     usage.prompt_tokens += prompt_tokens
                     usage.completion_tokens += completion_tokens
                     usage.cost += self.pricing.cost(prompt_tokens, completion_tokens)
-                    # A one-token log-probability probe (verdict read-out) stops at its length by design.
-                    probe = params.get("logprobs") and params.get("max_tokens") == 1
-                    reason = None if probe else rejection(text, finish, check, self.retry.accept_truncated)
+                    reason = self._rejection(text, finish, params, check)
                     if reason is None:
                         result = ChatResult(
                             request.id, text, None, prompt_tokens, completion_tokens, False, attempts, finish, key, top
@@ -412,14 +417,17 @@ class OpenAIClient:
                         return result
                     usage.errors[f"rejected:{reason.split(':', 1)[0]}"] += 1
                     invalid += 1
-                    last = f"answer rejected: {reason}"
+                    last, rejected = f"answer rejected: {reason}", text
             if errors > self.retry.max_retries or invalid > self.retry.max_invalid_retries:
                 break
             usage.retries += 1
             if backoff:
                 await self._sleep(backoff)
         usage.failed += 1
-        return ChatResult(request.id, None, f"{last} (after {attempts} attempts)", attempts=attempts, key=key)
+        error = f"{last} (after {attempts} attempts)"
+        if not last.startswith("answer rejected"):
+            rejected = None  # the last attempt was a transport error: no answer to show
+        return ChatResult(request.id, None, error, attempts=attempts, key=key, rejected=rejected)
 
     async def acomplete_many(
         self, requests: Sequence[ChatRequest], *, stage: str, progress: bool = True, check: Check | None = None
@@ -438,7 +446,10 @@ class OpenAIClient:
         for i, (request, key) in enumerate(zip(requests, keys, strict=True)):
             value = hits.get(key)
             if isinstance(value, Mapping) and value.get("text") is not None:
-                if rejection(value["text"], value.get("finish_reason"), check, self.retry.accept_truncated) is None:
+                if (
+                    self._rejection(value["text"], value.get("finish_reason"), self.request_params(request), check)
+                    is None
+                ):
                     results[i] = ChatResult.from_cache(request.id, key, value)
                     continue
                 usage.errors["rejected_from_cache"] += 1  # kept by an older version or another check: ask again
@@ -617,12 +628,16 @@ class OpenAIBackend(Backend):
                     params["seed"] = config.seed + j
                 requests.append(ChatRequest(f"{i}/{j}", conversation, params))
         results = self.client.complete_many(requests, stage=self.stage, progress=self.progress)
-        failed = [r for r in results if not r.ok]
+        # A critique still cut off at max_new_tokens after the bounded retries is the critique this budget gives (as a
+        # local backend returns it): the critic parses it and reports it unparsed if the verdict is missing.
+        texts = [r.text if r.ok else r.rejected if (r.error or "").startswith("answer rejected: length") else None
+                 for r in results]  # fmt: skip
+        failed = [r for r, text in zip(results, texts, strict=True) if text is None]
         if failed:
             raise RuntimeError(
                 f"{len(failed)} of {len(results)} request(s) failed after retries; first: {failed[0].error}"
             )
-        return [[r.text for r in results[i * n : (i + 1) * n]] for i in range(len(conversations))]  # type: ignore[misc]
+        return [texts[i * n : (i + 1) * n] for i in range(len(conversations))]  # type: ignore[misc]
 
     def continue_under_grammar(
         self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32
