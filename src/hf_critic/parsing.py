@@ -287,28 +287,31 @@ def _lower(text: str) -> str:
     return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
 
 
+# Result lines are looked for among the last occurrences of their keywords only: the verdict line is the last one,
+# and a runaway output repeating a keyword 25k times costs one pass of str.rfind instead of 25k pattern matches.
+_MAX_LINE_CANDIDATES = 64
+
+
 def _line_matches(
     low: str, pattern: re.Pattern[str], keywords: tuple[str, ...], at_line_start: re.Pattern[str] | None = None
 ) -> list[re.Match[str]]:
-    """Matches of ``pattern`` at each occurrence of ``keywords`` and at each end of an ``at_line_start`` match.
+    """Matches of ``pattern`` at the last occurrences of ``keywords`` and at the last ends of ``at_line_start``
+    matches (at most :data:`_MAX_LINE_CANDIDATES` of each).
 
     Returns:
         The matches ordered by end, the longer first among those ending together (the last is the
         verdict; "综合比较结果" is preferred to the "比较结果" inside it).
     """
-    matches = []
+    starts = []
     for word in keywords:
-        pos = low.find(word)
-        while pos != -1:
-            m = pattern.match(low, pos)
-            if m is not None:
-                matches.append(m)
-            pos = low.find(word, pos + 1)
+        pos, found = low.rfind(word), 0
+        while pos != -1 and found < _MAX_LINE_CANDIDATES:
+            starts.append(pos)
+            pos, found = low.rfind(word, 0, pos), found + 1
     if at_line_start is not None:
-        for line in at_line_start.finditer(low):
-            m = pattern.match(low, line.end())
-            if m is not None:
-                matches.append(m)
+        ends = [line.end() for line in at_line_start.finditer(low)]
+        starts += ends[-_MAX_LINE_CANDIDATES:]
+    matches = [m for m in (pattern.match(low, pos) for pos in starts) if m is not None]
     matches.sort(key=lambda m: (m.end(), -m.start()))
     return matches
 

@@ -154,14 +154,12 @@ def _report(report: StageReport | None, name: str, unit: str, conserved: bool = 
 # int() and stopped the whole run). A field is "[^@]*(?:@(?!@)[^@]*)*" for "@@": runs of a negated class are fast.
 _FIELD = r"([^{1}]*(?:{1}(?!{1})[^{1}]*)*){0}"
 _QUERY_ITEM = re.compile(r"@@" + _FIELD.format("@@", "@") + r"\s*&&" + _FIELD.format("&&", "&"), re.DOTALL)
+# Found from its literal "@@" (a scan from every digit was slow on runaway digit runs); the serial number is read
+# from the few characters before it.
 _DIFFICULTY_ITEM = re.compile(
-    r"(?<!\d)(\d{1,4})\s*(?:[.．、)]\s*)?@@"
-    + _FIELD.format("@@", "@")
-    + r"\s*&&"
-    + _FIELD.format("&&", "&")
-    + r"\s*##\s*(\d)\s*##",
-    re.DOTALL,
+    r"@@" + _FIELD.format("@@", "@") + r"\s*&&" + _FIELD.format("&&", "&") + r"\s*##\s*(\d)\s*##", re.DOTALL
 )
+_SERIAL_BEFORE = re.compile(r"(?<!\d)(\d{1,4})\s*(?:[.．、)]\s*)?\Z")
 
 
 def parse_generated_queries(text: str) -> list[tuple[str, str]]:
@@ -193,8 +191,11 @@ def parse_difficulties(text: str, n: int) -> dict[int, int]:
         {0: 2, 2: 3}
     """
     out: dict[int, int] = {}
-    for serial, _query, _category, score in _DIFFICULTY_ITEM.findall(text):
-        k, d = int(serial), int(score)
+    for item in _DIFFICULTY_ITEM.finditer(text):
+        serial = _SERIAL_BEFORE.search(text, max(0, item.start() - 40), item.start())
+        if serial is None:
+            continue
+        k, d = int(serial.group(1)), int(item.group(3))
         if 1 <= k <= n and 1 <= d <= 3 and k - 1 not in out:
             out[k - 1] = d
     return out
