@@ -160,3 +160,13 @@ def test_stale_temporary_dataset_folders_are_removed_by_the_next_save(tmp_path):
     data = datasets.DatasetDict({"pointwise_referenced": datasets.Dataset.from_list([{"id": "a"}])})
     save_outputs(data, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset", "hub"]
+
+
+def test_refine_checks_its_output_dir_before_loading(tmp_path, capsys):
+    data = rows_file(tmp_path / "in.jsonl")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "rows.jsonl").write_text("previous\n")
+    assert main(["refine", "--data", str(data), "--output-dir", str(out), "--generator", NO_MODEL]) == 2
+    assert "already holds rows.jsonl; pass --overwrite" in capsys.readouterr().err
+    assert (out / "rows.jsonl").read_text() == "previous\n"

@@ -230,7 +230,7 @@ def test_cli_runs_three_roles_on_one_local_model(tmp_path, tiny_model_dir, capsy
     assert [row["row"] for row in report["table"]] == [ORIGINAL, "tiny"]
     assert report["judge_parse"]["total"] == 6
     assert report["cache"]["critique"] == {"total": 3, "cached": 0}
-    assert main(argv) == 0
+    assert main([*argv, "--overwrite"]) == 0  # the reports exist: replacing them is asked for
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["cache"] == {
         k: {"total": n, "cached": n} for k, n in (("critique", 3), ("rewrite", 3), ("judge", 6))
@@ -312,7 +312,7 @@ def test_the_loop_over_a_real_openai_compatible_server(tmp_path):
         assert main(argv) == 0
         report = json.loads((tmp_path / "out" / "report.json").read_text())
         assert report["cache"]["rewrite"] == {"total": 3, "cached": 0} and report["judge_parse"]["total"] == 6
-        assert main(argv) == 0
+        assert main([*argv, "--overwrite"]) == 0
         report = json.loads((tmp_path / "out" / "report.json").read_text())
         assert report["cache"]["judge"] == {"total": 6, "cached": 6}
     finally:

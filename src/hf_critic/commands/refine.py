@@ -96,6 +96,7 @@ def register(subparsers) -> None:
 
     out = parser.add_argument_group("report")
     out.add_argument("--output-dir", required=True, help="folder for rows.jsonl, report.md and report.json")
+    add_options(out, "overwrite")
     out.add_argument("--title", default="Critiques as feedback", help="title of report.md")
     parser.set_defaults(func=run_refine)
 
@@ -140,12 +141,14 @@ def run_refine(args: argparse.Namespace) -> int:
     import json
     from dataclasses import replace
 
-    from ..io import save_records
+    from ..io import check_output_dir, save_records, write_text
     from ..refine import refine
     from .options import cache_from_args, decoding_from_args
 
     if args.rounds < 1:
         raise ValueError("--rounds must be at least 1")
+    outputs = ("rows.jsonl", "report.md", "report.json")
+    check_output_dir(args.output_dir, outputs=outputs, overwrite=args.overwrite)  # before any model loads
     records = _load(args)
     loaded: dict[str | None, object] = {}
 
@@ -184,11 +187,10 @@ def run_refine(args: argparse.Namespace) -> int:
         source=args.data,
     )
     out = Path(args.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     save_records(result.rows, out / "rows.jsonl")
     markdown = result.markdown(args.title)
-    (out / "report.md").write_text(markdown, encoding="utf-8")
-    (out / "report.json").write_text(json.dumps(result.to_dict(), indent=1), encoding="utf-8")
+    write_text(out / "report.md", markdown)
+    write_text(out / "report.json", json.dumps(result.to_dict(), indent=1))
     print(markdown)
     print(f"wrote {out / 'rows.jsonl'} ({len(result.rows)} rows), {out / 'report.md'} and {out / 'report.json'}")
     return 0
