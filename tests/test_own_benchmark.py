@@ -63,7 +63,7 @@ def _meta_eval(tmp_path, *args, benchmark=None, plain=False):
     bench = benchmark or _jsonl(tmp_path / "bench.jsonl", PLAIN if plain else ROWS)
     gold = [] if plain else ["--columns", COLUMNS, *GOLD]
     argv = ["meta-eval", "--benchmark", f"bench=generic:{bench}", "--task", "pairwise", *gold]
-    code = main([*argv, *args, "--no-plots", "--output-dir", str(out)])
+    code = main([*argv, *args, "--no-plots", "--output-dir", str(out), "--overwrite"])  # one folder, many runs
     report = json.loads((out / "report.json").read_text()) if code == 0 else None
     text = (out / "report.md").read_text() if code == 0 else None
     return code, report, text
