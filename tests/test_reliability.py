@@ -274,3 +274,16 @@ def test_the_critic_backend_retries_a_cut_off_critique_then_keeps_the_last_one()
         backend = OpenAIBackend(OpenAIClient(server.url, "m", retry=FAST), progress=False)
         assert backend.generate([[{"role": "user", "content": "b"}]], DecodingConfig()) == [["Good "]]
         assert server.requests == 3  # bounded; the critic then reports the cut-off critique as unparsed
+
+
+def test_a_one_token_probe_is_kept_and_served_from_the_cache(tmp_path):
+    """A verdict read-out probe (logprobs, max_tokens 1) stops at its length by design: kept, cached, reused."""
+    cache = GenerationCache(tmp_path / "c.sqlite")
+    probe = [
+        ChatRequest("p", [{"role": "user", "content": "x"}], {"logprobs": True, "top_logprobs": 5, "max_tokens": 1})
+    ]
+    with StubOpenAIServer(respond=cut_off_then("8", bad=9)) as server:
+        first = OpenAIClient(server.url, "m", retry=FAST, cache=cache).complete_many(probe, stage="s", progress=False)
+        again = OpenAIClient(server.url, "m", retry=FAST, cache=cache).complete_many(probe, stage="s", progress=False)
+        assert server.requests == 1
+    assert first[0].text == "8" and again[0].cached
