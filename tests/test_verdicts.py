@@ -451,3 +451,31 @@ def test_sample_option_is_a_seeded_sample_of_the_whole_file():
     assert pick != list(range(10)) and max(pick) > 50
     assert select_rows(data, argparse.Namespace(sample=10, sample_seed=0, limit=3))["i"] == pick[:3]
     assert select_rows(data, argparse.Namespace(sample=None, sample_seed=0, limit=3))["i"] == [0, 1, 2]
+
+
+def test_rows_without_a_human_score_are_judged_and_left_out_of_the_figures():
+    """FastChat's MT-Bench has one turn-1 answer without a GPT-4 grade: grade judges it, the figures count it."""
+    import datasets
+
+    from hf_critic.datasets.generic import gold_labels
+    from hf_critic.io import RecordError
+
+    data = datasets.Dataset.from_dict({"question": ["a", "b", "c"], "human_score": [3.0, None, 5.0]})
+    out = gold_labels(data, "pointwise", source="d", required=False)
+    assert out["human_score"] == [3.0, None, 5.0]
+    with pytest.raises(RecordError, match="row 1"):
+        gold_labels(data, "pointwise", source="d", required=True)
+
+
+def test_readouts_are_cached_and_counted(tmp_path):
+    from hf_critic.critic import Critic
+
+    backend = ReadoutBackend(lambda t, k: "never called", _point_probs)
+    kwargs = {"template": "mtbench", "verdict": "probability", "explanation": "none", "cache_path": tmp_path / "c.db"}
+    first = Critic(backend, **kwargs)
+    first.grade(POINT)
+    assert first.last_stats.cached == 0 and len(backend.seen) == 3
+    again = Critic(backend, **kwargs)
+    out = again.grade(POINT)
+    assert again.last_stats.cached == 3 and len(backend.seen) == 3  # no model call the second time
+    assert out["critique_score"][:2] == pytest.approx([8.75, 2.5])

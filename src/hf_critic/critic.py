@@ -446,12 +446,17 @@ class Critic:
                 samples.append(sample_parses)
         verdicts = None
         if self.verdict != "text":
-            verdicts = self._read_verdicts(template, conversations, samples)
+            verdicts, read_cached = self._read_verdicts(template, conversations, samples)
+            # an input counts as cached when none of its model calls ran (generation, when any, and read-outs)
+            cached = min(cached, read_cached) if generate else read_cached
         return _Judged(parsed, raws, generations if generate else None, cached, verdicts)
 
-    def _read_verdicts(self, template: PromptTemplate, conversations: list, samples: list) -> list[ProbabilityVerdict]:
+    def _read_verdicts(
+        self, template: PromptTemplate, conversations: list, samples: list
+    ) -> tuple[list[ProbabilityVerdict], int]:
         """One probability verdict per conversation: the template's verdict prefix after the generation prompt
-        (``explanation="none"``) or after each sampled critique with its own verdict cut (``"first"``)."""
+        (``explanation="none"``) or after each sampled critique with its own verdict cut (``"first"``); and the
+        number of conversations whose read-outs all came from the cache."""
         output = template.output
         values = output.verdict_values()  # raises when the template declares no verdict prefix
         prefix = output.verdict_prefix
@@ -463,24 +468,32 @@ class Critic:
                 items.append((row, conversation, prefix))
             else:
                 items += [(row, conversation, _continuation(p.explanation, prefix)) for p in parses]
-        readouts = self._readouts([c for _, c, _ in items], [t for _, _, t in items], list(values))
+        readouts, hits = self._readouts([c for _, c, _ in items], [t for _, _, t in items], list(values))
         per_row: list[list[VerdictReadout]] = [[] for _ in conversations]
-        for (row, _, _), readout in zip(items, readouts, strict=True):
+        missed = set()
+        for (row, _, _), readout, hit in zip(items, readouts, hits, strict=True):
             per_row[row].append(readout)
-        return [
+            if not hit:
+                missed.add(row)
+        verdicts = [
             aggregate_readouts(r, values, kind=output.kind, min_mass=self.min_verdict_mass)
             if r
             else ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None)
             for r in per_row
         ]
+        return verdicts, len({row for row, _, _ in items} - missed)
 
-    def _readouts(self, conversations: list, continuations: list[str], verdicts: list[str]) -> list[VerdictReadout]:
-        """Backend read-outs through the cache (a killed run keeps every finished chunk)."""
+    def _readouts(
+        self, conversations: list, continuations: list[str], verdicts: list[str]
+    ) -> tuple[list[VerdictReadout], list[bool]]:
+        """Backend read-outs through the cache (a killed run keeps every finished chunk), and per item whether it
+        came from the cache."""
         keys = [
             cache_key(model=self.backend.name, messages=c, continuation=t, verdicts=verdicts, readout="v1")
             for c, t in zip(conversations, continuations, strict=True)
         ]
         done = self.cache.get_many(set(keys)) if self.cache is not None else {}
+        hits = [k in done for k in keys]
         todo = list(dict.fromkeys(k for k in keys if k not in done))
         where = {k: i for i, k in enumerate(keys)}
         chunk = max(getattr(self.backend, "batch_size", 8) * 4, 1) if self.cache is not None else max(len(todo), 1)
@@ -493,7 +506,7 @@ class Critic:
             if self.cache is not None:
                 self.cache.put_many(fresh)
             done.update(fresh)
-        return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys]
+        return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys], hits
 
     def _probability_stats(self, verdicts, truncated, cached: int, text: RunStats) -> RunStats:
         stats = RunStats(

@@ -138,7 +138,8 @@ def gold_labels(
         source: the file, for messages.
         columns: the ``--columns`` mapping, so a message names the column of the file as well.
         target: the gold column (default: ``label`` for pairwise, ``human_score`` for pointwise).
-        required: a missing gold column is an error (else the dataset is returned as it is).
+        required: a missing gold column, or a row without a gold value, is an error (else the dataset is returned as it
+            is, and rows without a gold value keep None).
 
     Returns:
         The dataset with the gold column cleaned (and the annotator columns as codes / floats).
@@ -191,10 +192,13 @@ def gold_labels(
     else:
         gold = values[target]
     unlabelled = np.flatnonzero(gold < 0) if task == "pairwise" else np.flatnonzero(~np.isfinite(gold))
-    if len(unlabelled):
+    if len(unlabelled) and (required or label_columns):
         what = f"no annotator of {names} gave a label" if label_columns else f"{where(target)} is missing"
         raise RecordError(f"{source}: row {int(unlabelled[0])}: {what} ({len(unlabelled)} such row(s))")
-    cleaned = gold.tolist()
+    # Without gold options a row without a human judgement is still judged; the figures leave it out and count it
+    # (e.g. FastChat's -1 "no grade" in MT-Bench).
+    missing = set(unlabelled.tolist())
+    cleaned = [None if i in missing else v for i, v in enumerate(gold.tolist())]
     feature = datasets.Value("int64") if task == "pairwise" else datasets.Value("float64")
     if target in dataset.column_names:
         dataset = dataset.remove_columns(target)
