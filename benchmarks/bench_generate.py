@@ -86,8 +86,9 @@ def continuous_batching(model, tokenizer, conversations, max_new_tokens: int, sl
         max_batch_tokens=slots * max(len(x) for x in ids),
     )
     started = time.perf_counter()
-    with torch.inference_mode():
-        model.generate_batch(inputs=ids, generation_config=config, progress_bar=False)
+    out = model.generate_batch(inputs=ids, generation_config=config, progress_bar=False)  # not under inference_mode
+    if len(out) != len(ids) or any(not r.generated_tokens for r in out.values()):
+        raise RuntimeError(f"generate_batch answered {len(out)} of {len(ids)} requests")
     return time.perf_counter() - started
 
 

@@ -106,16 +106,18 @@ def test_score_values_longest_first():
 @pytest.mark.parametrize(
     ("family", "task", "language", "line", "values"),
     [
-        ("mtbench", Task.POINTWISE, "en", '"[[" value "]]"', '"10" | "1"'),
+        ("mtbench", Task.POINTWISE, "en", '"Rating: [[" value "]]"', '"10" | "1"'),
         ("mtbench", Task.PAIRWISE, "en", '"[[" value "]]"', '"A" | "B" | "C"'),
-        ("critiquellm_v2", Task.POINTWISE, "en", '"{" "\'Overall Score\'" ": " value "}"', '"10"'),
+        ("critiquellm_v2", Task.POINTWISE, "en", '"{\'Overall Score\': " value "}"', '"10"'),
         (
             "critiquellm_v2",
             Task.PAIRWISE,
             "zh",
-            '"{" "\'综合比较结果\'" ": \'" value "\'}"',
-            '"助手1" | "助手2" | "质量相当"',
+            "\"{'综合比较结果': '\" value \"'}\"",
+            '"质量相当" | "助手1" | "助手2"',
         ),
+        ("critiquellm_v1", Task.POINTWISE, "en", '"Rating: [[" value "]]"', '"10"'),
+        ("prometheus2", Task.POINTWISE, "en", '"[RESULT] " value', '"1" | "2"'),
     ],
 )
 def test_verdict_grammar_follows_the_template(family, task, language, line, values):
@@ -123,6 +125,11 @@ def test_verdict_grammar_follows_the_template(family, task, language, line, valu
     rules = dict(r.split(" ::= ", 1) for r in grammar.strip().splitlines())
     assert rules["root"] == f'"\\n" {line}'
     assert rules["value"].startswith(values)
+
+
+def test_verdict_grammar_refuses_verdicts_that_open_the_critique():
+    with pytest.raises(ValueError, match="'pandalm_first_line' verdict of this template cannot be appended"):
+        verdict_grammar(get_template("pandalm", Setting(Task.PAIRWISE, referenced=False), "en").output)
 
 
 # ------------------------------------------------------------------------------------------------ engine choice

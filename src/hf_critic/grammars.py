@@ -49,45 +49,57 @@ def score_values(score_range: tuple[float, float]) -> list[str]:
     return sorted((str(v) for v in range(low, high + 1)), key=lambda v: (-len(v), v))
 
 
+# What closes the verdict in each format that ends a critique with it (the opening is the template's verdict prefix).
+_VERDICT_CLOSINGS = {
+    "rating_brackets": "]]",
+    "autoj_rating": "]]",
+    "pair_brackets": "]]",
+    "score_dict": "}",
+    "comparison_dict": "'}",
+    "prometheus_result": "",
+    "autoj_decision": "",
+}
+
+
 def verdict_grammar(output: OutputSpec) -> str:
     """The GBNF grammar of one verdict line in ``output``'s format, starting on a new line.
 
-    Implements the verdict formats of the templates (CritiqueLLM v1 Table 9 / MT-Bench ``single-v1``: ``[[x]]``;
-    CritiqueLLM v2 Tables 11-14: ``{'Overall Score': x}`` and ``{'Overall Comparison Result': 'Assistant 1'}``;
-    MT-Bench ``pair-v2``: ``[[A]]``), each parsed by :mod:`hf_critic.parsing`.
+    The line is the template's verdict prefix (``Rating: [[``, ``{'Overall Score':``, ``{'综合比较结果': '``,
+    ``[RESULT]``, ``So, the final decision is``; a space after a prefix ending in ``:`` or a word), one allowed value,
+    and the format's closing (``]]``, ``}``, ``'}``): the verdict formats of CritiqueLLM v1 Table 9 / MT-Bench,
+    CritiqueLLM v2 Tables 11-14, Prometheus 2 and Auto-J, each parsed by :mod:`hf_critic.parsing`.
 
     Args:
         output: the template's :class:`~hf_critic.prompts.OutputSpec`.
 
     Returns:
-        A GBNF grammar (rule ``root``) matching ``"\\n"`` followed by exactly one verdict; scores are the integers of
-        ``output.score_range``, labels the template's three label strings.
+        A GBNF grammar (rule ``root``) matching ``"\\n"`` followed by exactly one verdict; the values are the
+        template's allowed verdicts (``output.verdicts``, else the labels, else the integers of the score range).
 
     Raises:
-        ValueError: an output format this module does not know.
+        ValueError: a format whose verdict opens the critique (JudgeLM's and PandaLM's first lines).
     """
-    if output.kind == "score":
-        value = " | ".join(gbnf_literal(v) for v in score_values(output.score_range))
-    else:
-        value = " | ".join(gbnf_literal(label) for label in output.labels)
-    if output.format in ("rating_brackets", "pair_brackets"):
-        line = '"[[" value "]]"'
-    elif output.format == "score_dict":
-        line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": " value "}}"'
-    elif output.format == "comparison_dict":
-        line = f'"{{" {gbnf_literal(repr(output.overall_key))} ": \'" value "\'}}"'
-    elif output.format == "prometheus_result":  # "[RESULT] 4", "[RESULT] A"
-        line = '"[RESULT] " value'
-    elif output.format == "autoj_rating":  # "Rating: [[5]]", "评分: [[5]]"
-        line = f'{gbnf_literal(output.verdict_prefix)} value "]]"'
-    elif output.format == "autoj_decision":  # "So, the final decision is Response 1."
-        space = "" if output.verdict_prefix.endswith("是") else " "
-        line = f'{gbnf_literal(output.verdict_prefix + space)} value "."'
-    else:  # JudgeLM's and PandaLM's verdicts open the critique: nothing can be appended after the explanation
-        raise ValueError(
-            f"no verdict grammar for output format {output.format!r}: its verdict comes first, not after the explanation"
-        )
-    return f'root ::= "\\n" {line}\nvalue ::= {value}\n'
+    prefix = output.verdict_prefix if output.verdict_prefix is not None else _default_prefix(output)
+    if output.format not in _VERDICT_CLOSINGS or not prefix:
+        raise ValueError(f"the {output.format!r} verdict of this template cannot be appended under a grammar")
+    if prefix[-1].isascii() and prefix[-1] not in "['":  # "Score:", "[RESULT]", "is" take a space before the value
+        prefix += " "
+    values = output.verdicts or (output.labels if output.kind == "label" else score_values(output.score_range))
+    value = " | ".join(gbnf_literal(v) for v in sorted(values, key=lambda v: (-len(v), v)))
+    closing = f" {gbnf_literal(_VERDICT_CLOSINGS[output.format])}" if _VERDICT_CLOSINGS[output.format] else ""
+    return f'root ::= "\\n" {gbnf_literal(prefix)} value{closing}\nvalue ::= {value}\n'
+
+
+def _default_prefix(output: OutputSpec) -> str | None:
+    """The verdict prefix of a format, for templates that declare none (the Eval-Instruct teacher prompts)."""
+    return {
+        "rating_brackets": "[[",
+        "autoj_rating": "[[",
+        "pair_brackets": "[[",
+        "prometheus_result": "[RESULT]",
+        "score_dict": f"{{{output.overall_key!r}:",
+        "comparison_dict": f"{{{output.overall_key!r}: '",
+    }.get(output.format)
 
 
 def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
