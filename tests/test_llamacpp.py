@@ -128,7 +128,7 @@ def test_verdict_grammar_follows_the_template(family, task, language, line, valu
 
 
 def test_verdict_grammar_refuses_verdicts_that_open_the_critique():
-    with pytest.raises(ValueError, match="'pandalm_first_line' verdict of this template cannot be appended"):
+    with pytest.raises(ValueError, match="'pandalm_first_line': its verdict comes first"):
         verdict_grammar(get_template("pandalm", Setting(Task.PAIRWISE, referenced=False), "en").output)
 
 

@@ -57,7 +57,7 @@ _VERDICT_CLOSINGS = {
     "score_dict": "}",
     "comparison_dict": "'}",
     "prometheus_result": "",
-    "autoj_decision": "",
+    "autoj_decision": ".",  # "So, the final decision is Response 1."
 }
 
 
@@ -80,8 +80,10 @@ def verdict_grammar(output: OutputSpec) -> str:
         ValueError: a format whose verdict opens the critique (JudgeLM's and PandaLM's first lines).
     """
     prefix = output.verdict_prefix if output.verdict_prefix is not None else _default_prefix(output)
-    if output.format not in _VERDICT_CLOSINGS or not prefix:
-        raise ValueError(f"the {output.format!r} verdict of this template cannot be appended under a grammar")
+    if output.format not in _VERDICT_CLOSINGS or not prefix:  # JudgeLM's and PandaLM's verdicts open the critique
+        raise ValueError(
+            f"no verdict grammar for output format {output.format!r}: its verdict comes first, not after the explanation"
+        )
     if prefix[-1].isascii() and prefix[-1] not in "['":  # "Score:", "[RESULT]", "is" take a space before the value
         prefix += " "
     values = output.verdicts or (output.labels if output.kind == "label" else score_values(output.score_range))
