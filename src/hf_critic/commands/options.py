@@ -655,7 +655,9 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
         api_key_env=args.api_key_env,
         concurrency=args.concurrency,
         timeout=args.request_timeout,
-        retry=RetryPolicy(max_retries=args.max_retries),
+        # a critique cut off at --max-new-tokens is the critique this budget gives (the local engines keep it too):
+        # kept and cached at once, not asked again
+        retry=RetryPolicy(max_retries=args.max_retries, accept_truncated=True),
         cache=GenerationCache(cache) if cache else None,
     )
     client.check()
