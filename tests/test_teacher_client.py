@@ -6,7 +6,6 @@ import itertools
 import random
 import sqlite3
 import threading
-import time
 
 import pytest
 
@@ -36,13 +35,11 @@ def test_bounded_concurrency_overlaps_requests():
         c = client(server.url, concurrency=8)
         c.complete_many(requests(1, "warm-up"), stage="warm-up", progress=False)  # imports, first connection
         server.max_in_flight = 0
-        started = time.perf_counter()
         results = c.complete_many(requests(16), stage="s", progress=False)
-        elapsed = time.perf_counter() - started
     assert [r.id for r in results] == [f"item-{i}" for i in range(16)]  # input order
     assert [r.text for r in results] == [f"question {i} "[::-1] for i in range(16)]
-    assert server.max_in_flight == 8  # never more than the bound
-    assert elapsed < 16 * 0.25 / 2  # 2 waves of 0.25 s, not 16 sequential ones (4 s)
+    # Overlap is shown by the server's own count of requests in flight, not by a wall-clock bound (flaky under load).
+    assert server.max_in_flight == 8  # 8 at once: concurrent, and never more than the bound
 
 
 # ----------------------------------------------------------------------------------------------- retries
