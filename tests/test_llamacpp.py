@@ -276,7 +276,9 @@ def test_grade_engine_llamacpp_from_the_command_line(tmp_path):
     out = tmp_path / "graded.jsonl"
     data = str(EXAMPLES / "pointwise_referenced.jsonl")
     args = ["grade", "--data", data, "--output", str(out), "--engine", "llamacpp", "--limit", "2"]
-    assert main([*args, "--max-new-tokens", "8", "--template", "mtbench", "--no-cache", "--no-progress"]) == 0
+    # --verdict text: the embedded critic's default (a probability read-out with no explanation) generates no text.
+    options = ["--max-new-tokens", "8", "--template", "mtbench", "--verdict", "text", "--no-cache", "--no-progress"]
+    assert main([*args, *options]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(r["critique_generation"] for r in rows)
 
