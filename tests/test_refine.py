@@ -75,6 +75,13 @@ RECORDS = [
 ]
 
 
+def _records_file(tmp_path):
+    """RECORDS as a JSONL file, the command line's input."""
+    data = tmp_path / "records.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    return data
+
+
 def _critic(backend, cache=None):
     return Critic(backend, template="mtbench", decoding=DecodingConfig(max_new_tokens=32), cache_path=cache)
 
@@ -201,8 +208,7 @@ def test_refine_rejects_bad_input(tmp_path):
 def test_cli_runs_three_roles_on_one_local_model(tmp_path, tiny_model_dir, capsys):
     from hf_critic.cli import main
 
-    data = tmp_path / "records.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    data = _records_file(tmp_path)
     argv = [
         "refine",
         "--data",
@@ -283,8 +289,7 @@ def test_the_loop_over_a_real_openai_compatible_server(tmp_path):
         # the command line: every role behind the server (--base-url), answers from the same cache
         from hf_critic.cli import main
 
-        data = tmp_path / "records.jsonl"
-        data.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+        data = _records_file(tmp_path)
         argv = [
             "refine",
             "--data",
