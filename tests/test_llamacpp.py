@@ -22,7 +22,7 @@ from hf_critic.decoding import DecodingConfig
 from hf_critic.grammars import score_values, verdict_grammar
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
-from hf_critic.testing import FaultInjectionProxy, LlamaCppServerProcess, free_port
+from hf_critic.testing import FaultInjectionProxy, LlamaCppServerProcess, StubOpenAIServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -69,6 +69,30 @@ def test_bad_engine_input_is_a_one_line_error_with_exit_2(argv, message, tmp_pat
     assert code == 2 and "Traceback" not in err
     assert len(errors) == 1 and errors[0].startswith("hf-critic grade: error: ") and message in errors[0], err
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_server_failing_mid_run_is_a_one_line_error_with_exit_3(tmp_path, capsys):
+    """The server answers the first critique, then only 503s: exit 3, one line naming the cache file, no traceback;
+    the same command against a server that answers then asks only for the rows still missing."""
+
+    def fail_after_one(body, headers):
+        return (503, {}, b'{"error": {"message": "going down"}}') if server.requests > 1 else None
+
+    data, out, cache = EXAMPLES / "pointwise_reference_free.jsonl", tmp_path / "out.jsonl", tmp_path / "cache.sqlite"
+    argv = ["grade", "--data", str(data), "--output", str(out), "--cache", str(cache), "--template", "mtbench"]
+    argv += ["--model", "stub", "--verdict", "text", "--concurrency", "1", "--max-retries", "0", "--no-progress"]
+    with StubOpenAIServer(lambda body: "Fine. Rating: [[7]]", respond=fail_after_one) as server:
+        assert main([*argv, "--base-url", server.url]) == 3
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if "error" in line]
+    assert "Traceback" not in err and errors == err.splitlines()[-1:], err
+    assert errors[0].startswith(f"hf-critic grade: error: 7 of 8 request(s) to {server.url} failed after retries (")
+    assert errors[0].endswith(f"answered requests are kept in {cache}: run the same command again to resume")
+    assert not out.exists()
+    with StubOpenAIServer(lambda body: "Fine. Rating: [[7]]") as server:
+        assert main([*argv, "--base-url", server.url]) == 0
+        assert server.requests == 7
+    assert [json.loads(line)["critique_score"] for line in out.read_text().splitlines()] == [7.0] * 8
 
 
 def test_llamacpp_request_maps_decoding():
@@ -349,7 +373,10 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
             time.sleep(0.1)
         server.stop(kill=True)
         output = first.communicate(timeout=300)[0]
-        assert first.returncode != 0 and not out.exists(), output
+        assert first.returncode == 3 and not out.exists() and "Traceback" not in output, output
+        last = output.strip().splitlines()[-1]
+        assert last.startswith(f"hf-critic {task}: error: ") and " request(s) to " in last, output
+        assert last.endswith(f"answered requests are kept in {cache}: run the same command again to resume"), output
         answered = {r.key for r in proxy.log if r.status == 200}
         assert 2 <= len(answered) < len(rows) * (2 if task == "compare" else 1)
         seen = len(proxy.log)

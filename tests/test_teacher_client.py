@@ -10,11 +10,11 @@ import threading
 import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest, ChatResult, Pricing, UsageLedger, chat_cache_key
-from hf_critic.backends.openai import FatalAPIError, OpenAIBackend, OpenAIClient, RetryPolicy
+from hf_critic.backends.openai import FatalAPIError, OpenAIBackend, OpenAIClient, RequestsFailedError, RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.critic import Critic
 from hf_critic.decoding import DecodingConfig
-from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer
+from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer, free_port
 
 FAST = RetryPolicy(max_retries=3, initial_backoff=0.01, max_backoff=0.02)
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
@@ -246,8 +246,38 @@ def test_openai_backend_runs_the_critic_against_a_server():
 def test_openai_backend_raises_when_items_fail():
     with StubOpenAIServer(respond=lambda body, headers: (500, {}, b"{}")) as server:
         backend = OpenAIBackend(client(server.url), progress=False)
-        with pytest.raises(RuntimeError, match="1 of 1 request"):
+        with pytest.raises(RequestsFailedError, match="1 of 1 request"):
             backend.generate([[{"role": "user", "content": "q"}]], DecodingConfig())
+
+
+def test_a_server_gone_mid_run_is_one_error_naming_the_cache(tmp_path):
+    """The server answers one request, then is gone: every backend call that needs it raises RequestsFailedError,
+    one line with the counts, the first error, the redacted URL and the cache file; the answered request is kept."""
+    ask = [[{"role": "user", "content": "a"}], [{"role": "user", "content": "b"}]]
+    cache = GenerationCache(tmp_path / "cache.sqlite")
+    with StubOpenAIServer() as server:
+        backend = OpenAIBackend(client(server.url, cache=cache), progress=False)
+        assert backend.generate(ask[:1], DecodingConfig()) == [["a"]]
+    with pytest.raises(RequestsFailedError) as info:
+        backend.generate(ask, DecodingConfig())  # "a" from the cache, "b" to a server that is not there
+    assert str(info.value) == (
+        f"1 of 2 request(s) to {server.url} failed after retries (first: connection error: Connection error. "
+        f"(after {FAST.max_retries + 1} attempts)); answered requests are kept in {tmp_path / 'cache.sqlite'}: run "
+        "the same command again to resume"
+    )
+    assert (info.value.failed, info.value.total, len(cache)) == (1, 2, 1)
+    # no cache known to the backend, a key in the URL: "the --cache file", the key redacted
+    url = f"http://user:{SECRET}@127.0.0.1:{free_port()}/v1"
+    backend = OpenAIBackend(client(url), progress=False)
+    calls = [
+        lambda: backend.verdict_probabilities(ask, ["Rating: [[", "Rating: [["], ["1", "2"]),
+        lambda: backend.continue_under_grammar(ask, ["Rating: [[", "Rating: [["], 'root ::= "1"'),
+    ]
+    for call in calls:
+        with pytest.raises(RequestsFailedError, match=r"^2 of 2 request\(s\) to http://user:\*\*\*@127") as info:
+            call()
+        assert SECRET not in str(info.value) and "\n" not in str(info.value)
+        assert str(info.value).endswith("kept in the --cache file: run the same command again to resume")
 
 
 class EchoBackend:

@@ -31,15 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    from .backends.openai import EndpointError, FatalAPIError
+    from .backends.openai import EndpointError, FatalAPIError, RequestsFailedError
     from .io import RecordError
     from .models import ModelNotFoundError
 
+    # Exit codes (README, "A critic behind a server"): 2 bad input or a server unusable before any work; 3 a server
+    # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
+    # adds 1 (some items failed) and 4 (no rows).
     try:
         return args.func(args) or 0
-    except (RecordError, ModelNotFoundError, ValueError, EndpointError, FatalAPIError) as err:
-        print(f"hf-critic {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
+        code, message = 2, str(err)
+    except (FatalAPIError, RequestsFailedError) as err:
+        code, message = 3, str(err)
+    print(f"hf-critic {args.command}: error: {message}", file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -60,7 +61,15 @@ from .chat import (
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EndpointError", "FatalAPIError", "OpenAIBackend", "OpenAIClient", "RetryPolicy", "redact_url"]
+__all__ = [
+    "EndpointError",
+    "FatalAPIError",
+    "OpenAIBackend",
+    "OpenAIClient",
+    "RequestsFailedError",
+    "RetryPolicy",
+    "redact_url",
+]
 
 KEY_HEADER = "X-HF-Critic-Cache-Key"
 STAGE_HEADER = "X-HF-Critic-Stage"
@@ -100,10 +109,35 @@ class FatalAPIError(RuntimeError):
 
 
 class EndpointError(ConnectionError):
-    """The server at a base URL cannot be used: down, not OpenAI-compatible, or not serving the model asked for.
+    """The server at a base URL cannot be used: down, not OpenAI-compatible, refusing the key, or not serving the
+    model asked for.
 
     Raised by :meth:`OpenAIClient.check` before a run, with a one-line message naming the URL and the model.
     """
+
+
+class RequestsFailedError(RuntimeError):
+    """Requests still failed after the client's bounded retries (typically: the server died or stopped answering
+    mid-run), so the critic cannot finish. Raised by :class:`OpenAIBackend`.
+
+    The message is one line: how many of how many requests failed, the first error (with its attempt count), the
+    base URL (redacted, never the key), and where the answered requests are kept, so that the same command run
+    again resumes from them.
+
+    Attributes:
+        failed: requests that failed (>= 1).
+        total: requests in the batch that was being answered.
+        cache: the client's cache file, None when it has none.
+    """
+
+    def __init__(self, failed: int, total: int, first_error: str, base_url: str, cache: Path | None = None):
+        self.failed, self.total, self.cache = failed, total, cache
+        kept = f"answered requests are kept in {cache if cache else 'the --cache file'}"
+        first = " ".join(first_error.split())  # one line, whatever the server's error body held
+        super().__init__(
+            f"{failed} of {total} request(s) to {redact_url(base_url)} failed after retries (first: {first}); "
+            f"{kept}: run the same command again to resume"
+        )
 
 
 @dataclass(frozen=True)
@@ -285,9 +319,8 @@ class OpenAIClient:
             The served model ids (empty when the server has no ``/models`` route; the check is then skipped).
 
         Raises:
-            EndpointError: nothing answers at the base URL (down, wrong port), or :attr:`model` is not among the
-                served ids.
-            FatalAPIError: 401 / 403 (the key in ``$api_key_env`` is missing or refused).
+            EndpointError: nothing answers at the base URL (down, wrong port), it answers 401 / 403 (the key in
+                ``$api_key_env`` is missing or refused), or :attr:`model` is not among the served ids.
         """
         import openai
 
@@ -301,7 +334,7 @@ class OpenAIClient:
             ) from None
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
-                raise FatalAPIError(
+                raise EndpointError(
                     f"{redact_url(self.base_url)} answered {err.status_code} to GET /models; check ${self.api_key_env}"
                 ) from None
             return []  # no /models route (404) or another answer: the first request will tell
@@ -545,8 +578,9 @@ class OpenAIBackend(Backend):
             20); verdicts outside them count as missing mass.
 
     Raises:
-        RuntimeError (from :meth:`generate`): some requests still failed after retries (the message counts them and
-            gives the first error).
+        RequestsFailedError (from :meth:`generate`, :meth:`verdict_probabilities`, :meth:`continue_under_grammar`):
+            some requests still failed after retries, e.g. the server died mid-run (one line: the count, the first
+            error, and the cache file a rerun resumes from).
     """
 
     def __init__(
@@ -576,7 +610,7 @@ class OpenAIBackend(Backend):
 
         Raises:
             VerdictProbabilityError: the server answered without ``top_logprobs`` (e.g. ``transformers serve``).
-            RuntimeError: requests that failed after retries.
+            RequestsFailedError: requests that failed after retries.
         """
         if len(continuations) != len(conversations):
             raise ValueError("verdict_probabilities needs one continuation per conversation")
@@ -590,9 +624,7 @@ class OpenAIBackend(Backend):
                 for i, (row, text) in enumerate(positions)
             ]
             results = self.client.complete_many(requests, stage=self.stage, progress=False)
-            failed = [r for r in results if not r.ok]
-            if failed:
-                raise RuntimeError(f"{len(failed)} read-out request(s) failed after retries; first: {failed[0].error}")
+            self._raise_if_failed([r for r in results if not r.ok], len(results))
             if any(r.top_logprobs is None for r in results):
                 raise VerdictProbabilityError(
                     f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use --verdict "
@@ -610,7 +642,7 @@ class OpenAIBackend(Backend):
 
         Raises:
             ValueError: beam search.
-            RuntimeError: items that failed after retries.
+            RequestsFailedError: items that failed after retries.
         """
         if config.strategy == "beam":
             raise ValueError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
@@ -632,11 +664,7 @@ class OpenAIBackend(Backend):
         # local backend returns it): the critic parses it and reports it unparsed if the verdict is missing.
         texts = [r.text if r.ok else r.rejected if (r.error or "").startswith("answer rejected: length") else None
                  for r in results]  # fmt: skip
-        failed = [r for r, text in zip(results, texts, strict=True) if text is None]
-        if failed:
-            raise RuntimeError(
-                f"{len(failed)} of {len(results)} request(s) failed after retries; first: {failed[0].error}"
-            )
+        self._raise_if_failed([r for r, text in zip(results, texts, strict=True) if text is None], len(results))
         return [texts[i * n : (i + 1) * n] for i in range(len(conversations))]  # type: ignore[misc]
 
     def continue_under_grammar(
@@ -646,7 +674,7 @@ class OpenAIBackend(Backend):
         ``grammar`` field and assistant prefill).
 
         Raises:
-            RuntimeError: requests that failed after retries (e.g. a server that rejects ``grammar``).
+            RequestsFailedError: requests that failed after retries (e.g. a server that rejects ``grammar``).
         """
         from .llamacpp import prefill_tail
 
@@ -656,10 +684,14 @@ class OpenAIBackend(Backend):
             for i, (c, p) in enumerate(zip(conversations, prefixes, strict=True))
         ]
         results = self.client.complete_many(requests, stage=self.stage, progress=self.progress)
-        failed = [r for r in results if not r.ok]
-        if failed:
-            raise RuntimeError(f"{len(failed)} verdict request(s) failed; first: {failed[0].error}")
+        self._raise_if_failed([r for r in results if not r.ok], len(results))
         return [prefill_tail(r.text, p) for r, p in zip(results, prefixes, strict=True)]
+
+    def _raise_if_failed(self, failed: Sequence[ChatResult], total: int) -> None:
+        """Raise :class:`RequestsFailedError` when any of ``total`` requests ``failed``."""
+        if failed:
+            cache = self.client.cache.path if self.client.cache is not None else None
+            raise RequestsFailedError(len(failed), total, failed[0].error or "", self.client.base_url, cache)
 
     def count_tokens(self, text: str) -> int:
         """Estimated tokens of ``text`` (no local tokenizer for a remote model)."""

@@ -18,8 +18,9 @@ again asks only for what is missing, and a rerun of the same recipe makes no req
 environment variable the recipe names (api_key_env, default OPENAI_API_KEY), never from the recipe.
 
 exit status: 0 done; 1 done, but some items failed after retries (listed in <output_dir>/failures.jsonl);
-2 bad recipe or data; 3 the server refused every request (401/403/404); 4 no rows at all, or a stage lost more than
-max_rejected_share of its items (one line names the stage and its main reason; nothing is saved or pushed).
+2 bad recipe or data; 3 a server refused every request (401/403/404) during the run (a rerun resumes from the cache);
+4 no rows at all, or a stage lost more than max_rejected_share of its items (one line names the stage and its main
+reason; nothing is saved or pushed).
 """
 
 
@@ -46,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the recipe; print progress to stderr and the summary table to stdout. Returns the exit status."""
     import dataclasses
 
-    from ..backends.openai import FatalAPIError
     from ..data.config import load_config
     from ..data.pipeline import run_eval_instruct
     from ..data.report import ShortfallError
@@ -60,11 +60,8 @@ def run(args: argparse.Namespace) -> int:
         config = dataclasses.replace(config, hub=dataclasses.replace(config.hub, repo_id=args.push_to_hub))
     # the cache in output_dir is how a killed run resumes: only finished outputs need --overwrite
     check_output_dir(config.output_dir, outputs=("dataset", "hub"), overwrite=args.overwrite)
-    try:
+    try:  # a server refusing every request (FatalAPIError) is exit 3, in hf_critic.cli.main like every command's
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
-    except FatalAPIError as err:
-        print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return 3
     except ShortfallError as err:
         print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
         return 4
