@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
+import inspect
 import logging
 import os
 import time
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 from tqdm.auto import tqdm
-from transformers import GenerationConfig
+from transformers import DynamicCache, GenerationConfig
 
 from ..decoding import DecodingConfig
 from ..models import default_num_threads, load_model
@@ -19,6 +21,11 @@ from ..verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
+
+# Shortest common token prefix worth a prefill of its own. Critic prompts share the template's judge instructions
+# (133 of 261 tokens for the MT-Bench pointwise template on the demo records); a few shared tokens are not worth the
+# extra forward pass and cache copies.
+MIN_SHARED_PREFIX = 32
 
 
 class TransformersBackend(Backend):
@@ -105,6 +112,47 @@ class TransformersBackend(Backend):
         head, tail = keep - keep // 2, keep // 2
         return self.tokenizer.decode(ids[:head]) + " ... " + (self.tokenizer.decode(ids[-tail:]) if tail else "")
 
+    def _shared_prefix(self, encoded: Sequence[Sequence[int]]) -> list[int]:
+        """The token prefix every prompt of a call starts with (each keeps one token of its own), or ``[]`` when it is
+        shorter than :data:`MIN_SHARED_PREFIX` or the model cannot take a prefilled cache with mid-sequence padding."""
+        if len(encoded) < 2 or not self._prefix_sharing:
+            return []
+        shared = os.path.commonprefix([list(ids) for ids in encoded])[: min(map(len, encoded)) - 1]
+        return shared if len(shared) >= MIN_SHARED_PREFIX else []
+
+    @property
+    def _prefix_sharing(self) -> bool:
+        # Positions must come from the attention mask (padding sits between the prefix and each suffix), the cache
+        # must be transformers' own (remote-code models such as ChatGLM keep theirs), and recurrent state cannot be
+        # copied row by row.
+        forward = inspect.signature(self.model.forward).parameters
+        remote = bool(getattr(self.model.config, "auto_map", None))
+        return "position_ids" in forward and not remote and not getattr(self.model, "_is_stateful", False)
+
+    def _batch_inputs(self, rows: Sequence[Sequence[int]], prefix: list[int], memo: dict, copies: int = 1):
+        """Token rows -> ``(input_ids, attention_mask, cache)`` tensors for one batch.
+
+        Without a shared ``prefix``: left-padded rows and no cache. With one: the prefix is prefilled once per call
+        (``memo``), its KV cache copied to ``len(rows) * copies`` rows, and each row is ``prefix + padding + own
+        tokens``; the mask zeroes the padding, and positions follow the mask, so every row sees exactly its prompt.
+        """
+        device, pad = self.model.device, self.tokenizer.pad_token_id
+        if not prefix:
+            inputs = self.tokenizer.pad({"input_ids": list(rows)}, return_tensors="pt")
+            return inputs["input_ids"].to(device), inputs["attention_mask"].to(device), None
+        if "cache" not in memo:
+            memo["cache"] = DynamicCache(config=self.model.config)
+            self.model(input_ids=torch.tensor([prefix], device=device), past_key_values=memo["cache"], logits_to_keep=1)
+        width = max(len(r) for r in rows) - len(prefix)
+        ids, mask = [], []
+        for row in rows:
+            own = list(row[len(prefix) :])
+            ids.append(prefix + [pad] * (width - len(own)) + own)
+            mask.append([1] * len(prefix) + [0] * (width - len(own)) + [1] * len(own))
+        cache = copy.deepcopy(memo["cache"])
+        cache.batch_repeat_interleave(len(rows) * copies)
+        return torch.tensor(ids, device=device), torch.tensor(mask, device=device), cache
+
     @torch.inference_mode()
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
         """Generate in length-sorted batches of equal size; results in input order.
@@ -112,6 +160,12 @@ class TransformersBackend(Backend):
         Sorting by length buckets similar prompts together (less padding). The ``ceil(n / batch_size)`` batches are
         of equal size (17 prompts at batch 8: 6 + 6 + 5, not 8 + 8 + 1), so no run ends on a lone prompt, which on
         CPUs without AMX is the slowest shape in bfloat16 (:func:`hf_critic.models.auto_dtype`).
+
+        The token prefix all prompts share (the template's judge instructions: 133 of 261 tokens on the demo
+        records) is prefilled once per call and its KV cache copied into every batch (prefix caching, as vLLM's
+        automatic prefix caching does across requests), so each batch prefills only its rows' own tokens. Outputs
+        are those of the plain batches up to floating-point rounding (float32: identical on the demo prompts;
+        ``tests/test_backends.py``).
 
         Each batch is seeded from ``config.seed`` and the batch's own prompts, so sampling is reproducible
         for the same inputs and batch size, including after a resumed run.
@@ -128,18 +182,21 @@ class TransformersBackend(Backend):
             eos_token_id=self.model.generation_config.eos_token_id,
             pad_token_id=self.tokenizer.pad_token_id,
         )
+        copies = max(gen_config.num_beams or 1, n)  # generate runs this many sequences per prompt
+        prefix, memo = self._shared_prefix(encoded), {}
         results: list[list[str]] = [[] for _ in texts]
         new_tokens, started = 0, time.perf_counter()
         bar = tqdm(
             total=len(texts), unit="critique", disable=not self.progress, desc=f"generating ({config.strategy})"
         )
         for batch in _balanced(order, self.batch_size):
-            inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
-            inputs = {k: v.to(self.model.device) for k, v in inputs.items()}
+            ids, mask, cache = self._batch_inputs([encoded[i] for i in batch], prefix, memo, copies)
             digest = hashlib.sha256("\x00".join(texts[i] for i in batch).encode()).digest()
             torch.manual_seed(config.seed + int.from_bytes(digest[:4], "little"))
-            output = self.model.generate(**inputs, generation_config=gen_config)
-            generated = output[:, inputs["input_ids"].shape[1] :]
+            output = self.model.generate(
+                input_ids=ids, attention_mask=mask, past_key_values=cache, generation_config=gen_config
+            )
+            generated = output[:, ids.shape[1] :]
             new_tokens += int((generated != self.tokenizer.pad_token_id).sum())
             decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
             for j, i in enumerate(batch):
@@ -171,9 +228,10 @@ class TransformersBackend(Backend):
         """Exact verdict probabilities from the model's logits (see :meth:`Backend.verdict_probabilities`).
 
         Per batch of ``batch_size`` rows: one prefill of prompt + continuation (only the last position's logits are
-        kept), then one forward pass of the verdict trie's internal tokens over the prefill's KV cache, with a tree
-        attention mask (each trie token sees the prompt and its own ancestors) and the positions it would have in
-        the sequence. No decoding. Float64 softmax of the logits.
+        kept; the prefix all rows share is prefilled once per call, as in :meth:`generate`), then one forward pass
+        of the verdict trie's internal tokens over the prefill's KV cache, with a tree attention mask (each trie
+        token sees the prompt and its own ancestors) and the positions it would have in the sequence. No decoding.
+        Float64 softmax of the logits.
 
         Returns:
             One readout per conversation, in input order.
@@ -190,15 +248,22 @@ class TransformersBackend(Backend):
         depth = trie.depth
         fed_depth = torch.tensor([depth[n] for n in trie.fed], dtype=torch.long, device=self.model.device)
         tree = torch.from_numpy(trie.ancestors()).to(self.model.device)
+        prefix, memo = self._shared_prefix(encoded), {}
         results: list[VerdictReadout | None] = [None] * len(texts)
         bar = tqdm(total=len(texts), unit="verdict", disable=not self.progress, desc="reading verdicts")
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            inputs = self.tokenizer.pad({"input_ids": [encoded[i] for i in batch]}, return_tensors="pt")
-            ids, mask = inputs["input_ids"].to(self.model.device), inputs["attention_mask"].to(self.model.device)
+            ids, mask, cache = self._batch_inputs([encoded[i] for i in batch], prefix, memo)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
+            done = len(prefix) if cache is not None else 0  # tokens already in the cache (the shared prefix)
             out = self.model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=bool(trie.fed), logits_to_keep=1
+                input_ids=ids[:, done:],
+                attention_mask=mask,
+                position_ids=positions[:, done:],
+                past_key_values=cache,
+                cache_position=torch.arange(done, ids.shape[1], device=self.model.device),
+                use_cache=bool(trie.fed) or cache is not None,
+                logits_to_keep=1,
             )
             dists = [torch.log_softmax(out.logits[:, -1].double(), dim=-1)]  # [B, V] at the root
             if trie.fed:
