@@ -2,15 +2,16 @@
 
 The baseline is the plain transformers loop a user would write (chat template, `generate`, decode, one record at a
 time) on the model as `from_pretrained` loads it by default (float32), timed in the same run with the same threads,
-records and decoding settings. Then, for each batch size (1, 4, 8):
+records and decoding settings. Then, for each batch size (1, 4, 8, 16):
 
 - `transformers <dtype>`: hf-critic's transformers engine (length-sorted, left-padded batches) in float32 and
   bfloat16;
-- `transformers auto`: what `--dtype auto` picks for that CPU and batch size (`hf_critic.models.auto_dtype`): the
-  same configuration as one of the rows above, so its time is that row's;
 - `transformers-cb <dtype>` (with `--continuous-batching`): transformers' own continuous batching
   (`generate_batch`, paged attention) with the batch size as its slot budget;
-- `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots.
+- `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots;
+- `auto`, last: the configuration `--engine auto --dtype auto` runs for the default critic at that batch size
+  (`hf_critic.models.resolve_engine`, `auto_dtype`), one of the rows above, and whether it is at least as fast as
+  transformers in float32 at the same batch size.
 
 With `--verdict-modes` it times the verdict modes instead (issue 16), in one run, on the transformers engine at batch 8
 in the dtype `auto` picks: a text critique of `--max-new-tokens` tokens (default there: 192) parsed for its verdict
@@ -37,12 +38,11 @@ from pathlib import Path
 import torch
 
 from hf_critic.decoding import DecodingConfig
-from hf_critic.models import auto_dtype, cpu_flags, load_model
+from hf_critic.models import auto_dtype, cpu_flags, load_model, resolve_engine
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pointwise_reference_free.jsonl"
-BATCHES = (1, 4, 8)
 
 
 def records(n: int) -> list[dict]:
@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--template", default="mtbench")
     parser.add_argument("--engines", default="transformers,llamacpp", help="comma-separated: transformers,llamacpp")
     parser.add_argument("--dtypes", default="float32,bfloat16", help="transformers dtypes besides auto")
-    parser.add_argument("--batches", default="1,4,8", help="batch sizes (llama.cpp: parallel slots)")
+    parser.add_argument("--batches", default="1,4,8,16", help="batch sizes (llama.cpp: parallel slots)")
     parser.add_argument("--continuous-batching", action="store_true", help="also time transformers' generate_batch")
     parser.add_argument("--threads", type=int, help="threads (default: one per physical core, as the CLI)")
     parser.add_argument(
@@ -145,23 +145,20 @@ def main() -> None:
     model, tokenizer = load_model(None, dtype="float32")
     base = baseline(model, tokenizer, conversations, args.max_new_tokens)
     row("baseline loop float32, batch 1", base)
+    times: dict[tuple[str, int], float] = {}  # (configuration, batch) -> seconds
     loaded = {torch.float32: model}
     if "transformers" in engines:
         for batch in batches:
-            times = {}
             for name in args.dtypes.split(","):
                 dtype = getattr(torch, name)
                 if dtype not in loaded:
                     loaded[dtype] = load_model(None, dtype=name)[0]
                 backend = TransformersBackend(loaded[dtype], tokenizer, name="bench", batch_size=batch, progress=False)
-                times[dtype] = timed(backend.generate, conversations, decoding)
-                row(f"transformers {name}, batch {batch}", times[dtype])
+                times[f"transformers {name}", batch] = timed(backend.generate, conversations, decoding)
+                row(f"transformers {name}, batch {batch}", times[f"transformers {name}", batch])
                 if args.continuous_batching:
                     elapsed = continuous_batching(loaded[dtype], tokenizer, conversations, args.max_new_tokens, batch)
                     row(f"transformers-cb {name}, batch {batch}", elapsed)
-            chosen = auto_dtype(batch)  # what --dtype auto runs at this batch size: the same configuration as its row
-            if chosen in times:
-                row(f"transformers auto = {str(chosen).removeprefix('torch.')}, batch {batch}", times[chosen])
     del loaded
     if "llamacpp" in engines:
         from hf_critic.backends.llamacpp import LlamaCppBackend
@@ -169,8 +166,21 @@ def main() -> None:
 
         for batch in batches:
             backend = LlamaCppBackend(default_gguf_file(), parallel=batch, threads=threads, progress=False)
-            row(f"llamacpp Q4_1, {batch} slot(s)", timed(backend.generate, conversations, decoding))
+            times["llamacpp Q4_1", batch] = timed(backend.generate, conversations, decoding)
+            row(f"llamacpp Q4_1, {batch} slot(s)", times["llamacpp Q4_1", batch])
             backend.close()
+    print("\nauto: what --engine auto --dtype auto runs for the default critic at each batch size, timed above")
+    for batch in batches:
+        engine = resolve_engine("auto", None, batch)
+        chosen = (
+            "llamacpp Q4_1"
+            if engine == "llamacpp"
+            else f"transformers {str(auto_dtype(batch)).removeprefix('torch.')}"
+        )
+        if (chosen, batch) in times and ("transformers float32", batch) in times:
+            verdict = ">=" if times[chosen, batch] <= times["transformers float32", batch] else "<"
+            row(f"auto = {chosen}, batch {batch}", times[chosen, batch])
+            print(f"{'':<34} {verdict} transformers float32 at batch {batch}")
     print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

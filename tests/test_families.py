@@ -694,7 +694,8 @@ def test_grade_command_with_prometheus2_rubric_and_scale(tiny_model_dir, tmp_pat
     assert not (tmp_path / "never.jsonl").exists()
     # --template auto on an unknown model name: the default family, said on stderr.
     auto = [a if a != "prometheus2" else "auto" for a in argv if a not in ("--rubric", str(rubric))]
-    assert main([*auto, "--truncate", "skip", "--overwrite"]) == 0  # the tiny model's context is shorter than critiquellm_v2's prompt
+    # the tiny model's context is shorter than critiquellm_v2's prompt
+    assert main([*auto, "--truncate", "skip", "--overwrite"]) == 0
     assert "--template auto: using template family 'critiquellm_v2'" in capsys.readouterr().err
 
 

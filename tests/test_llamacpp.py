@@ -174,7 +174,7 @@ def test_resolve_engine(monkeypatch, tmp_path):
     for flags in (ZEN4, AMX):
         monkeypatch.setattr(models, "cpu_flags", lambda flags=flags: flags)
         expected = {b: "llamacpp" if models._llamacpp_faster(b, flags) else "transformers" for b in (1, 4, 8)}
-        # issue 14 (AMD): 0.63 vs 0.29 at batch 1, 0.94 vs 1.45 at 8; AMX Xeon: 0.073 vs 0.050 at 1, 0.065 vs 0.151 at 4
+        # issue 14 (AMD): 0.63 vs 0.29 at batch 1, 0.94 vs 1.45 at 8; AMX Xeon: 0.84 vs 0.41 at 1, 0.77 vs 1.08 at 4
         assert expected == {1: "llamacpp", 4: "llamacpp" if flags is ZEN4 else "transformers", 8: "transformers"}
         if __import__("importlib").util.find_spec("xllamacpp") is not None:
             assert {b: models.resolve_engine("auto", None, b) for b in (1, 4, 8)} == expected
@@ -266,33 +266,45 @@ def test_verdict_probabilities_match_transformers(backend, reference):
         assert max(abs(a.probabilities[v] - b.probabilities[v]) for v in verdicts) < 0.05
 
 
-@pytest.mark.slow
-def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend, reference):
-    """Greedy, the first 16 tokens: the Q4_1 GGUF on llama.cpp vs its de-quantised copy on transformers (float32).
-
-    Measured 2026-11-22: 20 of 32 demo prompts (62.5%) agree on all 16 tokens; issue 14 asks for 90%, which is not
-    met. Same weights, different arithmetic (llama.cpp multiplies the 4-bit blocks against 8-bit-quantised
-    activations; batched float32 on the other side), and this 135M model's greedy choices are often near-ties. The
-    bound here catches a wrong prompt, template or tokenizer (which agree on almost nothing), not arithmetic drift.
-    """
+def _greedy_agreement(engine, reference) -> tuple[int, int]:
+    """Demo prompts (all four settings, pairs in both orders) whose first 16 greedy tokens agree."""
     from hf_critic.critic import Critic
 
-    decoding = DecodingConfig(max_new_tokens=16)
-    agree, total = 0, 0
+    outputs: list[list[str]] = [[], []]
     for path in sorted(EXAMPLES.glob("*.jsonl")):
         rows = [json.loads(line) for line in path.read_text().splitlines()]
-        outputs = []
-        for engine in (backend, reference):
-            critic = Critic(engine, template="mtbench", decoding=decoding)
-            result = critic.compare(rows, swap=True) if "response_1" in rows[0] else critic.grade(rows)
-            columns = result.to_dict()
-            outputs.append(columns["critique_generation"] + columns.get("critique_generation_swapped", []))
-        for a, b in zip(*outputs, strict=True):
-            ids = [reference.tokenizer(t, add_special_tokens=False)["input_ids"][:16] for t in (a, b)]
-            agree += ids[0] == ids[1]
-            total += 1
-    print(f"llama.cpp vs transformers, greedy first 16 tokens: {agree}/{total} demo prompts agree")
+        for backend, texts in zip((engine, reference), outputs, strict=True):
+            critic = Critic(backend, template="mtbench", decoding=DecodingConfig(max_new_tokens=16))
+            columns = (critic.compare(rows, swap=True) if "response_1" in rows[0] else critic.grade(rows)).to_dict()
+            texts += columns["critique_generation"] + columns.get("critique_generation_swapped", [])
+    ids = [[reference.tokenizer(t, add_special_tokens=False)["input_ids"][:16] for t in texts] for texts in outputs]
+    return sum(a == b for a, b in zip(*ids, strict=True)), len(ids[0])
+
+
+@pytest.mark.slow
+def test_llamacpp_agrees_with_transformers_on_the_demo_prompts(backend, reference, tmp_path):
+    """Greedy, the first 16 tokens, llama.cpp against the same weights on transformers in float32.
+
+    The shipped Q4_1 file: 19 to 21 of 32 demo prompts agree (59-66%, 2026-11-22 runs). llama.cpp multiplies the 4-bit
+    blocks against activations quantised to 8 bits, and this 135M model's greedy choices are often near-ties: at
+    each divergence the reference's top two logits are 0.008-0.33 apart. (transformers in bfloat16 against float32:
+    24 of 32.) The bound there catches a wrong prompt, template or tokenizer, which agree on almost nothing.
+    The same weights de-quantised to a float32 GGUF (:func:`dequantize_gguf`): llama.cpp then computes in float32
+    and must agree on at least 90% (measured: 32 of 32): the engine itself is faithful.
+    """
+    from hf_critic.backends.llamacpp import LlamaCppBackend, dequantize_gguf
+
+    agree, total = _greedy_agreement(backend, reference)
+    print(f"llama.cpp Q4_1 vs transformers float32, greedy first 16 tokens: {agree}/{total} demo prompts agree")
     assert total == 32 and agree / total >= 0.5
+    exact = LlamaCppBackend(
+        dequantize_gguf(models.default_gguf_file(), tmp_path / "f32.gguf"), parallel=2, threads=1, progress=False
+    )
+    assert exact.quantization == "ALL_F32"
+    agree, total = _greedy_agreement(exact, reference)
+    exact.close()
+    print(f"llama.cpp float32 copy vs transformers float32: {agree}/{total} demo prompts agree")
+    assert total == 32 and agree / total >= 0.9
 
 
 @pytest.mark.slow

@@ -122,13 +122,14 @@ CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_f", "avx2")
 # batch size (llama.cpp: parallel slots), from ``benchmarks/bench_generate.py``. The ``auto`` rules below are read off
 # these figures; tests check that they never pick the slower measured option.
 MEASUREMENTS = {
-    # This project's machine: 2-core Intel Xeon with AMX-BF16 and AVX-512 BF16. `bench_generate.py --records 8
-    # --threads 1` on 2026-11-22 with the machine shared (load average 12-18 on 2 cores). On the same machine quiet,
-    # 16 records, 2 threads: float32 0.27 / 0.44 / 0.63 and bfloat16 0.29 / 0.74 / 1.34 critiques/s at batch 1 / 4 / 8.
+    # This project's machine: 2-core Intel Xeon with AMX-BF16 and AVX-512 BF16. `bench_generate.py --records 16
+    # --threads 2` on 2026-11-22, machine quiet (load average 1-2), shared-prefix prefill on; plain float32 loop
+    # 0.39 critiques/s. An earlier run on the same machine under load (12-18, 8 records, 1 thread) gave bfloat16 at
+    # batch 1 0.050 against float32 0.048: at batch 1 the two dtypes trade places with the load.
     "amx": {
-        "transformers float32": {1: 0.048, 4: 0.090, 8: 0.091},
-        "transformers bfloat16": {1: 0.050, 4: 0.151, 8: 0.166},
-        "llamacpp Q4_1": {1: 0.073, 4: 0.065, 8: 0.043},
+        "transformers float32": {1: 0.41, 4: 0.80, 8: 1.12, 16: 1.30},
+        "transformers bfloat16": {1: 0.35, 4: 1.08, 8: 1.52, 16: 2.41},
+        "llamacpp Q4_1": {1: 0.84, 4: 0.77, 8: 0.79, 16: 0.64},
     },
     # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 16 records, 2 threads.
     "avx512_bf16": {
@@ -165,8 +166,10 @@ def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
 
     Rules, read off :data:`MEASUREMENTS` (``benchmarks/bench_generate.py``):
 
-    - **AMX-BF16** (Intel Sapphire Rapids and later; this project's machine): bfloat16 at every batch size: AMX
-      multiplies bfloat16 tiles natively, and bfloat16 was faster than float32 at batch 1, 4 and 8.
+    - **AMX-BF16** (Intel Sapphire Rapids and later; this project's machine): bfloat16 from batch 4 on. AMX
+      multiplies bfloat16 tiles natively (1.35x float32 at batch 4, 1.36x at 8, 1.85x at 16), but at batch 1 the
+      matrix-vector products gain nothing (0.35 against 0.41 critiques/s quiet, 0.050 against 0.048 under load),
+      so batches of 1 to 3 stay float32, which is also exact.
     - **AVX-512 BF16 without AMX** (AMD Zen 4 / EPYC, Intel Cooper Lake): bfloat16 only from batch 8 on. Its
       ``vdpbf16ps`` helps matrix-matrix products (1.7x float32 at batch 8) but bfloat16 matrix-vector products
       run 4.3x *slower* than float32 (batch 1: 231 s against 54 s for 16 critiques); batch 4 was not measured
@@ -183,7 +186,7 @@ def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
     import torch
 
     flags = cpu_flags() if flags is None else flags
-    if flags.get("amx_bf16"):
+    if flags.get("amx_bf16") and batch_size >= 4:
         return torch.bfloat16
     if flags.get("avx512_bf16") and batch_size >= 8:
         return torch.bfloat16
@@ -205,7 +208,8 @@ def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int
     folder or Hub id on transformers. The embedded default critic (``model`` None) exists as both (the GGUF file
     and its de-quantised copy, the same weights): ``auto`` takes llama.cpp where the measurements in
     :data:`MEASUREMENTS` show it faster at that batch size (at batch 1: 0.63 against 0.29 critiques/s on the AMD
-    EPYC, 0.073 against 0.050 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on both),
+    EPYC, 0.84 against 0.41 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on the
+    Xeon, from batch 8 on on the EPYC),
     else transformers; llama.cpp only when ``xllamacpp`` is installed.
 
     Args:

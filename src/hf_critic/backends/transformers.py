@@ -142,7 +142,9 @@ class TransformersBackend(Backend):
             return inputs["input_ids"].to(device), inputs["attention_mask"].to(device), None
         if "cache" not in memo:
             memo["cache"] = DynamicCache(config=self.model.config)
-            self.model(input_ids=torch.tensor([prefix], device=device), past_key_values=memo["cache"], logits_to_keep=1)
+            self.model(
+                input_ids=torch.tensor([prefix], device=device), past_key_values=memo["cache"], logits_to_keep=1
+            )
         width = max(len(r) for r in rows) - len(prefix)
         ids, mask = [], []
         for row in rows:
