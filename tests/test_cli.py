@@ -99,6 +99,11 @@ def test_options_are_declared_with_help_and_overrides_must_match():
 
 
 def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):
+    import datasets
+    import transformers
+
+    datasets.enable_progress_bars()
+    transformers.utils.logging.enable_progress_bar()
     data = _write_jsonl(
         tmp_path / "in.jsonl",
         [{"prompt": f"Question {i}?", "answer": f"Answer number {i}.", "human_score": i % 5 + 1} for i in range(5)],
@@ -135,8 +140,9 @@ def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):
         assert isinstance(row[schema.CRITIQUE_GENERATION], str)
         # A random model rarely writes a verdict; whatever it wrote, no default score is invented.
         assert (row[schema.CRITIQUE_SCORE] is None) == (row[schema.CRITIQUE_STATUS] != "ok")
-    printed = capsys.readouterr().out
+    printed, errors = capsys.readouterr()
     assert "wrote 4 rows" in printed and "/4 parsed" in printed
+    assert "Generating train split" not in errors and "Loading weights" not in errors  # --no-progress: none at all
     # Rerun: the existing output needs --overwrite; then every generation comes from the cache, same output.
     assert main(argv) == 2 and "already exists; pass --overwrite" in capsys.readouterr().err
     assert main([*argv, "--overwrite"]) == 0
