@@ -24,6 +24,7 @@ It prints the CPU model, its flags that matter (AMX, AVX-512 BF16, AVX2), the th
 
     .venv/bin/python benchmarks/bench_generate.py [--records 16] [--max-new-tokens 64] [--engines transformers,llamacpp]
     .venv/bin/python benchmarks/bench_generate.py --verdict-modes [--records 16]
+    .venv/bin/python benchmarks/bench_generate.py --prefix-sharing [--records 16]
 """
 
 from __future__ import annotations
@@ -113,6 +114,11 @@ def main() -> None:
         action="store_true",
         help="time --verdict probability --explanation none against a text critique (batch 8, auto dtype) instead",
     )
+    parser.add_argument(
+        "--prefix-sharing",
+        action="store_true",
+        help="time the shared-prefix prefill against plain batches (text critiques and verdict read-out) instead",
+    )
     args = parser.parse_args()
     if args.max_new_tokens is None:
         args.max_new_tokens = 192 if args.verdict_modes else 64
@@ -141,6 +147,9 @@ def main() -> None:
 
     if args.verdict_modes:
         verdict_modes(args, conversations, decoding)
+        return
+    if args.prefix_sharing:
+        prefix_sharing(conversations, decoding)
         return
     model, tokenizer = load_model(None, dtype="float32")
     base = baseline(model, tokenizer, conversations, args.max_new_tokens)
@@ -212,6 +221,42 @@ def verdict_modes(args, conversations, decoding, batch: int = 8) -> None:
     print(
         f"{'probability, --explanation none':<40} {n / read_s:6.2f} critiques/s ({read_s:6.1f} s)  {text_s / read_s:5.2f}x  verdicts {sum(r.mass > 0 for r in readouts)}/{n}"
     )
+    print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def prefix_sharing(conversations, decoding, batch: int = 8) -> None:
+    """The prompts' shared token prefix prefilled once per call, against plain left-padded batches (same run, same
+    model in the dtype ``auto`` picks at ``batch``): text critiques and the probability read-out, twice each."""
+    from hf_critic.backends import transformers as engine
+
+    template = get_template("mtbench", Setting(Task.POINTWISE, referenced=False), "en")
+    dtype = str(auto_dtype(batch)).removeprefix("torch.")
+    backend = engine.TransformersBackend.from_pretrained(None, dtype=dtype, batch_size=batch, progress=False)
+    shared = len(
+        backend._shared_prefix([backend.tokenizer(backend._prompt_text(c))["input_ids"] for c in conversations])
+    )
+    print(f"batch {batch}, dtype {dtype}, shared prefix {shared} tokens")
+    jobs = {
+        "text critique": lambda: backend.generate(conversations, decoding),
+        "verdict read-out": lambda: backend.verdict_probabilities(
+            conversations, [template.output.verdict_prefix] * len(conversations), template.output.verdict_values()
+        ),
+    }
+    default = engine.MIN_SHARED_PREFIX
+    for name, job in jobs.items():
+        times = {"plain": [], "shared prefix": []}
+        for _ in range(2):
+            for mode in times:
+                engine.MIN_SHARED_PREFIX = default if mode == "shared prefix" else 10**9
+                started = time.perf_counter()
+                job()
+                times[mode].append(time.perf_counter() - started)
+        engine.MIN_SHARED_PREFIX = default
+        plain, ours = min(times["plain"]), min(times["shared prefix"])
+        for mode, best in (("plain", plain), ("shared prefix", ours)):
+            print(
+                f"{name + ', ' + mode:<34} {len(conversations) / best:6.2f} /s ({best:6.1f} s, best of 2)  {plain / best:5.2f}x"
+            )
     print(f"load average at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -37,7 +37,7 @@ def test_inference_dtype_names_and_auto(monkeypatch):
 @pytest.mark.parametrize(
     ("flags", "expected"),
     [
-        # AMX: bfloat16 gains nothing on matrix-vector products at batch 1 (0.35 against 0.41 critiques/s)
+        # AMX: bfloat16 gains nothing on matrix-vector products at batch 1 (0.33 against 0.43 critiques/s)
         (AMX, {1: torch.float32, 3: torch.float32, 4: torch.bfloat16, 8: torch.bfloat16, 32: torch.bfloat16}),
         # AVX-512 BF16 without AMX: bfloat16 matrix-vector products are 4.3x slower than float32 (issue 14)
         (AVX512_BF16, {1: torch.float32, 4: torch.float32, 8: torch.bfloat16, 32: torch.bfloat16}),

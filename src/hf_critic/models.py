@@ -123,13 +123,13 @@ CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512_f", "avx2")
 # these figures; tests check that they never pick the slower measured option.
 MEASUREMENTS = {
     # This project's machine: 2-core Intel Xeon with AMX-BF16 and AVX-512 BF16. `bench_generate.py --records 16
-    # --threads 2` on 2026-11-22, machine quiet (load average 1-2), shared-prefix prefill on; plain float32 loop
-    # 0.39 critiques/s. An earlier run on the same machine under load (12-18, 8 records, 1 thread) gave bfloat16 at
-    # batch 1 0.050 against float32 0.048: at batch 1 the two dtypes trade places with the load.
+    # --threads 2` on 2026-11-22, machine quiet (load average 1.2-2.3), shared-prefix prefill on; plain float32 loop
+    # 0.39 critiques/s. At batch 1 the two dtypes trade places with the load (another quiet run: float32 0.41,
+    # bfloat16 0.35; under load 12-18: 0.048 and 0.050), so auto keeps float32 there.
     "amx": {
-        "transformers float32": {1: 0.41, 4: 0.80, 8: 1.12, 16: 1.30},
-        "transformers bfloat16": {1: 0.35, 4: 1.08, 8: 1.52, 16: 2.41},
-        "llamacpp Q4_1": {1: 0.84, 4: 0.77, 8: 0.79, 16: 0.64},
+        "transformers float32": {1: 0.43, 4: 0.75, 8: 1.01, 16: 1.24},
+        "transformers bfloat16": {1: 0.33, 4: 1.08, 8: 1.57, 16: 2.00},
+        "llamacpp Q4_1": {1: 0.69, 4: 0.65, 8: 0.63, 16: 0.46},
     },
     # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 16 records, 2 threads.
     "avx512_bf16": {
@@ -167,8 +167,8 @@ def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
     Rules, read off :data:`MEASUREMENTS` (``benchmarks/bench_generate.py``):
 
     - **AMX-BF16** (Intel Sapphire Rapids and later; this project's machine): bfloat16 from batch 4 on. AMX
-      multiplies bfloat16 tiles natively (1.35x float32 at batch 4, 1.36x at 8, 1.85x at 16), but at batch 1 the
-      matrix-vector products gain nothing (0.35 against 0.41 critiques/s quiet, 0.050 against 0.048 under load),
+      multiplies bfloat16 tiles natively (1.44x float32 at batch 4, 1.55x at 8, 1.61x at 16), but at batch 1 the
+      matrix-vector products gain nothing (0.33 against 0.43 critiques/s quiet, 0.050 against 0.048 under load),
       so batches of 1 to 3 stay float32, which is also exact.
     - **AVX-512 BF16 without AMX** (AMD Zen 4 / EPYC, Intel Cooper Lake): bfloat16 only from batch 8 on. Its
       ``vdpbf16ps`` helps matrix-matrix products (1.7x float32 at batch 8) but bfloat16 matrix-vector products
@@ -208,7 +208,7 @@ def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int
     folder or Hub id on transformers. The embedded default critic (``model`` None) exists as both (the GGUF file
     and its de-quantised copy, the same weights): ``auto`` takes llama.cpp where the measurements in
     :data:`MEASUREMENTS` show it faster at that batch size (at batch 1: 0.63 against 0.29 critiques/s on the AMD
-    EPYC, 0.84 against 0.41 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on the
+    EPYC, 0.69 against 0.43 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on the
     Xeon, from batch 8 on on the EPYC),
     else transformers; llama.cpp only when ``xllamacpp`` is installed.
 
