@@ -479,3 +479,67 @@ def test_readouts_are_cached_and_counted(tmp_path):
     out = again.grade(POINT)
     assert again.last_stats.cached == 3 and len(backend.seen) == 3  # no model call the second time
     assert out["critique_score"][:2] == pytest.approx([8.75, 2.5])
+
+
+# ------------------------------------------------------------------------------------------------ sliding windows
+def _architecture(name: str, tokenizer):
+    """A tiny random model of ``name``, its sliding window (16 tokens) far shorter than the prompts below."""
+    import torch
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, MistralConfig, Qwen2Config
+
+    common = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 512,
+        "pad_token_id": tokenizer.pad_token_id,
+        "eos_token_id": tokenizer.eos_token_id,
+    }
+    config = {
+        "llama": lambda: LlamaConfig(**common),
+        "mistral-sliding": lambda: MistralConfig(sliding_window=16, **common),  # every layer slides
+        "gemma3": lambda: Gemma3TextConfig(sliding_window=16, head_dim=16, **common),
+        "qwen2-mixed": lambda: Qwen2Config(use_sliding_window=True, sliding_window=16, max_window_layers=1, **common),
+    }[name]()
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral-sliding", "gemma3", "qwen2-mixed"])
+def test_verdict_readout_is_exact_with_sliding_window_layers(name):
+    """The cached trie step against one uncached forward pass per trie node, on prompts 15x the window."""
+    import torch
+
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.testing import chatml_tokenizer
+
+    tokenizer = chatml_tokenizer()
+    model = _architecture(name, tokenizer)
+    backend = TransformersBackend(model, tokenizer, name=name, batch_size=2, progress=False)
+    assert backend._prefix_sharing is (name in ("llama",))  # padding inside a window would count as context
+    judge = "You are a strict judge. " * 12
+    conversations = [
+        [{"role": "system", "content": judge}, {"role": "user", "content": f"Answer {i}: " + "yes " * i}]
+        for i in range(3)
+    ]
+    verdicts, prefixes = [str(v) for v in range(1, 11)], ["Rating: [["] * 3
+    readouts = backend.verdict_probabilities(conversations, prefixes, verdicts)
+    trie = backend._verdict_trie(prefixes, verdicts)
+    assert trie.fed  # "1" continues into "10": the tree-masked step runs
+    for conversation, prefix, readout in zip(conversations, prefixes, readouts, strict=True):
+        ids = tokenizer(backend._prompt_text(conversation) + prefix, add_special_tokens=False)["input_ids"]
+        assert len(ids) > 15 * 16
+        lp = np.zeros((1, len(trie.tokens)))
+        for node in range(1, len(trie.tokens)):
+            path, parent = [], trie.parents[node]
+            while parent > 0:
+                path.insert(0, trie.tokens[parent])
+                parent = trie.parents[parent]
+            with torch.inference_mode():
+                logits = model(input_ids=torch.tensor([ids + path])).logits[0, -1].double()
+            lp[0, node] = torch.log_softmax(logits, -1)[trie.tokens[node]].item()
+        exact = trie.probabilities(lp)[0]
+        assert max(abs(exact.probabilities[v] - readout.probabilities[v]) for v in verdicts) < 1e-6

@@ -123,11 +123,23 @@ class TransformersBackend(Backend):
     @property
     def _prefix_sharing(self) -> bool:
         # Positions must come from the attention mask (padding sits between the prefix and each suffix), the cache
-        # must be transformers' own (remote-code models such as ChatGLM keep theirs), and recurrent state cannot be
-        # copied row by row.
+        # must be transformers' own (remote-code models such as ChatGLM keep theirs), recurrent state cannot be
+        # copied row by row, and a sliding window (Mistral v0.1, Gemma 2/3) would count that padding as context.
         forward = inspect.signature(self.model.forward).parameters
         remote = bool(getattr(self.model.config, "auto_map", None))
-        return "position_ids" in forward and not remote and not getattr(self.model, "_is_stateful", False)
+        stateful = getattr(self.model, "_is_stateful", False)
+        return "position_ids" in forward and not remote and not stateful and self._sliding_window is None
+
+    @property
+    def _sliding_window(self) -> int | None:
+        """The attention window of the model's sliding-window layers (Mistral v0.1, Gemma 2/3, some Qwen2), or None
+        when every layer attends to the whole sequence."""
+        config = self.model.config
+        window = getattr(config, "sliding_window", None)
+        layer_types = getattr(config, "layer_types", None)
+        if layer_types is not None:
+            return window if "sliding_attention" in layer_types else None
+        return window if window and getattr(config, "use_sliding_window", True) else None
 
     def _batch_inputs(self, rows: Sequence[Sequence[int]], prefix: list[int], memo: dict, copies: int = 1):
         """Token rows -> ``(input_ids, attention_mask, cache)`` tensors for one batch.
@@ -258,6 +270,8 @@ class TransformersBackend(Backend):
             ids, mask, cache = self._batch_inputs([encoded[i] for i in batch], prefix, memo)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
             done = len(prefix) if cache is not None else 0  # tokens already in the cache (the shared prefix)
+            if cache is None and trie.fed and self._sliding_window is not None:
+                cache = DynamicCache()  # sliding layers keep all keys too: the trie step's mask spans the prompt
             out = self.model(
                 input_ids=ids[:, done:],
                 attention_mask=mask,
@@ -271,11 +285,9 @@ class TransformersBackend(Backend):
             if trie.fed:
                 b, length, n = ids.shape[0], ids.shape[1], len(trie.fed)
                 allowed = torch.cat([mask.bool()[:, None, :].expand(b, n, length), tree.expand(b, n, n)], dim=-1)
-                additive = torch.zeros(allowed.shape, dtype=self.model.dtype, device=self.model.device)
-                additive.masked_fill_(~allowed, torch.finfo(self.model.dtype).min)
                 step = self.model(
                     input_ids=fed_tokens.expand(b, n),
-                    attention_mask=additive[:, None],
+                    attention_mask=self._tree_mask(allowed, fed_depth),
                     position_ids=positions[:, -1:] + fed_depth,
                     past_key_values=out.past_key_values,
                     cache_position=torch.arange(length, length + n, device=self.model.device),
@@ -290,6 +302,29 @@ class TransformersBackend(Backend):
             bar.update(len(batch))
         bar.close()
         return results  # type: ignore[return-value]
+
+    def _tree_mask(self, allowed: torch.Tensor, depth: torch.Tensor):
+        """The additive attention mask of the trie step from ``allowed`` ``[B, n, length + n]`` (True = may attend).
+
+        Models with sliding-window layers (Mistral v0.1, Gemma 2/3) get the window applied too: a trie token at depth
+        ``d`` stands at cache slot ``length - 1 + d`` and sees prompt slots ``k > length - 1 + d - window``. Mistral
+        takes one mask for all its layers, models with ``layer_types`` one per layer type.
+        """
+
+        def additive(keep: torch.Tensor) -> torch.Tensor:
+            out = torch.zeros(keep.shape, dtype=self.model.dtype, device=keep.device)
+            return out.masked_fill_(~keep, torch.finfo(self.model.dtype).min)[:, None]
+
+        window = self._sliding_window
+        if window is None:
+            return additive(allowed)
+        n, length = depth.shape[0], allowed.shape[-1] - depth.shape[0]
+        slots = torch.arange(length, device=allowed.device)
+        recent = slots[None, :] > length - 1 + depth[:, None] - window  # [n, length]
+        windowed = allowed & torch.cat([recent, recent.new_ones(n, n)], dim=-1)
+        if getattr(self.model.config, "layer_types", None) is None:
+            return additive(windowed)
+        return {"full_attention": additive(allowed), "sliding_attention": additive(windowed)}
 
 
 def _balanced(items: list[int], batch_size: int) -> list[list[int]]:
