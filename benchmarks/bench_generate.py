@@ -233,7 +233,9 @@ def prefix_sharing(conversations, decoding, batch: int = 8) -> None:
     dtype = str(auto_dtype(batch)).removeprefix("torch.")
     backend = engine.TransformersBackend.from_pretrained(None, dtype=dtype, batch_size=batch, progress=False)
     shared = len(
-        backend._shared_prefix([backend.tokenizer(backend._prompt_text(c))["input_ids"] for c in conversations])
+        backend._shared_prefix(
+            [backend.tokenizer(backend._prompt_text(c), add_special_tokens=False)["input_ids"] for c in conversations]
+        )
     )
     print(f"batch {batch}, dtype {dtype}, shared prefix {shared} tokens")
     jobs = {

@@ -27,18 +27,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _silence_library_progress() -> None:
+    """``--no-progress`` hides the libraries' bars too: datasets' split generation, transformers' weight loading."""
+    import datasets
+    import huggingface_hub
+
+    datasets.disable_progress_bars()
+    huggingface_hub.utils.disable_progress_bars()  # transformers reads this setting when it is imported
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
-    if getattr(args, "progress", None) is False:  # --no-progress: the libraries' bars too (split generation, weights)
-        import datasets
-        import huggingface_hub
-
-        datasets.disable_progress_bars()
-        huggingface_hub.utils.disable_progress_bars()  # transformers reads this setting when it is imported
-        if "transformers" in sys.modules:
-            sys.modules["transformers"].utils.logging.disable_progress_bar()
+    if getattr(args, "progress", None) is False:
+        _silence_library_progress()
     from .backends.openai import EndpointError, FatalAPIError, RequestsFailedError
     from .io import RecordError
     from .models import ModelNotFoundError
