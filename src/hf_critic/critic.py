@@ -24,6 +24,7 @@ from .io import RecordError, check_fields
 from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
+from .reward_head import RewardHead, feature_key, response_features
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
@@ -56,7 +57,8 @@ class RunStats:
         low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
         truncated: inputs truncated to fit the context window.
         cached: inputs answered from the generation cache (no model call).
-        verdict: ``"text"`` or ``"probability"``: where the counted verdicts come from.
+        verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
+            from.
         mass: verdict mass of every read-out input (probability only).
         unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
         min_mass: the ``--min-verdict-mass`` in force.
@@ -90,6 +92,8 @@ class RunStats:
     def summary(self) -> str:
         """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass)."""
         tail = f"skipped {self.skipped}, truncated {self.truncated}, from cache {self.cached}"
+        if self.verdict == "head":
+            return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
         if self.verdict == "text":
             return (
                 f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "
@@ -136,6 +140,9 @@ class Critic:
             and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
             ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
+        head: a trained :class:`~hf_critic.reward_head.RewardHead` on the backend's model (a transformers backend):
+            every verdict then comes from the head (pointwise: the calibrated reward; pairwise: the Rao-Kupper
+            distribution of the two rewards), no text is generated and ``verdict`` must be ``"auto"`` or ``"head"``.
 
     Raises:
         ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric
@@ -163,6 +170,7 @@ class Critic:
         min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS,
         rubric: Rubric | None = None,
         score_range: tuple[int, int] | None = None,
+        head: RewardHead | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
@@ -180,7 +188,19 @@ class Critic:
             )
         self.constrain_verdict = constrain_verdict
         self.rubric, self.score_range = rubric, tuple(score_range) if score_range is not None else None
-        self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=backend.embedded)
+        self.head = head
+        if head is not None:
+            if verdict not in ("auto", "head"):
+                raise ValueError(
+                    f"--verdict {verdict}: this critic's verdicts come from its trained reward head (use --verdict auto)"
+                )
+            if not hasattr(backend, "model"):
+                raise ValueError(
+                    f"a reward head needs the base's hidden states: a transformers backend, not {backend.name}"
+                )
+            self.verdict, self.explanation = "head", "none"
+        else:
+            self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=backend.embedded)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
@@ -204,7 +224,9 @@ class Critic:
         """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
 
         Args:
-            model: local folder, Hub id (fails fast when offline and not cached) or ``.gguf`` file.
+            model: local folder, Hub id (fails fast when offline and not cached), ``.gguf`` file, or the name of a
+                built-in trained critic (:data:`hf_critic.models.TRAINED_CRITICS`, e.g. ``"smollm2-135m-critic"``:
+                its base model plus its reward head, from the package's data, offline).
             engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
@@ -214,9 +236,19 @@ class Critic:
             progress: show progress bars.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
                 constrain_verdict, verdict, explanation, min_verdict_mass).
+
+        Raises:
+            hf_critic.models.ModelNotFoundError: the model cannot be found offline.
+            ValueError: a trained critic asked to run on llama.cpp; see also :class:`Critic`.
         """
         from .backends import load_backend
+        from .models import trained_critic
 
+        trained = trained_critic(model)
+        if trained is not None:  # a built-in trained critic: its base on transformers (hidden states) plus its head
+            if engine not in ("auto", "transformers"):
+                raise ValueError(f"{model} reads hidden states: it runs on --engine transformers, not {engine}")
+            model, engine, kwargs["head"] = trained.base, "transformers", trained.load_head()
         backend = load_backend(
             model,
             engine=engine,
@@ -272,6 +304,8 @@ class Critic:
         setting = schema.Setting(schema.Task.POINTWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
+        if self.head is not None:
+            return self._grade_with_head(dataset, template)
         conversations, truncated = self._render(template, dataset, source, swap=False)
         judged = self._judge(template, conversations)
         parsed, raws = judged.parsed, judged.raws
@@ -330,6 +364,8 @@ class Critic:
         setting = schema.Setting(schema.Task.PAIRWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
+        if self.head is not None:
+            return self._compare_with_head(dataset, swap)
         conversations, truncated = self._render(template, dataset, source, swap=False)
         n = len(conversations)
         if swap:  # one generate call for both orders: better batches
@@ -368,6 +404,83 @@ class Critic:
             stats = self._probability_stats(judged.verdicts, truncated, judged.cached, text=stats)
         self.last_stats = stats
         return _add_columns(dataset, columns)
+
+    # ----------------------------------------------------------------------------------- reward head
+    def _grade_with_head(self, dataset: datasets.Dataset, template: PromptTemplate) -> datasets.Dataset:
+        """Pointwise grading by the reward head: the calibrated reward on the template's scale."""
+        rewards, cached = self._rewards([(r[schema.QUESTION], r[schema.RESPONSE]) for r in dataset])
+        scale = template.output.score_range if template.output.kind == "score" else None
+        scores = self.head.score(np.asarray(rewards), scale)
+        verdicts = [ProbabilityVerdict(schema.ParseStatus.OK, None, 1.0, None, float(s)) for s in scores]
+        columns = self._head_columns(len(dataset))
+        columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
+        columns[schema.CRITIQUE_REWARD] = [float(r) for r in rewards]
+        self.last_stats = self._head_stats(verdicts, cached)
+        return _add_columns(dataset, columns)
+
+    def _compare_with_head(self, dataset: datasets.Dataset, swap: bool) -> datasets.Dataset:
+        """Pairwise comparison by the reward head: the Rao-Kupper distribution of the two responses' rewards. The
+        swapped order is the same two rewards the other way round, so it is consistent by construction."""
+        items = [(r[schema.QUESTION], r[f]) for r in dataset for f in (schema.RESPONSE_1, schema.RESPONSE_2)]
+        rewards, cached = self._rewards(items)
+        r1, r2 = rewards[0::2], rewards[1::2]
+        ok = schema.ParseStatus.OK
+
+        def verdicts(first, second):
+            return [
+                ProbabilityVerdict(ok, d, 1.0, entropy(d))
+                for d in (self.head.distribution(a, b) for a, b in zip(first, second, strict=True))
+            ]
+
+        first = verdicts(r1, r2)
+        swapped = verdicts(r2, r1) if swap else None  # judged as (response 2, response 1)
+        columns = self._head_columns(len(dataset))
+        columns.update(_pairwise_columns(first, swapped))
+        columns[schema.CRITIQUE_REWARD] = [float(a) for a in r1]
+        columns[schema.CRITIQUE_REWARD_2] = [float(b) for b in r2]
+        self.last_stats = self._head_stats(first + (swapped or []), cached * (2 if swap else 1) // 2)
+        return _add_columns(dataset, columns)
+
+    def _head_columns(self, n: int) -> dict[str, list]:
+        return {
+            schema.CRITIQUE_EXPLANATION: [None] * n,
+            schema.CRITIQUE_GENERATION: [None] * n,
+            schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * n,
+            schema.CRITIQUE_TRUNCATED: [False] * n,
+        }
+
+    def _head_stats(self, verdicts: list[ProbabilityVerdict], cached: int) -> RunStats:
+        stats = RunStats(cached=cached, verdict="head")
+        for v in verdicts:
+            stats.count(v.status)
+        return stats
+
+    def _rewards(self, items: list[tuple[str, str]]) -> tuple[list[float], int]:
+        """The head's reward of each ``(question, response)``, through the cache (a killed run keeps every finished
+        batch), and the number of rows (items / 2 for pairs) answered from the cache."""
+        head, backend = self.head, self.backend
+        keys = [
+            cache_key(head=head.info.get("id", ""), features=feature_key(q, r, head.spec, head.base)) for q, r in items
+        ]
+        done = self.cache.get_many(set(keys)) if self.cache is not None else {}
+        hits = sum(k in done for k in keys)
+        todo = list(dict.fromkeys(k for k in keys if k not in done))
+        where = {k: i for i, k in enumerate(keys)}
+        chunk = max(getattr(backend, "batch_size", 8) * 4, 1)
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            features = response_features(
+                backend.model,
+                backend.tokenizer,
+                [items[where[k]] for k in part],
+                head.spec,
+                batch_size=backend.batch_size,
+            )
+            fresh = {k: float(r) for k, r in zip(part, head.reward(features), strict=True)}
+            if self.cache is not None:
+                self.cache.put_many(fresh)
+            done.update(fresh)
+        return [done[k] for k in keys], hits
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):

