@@ -266,6 +266,41 @@ def test_verdict_probabilities_match_transformers(backend, reference):
         assert max(abs(a.probabilities[v] - b.probabilities[v]) for v in verdicts) < 0.05
 
 
+@pytest.mark.slow
+def test_verdict_walk_ends_and_is_exact_where_llamacpp_sends_empty_and_repeated_tokens(
+    backend, reference, monkeypatch
+):
+    """Issue 21: at positions whose top-k holds tokens llama.cpp writes as ``""`` (``<|im_end|>``, half an emoji)
+    and three tokens it writes as ``" "`` (a space, and a space followed by part of a character), the walk ends
+    (it looped forever on ``""``) and its verdict probabilities equal transformers' exact read-out over the same
+    weights (the last-listed ``" "``, a partial character, used to replace the space and lose its mass)."""
+    raw: list[list[dict]] = []
+    chat = backend.chat
+
+    def bounded(bodies, desc="generating"):
+        answers = chat(bodies, desc)
+        raw.extend(a["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for a in answers)
+        if len(raw) > 60:
+            raise RuntimeError(f"the verdict walk did not end: {len(raw)} positions asked")
+        return answers
+
+    monkeypatch.setattr(backend, "chat", bounded)
+    hi = [{"role": "user", "content": "Hi"}]
+    rate = [{"role": "user", "content": "Rate the number five on a scale of 1 to 10."}]
+    conversations, prefixes = [hi, rate, hi, rate], ["Rating:", "Rating:", "[[", "Rating: [[5]]"]
+    verdicts = [str(v) for v in range(1, 11)]
+    ours = backend.verdict_probabilities(conversations, prefixes, verdicts)
+    assert len(raw) <= 4 * 3  # at most one position per verdict character (" 10") and row
+    entries = [e for top in raw for e in top]
+    assert {e["id"] for e in entries if e["token"] == ""} >= {2, 10813}  # <|im_end|>, half an emoji
+    assert {e["id"] for e in entries if e["token"] == " "} >= {216, 4636}  # " ", " " + b"\xe2"
+    exact = reference.verdict_probabilities(conversations, prefixes, verdicts)
+    for a, b in zip(ours, exact, strict=True):
+        assert abs(a.mass - b.mass) < 0.05, (a.probabilities, b.probabilities)
+        assert max(abs(a.probabilities[v] - b.probabilities[v]) for v in verdicts) < 0.05
+    assert ours[0].mass > 0.2 and ours[1].mass > 0.4  # after "Rating:" most of the mass is " " then a digit
+
+
 def _greedy_agreement(engine, reference) -> tuple[int, int]:
     """Demo prompts (all four settings, pairs in both orders) whose first 16 greedy tokens agree."""
     from hf_critic.critic import Critic

@@ -92,6 +92,124 @@ def test_walk_top_logprobs_strings():
     assert pair.probabilities == pytest.approx({"A": 0.3, "B": 0.0, "Tie": 0.2})
 
 
+def _bounded(tables, limit=10):
+    """A fake top-k provider over ``{text: top-k}`` that records its calls and fails (instead of hanging) after
+    ``limit`` rounds."""
+    calls = []
+
+    def top(items):
+        calls.append(list(items))
+        if len(calls) > limit:
+            raise RuntimeError(f"the walk did not end: {len(calls)} rounds, last {items[:3]}")
+        return [tables.get(text, {}) for _, text in items]
+
+    return top, calls
+
+
+def test_walk_ends_on_the_issue_top_k_with_an_empty_token():
+    """Issue 21: ``{"": -1.0, "5": -0.7, "1": -2.0}`` at every position looped forever, counting the same mass again."""
+    top, calls = _bounded({"": {"": -1.0, "5": -0.7, "1": -2.0}, "1": {"": -1.0, "5": -0.7, "1": -2.0}})
+    (readout,) = walk_top_logprobs(top, 1, SCORES)
+    # "5" is a verdict no other extends; "1" is extended by "10" only, and "1" + "5" / "1" + "1" lead to none
+    assert readout.probabilities == pytest.approx(
+        dict.fromkeys(SCORES, 0.0) | {"5": math.exp(-0.7), "1": math.exp(-2.0)}
+    )
+    assert calls == [[(0, "")], [(0, "1")]]
+
+
+def test_walk_counts_empty_whitespace_and_duplicate_tokens_exactly():
+    """Empty tokens (specials) and tokens leading to no verdict contribute nothing and are not extended; a whitespace
+    token that leads to a leading-space spelling is extended once; a token listed twice counts once."""
+    lp = math.log
+    tables = {
+        "": {"": lp(0.2), "5": lp(0.3), "1": lp(0.2), " ": lp(0.1), "\n": lp(0.05), "  ": lp(0.05), " 1": lp(0.02)},
+        "1": {"": lp(0.3), "0": lp(0.4), "]]": lp(0.2), " ": lp(0.05)},
+        " ": {"": lp(0.5), "7": lp(0.4), " ": lp(0.05), "1": lp(0.05)},
+        " 1": {"": lp(0.6), "0": lp(0.25)},
+    }
+    top, calls = _bounded(tables)
+    (readout,) = walk_top_logprobs(top, 1, SCORES)
+    expected = dict.fromkeys(SCORES, 0.0) | {
+        "5": 0.3,
+        "1": 0.2 * (1 - 0.4) + (0.02 + 0.1 * 0.05) * (1 - 0.25),  # " 1" in one token and " " then "1": both
+        "10": 0.2 * 0.4 + (0.02 + 0.1 * 0.05) * 0.25,
+        "7": 0.1 * 0.4,
+    }
+    assert readout.probabilities == pytest.approx(expected)
+    assert readout.mass == pytest.approx(0.3 + 0.2 + 0.02 + 0.1 * 0.45)
+    # one request per position: " 1", reached by two token paths in two rounds, is asked once
+    assert calls == [[(0, "")], [(0, "1"), (0, " "), (0, " 1")]]
+
+    # the wire format: a token listed twice (same id) counts once; partial characters and specials are dropped,
+    # though llama.cpp writes them as " " and ""; distinct ids with the same text add up
+    def entry(token, p, token_id, raw=None):
+        raw = list(raw if raw is not None else token.encode())
+        return {"token": token, "logprob": lp(p), "id": token_id, "bytes": raw}
+
+    wire = {
+        "": [
+            entry("5", 0.3, 37),
+            entry("5", 0.3, 37),
+            entry(" ", 0.2, 216),
+            entry(" ", 0.05, 4636, b" \xe2"),  # " " + the first byte of a 3-byte character
+            entry("", 0.02, 10813, b"\xf0\x9f"),  # half an emoji
+            entry("", 0.1, 2, b""),  # <|im_end|>
+            entry("8", 0.01, 40),
+            entry("8", 0.02, 900),  # another token that writes "8"
+        ],
+        " ": [entry("8", 0.5, 40), entry("", 0.3, 2, b"")],
+    }
+    top, calls = _bounded(wire)
+    (readout,) = walk_top_logprobs(top, 1, SCORES)
+    assert readout.probabilities == pytest.approx(dict.fromkeys(SCORES, 0.0) | {"5": 0.3, "8": 0.03 + 0.2 * 0.5})
+    assert calls == [[(0, "")], [(0, " ")]]
+    # without ids, the same text twice is the same token listed twice: once, at its larger probability
+    top, _ = _bounded({"": [("5", lp(0.3)), ("5", lp(0.3)), ("6", lp(0.1)), ("6", lp(0.2))]})
+    (readout,) = walk_top_logprobs(top, 1, SCORES)
+    assert readout.probabilities == pytest.approx(dict.fromkeys(SCORES, 0.0) | {"5": 0.3, "6": 0.2})
+
+
+def test_walk_over_a_server_sending_empty_and_duplicate_tokens():
+    """The same walk through the OpenAI client against a local server answering llama.cpp-shaped top-k lists."""
+    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient, RetryPolicy
+    from hf_critic.testing import StubOpenAIServer, chat_completion_body
+
+    def entry(token, p, token_id, raw=None):
+        raw = list(raw if raw is not None else token.encode())
+        return {"token": token, "logprob": math.log(p), "id": token_id, "bytes": raw}
+
+    tables = {
+        "Rating:": [
+            entry(" ", 0.6, 216),
+            entry(" ", 0.05, 4636, b" \xe2"),
+            entry("", 0.1, 2, b""),
+            entry("", 0.02, 10813, b"\xf0\x9f"),
+            entry(" 9", 0.1, 900),
+        ],
+        "Rating: ": [entry("7", 0.5, 39), entry("1", 0.2, 33), entry("", 0.2, 2, b"")],
+        "Rating: 1": [entry("0", 0.5, 32), entry("", 0.5, 2, b"")],
+    }
+
+    def respond(body, headers):
+        if server.requests > 20:
+            return 400, {}, b'{"error": {"message": "the walk does not end"}}'
+        text = body["messages"][-1]["content"]
+        answer = json.loads(chat_completion_body("x", "m"))
+        content = [{"token": "x", "logprob": -1.0, "bytes": [120], "top_logprobs": tables.get(text, [])}]
+        answer["choices"][0]["logprobs"] = {"content": content}
+        return 200, {}, json.dumps(answer).encode()
+
+    with StubOpenAIServer(respond=respond) as server:
+        client = OpenAIClient(
+            server.url, "m", retry=RetryPolicy(max_retries=0, initial_backoff=0.01, max_backoff=0.01)
+        )
+        backend = OpenAIBackend(client, progress=False)
+        (readout,) = backend.verdict_probabilities([[{"role": "user", "content": "q"}]], ["Rating:"], SCORES)
+        assert server.requests == 3  # "Rating:", "Rating: ", "Rating: 1"
+    expected = dict.fromkeys(SCORES, 0.0) | {"9": 0.1, "7": 0.6 * 0.5, "1": 0.6 * 0.2 * 0.5, "10": 0.6 * 0.2 * 0.5}
+    assert readout.probabilities == pytest.approx(expected)
+
+
 # ------------------------------------------------------------------------------------------------ transformers
 @pytest.fixture(scope="module")
 def tiny_backend(tiny_model_dir):

@@ -25,8 +25,9 @@ the format at all.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +46,7 @@ __all__ = [
     "decide_label",
     "expected_score",
     "swap_distribution",
+    "top_k_table",
     "walk_top_logprobs",
 ]
 
@@ -342,22 +344,78 @@ def verdict_spellings(verdict: str) -> tuple[str, ...]:
 
 
 # ------------------------------------------------------------------------------------------------ top-k servers
+#: One next-token alternative as a server reports it: ``{"token": str, "logprob": float}`` plus, where the server
+#: sends them, ``"bytes"`` (the token's UTF-8 bytes; OpenAI, llama.cpp) and ``"id"`` (llama.cpp); or a
+#: ``(token, logprob)`` / ``(token, logprob, id)`` tuple.
+TopEntry = Mapping[str, Any] | tuple
+
+
+def top_k_table(top: Mapping[str, float] | Iterable[TopEntry]) -> dict[str, float]:
+    """``{text: log-probability}`` of the next token's text from a server's top-k alternatives, keeping only the
+    tokens that a verdict walk can follow (:func:`walk_top_logprobs`).
+
+    * The text is the token's ``bytes`` decoded as UTF-8 when the server sends them; a token whose bytes are not
+      whole UTF-8 characters (llama.cpp writes ``" \xe2"`` as ``" "`` and a partial emoji as ``""``) is dropped:
+      its string is not its text, and a position cannot be asked for by a partial character.
+    * A token with an empty text (special tokens such as ``<|im_end|>``, which servers write as ``""``) is dropped:
+      it adds nothing to the text, so it cannot lead to a verdict (after it the turn ends).
+    * The same token listed twice counts once. A token is the same when its ``id`` is, else (no ids) when its text
+      is: then the larger log-probability is kept, never the sum. Distinct ids with the same text are distinct
+      tokens that write the same next text: their probabilities add.
+
+    Args:
+        top: a ``{token: log-probability}`` mapping (empty tokens are still dropped) or the server's entries
+            (:data:`TopEntry`), in any order.
+
+    Returns:
+        Non-empty text -> log-probability that the next token writes exactly that text.
+    """
+    if isinstance(top, Mapping):
+        return {str(t): float(lp) for t, lp in top.items() if t}
+    by_token: dict[Any, tuple[str, float]] = {}
+    for entry in top:
+        if isinstance(entry, Mapping):
+            text, lp, token_id, raw = entry["token"], float(entry["logprob"]), entry.get("id"), entry.get("bytes")
+        else:
+            text, lp, token_id, raw = entry[0], float(entry[1]), (entry[2] if len(entry) > 2 else None), None
+        if raw is not None:
+            try:
+                text = bytes(raw).decode("utf-8")
+            except (UnicodeDecodeError, ValueError, TypeError):
+                continue  # part of a character: not a text the walk can extend or send back
+        if not text:
+            continue
+        key = ("id", token_id) if token_id is not None else ("text", text)
+        if key not in by_token or lp > by_token[key][1]:
+            by_token[key] = (text, lp)
+    table: dict[str, float] = {}
+    for text, lp in by_token.values():
+        table[text] = float(np.logaddexp(table[text], lp)) if text in table else lp
+    return table
+
+
 def walk_top_logprobs(
-    top_logprobs: Callable[[Sequence[tuple[int, str]]], Sequence[Mapping[str, float]]],
+    top_logprobs: Callable[[Sequence[tuple[int, str]]], Sequence[Mapping[str, float] | Iterable[TopEntry]]],
     num_rows: int,
     verdicts: Sequence[str],
 ) -> list[VerdictReadout]:
     """Verdict probabilities from a server that returns only the top-k next tokens as strings (OpenAI ``logprobs`` +
     ``top_logprobs``, llama.cpp ``n_probs``).
 
-    Walks the verdict strings (and their leading-space spellings) token by token: a top-k token that is a proper
-    prefix of a spelling is extended with one more request; one that completes a spelling (possibly followed by
-    characters that cannot continue a verdict, such as ``"]"``) ends it. Exclusive verdicts as in the module
-    docstring. Verdicts that never appear in a top-k list get probability 0 and are listed as unseen: missing mass.
+    Walks the verdict strings (and their leading-space spellings) token by token: a top-k token that makes the text
+    a proper prefix of a spelling is extended with one more request; one that completes a spelling (possibly
+    followed by characters that cannot continue a verdict, such as ``"]"``) ends it; any other token (empty special
+    tokens, partial characters, whitespace or words that lead to no verdict) contributes nothing and is not
+    extended (:func:`top_k_table`). Every extension makes the text longer and no longer than the longest spelling,
+    so the walk ends after at most that many rounds of requests. Each position is asked once: two token paths that
+    reach the same text (``" "`` then ``"1"``, and ``" 1"`` in one token) are distinct events, both counted, and the
+    second reuses the first's answer. Exclusive verdicts as in the module docstring. Verdicts that never appear
+    in a top-k list get probability 0 and are listed as unseen: missing mass.
 
     Args:
-        top_logprobs: ``[(row, text already appended after the row's read-out position), ...]`` ->
-            ``{token string: log-probability}`` of the next token for each, in order.
+        top_logprobs: ``[(row, text already appended after the row's read-out position), ...]`` -> the next token's
+            top-k for each, in order: ``{token string: log-probability}`` or the server's entries
+            (:data:`TopEntry`, with ``bytes`` and ``id`` where it sends them).
         num_rows: rows to read out.
         verdicts: the allowed verdict strings.
 
@@ -365,18 +423,27 @@ def walk_top_logprobs(
         One :class:`VerdictReadout` per row.
     """
     spellings = {s: v for v in verdicts for s in verdict_spellings(v)}
+    longest = max((len(s) for s in spellings), default=0)
     probs = np.zeros((num_rows, len(verdicts)))
     column = {v: i for i, v in enumerate(verdicts)}
-    frontier = [(row, "", 0.0) for row in range(num_rows)]  # (row, text so far, log-prob of the text)
-    while frontier:
-        answers = top_logprobs([(row, text) for row, text, _ in frontier])
-        grown = []
-        for (row, text, logp), top in zip(frontier, answers, strict=True):
+    frontier = {(row, ""): 0.0 for row in range(num_rows)}  # (row, text so far) -> log-prob of reaching the text
+    tables: dict[tuple[int, str], dict[str, float]] = {}  # each position is asked once
+    for _ in range(longest):  # each round makes every text at least one character longer
+        if not frontier:
+            break
+        positions = list(frontier)
+        asked = [p for p in positions if p not in tables]
+        if asked:
+            tables.update(zip(asked, map(top_k_table, top_logprobs(asked)), strict=True))
+        grown: dict[tuple[int, str], float] = {}
+        for row, text in positions:
+            logp = frontier[row, text]
             continuing = 0.0  # mass that leaves ``text`` for another verdict
-            for token, token_lp in top.items():
+            for token, token_lp in tables[row, text].items():
                 longer = text + token
                 if _is_prefix(longer, spellings):
-                    grown.append((row, longer, logp + token_lp))
+                    key = (row, longer)
+                    grown[key] = float(np.logaddexp(grown[key], logp + token_lp)) if key in grown else logp + token_lp
                     continuing += math.exp(token_lp)
                     continue
                 spelling = longer if longer in spellings else _completed(longer, spellings)

@@ -346,7 +346,7 @@ class LlamaCppBackend(Backend):
             raise ValueError("verdict_probabilities needs one continuation per conversation")
         config = DecodingConfig(max_new_tokens=1)
 
-        def next_tokens(positions: Sequence[tuple[int, str]]) -> list[dict[str, float]]:
+        def next_tokens(positions: Sequence[tuple[int, str]]) -> list[list[dict[str, Any]]]:
             bodies = [
                 llamacpp_request(
                     [*conversations[row], {"role": "assistant", "content": continuations[row] + text}],
@@ -356,10 +356,9 @@ class LlamaCppBackend(Backend):
                 for row, text in positions
             ]
             answers = self.chat(bodies, "reading verdicts")
-            return [
-                {t["token"]: t["logprob"] for t in a["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
-                for a in answers
-            ]
+            # the entries as llama.cpp sends them (token, logprob, bytes, id): several tokens share one string (a
+            # partial character is written without its bytes), so only the walk's top_k_table can tell them apart
+            return [a["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for a in answers]
 
         return walk_top_logprobs(next_tokens, len(conversations), verdicts)
 

@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 from ..cache import GenerationCache
 from ..decoding import DecodingConfig
-from ..verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
+from ..verdicts import VerdictProbabilityError, VerdictReadout, top_k_table, walk_top_logprobs
 from .base import Backend, Messages
 from .chat import (
     ChatRequest,
@@ -217,8 +217,9 @@ def _retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 def _read_completion(raw: bytes) -> tuple[str, int, int, str | None, dict[str, float] | None]:
     """``(text, prompt_tokens, completion_tokens, finish_reason, top_logprobs)`` of a chat.completion body;
-    ``top_logprobs`` is ``{token: log-probability}`` of the first generated token's alternatives, None when the body
-    has none.
+    ``top_logprobs`` is ``{text: log-probability}`` of the first generated token's alternatives as
+    :func:`~hf_critic.verdicts.top_k_table` reads them (by their bytes and ids where the server sends them; empty
+    special tokens and partial characters dropped, a token listed twice counted once), None when the body has none.
 
     Raises:
         _Retry: kind ``"garbage"`` when the body is not JSON or has no assistant text.
@@ -233,8 +234,9 @@ def _read_completion(raw: bytes) -> tuple[str, int, int, str | None, dict[str, f
         prompt_tokens = int(usage.get("prompt_tokens") or 0)
         completion_tokens = int(usage.get("completion_tokens") or 0)
         content = (choice.get("logprobs") or {}).get("content") or []
-        top = {t["token"]: float(t["logprob"]) for t in content[0].get("top_logprobs") or []} if content else None
-        return text, prompt_tokens, completion_tokens, choice.get("finish_reason"), top or None
+        entries = (content[0].get("top_logprobs") or []) if content else []
+        top = top_k_table(entries) if entries else None  # {} when no alternative can lead to a verdict
+        return text, prompt_tokens, completion_tokens, choice.get("finish_reason"), top
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
         snippet = raw[:60].decode("utf-8", "replace")
         raise _Retry("garbage", f"garbage body ({type(err).__name__}): {snippet!r}") from None
