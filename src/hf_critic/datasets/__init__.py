@@ -7,6 +7,10 @@ or ``response_1``, ``response_2``, ``label`` (pairwise comparison: 0 = response 
 
 * :func:`load_alignbench`: CritiqueLLM's AlignBench evaluation files (pointwise / pairwise, referenced or not);
 * :func:`load_autoj_eval_p` (+ :func:`load_verdicts`, :func:`load_scenario_groups`): Auto-J Eval-P;
+* :func:`load_autoj_single`: Auto-J's GPT-4 single-response training critiques (pointwise, ``human_score`` = GPT-4's
+  rating);
+* :func:`load_alpacaeval`: AlpacaEval pairwise annotations (GPT-4-turbo verdicts with explanations, or soft
+  preferences; ``label`` = the judge's verdict);
 * :func:`load_fastchat`: MT-Bench / Vicuna-Bench FastChat folders with GPT-4 single-answer grades;
 * :func:`load_prometheus`: Prometheus benchmark JSON (absolute grading sets, HHH pairs);
 * :func:`load_generic`: anything else, with a column and label mapping;
@@ -23,7 +27,8 @@ from typing import Any
 import datasets
 
 from .alignbench import load_alignbench
-from .autoj import load_autoj_eval_p, load_scenario_groups, load_verdicts
+from .alpacaeval import load_alpacaeval
+from .autoj import load_autoj_eval_p, load_autoj_single, load_scenario_groups, load_verdicts
 from .fastchat import load_fastchat
 from .generic import load_generic
 from .prometheus import load_prometheus
@@ -31,7 +36,9 @@ from .prometheus import load_prometheus
 __all__ = [
     "FORMATS",
     "load_alignbench",
+    "load_alpacaeval",
     "load_autoj_eval_p",
+    "load_autoj_single",
     "load_benchmark",
     "load_fastchat",
     "load_generic",
@@ -44,6 +51,8 @@ __all__ = [
 FORMATS = {
     "alignbench": load_alignbench,
     "autoj": load_autoj_eval_p,
+    "autoj_single": load_autoj_single,
+    "alpacaeval": load_alpacaeval,
     "fastchat": load_fastchat,
     "prometheus": load_prometheus,
     "generic": load_generic,
