@@ -128,7 +128,8 @@ def test_critique_correlation_keys():
     assert set(out) == {
         "text_pearson", "text_spearman", "text_kendall", "n_queries", "n_queries_used", "n_queries_skipped",
         "n_rows", "n_unparsed", "n_missing_references", "system_pearson", "system_spearman", "system_kendall",
-        "n_systems", "per_system",
+        "n_systems", "per_system", "pooled_pearson", "pooled_spearman", "pooled_kendall", "within_question_accuracy",
+        "within_question_pairs", "within_question_ties", "within_question_pairs_unparsed", "within_question_queries",
     }  # fmt: skip
     assert "system_pearson" not in critique_correlation([1, 2, 3], [1, 3, 2])
 
@@ -305,11 +306,19 @@ def test_pairwise_agreement_without_swap_and_errors():
 
 
 def test_pairwise_agreement_per_group():
-    out = pairwise_agreement([0, 1, 2, 0], [0, 1, 1, 1], [0, 0, 2, 0], groups=["x", "y", "x", "y"])
+    out = pairwise_agreement([0, 1, 2, 0], [0, 1, 1, 1], [0, 0, 2, 0], groups=["x", "y", "x", "y"], two_way="off")
     assert out["per_group"] == {
         "x": {"agreement": 0.5, "consistency": 1.0, "first_order_agreement": 0.5, "n": 2},
         "y": {"agreement": 0.0, "consistency": 0.5, "first_order_agreement": 0.5, "n": 2},
     }
+    # No tie in the gold: the two-way figures join each group by default. x: rows 0 (right) and 2 (a tie in both
+    # orders: half) -> 0.75 and 0.75; y: row 1 right first (1), its orders opposite (half), row 3 wrong in both -> 0.5
+    # and 0.25.
+    out = pairwise_agreement([0, 1, 2, 0], [0, 1, 1, 1], [0, 0, 2, 0], groups=["x", "y", "x", "y"])
+    assert out["per_group"]["x"] == {"agreement": 0.5, "consistency": 1.0, "first_order_agreement": 0.5,
+                                     "two_way_accuracy": 0.75, "two_way_accuracy_combined": 0.75, "n": 2}  # fmt: skip
+    assert out["per_group"]["y"]["two_way_accuracy"] == 0.5
+    assert out["per_group"]["y"]["two_way_accuracy_combined"] == 0.25
 
 
 # Auto-J leaderboard README (GAIR-NLP/auto-j, codes/leaderboard/README.md): Auto-J-13B on Eval-P.

@@ -200,3 +200,36 @@ def test_editable_install_reads_the_checkout():
 
     assert default_card_template() == REPO_ROOT / "dataset_cards" / "eval_instruct.md"
     assert [metric_path(name) for name in METRIC_NAMES] == [str(REPO_ROOT / "metrics" / n) for n in METRIC_NAMES]
+
+
+def _readme_section(name: str, title: str) -> str:
+    text = (REPO_ROOT / "metrics" / name / "README.md").read_text()
+    start = text.index(title)
+    return text[start : text.index("\n## ", start + 1) if "\n## " in text[start + 1 :] else len(text)]
+
+
+def test_critique_correlation_readme_lists_every_output_key():
+    """Output Values names every key the module returns (with system ids and a bootstrap)."""
+    import re
+
+    from hf_critic.meta_eval.correlation import critique_correlation
+
+    section = _readme_section("critique_correlation", "### Output Values")
+    named = set(re.findall(r"\*\*(\w+)\*\*", section))
+    out = critique_correlation([8, 6, 3, 9, 4, 7], [5, 3, 4, 4, 2, 3], [1, 1, 1, 2, 2, 2], ["a", "b", "c"] * 2,
+                               bootstrap=10)  # fmt: skip
+    assert set(out) <= named, set(out) - named
+    assert {"within_question_accuracy", "within_question_pairs", "pooled_pearson"} <= named
+
+
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_readme_examples_run(name):
+    """The README's Examples section, run as one doctest (bare-name loads redirected to the checkout)."""
+    examples = _readme_section(name, "### Examples")
+    code = "\n".join(block.removeprefix("python\n") for block in examples.split("```")[1::2])
+    shim = argparse.Namespace(load=lambda n: evaluate.load(metric_path(n)))
+    test = doctest.DocTestParser().get_doctest(code, {"evaluate": shim}, name, None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 5 and result.failed == 0

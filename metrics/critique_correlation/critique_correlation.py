@@ -11,7 +11,8 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
-"""Critique correlation: text-level and system-level Pearson / Spearman / Kendall (CritiqueLLM Table 2)."""
+"""Critique correlation: text-level and system-level Pearson / Spearman / Kendall (CritiqueLLM Table 2), row-level
+(pooled) correlation and within-question pairwise accuracy."""
 
 import datasets
 import evaluate
@@ -26,8 +27,13 @@ of that query's responses, averaged over queries. A query with fewer than two gr
 human or critic scores are all equal, has no correlation: it is skipped and counted, never averaged in.
 System-level correlation: the correlation between each system's (model's) mean critic score and its mean
 human score, across systems.
-Pearson r, Spearman rho and Kendall tau (tau-b, as scipy.stats.kendalltau) are reported for both. Rows
-whose prediction is None or NaN (a critique whose score could not be parsed) are excluded and counted.
+Pearson r, Spearman rho and Kendall tau (tau-b, as scipy.stats.kendalltau) are reported for both, and for the
+row-level (pooled) correlation over all rows as one sample. Rows whose prediction is None or NaN (a critique whose
+score could not be parsed) are excluded and counted.
+Within-question pairwise accuracy: does the critic score a question's better answer above its worse one? Every
+pair of one query's responses with different human scores is ordered by the critic's scores; the accuracy is the
+share of pairs ordered as the humans order them, a tie in the critic's scores counting as half ((1 + Somers' D) / 2
+over the pooled pairs). Pairs with an unparsed critic score are left out and counted.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -40,7 +46,7 @@ Args:
     system_ids (`list`, *optional*): the system (model) that wrote each response. When given, the
         system-level values are returned too.
     bootstrap (`int`, *optional*): resamples of the queries for 95% percentile confidence intervals (default 0:
-        none; needs `query_ids`); adds `ci`.
+        none; needs `query_ids`; a query's responses stay together); adds `ci`.
     seed (`int`, *optional*): the bootstrap's seed (default 0).
 Scores are checked before anything is cast: a string ("7") or a boolean is an error naming the index and the
 value; None / NaN is an unparsed score. Errors about the grouping name `query_ids` / `system_ids`.
@@ -54,11 +60,21 @@ Returns:
     n_rows (`int`): number of rows.
     n_unparsed (`int`): rows whose prediction is None or NaN.
     n_missing_references (`int`): rows whose human score is None or NaN.
+    pooled_pearson, pooled_spearman, pooled_kendall (`float`): the row-level correlation, all rows with both
+        scores as one sample, in [-1, 1] (the same as the text-level values without `query_ids`).
+    within_question_accuracy (`float`): share of the pairs of one query's responses with different human scores
+        that the critic's scores order the same way, a critic tie counting 1/2, in [0, 1] (NaN without a pair;
+        without `query_ids`, every pair of rows).
+    within_question_pairs (`int`): pairs counted; within_question_ties (`int`): of those, pairs the critic scored
+        equal; within_question_pairs_unparsed (`int`): pairs with different human scores left out because a critic
+        score is None / NaN; within_question_queries (`int`): queries with at least one counted pair.
     system_pearson, system_spearman, system_kendall (`float`): only with `system_ids`; the correlation
         across systems of the per-system mean scores, NaN with fewer than two systems.
     n_systems (`int`): only with `system_ids`.
     per_system (`dict`): only with `system_ids`: {system: {"n", "critic_mean", "human_mean", "critic_rank",
         "human_rank"}} (rank 1 = highest mean).
+    ci (`dict`): only with `bootstrap` and `query_ids`: {figure: [low, high]} for the text- and system-level
+        correlations, pooled_pearson and within_question_accuracy.
     Empty inputs give NaN values with the counts (n_rows = 0).
 Examples:
     Example 1-Text-level correlation over two queries with three responses each.
@@ -83,6 +99,19 @@ Examples:
         2 1 1
         >>> print(round(results["system_pearson"], 2), round(results["system_spearman"], 2))
         0.43 0.5
+
+    Example 3-Within-question pairwise accuracy: q1 orders its 3 pairs right; q2 has 2 pairs with different human
+    scores (its first two responses tie for the humans) and orders both wrong; q3 orders 2 pairs right and ties 1.
+        >>> critique_correlation = evaluate.load("critique_correlation")
+        >>> results = critique_correlation.compute(
+        ...     predictions=[3, 5, 9, 6, 6, 4, 8, 2, 8],
+        ...     references=[1, 2, 3, 2, 2, 5, 4, 1, 3],
+        ...     query_ids=["q1", "q1", "q1", "q2", "q2", "q2", "q3", "q3", "q3"],
+        ... )
+        >>> print(results["within_question_accuracy"], results["within_question_pairs"], results["within_question_ties"])
+        0.6875 8 1
+        >>> print(round(results["text_pearson"], 2), round(results["pooled_pearson"], 2))
+        0.31 0.46
 """
 
 _CITATION = """
@@ -104,7 +133,8 @@ _CITATION = """
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class CritiqueCorrelation(evaluate.Metric):
-    """Text-level and system-level correlation between critic and human scores (CritiqueLLM §4.4.1)."""
+    """Text-level, system-level and row-level correlation between critic and human scores (CritiqueLLM §4.4.1), and
+    the within-question pairwise accuracy."""
 
     def _info(self):
         return evaluate.MetricInfo(

@@ -28,6 +28,10 @@ whose two verdicts are equal. First-order-only agreement, accuracy and macro pre
 Labels: 0 = response 1 better, 1 = response 2 better, 2 = tie. Strings such as "Assistant 1",
 "response_2", "A" / "B" / "C" (FastChat's [[A]] / [[B]] / [[C]]) and "tie" are accepted. An unparsed
 verdict (None) counts as wrong and inconsistent, never as a tie, and is reported in n_unparsed.
+Where the human labels contain no tie (chosen / rejected pairs, e.g. Anthropic HHH), the two-way accuracy is added
+by default: the critic's choice between response 1 and response 2 alone, the tie option dropped. From verdict
+distributions (P(response 1 better) against P(response 2 better), renormalised without the tie) when given, else
+from the verdicts, a tie counting as half.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -46,6 +50,13 @@ Args:
         "position": "1" / "2" name the winning response (response 1 -> 0, response 2 -> 1).
     unparsed (`str`, *optional*): what an unparsed verdict counts as: "wrong" (default), "tie" or "drop"
         (the pair leaves every denominator).
+    two_way (`str`, *optional*): when to add the two-way accuracies: "auto" (default) when the human labels contain
+        no tie, "on" (pairs with a tie as gold label are left out of them and counted), "off".
+    distributions (`list`, *optional*): the original order's verdict distribution per pair, a JSON object or dict
+        {"response_1": p, "response_2": p, "tie": p} (hf-critic's `critique_distribution`), None where unparsed;
+        the two-way choice is then the larger of P(response 1) and P(response 2) (equal: half).
+    combined_distributions (`list`, *optional*): both orders' distributions averaged (`critique_distribution_combined`),
+        for `two_way_accuracy_combined`; needs `swapped_predictions`.
     bootstrap (`int`, *optional*): resamples for 95% percentile confidence intervals (default 0: none); adds `ci`.
     seed (`int`, *optional*): the bootstrap's seed (default 0).
 Inputs are checked before anything is cast: a label must be 0, 1, 2 (2.0 is 2), a label string, or None / NaN
@@ -68,7 +79,15 @@ Returns:
     n_unparsed (`int`): original-order verdicts that are None / NaN.
     n_unparsed_swapped (`int`): the same for the swapped order (only with `swapped_predictions`).
     n_missing_references (`int`): pairs without a human label (left out of every value).
-    per_group (`dict`): only with `groups`: {group: {"agreement", "consistency", "first_order_agreement", "n"}}.
+    per_group (`dict`): only with `groups`: {group: {"agreement", "consistency", "first_order_agreement", "n"}}
+        (plus the two-way accuracies when they are computed).
+    two_way_accuracy (`float`): only with the two-way figures (see `two_way`): share of the pairs without a gold
+        tie whose original-order choice between response 1 and response 2 is the human one, an undecided pair (a
+        tie verdict, equal probabilities) counting 1/2, in [0, 1].
+    two_way_accuracy_combined (`float`): the same for both orders together (with `swapped_predictions`): from
+        `combined_distributions`, else both verdicts added as one-hot votes (opposite choices count 1/2).
+    two_way_n (`int`): pairs they count; two_way_n_gold_ties (`int`): pairs with a gold tie left out of them;
+        two_way_source (`str`): "distribution" or "labels".
 Examples:
     Example 1-Integer labels, swapped verdicts already mapped back.
         >>> pairwise_agreement = evaluate.load("pairwise_agreement")
@@ -91,6 +110,24 @@ Examples:
         0.5 0.5 1
         >>> print(results["per_group"]["math"])
         {'agreement': 0.5, 'consistency': 0.5, 'first_order_agreement': 0.5, 'n': 2}
+
+    Example 3-Chosen / rejected pairs (no tie in the gold): the two-way accuracy from verdict distributions. The
+    first two verdicts are ties, but the distributions lean the human way once the tie is dropped.
+        >>> pairwise_agreement = evaluate.load("pairwise_agreement")
+        >>> results = pairwise_agreement.compute(
+        ...     predictions=[2, 2, 0, 0],
+        ...     references=[0, 1, 0, 1],
+        ...     distributions=[
+        ...         {"response_1": 0.3, "response_2": 0.2, "tie": 0.5},
+        ...         {"response_1": 0.1, "response_2": 0.4, "tie": 0.5},
+        ...         {"response_1": 0.6, "response_2": 0.3, "tie": 0.1},
+        ...         {"response_1": 0.7, "response_2": 0.2, "tie": 0.1},
+        ...     ],
+        ... )
+        >>> print(results["first_order_agreement"], results["two_way_accuracy"], results["two_way_n"])
+        0.25 0.75 4
+        >>> print(pairwise_agreement.compute(predictions=[2, 2, 0, 0], references=[0, 1, 0, 1])["two_way_accuracy"])
+        0.5
 """
 
 _CITATION = """
@@ -155,6 +192,9 @@ class PairwiseAgreement(evaluate.Metric):
         groups=None,
         digits="label",
         unparsed="wrong",
+        two_way="auto",
+        distributions=None,
+        combined_distributions=None,
         bootstrap=0,
         seed=0,
     ):
@@ -166,6 +206,9 @@ class PairwiseAgreement(evaluate.Metric):
             groups=groups,
             digits=digits,
             unparsed=unparsed,
+            two_way=two_way,
+            distributions=distributions,
+            combined_distributions=combined_distributions,
             bootstrap=bootstrap,
             seed=seed,
         )

@@ -63,6 +63,14 @@ def register(subparsers) -> None:
     )
     data = _common(compare)
     compare.add_argument("--swap", action="store_true", help="judge both orders and record whether the verdicts agree")
+    compare.add_argument(
+        "--two-way",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="two-way accuracy in the printed figures: the choice between response 1 and response 2 alone (the tie "
+        "option dropped from the verdict distribution; a text tie counts half); auto (default): when the human "
+        "labels have no tie",
+    )
     data.add_argument(
         "--human-label", help="column of human labels 0/1/2 to measure agreement (default: label if present)"
     )
@@ -107,15 +115,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Bootstrap resamples (of the questions) behind the interval of the within-question accuracy ``grade`` prints.
+SUMMARY_BOOTSTRAP = 1000
+
+
 def _figures(result, args) -> list[str]:
     """Agreement with the human (or GPT-4) labels present in the data, per verdict source (text, probability, both
-    orders combined) with baselines and calibration; nothing when there are none."""
+    orders combined) with baselines and calibration; nothing when there are none.
+
+    ``grade``: one line per verdict source with the row-level (pooled) correlation, the text-level Pearson and the
+    within-question pairwise accuracy (pairs of one question's responses with different human scores, a critic tie
+    counting half) with its 95% bootstrap interval over :data:`SUMMARY_BOOTSTRAP` resamples of the questions
+    (questions grouped by ``query_id``, else by their text). ``compare``: agreement, consistency and first-order
+    agreement per source, and, where the human labels have no tie (``--two-way auto``, or ``on``), the two-way
+    accuracy (response 1 or 2 alone; see :func:`hf_critic.meta_eval.agreement.two_way_decisions`).
+    """
     from ..meta_eval.verdicts import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
     if args.task == "grade":
-        # All rows as one group: the pooled (sample-level) correlation. Per-query (text-level) and
-        # per-system figures come from `hf-critic meta-eval`.
+        # Per-system figures and the tables come from `hf-critic meta-eval`.
         column = args.human_score or ("human_score" if "human_score" in result.column_names else None)
-        return figure_lines(pointwise_verdict_figures(result, column), "grade", column) if column else []
+        if not column:
+            return []
+        return figure_lines(pointwise_verdict_figures(result, column, bootstrap=SUMMARY_BOOTSTRAP), "grade", column)
     column = args.human_label or ("label" if "label" in result.column_names else None)
-    return figure_lines(pairwise_verdict_figures(result, column), "compare", column) if column else []
+    two_way = getattr(args, "two_way", "auto")
+    return figure_lines(pairwise_verdict_figures(result, column, two_way=two_way), "compare", column) if column else []

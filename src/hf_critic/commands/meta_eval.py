@@ -53,7 +53,8 @@ Examples:
       --columns 'question={instruction}\\n\\n{input},response_1=response1,response_2=response2' \\
       --label-columns annotator1,annotator2,annotator3 --label-map 0=tie,1=response_1,2=response_2 \\
       --verdicts judge=verdicts.csv:judgement --verdict-parser mtbench --order-column exchange --output-dir out
-Writes report.md (Table 2 / Table 3 layouts, parse failures, per-category tables), report.json and PNG plots
+Writes report.md (Table 2 / Table 3 layouts, within-question pairwise accuracy of pointwise grades, two-way
+accuracy where the human labels have no tie, parse failures, per-category tables), report.json and PNG plots
 (per-category bars, confusion heat maps); critiques generated here go to <output-dir>/critiques/<critic>/<dataset>.jsonl.
 """
 
@@ -117,6 +118,14 @@ def register(subparsers) -> None:
     out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     add_figure_args(out)
+    out.add_argument(
+        "--two-way",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="pairwise two-way accuracy: the critic's choice between response 1 and response 2 alone (the tie "
+        "option dropped from its verdict distribution; a text tie counts half), beside the three-way figures; "
+        "auto (default): when the human labels have no tie (chosen / rejected data such as HHH)",
+    )
     parser.set_defaults(func=run_meta_eval)
 
 
@@ -368,6 +377,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             bootstrap=args.bootstrap,
             seed=args.bootstrap_seed,
             annotators=[a for a in annotators if a in data.column_names],
+            two_way=getattr(args, "two_way", "auto"),
         )
         for critic, dataset, data in runs
     ]

@@ -1,9 +1,11 @@
 """Meta-evaluation: how well a critic agrees with humans (CritiqueLLM v2 §4.4).
 
-* :mod:`~hf_critic.meta_eval.correlation`: pointwise grading, text-level and system-level Pearson / Spearman /
-  Kendall (Table 2);
+* :mod:`~hf_critic.meta_eval.correlation`: pointwise grading, text-level, system-level and row-level (pooled)
+  Pearson / Spearman / Kendall (Table 2), and the within-question pairwise accuracy (does the critic score a
+  question's better answer above its worse one?);
 * :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
-  (Table 3), and the label normalisation both use;
+  (Table 3), the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped),
+  and the label normalisation both use;
 * :mod:`~hf_critic.meta_eval.report`: the meta-evaluation report of one or more critics (Markdown, JSON, plots),
   behind ``hf-critic meta-eval``; not to be confused with :mod:`hf_critic.data.report`, the per-stage run report
   of the Eval-Instruct pipeline;

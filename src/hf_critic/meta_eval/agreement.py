@@ -5,6 +5,12 @@ only when the verdicts on both orders of the two responses equal the human label
 pairs whose verdict on the swapped pair, mapped back to the original order, equals the verdict on the original
 order. See :func:`pairwise_agreement`.
 
+Where the human labels know no tie (chosen / rejected pairs such as Anthropic HHH), the three-way figures charge a
+critic for every tie it calls although the gold never is one. The **two-way** figures (:func:`two_way_decisions`,
+``two_way_accuracy`` / ``two_way_accuracy_combined`` of :func:`pairwise_agreement`) ask only which of the two
+responses the critic prefers: from a verdict distribution, P(response 1 better) against P(response 2 better) with
+the tie option dropped (renormalised); from text verdicts, a tie counts as half a pair.
+
 Labels use the schema's codes (:mod:`hf_critic.schema`): 0 = response 1 better, 1 = response 2 better,
 2 = tie. :func:`normalize_labels` maps the spellings judges and datasets use onto them; an unparsed verdict
 becomes :data:`UNPARSED` and counts as wrong, never as a tie.
@@ -12,6 +18,7 @@ becomes :data:`UNPARSED` and counts as wrong, never as a tie.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -20,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from hf_critic.schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from hf_critic.schema import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 from .correlation import _factorize
 
@@ -32,6 +39,8 @@ __all__ = [
     "map_groups",
     "normalize_labels",
     "pairwise_agreement",
+    "TWO_WAY_MODES",
+    "two_way_decisions",
 ]
 
 #: Code :func:`normalize_labels` gives an unparsed verdict (None / NaN).
@@ -246,14 +255,95 @@ UNPARSED_POLICIES = ("wrong", "tie", "drop")
 _CLASS_NAMES = {RESPONSE_1_WINS: "response_1", RESPONSE_2_WINS: "response_2", TIE: "tie"}
 
 
-def _pairwise_statistic(pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray | None):
+#: ``--two-way``: when :func:`pairwise_agreement` adds the two-way figures. ``auto`` (default): when the human labels
+#: (of the pairs that have one) contain no tie; ``on``: always (pairs with a tie label are then left out of them and
+#: counted); ``off``: never.
+TWO_WAY_MODES = ("auto", "on", "off")
+
+_R1, _R2 = LABEL_NAMES[RESPONSE_1_WINS], LABEL_NAMES[RESPONSE_2_WINS]
+
+
+def _margin_of_distribution(value: Any) -> float:
+    """P(response 1 better) - P(response 2 better) of one distribution (JSON text or mapping); NaN for None."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return math.nan
+    d = json.loads(value) if isinstance(value, str) else value
+    if not isinstance(d, Mapping):
+        raise ValueError(f"a verdict distribution must be a JSON object or a mapping, got {value!r}")
+    return float(d.get(_R1, 0.0)) - float(d.get(_R2, 0.0))
+
+
+def two_way_decisions(
+    labels: Sequence[Any] | np.ndarray,
+    distributions: Sequence[Any] | None = None,
+    swapped_labels: Sequence[Any] | np.ndarray | None = None,
+    *,
+    digits: Literal["label", "position"] = "label",
+) -> np.ndarray:
+    """The critic's choice between response 1 and response 2 only, the tie option dropped.
+
+    Where a verdict distribution is given (``critique_distribution`` of a probability read-out, or
+    ``critique_distribution_combined``: both orders averaged, Wang et al. 2025, §3.2), the choice is the larger of
+    P(response 1 better) and P(response 2 better), i.e. the two renormalised to sum to 1 without the tie (keys
+    :data:`hf_critic.schema.LABEL_NAMES`: ``"response_1"``, ``"response_2"``, and ``"tie"`` unless the template
+    knows no tie); equal probabilities are undecided. From text verdicts (no distribution) each verdict is a
+    one-hot distribution: response 1 or 2 is a choice, a tie is undecided. With ``swapped_labels`` (the other
+    order's text verdicts, mapped back) both orders' one-hot distributions are added before choosing, as the
+    probability read-out averages its two orders: one order's tie leaves the other's choice, two opposite choices
+    are undecided.
+
+    Args:
+        labels: the decided labels, shape ``(n,)``, any spelling :func:`normalize_labels` accepts; None / NaN =
+            unparsed (a row whose label is unparsed is unparsed here too, even when it has a distribution, e.g. a
+            ``low_mass`` read-out).
+        distributions: None, or per row a JSON object / mapping ``{verdict: probability}`` or None (unparsed).
+        swapped_labels: None, or the swapped order's labels mapped back to the original order (text verdicts
+            only; a probability read-out passes the combined distribution instead).
+        digits: see :func:`normalize_labels`.
+
+    Returns:
+        float64 array ``(n,)``: 0.0 = response 1 better, 1.0 = response 2 better, 0.5 = undecided, NaN = unparsed;
+        the credit of a row against a gold label ``g`` in {0, 1} is ``1 - |decision - g|`` (1, 1/2 or 0).
+
+    Raises:
+        ValueError: different lengths, an unknown label, or a distribution that is not a mapping.
+    """
+    codes = normalize_labels(labels, name="labels", digits=digits)
+    if distributions is not None and len(distributions) != len(codes):
+        raise ValueError(f"labels and distributions differ in length: {len(codes)} != {len(distributions)}")
+    other = None
+    if swapped_labels is not None:
+        other = normalize_labels(swapped_labels, name="swapped_labels", digits=digits)
+        if len(other) != len(codes):
+            raise ValueError(f"labels and swapped_labels differ in length: {len(codes)} != {len(other)}")
+    return _two_way(codes, distributions, other)
+
+
+def _two_way(codes: np.ndarray, distributions: Sequence[Any] | None = None, swapped: np.ndarray | None = None):
+    """:func:`two_way_decisions` on label codes (-1 = unparsed); ``swapped`` is ignored with ``distributions``."""
+    unparsed = codes < 0
+    if distributions is not None:
+        margin = np.array([_margin_of_distribution(d) for d in distributions], dtype=np.float64)
+    else:
+        margin = (codes == RESPONSE_1_WINS).astype(np.float64) - (codes == RESPONSE_2_WINS)
+        if swapped is not None:
+            margin = margin + (swapped == RESPONSE_1_WINS) - (swapped == RESPONSE_2_WINS)
+            unparsed = unparsed | (swapped < 0)
+    decision = np.where(margin > 0, 0.0, np.where(margin < 0, 1.0, 0.5))
+    return np.where(unparsed | np.isnan(margin), np.nan, decision)
+
+
+def _pairwise_statistic(
+    pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray | None, two_way: dict[str, np.ndarray] | None = None
+):
     """The pairwise figures as a function of per-pair weights ``(b, n)`` -> ``{figure: (b,)}``.
 
     A row of ones gives the figures themselves; a row of bootstrap counts gives them on that resample (see
     :mod:`~hf_critic.meta_eval.bootstrap`). Macro precision / recall / F1 are over the classes present in ``ref``
     or ``pred`` on the whole data. Unparsed predictions (-1) are wrong and count as a prediction of no class (they
     lower recall, not precision); a class never predicted has precision 0, one with P = R = 0 has F1 0 (as
-    scikit-learn's ``precision_recall_fscore_support(average="macro", zero_division=0)``).
+    scikit-learn's ``precision_recall_fscore_support(average="macro", zero_division=0)``). ``two_way``: ``{figure:
+    per-pair credit (n,)}`` (NaN = unparsed, credit 0), averaged over the pairs whose gold label is no tie.
     """
     classes = np.union1d(ref, pred[pred >= 0])
     first_ok = (pred == ref).astype(np.float64)
@@ -273,9 +363,14 @@ def _pairwise_statistic(pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray |
     k = len(classes)
     ones = np.ones((len(pred), 1))
     columns = [ones, first_ok[:, None], hit_k, pred_k, true_k, outcome]
+    two_way = two_way or {}
+    if two_way:
+        decided_gold = (ref != TIE).astype(np.float64)
+        columns += [decided_gold[:, None]] + [np.nan_to_num(c * decided_gold)[:, None] for c in two_way.values()]
     if swapped is not None:
         columns += [agree[:, None], consistent[:, None]]
     values = np.hstack(columns)
+    first_two_way = 5 + 3 * k  # column of decided_gold
 
     def statistic(w: np.ndarray) -> dict[str, np.ndarray]:
         sums = w @ values
@@ -297,6 +392,8 @@ def _pairwise_statistic(pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray |
             out["macro_f1"] = f1.mean(axis=1) if k else np.full(len(w), np.nan)
             rates = sums[:, 2 + 3 * k : 5 + 3 * k] / total[:, None]
             out["win_rate"], out["tie_rate"], out["lose_rate"] = rates.T
+            for j, name in enumerate(two_way, start=1):
+                out[name] = sums[:, first_two_way + j] / sums[:, first_two_way]
         return out
 
     return statistic, classes
@@ -330,6 +427,9 @@ def pairwise_agreement(
     groups: Sequence[Hashable] | np.ndarray | None = None,
     digits: Literal["label", "position"] = "label",
     unparsed: Literal["wrong", "tie", "drop"] = "wrong",
+    two_way: Literal["auto", "on", "off"] = "auto",
+    distributions: Sequence[Any] | None = None,
+    combined_distributions: Sequence[Any] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
     confidence: float = 0.95,
@@ -349,7 +449,18 @@ def pairwise_agreement(
       counts, precision, recall and F1 per class;
     * ``win_rate``, ``tie_rate``, ``lose_rate``: how often the critic prefers response 1, calls a tie, prefers
       response 2 (Auto-J Eval-C: with both orders, a pair whose verdicts conflict is a tie); the rest of the
-      pairs are unparsed.
+      pairs are unparsed;
+    * two-way figures, by default only when the human labels contain no tie (``two_way="auto"``: chosen /
+      rejected data such as Anthropic HHH, where a three-way figure charges every tie the critic calls): the
+      critic's choice between response 1 and response 2 alone, see :func:`two_way_decisions`.
+      ``two_way_accuracy``: of the original order, from ``distributions`` (P(response 1) against P(response 2),
+      the tie option dropped) or, without them, from ``predictions`` (a tie verdict counts as half);
+      ``two_way_accuracy_combined``: of both orders together, from ``combined_distributions`` or, without them,
+      from ``predictions`` and ``swapped_predictions`` added as one-hot distributions (one order's tie leaves the
+      other's choice; opposite choices count half). Only pairs whose gold label is no tie count
+      (``two_way_n``; ``two_way_n_gold_ties`` are left out, only possible with ``two_way="on"``); unparsed
+      verdicts follow ``unparsed`` (wrong: 0, tie: 1/2, drop: left out), and ``two_way_source`` says whether the
+      choice came from ``"distribution"`` or ``"labels"``.
 
     Unparsed verdicts (None / NaN) follow ``unparsed`` (:data:`UNPARSED_POLICIES`): by default they are kept in
     the denominators and count as wrong and as inconsistent (never silently a tie); ``n_unparsed`` /
@@ -371,6 +482,12 @@ def pairwise_agreement(
             appearance (with ``bootstrap``, each entry also has its ``ci``).
         digits: how digit strings are read, see :func:`normalize_labels`.
         unparsed: ``"wrong"``, ``"tie"`` or ``"drop"``, see :data:`UNPARSED_POLICIES`.
+        two_way: ``"auto"``, ``"on"`` or ``"off"``, see :data:`TWO_WAY_MODES` and above.
+        distributions: the original order's verdict distributions, shape ``(n,)`` (``critique_distribution``:
+            JSON objects or mappings, None where unparsed), for ``two_way_accuracy``; None: from ``predictions``.
+        combined_distributions: both orders' averaged distributions (``critique_distribution_combined``), for
+            ``two_way_accuracy_combined``; None: from ``predictions`` and ``swapped_predictions`` (no
+            ``two_way_accuracy_combined`` without either).
         bootstrap: resamples of the pairs for percentile confidence intervals (0: none); adds ``ci``:
             ``{figure: [low, high]}`` for every figure above (see :mod:`~hf_critic.meta_eval.bootstrap`).
         seed: the bootstrap's seed.
@@ -379,15 +496,21 @@ def pairwise_agreement(
     Returns:
         dict of floats in [0, 1] (fractions, not percentages) and ints ``n``, ``n_unparsed``,
         ``n_unparsed_swapped``, ``n_missing_references``, ``n_dropped`` (pairs left out by ``unparsed="drop"``),
-        the policy as ``unparsed``, ``per_class``; plus ``per_group`` and ``ci`` when asked. Values are NaN
-        when no pair is left (empty inputs included), with the counts still reported.
+        the policy as ``unparsed``, ``per_class``; with the two-way figures also ``two_way_n``,
+        ``two_way_n_gold_ties``, ``two_way_source``; plus ``per_group`` (with the two-way accuracies when computed)
+        and ``ci`` when asked. Values are NaN when no pair is left (empty inputs included), with the counts still
+        reported.
 
     Raises:
-        ValueError: on mismatched lengths, an unknown label (naming the value and its index), or an unknown
-            ``unparsed`` policy.
+        ValueError: on mismatched lengths, an unknown label (naming the value and its index), an unknown
+            ``unparsed`` policy or ``two_way`` mode, or ``combined_distributions`` without ``swapped_predictions``.
     """
     if unparsed not in UNPARSED_POLICIES:
         raise ValueError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
+    if two_way not in TWO_WAY_MODES:
+        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
+    if combined_distributions is not None and swapped_predictions is None:
+        raise ValueError("combined_distributions are of both orders: give swapped_predictions too")
     pred = normalize_labels(predictions, name="predictions", digits=digits)
     ref = normalize_labels(references, name="references", digits=digits)
     n_all = len(pred)
@@ -406,31 +529,71 @@ def pairwise_agreement(
 
     has_ref = ref >= 0
     n_missing = int((~has_ref).sum())
+    on = two_way == "on" or (two_way == "auto" and bool(has_ref.any()) and not (ref[has_ref] == TIE).any())
+    first_dist = _objects(distributions, n_all, "distributions")
+    combined_dist = _objects(combined_distributions, n_all, "combined_distributions")
     pred, ref = pred[has_ref], ref[has_ref]
     swapped = swapped[has_ref] if swapped is not None else None
     gid = gid[has_ref] if gid is not None else None
+    first_dist = first_dist[has_ref] if first_dist is not None else None
+    combined_dist = combined_dist[has_ref] if combined_dist is not None else None
     counts = {"n_unparsed": int((pred < 0).sum())}
     if swapped is not None:
         counts["n_unparsed_swapped"] = int((swapped < 0).sum())
+    # Parsed in both orders, before the policy reads unparsed verdicts as ties (a low-mass read-out keeps a
+    # distribution, but no verdict: it is no two-way choice either).
+    pred_parsed = pred >= 0
+    parsed = pred_parsed & (swapped >= 0 if swapped is not None else True)
     keep = np.ones(len(pred), dtype=bool)
     if unparsed == "tie":
         pred = np.where(pred < 0, TIE, pred)
         swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
     elif unparsed == "drop":
-        keep = (pred >= 0) & (swapped >= 0 if swapped is not None else True)
-        pred, ref = pred[keep], ref[keep]
+        keep = parsed
+        pred, ref, pred_parsed, parsed = pred[keep], ref[keep], pred_parsed[keep], parsed[keep]
         swapped = swapped[keep] if swapped is not None else None
         gid = gid[keep] if gid is not None else None
+        first_dist = first_dist[keep] if first_dist is not None else None
+        combined_dist = combined_dist[keep] if combined_dist is not None else None
+    decisions = {}
+    if on:
+        decisions["two_way_accuracy"] = (
+            _two_way(np.where(pred_parsed, pred, UNPARSED), first_dist) if first_dist is not None else _two_way(pred)
+        )
+        if swapped is not None:
+            decisions["two_way_accuracy_combined"] = (
+                _two_way(np.where(parsed, pred, UNPARSED), combined_dist)
+                if combined_dist is not None
+                else _two_way(pred, swapped=swapped)
+            )
+        if unparsed == "tie":  # an unparsed verdict read as a tie: undecided
+            decisions = {name: np.where(np.isnan(d), 0.5, d) for name, d in decisions.items()}
+    # Credit of each pair in the two-way figures: 1, 1/2 (undecided) or 0; NaN (unparsed) counts 0.
+    credits = {name: 1.0 - np.abs(d - ref) for name, d in decisions.items()}
 
-    out = _figures(pred, ref, swapped, bootstrap, seed, confidence)
+    out = _figures(pred, ref, swapped, bootstrap, seed, confidence, credits)
     out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=int((~keep).sum()), unparsed=unparsed)
+    if credits:
+        out.update(
+            two_way_n=int((ref != TIE).sum()),
+            two_way_n_gold_ties=int((ref == TIE).sum()),
+            two_way_source="distribution" if distributions is not None else "labels",
+        )
     if gid is not None:
         per_group: dict[Hashable, dict[str, Any]] = {}
         for k, key in enumerate(uniques.tolist()):  # one entry per group, not per row
             m = gid == k
-            figures = _figures(pred[m], ref[m], None if swapped is None else swapped[m], bootstrap, seed, confidence)
+            figures = _figures(
+                pred[m],
+                ref[m],
+                None if swapped is None else swapped[m],
+                bootstrap,
+                seed,
+                confidence,
+                {name: c[m] for name, c in credits.items()},
+            )
             names = ("agreement", "consistency", "first_order_agreement") if swapped is not None else ()
-            entry = {name: figures[name] for name in (*names, "first_order_agreement")}
+            entry = {name: figures[name] for name in (*names, "first_order_agreement", *credits)}
             entry["n"] = int(m.sum())
             if "ci" in figures:
                 entry["ci"] = {name: figures["ci"][name] for name in entry if name in figures["ci"]}
@@ -439,13 +602,31 @@ def pairwise_agreement(
     return out
 
 
+def _objects(values: Sequence[Any] | None, n: int, name: str) -> np.ndarray | None:
+    """``values`` as a 1-D object array of length ``n``, to follow row selections (None stays None)."""
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != n:
+        raise ValueError(f"predictions and {name} differ in length: {n} != {len(values)}")
+    out = np.empty(n, dtype=object)
+    out[:] = values
+    return out
+
+
 def _figures(
-    pred: np.ndarray, ref: np.ndarray, swapped: np.ndarray | None, bootstrap: int, seed: int, confidence: float
+    pred: np.ndarray,
+    ref: np.ndarray,
+    swapped: np.ndarray | None,
+    bootstrap: int,
+    seed: int,
+    confidence: float,
+    two_way: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Point figures of :func:`pairwise_agreement` (NaN without pairs), per-class counts and, optionally, CIs."""
     from .bootstrap import bootstrap_intervals
 
-    statistic, classes = _pairwise_statistic(pred, ref, swapped)
+    statistic, classes = _pairwise_statistic(pred, ref, swapped, two_way)
     n = len(ref)
     out: dict[str, Any] = {
         name: float(values[0]) if n else math.nan for name, values in statistic(np.ones((1, n))).items()

@@ -37,6 +37,7 @@ __all__ = [
     "grouped_correlations",
     "system_level_correlation",
     "text_level_correlation",
+    "within_question_accuracy",
 ]
 
 #: Groups up to this size get Kendall's tau-b from a vectorised enumeration of their pairs (O(n^2) work
@@ -188,12 +189,14 @@ def _kendall_small(
     out_num: np.ndarray,
     out_tx: np.ndarray,
     out_ty: np.ndarray,
+    out_x_ties: np.ndarray | None = None,
 ) -> None:
     """Fill sum sgn(dx)sgn(dy), sum |sgn(dx)| and sum |sgn(dy)| over the within-group pairs of ``groups``.
 
     ``xs``/``ys`` are sorted so that group ``g`` is the slice ``starts[g]:starts[g] + sizes[g]``. Groups of one
     size share one pair template (``np.triu_indices``), processed in blocks of at most :data:`_PAIR_CHUNK`
-    pairs: the Python loop runs over distinct group sizes and blocks, never over rows.
+    pairs: the Python loop runs over distinct group sizes and blocks, never over rows. With ``out_x_ties``, also
+    the number of pairs tied in ``x`` but not in ``y`` (for :func:`within_question_accuracy`).
     """
     for size in np.unique(sizes[groups]):
         same = groups[sizes[groups] == size]
@@ -207,6 +210,8 @@ def _kendall_small(
             out_num[block] = (sx * sy).sum(axis=1)
             out_tx[block] = np.abs(sx).sum(axis=1)
             out_ty[block] = np.abs(sy).sum(axis=1)
+            if out_x_ties is not None:
+                out_x_ties[block] = ((sx == 0) & (sy != 0)).sum(axis=1)
 
 
 def _kendall(
@@ -367,6 +372,133 @@ def system_level_correlation(
     return out
 
 
+def _tied_pairs(*columns: np.ndarray) -> int:
+    """Pairs of rows equal in every column: the sum over distinct rows of C(count, 2)."""
+    _, counts = np.unique(np.stack(columns, axis=1), axis=0, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _pair_counts(gid: np.ndarray, x: np.ndarray, y: np.ndarray, n_groups: int):
+    """Per group, over its within-group pairs (rows already filtered to finite ``x`` and ``y``): sum
+    sgn(dx)sgn(dy), the pairs untied in ``y``, and the pairs tied in ``x`` but not in ``y``; each ``(n_groups,)``.
+
+    Groups up to :data:`KENDALL_PAIRWISE_MAX_GROUP` rows enumerate their pairs (:func:`_kendall_small`); larger
+    ones count ties with ``np.unique`` and get the concordance sum from :func:`scipy.stats.kendalltau`'s tau-b
+    (``tau_b * sqrt(untied_x * untied_y)``, rounded to the integer it is), in O(n log n).
+    """
+    order = np.argsort(gid, kind="stable")
+    xs, ys = x[order], y[order]
+    sizes = np.bincount(gid, minlength=n_groups)
+    starts = np.cumsum(sizes) - sizes
+    num, tx, ty, x_ties = (np.zeros(n_groups) for _ in range(4))
+    small = np.flatnonzero((sizes >= 2) & (sizes <= KENDALL_PAIRWISE_MAX_GROUP))
+    _kendall_small(xs, ys, starts, sizes, small, num, tx, ty, x_ties)
+    for g in np.flatnonzero(sizes > KENDALL_PAIRWISE_MAX_GROUP):  # at most n / 2048 groups
+        a, b = xs[starts[g] : starts[g] + sizes[g]], ys[starts[g] : starts[g] + sizes[g]]
+        total = int(sizes[g]) * (int(sizes[g]) - 1) // 2
+        tied_x, tied_y = _tied_pairs(a), _tied_pairs(b)
+        tx[g], ty[g] = total - tied_x, total - tied_y
+        x_ties[g] = tied_x - _tied_pairs(a, b)
+        if tx[g] and ty[g]:
+            num[g] = np.rint(stats.kendalltau(a, b).statistic * math.sqrt(tx[g] * ty[g]))
+    return num, ty, x_ties
+
+
+def _differing_pairs(gid: np.ndarray, y: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group, the pairs of its rows whose ``y`` differ: C(n, 2) minus the pairs tied in ``y``."""
+    n = np.bincount(gid, minlength=n_groups).astype(np.float64)
+    if not len(gid):
+        return n
+    _, code = np.unique(y, return_inverse=True)
+    width = int(code.max()) + 1
+    cells, counts = np.unique(gid * width + code, return_counts=True)  # one integer key per (group, value)
+    tied = np.bincount(cells // width, weights=counts * (counts - 1) / 2, minlength=n_groups)
+    return n * (n - 1) / 2 - tied
+
+
+def _within_question_parts(x: np.ndarray, y: np.ndarray, gid: np.ndarray, n_groups: int):
+    """Per query ``(n_groups,)`` arrays: credit (1 per pair ordered as the humans order it, 1/2 per critic tie),
+    pairs counted (both scores present, human scores differ), critic ties among them, and pairs left out
+    (human scores differ, a critic score is missing)."""
+    has_y = np.isfinite(y)
+    both = has_y & np.isfinite(x)
+    num, pairs, ties = _pair_counts(gid[both], x[both], y[both], n_groups)
+    # Over the pairs untied in y, sgn(dx)sgn(dy) is 1 (same order), 0 (critic tie) or -1: credit = (1 + it) / 2.
+    credit = (pairs + num) / 2
+    left_out = _differing_pairs(gid[has_y], y[has_y], n_groups) - pairs
+    return credit, pairs, ties, left_out
+
+
+def within_question_accuracy(
+    predictions: Sequence[float] | np.ndarray,
+    references: Sequence[float] | np.ndarray,
+    query_ids: Sequence[Hashable] | np.ndarray | None = None,
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Within-question pairwise accuracy: does the critic's grading tell a question's better answer from its worse?
+
+    For every query, every pair of its responses whose human scores differ is ordered by the critic's scores; the
+    accuracy is the share of those pairs the critic orders as the humans do, a tie in the critic's scores counting
+    as half. It equals ``(1 + D) / 2`` for Somers' D of the critic's scores given the human scores (Somers, 1962)
+    pooled over the queries' pairs: the pairwise view of a pointwise critic, as reward models are scored on chosen /
+    rejected pairs (hf-critic issue 20, "A critic that tells the better answer from the worse"). Unlike text-level
+    correlation (:func:`text_level_correlation`), every pair counts once: a query with many responses weighs more,
+    and a query whose critic scores are all equal is not skipped but scores 1/2 on each of its pairs.
+
+    Args:
+        predictions: critic scores, shape ``(n,)``; None / NaN = unparsed: pairs with such a row are left out and
+            counted (``within_question_pairs_unparsed``).
+        references: human scores, shape ``(n,)``; rows with None / NaN are left out (their pairs are not counted).
+        query_ids: query id per row, shape ``(n,)``, any order; None: all rows form one query (every pair of rows
+            with different human scores).
+        bootstrap: resamples of the queries for a percentile confidence interval (0: none; needs ``query_ids``):
+            a cluster bootstrap, a query's pairs stay together (see :mod:`~hf_critic.meta_eval.bootstrap`).
+        seed: the bootstrap's seed.
+        confidence: the interval's coverage (default 0.95).
+
+    Returns:
+        ``within_question_accuracy`` in [0, 1] (NaN without a pair), ``within_question_pairs`` (pairs counted),
+        ``within_question_ties`` (of those, pairs the critic scored equal: each counts 1/2),
+        ``within_question_pairs_unparsed`` (pairs with different human scores left out for a missing critic score),
+        ``within_question_queries`` (queries with at least one counted pair); with ``bootstrap`` and ``query_ids``
+        also ``ci``: ``{"within_question_accuracy": [low, high]}``.
+
+    Raises:
+        ValueError: on mismatched lengths, non-numeric scores or a missing query id.
+    """
+    x = _as_float(predictions, "predictions")
+    y = _as_float(references, "references")
+    if len(x) != len(y):
+        raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
+    if query_ids is None:
+        gid, n_groups = np.zeros(len(x), dtype=np.int64), 1
+    else:
+        gid, uniques = _factorize(query_ids, "query_ids", len(x))
+        n_groups = len(uniques)
+    credit, pairs, ties, left_out = _within_question_parts(x, y, gid, n_groups)
+    total = float(pairs.sum())
+    out: dict[str, Any] = {
+        "within_question_accuracy": float(credit.sum() / total) if total else math.nan,
+        "within_question_pairs": int(total),
+        "within_question_ties": int(ties.sum()),
+        "within_question_pairs_unparsed": int(round(float(left_out.sum()))),
+        "within_question_queries": int((pairs > 0).sum()),
+    }
+    if bootstrap and query_ids is not None and n_groups:
+        from .bootstrap import bootstrap_intervals
+
+        def statistic(w: np.ndarray) -> dict[str, np.ndarray]:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return {"within_question_accuracy": (w @ credit) / (w @ pairs)}
+
+        intervals = bootstrap_intervals(statistic, n_groups, bootstrap, seed, confidence)
+        out["ci"] = {k: list(v) for k, v in intervals.items()}
+    return out
+
+
 def critique_correlation(
     predictions: Sequence[float] | np.ndarray,
     references: Sequence[float] | np.ndarray,
@@ -377,7 +509,8 @@ def critique_correlation(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """Table 2 of CritiqueLLM v2 (§4.4.1) in one call: text-level and, given systems, system-level.
+    """Table 2 of CritiqueLLM v2 (§4.4.1) in one call: text-level and, given systems, system-level; with them the
+    row-level (pooled) correlation and the within-question pairwise accuracy.
 
     Args:
         predictions: critic scores, shape ``(n,)``; None / NaN = unparsed (excluded, counted).
@@ -391,12 +524,20 @@ def critique_correlation(
 
     Returns:
         ``text_pearson``, ``text_spearman``, ``text_kendall``, ``n_queries``, ``n_queries_used``,
-        ``n_queries_skipped``, ``n_rows``, ``n_unparsed``, ``n_missing_references``; with ``system_ids``
+        ``n_queries_skipped``, ``n_rows``, ``n_unparsed``, ``n_missing_references``; ``pooled_pearson``,
+        ``pooled_spearman``, ``pooled_kendall``: the row-level correlation, all rows with both scores as one sample
+        (in [-1, 1], NaN with fewer than two such rows or constant scores; equal to the text-level values when
+        ``query_ids`` is None); ``within_question_accuracy``, ``within_question_pairs``, ``within_question_ties``,
+        ``within_question_pairs_unparsed``, ``within_question_queries`` (see :func:`within_question_accuracy`:
+        the share of same-query response pairs with different human scores that the critic orders as the humans
+        do, critic ties counted half); with ``system_ids``
         also ``system_pearson``, ``system_spearman``, ``system_kendall``, ``n_systems`` and ``per_system``
         (``{system: {"n", "critic_mean", "human_mean", "critic_rank", "human_rank"}}``, rank 1 = highest mean,
         ties share their mean rank; rows with an unparsed score or no human score left out of both means).
-        With ``bootstrap`` and ``query_ids``: ``ci``, ``{figure: [low, high]}`` for the six correlations.
-        See :func:`text_level_correlation` and :func:`system_level_correlation`.
+        With ``bootstrap`` and ``query_ids``: ``ci``, ``{figure: [low, high]}`` for the text- and system-level
+        correlations, ``pooled_pearson`` and ``within_question_accuracy`` (pooled Spearman and Kendall have none:
+        their ranks change with every resample). See :func:`text_level_correlation` and
+        :func:`system_level_correlation`.
 
     Raises:
         ValueError: on mismatched lengths, non-numeric scores or missing ids.
@@ -404,6 +545,9 @@ def critique_correlation(
     text = text_level_correlation(predictions, references, query_ids)
     out: dict[str, Any] = {f"text_{k}": text.pop(k) for k in CORRELATIONS}
     out.update(text)
+    pooled = grouped_correlations(predictions, references, None)
+    out.update({f"pooled_{k}": float(getattr(pooled, k)[0]) if len(pooled.groups) else math.nan for k in CORRELATIONS})
+    out.update(within_question_accuracy(predictions, references, query_ids))
     if system_ids is not None:
         system = system_level_correlation(predictions, references, system_ids)
         out.update({f"system_{k}": system[k] for k in CORRELATIONS})
@@ -486,6 +630,18 @@ def _correlation_intervals(predictions, references, query_ids, system_ids, n_res
     per_query = {name: np.nan_to_num(getattr(res, name)) for name in CORRELATIONS}
     valid = res.valid.astype(np.float64)
     keep = np.isfinite(x) & np.isfinite(y)
+    credit, pairs, _, _ = _within_question_parts(x, y, qid, len(queries))
+    # Per-query sums for the pooled Pearson of a resample: n, sum x, sum y, sum x^2, sum y^2, sum xy (centred on
+    # the overall means first, so the moments of a resample lose no precision).
+    xc = x[keep] - (x[keep].mean() if keep.any() else 0.0)
+    yc = y[keep] - (y[keep].mean() if keep.any() else 0.0)
+    moments = np.stack(
+        [
+            np.bincount(qid[keep], weights=v, minlength=len(queries))
+            for v in (np.ones_like(xc), xc, yc, xc * xc, yc * yc, xc * yc)
+        ],
+        axis=1,
+    )
     if system_ids is not None:
         sid, systems = _factorize(system_ids, "system_ids", len(x))
         shape = (len(queries), len(systems))
@@ -498,6 +654,11 @@ def _correlation_intervals(predictions, references, query_ids, system_ids, n_res
         used = w @ valid
         with np.errstate(invalid="ignore", divide="ignore"):
             out = {f"text_{name}": w @ (values * valid) / used for name, values in per_query.items()}
+            n, sx, sy, sxx, syy, sxy = (w @ moments).T
+            cov, vx, vy = sxy - sx * sy / n, sxx - sx * sx / n, syy - sy * sy / n
+            ok = (vx > 1e-12 * sxx) & (vy > 1e-12 * syy)  # constant scores in a resample: no correlation
+            out["pooled_pearson"] = np.where(ok, np.clip(cov / np.sqrt(vx * vy), -1.0, 1.0), np.nan)
+            out["within_question_accuracy"] = (w @ credit) / (w @ pairs)
             if system_ids is not None:
                 n = np.asarray((count.T @ w.T).T)
                 mx = np.asarray((sum_x.T @ w.T).T) / np.where(n > 0, n, np.nan)

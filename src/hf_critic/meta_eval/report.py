@@ -6,7 +6,12 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
 * **Table 2 layout** (CritiqueLLM v2 §4.4.1): text-level and system-level Pearson r / Spearman ρ / Kendall τ of
   each critic's pointwise grades against human scores, one column group per dataset (e.g. AlignBench
   referenced and reference-free);
+* **within-question pairwise accuracy** of pointwise grades (does the critic score a question's better answer
+  above its worse one? :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`), beside text-level and
+  row-level (pooled) correlation;
 * **Table 3 layout** (v2 §4.4.2): agreement and consistency of pairwise verdicts under order swap, per dataset;
+  where the human labels have no tie, also the **two-way accuracy** (response 1 or response 2, the tie option
+  dropped; :func:`~hf_critic.meta_eval.agreement.two_way_decisions`);
 * **per-category breakdown** (v1 Figure 2: text-level Pearson per AlignBench task; agreement per category for
   pairwise data), as a table and as grouped bars;
 * **parse-failure rate** of every run (critiques without a score or label are never given one: they are left
@@ -142,6 +147,7 @@ def evaluate_critiques(
     bootstrap: int = 0,
     seed: int = 0,
     annotators: Sequence[str] = (),
+    two_way: str = "auto",
 ) -> RunResult:
     """Meta-evaluate one critique dataset against its human scores or labels.
 
@@ -164,6 +170,11 @@ def evaluate_critiques(
         annotators: several annotators' columns (codes 0 / 1 / 2 or scores, as
             :func:`hf_critic.datasets.generic.gold_labels` leaves them): their agreement with the gold column (their
             aggregate) is the human ceiling.
+        two_way: pairwise: when to add the two-way accuracies (``auto``: when the human labels have no tie;
+            ``on``; ``off``), see :func:`hf_critic.meta_eval.agreement.pairwise_agreement`. They are read from
+            ``critique_distribution`` (first order) and ``critique_distribution_combined`` (both orders, with
+            ``--swap``) where the file has them (P(response 1) against P(response 2), the tie dropped), else from
+            the labels (a tie verdict counts as half).
 
     Returns:
         A :class:`RunResult`.
@@ -191,7 +202,8 @@ def evaluate_critiques(
             for cat in dict.fromkeys(cats.tolist()):  # one call per category, not per row
                 m = cats == cat
                 r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
-                keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows", "ci")
+                keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows",
+                        "within_question_accuracy", "within_question_pairs", "ci")  # fmt: skip
                 per_category[cat] = {k: r[k] for k in keys if k in r}
         ceiling = {}
         for annotator in annotators:
@@ -213,7 +225,7 @@ def evaluate_critiques(
             unparsed=unparsed,
             bootstrap=bootstrap,
             ceiling=ceiling,
-            verdicts=pointwise_verdict_figures(dataset, human_score) if probability else {},
+            verdicts=pointwise_verdict_figures(dataset, human_score, query_ids=queries) if probability else {},
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
@@ -222,6 +234,7 @@ def evaluate_critiques(
         # Probability read-outs with --swap: Table 3 (agreement, consistency) is of each order's own decision;
         # the both-orders-combined decision (critique_label) is in the verdict-sources table.
         first = _column(dataset, schema.CRITIQUE_LABEL_FIRST) or dataset[schema.CRITIQUE_LABEL]
+        combined = _column(dataset, schema.CRITIQUE_DISTRIBUTION_COMBINED) if swapped is not None else None
         result = pairwise_agreement(
             first,
             dataset[label],
@@ -229,6 +242,9 @@ def evaluate_critiques(
             swapped_mapped_back=swapped_mapped_back,
             groups=[str(c) for c in categories] if categories is not None else None,
             unparsed=unparsed,
+            two_way=two_way,
+            distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION),
+            combined_distributions=combined,
             **figures,
         )
         per_group = result.pop("per_group", {})
@@ -252,7 +268,7 @@ def evaluate_critiques(
             unparsed=unparsed,
             bootstrap=bootstrap,
             ceiling=ceiling,
-            verdicts=pairwise_verdict_figures(dataset, label) if probability else {},
+            verdicts=pairwise_verdict_figures(dataset, label, two_way=two_way) if probability else {},
         )
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
@@ -339,11 +355,23 @@ def _policy_section(results: Sequence[RunResult]) -> list[str]:
         lines.append(f"- Unparsed pairwise verdicts {meaning[policy]} (`--unparsed {policy}`).")
     if any(r.task == "pointwise" for r in results):
         lines.append("- Unparsed pointwise scores are left out of the correlations and counted (Parse failures).")
+        lines.append(
+            "- Within-question accuracy: every pair of one question's responses with different human scores, "
+            "ordered by the critic's scores; a tie in the critic's scores counts as half, a pair with an unparsed "
+            "score is left out and counted."
+        )
+    if any("two_way_accuracy" in r.metrics for r in results if r.task == "pairwise"):
+        lines.append(
+            "- Two-way accuracy (on by default where the human labels have no tie; `--two-way auto|on|off`): the "
+            "critic's choice between response 1 and response 2 alone. From a verdict distribution, P(response 1 "
+            "better) against P(response 2 better), renormalised without the tie; from text verdicts, a tie counts "
+            "as half. Pairs with a tie as gold label are left out of it."
+        )
     resamples = sorted({r.bootstrap for r in results if r.bootstrap})
     if resamples:
         lines.append(
             f"- In brackets: 95% percentile bootstrap intervals over {', '.join(map(str, resamples))} resamples "
-            "of the pairs (of the queries for correlations; `--bootstrap`)."
+            "of the pairs (of the queries for correlations and the within-question accuracy; `--bootstrap`)."
         )
     return lines + [""] if lines else []
 
@@ -385,7 +413,33 @@ def _pointwise_section(results: Sequence[RunResult]) -> list[str]:
                     f"- {critic} on {dataset}: {m['n_queries_used']} / {m['n_queries_skipped']} queries, "
                     f"{m.get('n_systems', 0)} systems, {m['n_rows']} responses"
                 )
-    return out + [""]
+    return out + [""] + _better_worse_section(results)
+
+
+def _better_worse_section(results: Sequence[RunResult]) -> list[str]:
+    """Within-question pairwise accuracy of every pointwise run, beside its text-level and row-level (pooled)
+    correlation."""
+    runs = [r for r in results if r.task == "pointwise"]
+    if not runs:
+        return []
+    rows = [
+        [r.critic, r.dataset, _fci(r.metrics, "within_question_accuracy", percent=True),
+         str(r.metrics.get("within_question_pairs", "")), str(r.metrics.get("within_question_ties", "")),
+         str(r.metrics.get("within_question_pairs_unparsed", "")), _fci(r.metrics, "text_pearson"),
+         _fci(r.metrics, "pooled_pearson"), _f(r.metrics.get("pooled_spearman")), _f(r.metrics.get("pooled_kendall"))]
+        for r in runs
+    ]  # fmt: skip
+    header = ["Critic", "Dataset", "Within-question acc. (%)", "Pairs", "Critic ties", "Unparsed pairs",
+              "Text-level r", "Row-level r", "Row-level ρ", "Row-level τ"]  # fmt: skip
+    out = ["## Pointwise grading: the better response of a question above the worse", ""]
+    out += _table(header, rows)
+    return out + [
+        "",
+        "Within-question accuracy: share of the pairs of one question's responses with different human scores that "
+        "the critic's scores order the same way (a critic tie counts as half; pairs with an unparsed critic score "
+        "left out). Row-level: one correlation over all responses pooled, whatever their question.",
+        "",
+    ]
 
 
 def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
@@ -395,24 +449,39 @@ def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
         return []
     out = ["## Pairwise comparison: agreement and consistency (CritiqueLLM Table 3 layout)", ""]
     header, sub = ["Critic"], [""]
+    keys_of = {}
     for dataset, referenced in pairwise:
-        header += [f"{dataset} ({'ref.' if referenced else 'ref.-free'})", "", ""]
-        sub += ["Agr.", "Cons.", "First-order"]
+        keys = ["agreement", "consistency", "first_order_agreement"]
+        names = ["Agr.", "Cons.", "First-order"]
+        if any("two_way_accuracy" in r.metrics for r in results if r.dataset == dataset and r.task == "pairwise"):
+            keys += ["two_way_accuracy", "two_way_accuracy_combined"]
+            names += ["2-way", "2-way comb."]
+        keys_of[dataset] = keys
+        header += [f"{dataset} ({'ref.' if referenced else 'ref.-free'})"] + [""] * (len(keys) - 1)
+        sub += names
     rows = []
     for critic in _critics(results):
         row = [critic]
         for dataset, _ in pairwise:
             r = by_key.get((critic, dataset))
-            keys = ("agreement", "consistency", "first_order_agreement")
-            row += [_fci(r.metrics, k, percent=True) for k in keys] if r else ["", "", ""]
+            keys = keys_of[dataset]
+            row += [_fci(r.metrics, k, percent=True) for k in keys] if r else [""] * len(keys)
         rows.append(row)
     out += _table(header, rows, sub)
-    return out + [
+    out += [
         "",
         "Percentages. Agreement: both orders match the human label; consistency: the two orders agree; "
         "first-order: the original order alone (– without swapped verdicts).",
-        "",
     ]
+    if any(len(keys) > 3 for keys in keys_of.values()):
+        out.append(
+            "Two-way (where the human labels have no tie, or with `--two-way on`): which of the two responses the "
+            "critic prefers, the tie option dropped: from the verdict distribution, P(response 1 better) against "
+            "P(response 2 better), renormalised; from text verdicts, a tie counts as half. 2-way: the original "
+            "order alone; 2-way comb.: both orders together (the averaged distributions, or both text verdicts "
+            "added: opposite choices count as half)."
+        )
+    return out + [""]
 
 
 def _classes_section(results: Sequence[RunResult]) -> list[str]:
@@ -563,7 +632,8 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
         out += ["## Verdict sources: pointwise (pooled correlation with the human scores)", ""]
         rows = [
             [r.critic, r.dataset, source, _f(f["pearson"]), _f(f["spearman"]), _f(f["kendall"]), str(f["n"]),
-             str(f["n_without_verdict"]), _f(f.get("mode_accuracy"), percent=True)]
+             str(f["n_without_verdict"]), _f(f.get("within_question_accuracy"), percent=True),
+             str(f.get("within_question_pairs", "")), _f(f.get("mode_accuracy"), percent=True)]
             for r in pointwise for source, f in r.verdicts.items()
         ]  # fmt: skip
         header = [
@@ -575,6 +645,8 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
             "Kendall",
             "Rows",
             "No verdict",
+            "Within-question acc. (%)",
+            "Pairs",
             "Mode = human (%)",
         ]
         out += _table(header, rows) + [""]
@@ -584,14 +656,19 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
         names = {"text": "text", "probability_first_order": "probability, first order",
                  "combined": "probability, both orders combined", "always_response_1": "always 'response 1'",
                  "label_prior": "label prior"}  # fmt: skip
+        two_way = any("two_way_n" in r.verdicts for r in pairwise)
         rows = []
         for r in pairwise:
             for key, name in names.items():
                 f = r.verdicts.get(key)
                 if f is not None:
-                    rows.append([r.critic, r.dataset, name, _f(f.get("agreement"), percent=True),
-                                 _f(f.get("consistency"), percent=True), _f(f.get("first_order_agreement"), percent=True)])  # fmt: skip
-        out += _table(["Critic", "Dataset", "Verdict", "Agreement", "Consistency", "First-order"], rows) + [""]
+                    row = [r.critic, r.dataset, name, _f(f.get("agreement"), percent=True),
+                           _f(f.get("consistency"), percent=True), _f(f.get("first_order_agreement"), percent=True)]  # fmt: skip
+                    if two_way:
+                        row += [_f(f.get(k), percent=True) for k in ("two_way_accuracy", "two_way_accuracy_combined")]
+                    rows.append(row)
+        header = ["Critic", "Dataset", "Verdict", "Agreement", "Consistency", "First-order"]
+        out += _table(header + (["2-way", "2-way comb."] if two_way else []), rows) + [""]
         for r in pairwise:
             c = r.verdicts.get("calibration")
             if c:

@@ -5,12 +5,15 @@ A critique file written with ``--verdict probability`` or ``both`` carries, besi
 was read from (:mod:`hf_critic.verdicts`). This module puts the verdict sources of one file side by side:
 
 * pointwise grading: pooled Pearson / Spearman / Kendall of the expected score and of the text score with the human
-  scores, and the accuracy of the distribution's mode where the human scores lie on the critic's scale;
+  scores, their within-question pairwise accuracy (:func:`~hf_critic.meta_eval.correlation.within_question_accuracy`),
+  and the accuracy of the distribution's mode where the human scores lie on the critic's scale;
 * pairwise comparison (CritiqueLLM v2 §4.4.2, Auto-J's protocol): agreement, consistency and first-order-only
   agreement of the text verdicts and of the first-order probability verdicts, the agreement of the combined
   distribution (both orders averaged before deciding, Wang et al. 2025 §3.2), next to the always-"response 1" and
-  label-prior (most frequent human label) baselines of the same rows; and the expected calibration error (ECE,
-  Guo et al. 2017 §2: top-label confidence against accuracy in equal-width bins) of the combined distribution.
+  label-prior (most frequent human label) baselines of the same rows; where the human labels have no tie, the
+  two-way accuracies (response 1 or 2, the tie option dropped: :func:`~hf_critic.meta_eval.agreement.two_way_decisions`);
+  and the expected calibration error (ECE, Guo et al. 2017 §2: top-label confidence against accuracy in equal-width
+  bins) of the combined distribution.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from .agreement import normalize_labels, pairwise_agreement
-from .correlation import critique_correlation
+from .agreement import TWO_WAY_MODES, normalize_labels, pairwise_agreement
+from .correlation import critique_correlation, within_question_accuracy
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
 
@@ -65,21 +68,54 @@ def _distributions(values: Sequence[str | None]) -> list[dict[str, float] | None
     return [None if v is None else json.loads(v) for v in values]
 
 
-def pointwise_verdict_figures(dataset, human_score: str = "human_score") -> dict[str, dict[str, Any]]:
-    """Pooled correlation with the human scores per verdict source of a ``grade`` output.
+def _query_ids(dataset) -> list | None:
+    """The rows' query ids: the ``query_id`` column, else the question's :func:`hf_critic.schema.query_id`; None
+    without either."""
+    if "query_id" in dataset.column_names:
+        return list(dataset["query_id"])
+    if schema.QUESTION in dataset.column_names:
+        return [schema.query_id(q) for q in dataset[schema.QUESTION]]
+    return None
+
+
+_WITHIN = (
+    "within_question_accuracy",
+    "within_question_pairs",
+    "within_question_ties",
+    "within_question_pairs_unparsed",
+)
+
+
+def pointwise_verdict_figures(
+    dataset, human_score: str = "human_score", *, query_ids: Sequence | None = None, bootstrap: int = 0, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Pooled correlation and within-question pairwise accuracy with the human scores per verdict source of a
+    ``grade`` output.
 
     Args:
         dataset: a ``datasets.Dataset`` (or anything with ``column_names`` and ``__getitem__`` by column).
         human_score: the human (or GPT-4) score column.
+        query_ids: the query of each row, shape ``(n,)``; None: the ``query_id`` column, else the question text's
+            id, else all rows one query.
+        bootstrap: resamples of the queries for a 95% interval of the within-question accuracy (0: none).
+        seed: the bootstrap's seed.
 
     Returns:
-        ``{source: {"pearson", "spearman", "kendall", "n", "n_without_verdict", "mode_accuracy"?}}`` with source
-        ``"probability"`` (expected score) and ``"text"`` (parsed score) where the file has them; ``mode_accuracy``
-        (share of rows whose most probable verdict equals the human score) only when every human score is one of the
-        allowed verdicts. Rows without a human score are left out.
+        ``{source: {"pearson", "spearman", "kendall", "n", "n_without_verdict", "within_question_accuracy",
+        "within_question_pairs", "within_question_ties", "within_question_pairs_unparsed", "text_pearson"?,
+        "n_queries_used"?, "ci"?, "mode_accuracy"?}}`` with source ``"probability"`` (expected score) and
+        ``"text"`` (parsed score) where the file has them. ``pearson`` / ``spearman`` / ``kendall`` are pooled
+        (row-level: all rows one sample, in [-1, 1]); with query ids, ``text_pearson`` is the text-level Pearson
+        (mean over the ``n_queries_used`` queries, CritiqueLLM v2 §4.4.1); the within-question
+        accuracy (in [0, 1], :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`) orders every pair of
+        one query's responses with different human scores, a critic tie counting half; ``ci``:
+        ``{"within_question_accuracy": [low, high]}`` with ``bootstrap``. ``mode_accuracy`` (share of rows whose
+        most probable verdict equals the human score) only when every human score is one of the allowed verdicts.
+        Rows without a human score are left out.
     """
     columns = dataset.column_names
     human = dataset[human_score]
+    queries = list(query_ids) if query_ids is not None else _query_ids(dataset)
     sources = {}
     if schema.CRITIQUE_DISTRIBUTION in columns:
         sources["probability"] = dataset[schema.CRITIQUE_SCORE]
@@ -89,10 +125,16 @@ def pointwise_verdict_figures(dataset, human_score: str = "human_score") -> dict
         sources["text"] = dataset[schema.CRITIQUE_SCORE]
     figures = {}
     for source, scores in sources.items():
-        r = critique_correlation(scores, human)
+        r = critique_correlation(scores, human, query_ids=queries)
         used = sum(p is not None and h is not None for p, h in zip(scores, human, strict=True))
-        figures[source] = {"pearson": r["text_pearson"], "spearman": r["text_spearman"], "kendall": r["text_kendall"],
-                           "n": used, "n_without_verdict": r["n_unparsed"]}  # fmt: skip
+        figures[source] = {"pearson": r["pooled_pearson"], "spearman": r["pooled_spearman"],
+                           "kendall": r["pooled_kendall"], "n": used, "n_without_verdict": r["n_unparsed"]}  # fmt: skip
+        figures[source].update({k: r[k] for k in _WITHIN})
+        if queries is not None:
+            figures[source].update(text_pearson=r["text_pearson"], n_queries_used=r["n_queries_used"])
+        if bootstrap and queries is not None:
+            ci = within_question_accuracy(scores, human, queries, bootstrap=bootstrap, seed=seed)["ci"]
+            figures[source]["ci"] = ci
     if "probability" in figures:
         rows = [(d, h) for d, h in zip(_distributions(dataset[schema.CRITIQUE_DISTRIBUTION]), human, strict=True)
                 if d and h is not None]  # fmt: skip
@@ -106,34 +148,46 @@ def pointwise_verdict_figures(dataset, human_score: str = "human_score") -> dict
     return figures
 
 
-def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10) -> dict[str, Any]:
+def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, two_way: str = "auto") -> dict[str, Any]:
     """Agreement figures per verdict source of a ``compare`` output, baselines, and calibration.
 
     Args:
         dataset: a ``compare`` output (``critique_*`` columns plus the human ``label`` column).
         label: the human label column (0 / 1 / 2 or any spelling :func:`normalize_labels` accepts).
         n_bins: bins of the reliability diagram.
+        two_way: when to add the two-way accuracies, one of :data:`~hf_critic.meta_eval.agreement.TWO_WAY_MODES`:
+            ``auto`` (default) when the human labels have no tie (chosen / rejected data), ``on``, ``off``.
 
     Returns:
         ``{"text": {agreement, consistency, first_order_agreement}?, "probability_first_order": {...}?,
         "combined": {"agreement"}?, "always_response_1": {"first_order_agreement"}, "label_prior":
         {"first_order_agreement", "label"}, "calibration": expected_calibration_error(...)?, "n": pairs}``; figures
-        are shares in [0, 1]. Rows without a human label are left out.
+        are shares in [0, 1]. With the two-way figures (the critic's choice between response 1 and response 2
+        alone, see :func:`~hf_critic.meta_eval.agreement.two_way_decisions`), also ``two_way_n`` (pairs without a
+        gold tie, the only ones they count) and: ``two_way_accuracy`` in ``text`` (a tie verdict counts half),
+        ``probability_first_order`` (from ``critique_distribution``: P(response 1) against P(response 2), the tie
+        dropped) and both baselines; ``two_way_accuracy_combined`` in ``text`` (both orders' verdicts added) and
+        ``combined`` (from ``critique_distribution_combined``). Rows without a human label are left out.
+
+    Raises:
+        ValueError: an unknown ``two_way`` mode.
     """
+    if two_way not in TWO_WAY_MODES:
+        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
     columns = dataset.column_names
     human = normalize_labels(dataset[label], name=label)
     keep = human >= 0  # unparsed / missing labels are -1
     n = int(keep.sum())
     out: dict[str, Any] = {"n": n}
+    labels = human[keep].astype(int)
+    counts = np.bincount(labels, minlength=3) if n else np.zeros(3, dtype=int)
+    on = two_way == "on" or (two_way == "auto" and n > 0 and counts[schema.TIE] == 0)
+    mode = "on" if on else "off"
+    three_way = ("agreement", "consistency", "first_order_agreement")
 
-    def agreement(first, swapped):
-        r = pairwise_agreement(first, dataset[label], swapped_predictions=swapped)
-        keys = (
-            ("agreement", "consistency", "first_order_agreement")
-            if swapped is not None
-            else ("first_order_agreement",)
-        )
-        return {k: r[k] for k in keys}
+    def agreement(first, swapped, **distributions):
+        r = pairwise_agreement(first, dataset[label], swapped_predictions=swapped, two_way=mode, **distributions)
+        return {k: r[k] for k in (*three_way, "two_way_accuracy", "two_way_accuracy_combined") if k in r}
 
     probability = schema.CRITIQUE_DISTRIBUTION in columns
     swap = schema.CRITIQUE_LABEL_SWAPPED in columns
@@ -147,9 +201,19 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10) ->
             swapped_text = schema.text_column(schema.CRITIQUE_LABEL_SWAPPED)
             out["text"] = agreement(dataset[text], dataset[swapped_text] if swapped_text in columns else None)
         first = dataset[schema.CRITIQUE_LABEL_FIRST] if swap else dataset[schema.CRITIQUE_LABEL]
-        out["probability_first_order"] = agreement(first, dataset[schema.CRITIQUE_LABEL_SWAPPED] if swap else None)
+        combined_column = schema.CRITIQUE_DISTRIBUTION_COMBINED
+        figures = agreement(
+            first,
+            dataset[schema.CRITIQUE_LABEL_SWAPPED] if swap else None,
+            distributions=dataset[schema.CRITIQUE_DISTRIBUTION],
+            combined_distributions=dataset[combined_column] if swap and combined_column in columns else None,
+        )
+        combined_two_way = figures.pop("two_way_accuracy_combined", None)
+        out["probability_first_order"] = figures
         if swap:
             out["combined"] = {"agreement": agreement(dataset[schema.CRITIQUE_LABEL], None)["first_order_agreement"]}
+            if combined_two_way is not None:
+                out["combined"]["two_way_accuracy_combined"] = combined_two_way
         column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
         names = [schema.LABEL_NAMES[k] for k in sorted(schema.LABEL_NAMES)]
         conf, correct = [], []
@@ -159,12 +223,17 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10) ->
             conf.append(d[names[decided]])
             correct.append(decided == int(h))
         out["calibration"] = expected_calibration_error(conf, correct, n_bins)
-    labels = human[keep].astype(int)
-    counts = np.bincount(labels, minlength=3) if n else np.zeros(3, dtype=int)
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
     out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),
                           "label": schema.LABEL_NAMES[prior]}  # fmt: skip
+    if on:
+        decided = int(counts[0] + counts[1])  # pairs without a gold tie
+        out["two_way_n"] = decided
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["always_response_1"]["two_way_accuracy"] = float(np.float64(counts[0]) / decided)
+            prior_hits = 0.5 * decided if prior == schema.TIE else counts[prior]  # a tie answer: half of each pair
+            out["label_prior"]["two_way_accuracy"] = float(np.float64(prior_hits) / decided)
     return out
 
 
@@ -173,8 +242,18 @@ def figure_lines(figures: dict[str, Any], task: str, column: str) -> list[str]:
     if task == "grade":
         lines = []
         for source, f in figures.items():
-            line = (f"vs {column} ({source} verdicts): Pearson {f['pearson']:.3f}, Spearman {f['spearman']:.3f}, "
-                    f"Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} without a verdict left out)")  # fmt: skip
+            line = (f"vs {column} ({source} verdicts): row-level Pearson {f['pearson']:.3f}, Spearman "
+                    f"{f['spearman']:.3f}, Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} "
+                    "without a verdict left out)")  # fmt: skip
+            if "text_pearson" in f:
+                line += f"; text-level Pearson {f['text_pearson']:.3f} over {f['n_queries_used']} questions"
+            if "within_question_accuracy" in f:
+                ci = (f.get("ci") or {}).get("within_question_accuracy")
+                interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci and not np.isnan(ci[0]) else ""
+                line += (f"; within-question accuracy {100 * f['within_question_accuracy']:.1f}%{interval} over "
+                         f"{f['within_question_pairs']} pairs of one question's responses with different {column} "
+                         f"({f['within_question_ties']} critic ties counted half, "
+                         f"{f['within_question_pairs_unparsed']} with an unparsed score left out)")  # fmt: skip
             if "mode_accuracy" in f:
                 line += f"; mode of the distribution = {column}: {100 * f['mode_accuracy']:.1f}%"
             lines.append(line)
@@ -182,14 +261,21 @@ def figure_lines(figures: dict[str, Any], task: str, column: str) -> list[str]:
     names = {"text": "text verdicts", "probability_first_order": "probability, first order",
              "combined": "probability, both orders combined", "always_response_1": "baseline always 'response 1'",
              "label_prior": "baseline label prior"}  # fmt: skip
+    words = {"two_way_accuracy": "two-way accuracy", "two_way_accuracy_combined": "two-way accuracy (both orders)"}
     lines = []
     for key, name in names.items():
         if key not in figures:
             continue
         f = figures[key]
-        parts = [f"{k.replace('_', ' ')} {100 * v:.2f}" for k, v in f.items() if isinstance(v, float)]
+        parts = [f"{words.get(k, k.replace('_', ' '))} {100 * v:.2f}" for k, v in f.items() if isinstance(v, float)]
         extra = f" ('{f['label']}')" if "label" in f else ""
         lines.append(f"vs {column} ({name}{extra}): {', '.join(parts)} over {figures['n']} pairs")
+    if "two_way_n" in figures:
+        lines.append(
+            f"two-way: the choice between response 1 and response 2 alone over the {figures['two_way_n']} pairs "
+            "without a tie as gold label (from a verdict distribution: P(response 1) against P(response 2), the "
+            "tie dropped; a tie verdict in text counts as half; --two-way auto|on|off)"
+        )
     if "calibration" in figures:
         c = figures["calibration"]
         lines.append(

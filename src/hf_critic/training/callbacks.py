@@ -22,11 +22,16 @@ class CritiquePearsonCallback(TrainerCallback):
     :class:`~hf_critic.backends.transformers.TransformersBackend` wrapping the in-training model (greedy decoding
     by default; rows are split across processes and gathered), computes the correlation with the teacher / human
     scores using the ``critique_correlation`` ``evaluate`` module, logs ``eval_<metric_name>`` (Pearson) plus
-    Spearman, Kendall and the parse rate, and adds the Pearson to the evaluation metrics, so
+    Spearman, Kendall, the within-question pairwise accuracy (``eval_<metric_name>_within_question_accuracy``: the
+    share of pairs of one query's responses with different gold scores that the critic's scores order the same way,
+    a critic tie counting half; :func:`hf_critic.meta_eval.correlation.within_question_accuracy`), its number of
+    pairs and the parse rate, and adds the Pearson to the evaluation metrics, so
     ``metric_for_best_model: <metric_name>`` with ``load_best_model_at_end: true`` keeps the best checkpoint.
 
     All rows form one group (sample-level correlation) unless ``query_column`` is given, in which case the
-    correlation is text-level (mean over queries of the per-query correlation, CritiqueLLM v2 §4.4.1).
+    correlation is text-level (mean over queries of the per-query correlation, CritiqueLLM v2 §4.4.1) and the
+    within-question accuracy pairs only responses to one query (without it, every pair of rows with different gold
+    scores).
     Unparsed critiques are excluded and counted (``eval_<metric_name>_parse_rate``), never given a score; a
     correlation that is undefined (fewer than two parsed rows, constant scores) is NaN, which never counts as a
     new best. With ``verdict="probability"`` the score is the expected score of the model's verdict distribution
@@ -134,7 +139,8 @@ class CritiquePearsonCallback(TrainerCallback):
             accelerator: shards rows across processes and gathers the scores when given.
 
         Returns:
-            ``{name: pearson, name_spearman, name_kendall, name_parse_rate, name_n}`` (floats; NaN when undefined).
+            ``{name: pearson, name_spearman, name_kendall, name_within_question_accuracy (in [0, 1]),
+            name_within_question_pairs, name_parse_rate, name_n}`` (floats; NaN when undefined).
         """
         indices = list(range(len(self.records)))
         was_training = model.training
@@ -164,6 +170,8 @@ class CritiquePearsonCallback(TrainerCallback):
             name: float(result["text_pearson"]),
             f"{name}_spearman": float(result["text_spearman"]),
             f"{name}_kendall": float(result["text_kendall"]),
+            f"{name}_within_question_accuracy": float(result["within_question_accuracy"]),
+            f"{name}_within_question_pairs": float(result["within_question_pairs"]),
             f"{name}_parse_rate": parsed / n if n else float("nan"),
             f"{name}_n": float(n),
         }
@@ -187,6 +195,7 @@ class CritiquePearsonCallback(TrainerCallback):
                 "pearson": values[name],
                 "spearman": values[f"{name}_spearman"],
                 "kendall": values[f"{name}_kendall"],
+                "within_question_accuracy": values[f"{name}_within_question_accuracy"],
                 "parse_rate": values[f"{name}_parse_rate"],
                 "n": int(values[f"{name}_n"]),
             }
