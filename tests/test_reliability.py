@@ -246,7 +246,7 @@ def test_a_key_in_the_base_url_is_written_nowhere(tmp_path, monkeypatch, caplog)
     client = OpenAIClient(config.teacher.base_url, "m")
     assert "SECRET" not in repr(client) and "user:***@" in repr(client)
     assert redact_url("https://api.example.com/v1") == "https://api.example.com/v1"
-    assert redact_url("http://k@h:8/v1") == "http://k:***@h:8/v1"
+    assert redact_url("http://k@h:8/v1") == "http://***@h:8/v1"  # a lone user-info is the key itself
 
 
 def test_the_report_separates_filter_rejections_from_failures_after_retries():

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from . import __version__
 from .commands import critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
 COMMANDS = (critique, meta_eval, refine, self_eval, eval_instruct, metrics)
@@ -20,7 +20,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="LLM-as-critic evaluation: critiques (score or label + explanation) with an open critic model.",
     )
     parser.add_argument("--version", action="version", version=f"hf-critic {__version__}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log at INFO level (-vv: DEBUG); API keys are masked in every line",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(subparsers)
@@ -41,7 +47,7 @@ def _silence_library_progress() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
     from .backends.openai import EndpointError, FatalAPIError, RequestsFailedError

@@ -19,8 +19,9 @@ package's ``AsyncOpenAI``:
   committed as soon as it arrives, so a rerun makes no repeated call and a killed run resumes where it stopped;
 - identical requests in one batch are sent once and share the answer;
 - token and cost accounting per stage (:class:`~hf_critic.backends.chat.UsageLedger`);
-- the API key read from an environment variable only (``api_key_env``), never stored, logged, cached or
-  printed.
+- the API key read from an environment variable (``api_key_env``) or taken out of the base URL
+  (``http://user:KEY@host/v1``), sent the same way in both cases (``Authorization: Bearer``), never stored, logged,
+  cached or printed (:mod:`hf_critic.redaction`).
 
 CritiqueLLM v2 §3.2 (Eval-Instruct) and v1 §3.2 prompt GPT-4 tens of thousands of times; the authors' scripts retry
 forever in 64 threads. This client is that loop made bounded, resumable and accountable.
@@ -46,6 +47,7 @@ from urllib.parse import urlsplit
 
 from ..cache import GenerationCache
 from ..decoding import DecodingConfig
+from ..redaction import redact_url, register_secret, split_url_credentials
 from ..verdicts import VerdictProbabilityError, VerdictReadout, top_k_table, walk_top_logprobs
 from .base import Backend, Messages
 from .chat import (
@@ -76,21 +78,6 @@ STAGE_HEADER = "X-HF-Critic-Stage"
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
 _LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1", "0.0.0.0")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with the password of its user-info replaced by ``***`` (``http://user:***@host/v1``), for anything
-    written out: reports, dataset cards, logs, error messages. A URL without user-info comes back unchanged.
-
-    A key put in the base URL (``http://user:${KEY}@host``) is expanded by the recipe loader; it must never reach a
-    file or a log line.
-    """
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    userinfo, host = parts.netloc.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0]
-    return parts._replace(netloc=f"{user}:***@{host}").geturl()
 
 
 def _http_response_type() -> type:
@@ -246,7 +233,11 @@ class OpenAIClient:
     """Async client for an OpenAI-compatible chat-completions server, with retries, a cache and accounting.
 
     Args:
-        base_url: the server's base URL, e.g. ``"https://api.openai.com/v1"`` or ``"http://127.0.0.1:8000/v1"``.
+        base_url: the server's base URL, e.g. ``"https://api.openai.com/v1"`` or ``"http://127.0.0.1:8000/v1"``. A key
+            in it (``http://user:KEY@host/v1`` or ``https://KEY@host/v1``) is taken out of the URL
+            (:func:`~hf_critic.redaction.split_url_credentials`) and sent as the bearer key, in place of
+            ``$api_key_env``; :attr:`base_url` is the URL without it, :attr:`display_url` the URL as given with the
+            key masked (:func:`~hf_critic.redaction.redact_url`), for messages.
         model: the model name sent with every request (for ``transformers serve <path>``: that path).
         api_key_env: name of the environment variable holding the API key (default ``OPENAI_API_KEY``). Read when a
             run starts; when unset, the placeholder ``"EMPTY"`` is sent (local servers need no key; a remote one
@@ -302,7 +293,11 @@ class OpenAIClient:
         params = dict(params or {})
         if {"api_key", "authorization"} & {k.lower() for k in params}:
             raise ValueError(f"never put credentials in params; set ${api_key_env} instead")
-        self.base_url, self.model, self.api_key_env = base_url.rstrip("/"), model, api_key_env
+        # A key in the URL (user:KEY@host, KEY@host) is taken out and sent as the bearer key, exactly as one from
+        # $api_key_env: left in the URL, httpx would send it as Basic auth and log it with every request.
+        self.display_url = redact_url(base_url.rstrip("/"))
+        url, self._url_key = split_url_credentials(base_url.rstrip("/"))
+        self.base_url, self.model, self.api_key_env = url, model, api_key_env
         self.params, self.concurrency, self.timeout = params, concurrency, timeout
         self.retry, self.pricing = retry or RetryPolicy(), pricing or Pricing()
         self.cache, self.ledger = cache, ledger or UsageLedger()
@@ -331,27 +326,24 @@ class OpenAIClient:
             served = [m.id for m in client.models.list()]
         except openai.APIConnectionError as err:
             cause = err.__cause__ or err
-            raise EndpointError(
-                f"no OpenAI-compatible server answers at {redact_url(self.base_url)} ({cause})"
-            ) from None
+            raise EndpointError(f"no OpenAI-compatible server answers at {self.display_url} ({cause})") from None
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise EndpointError(
-                    f"{redact_url(self.base_url)} answered {err.status_code} to GET /models; check ${self.api_key_env}"
+                    f"{self.display_url} answered {err.status_code} to GET /models; check ${self.api_key_env}"
                 ) from None
             return []  # no /models route (404) or another answer: the first request will tell
         finally:
             client.close()
         if served and self.model not in served:
             raise EndpointError(
-                f"the server at {redact_url(self.base_url)} does not serve model {self.model!r}; it serves: "
-                f"{', '.join(served)}"
+                f"the server at {self.display_url} does not serve model {self.model!r}; it serves: {', '.join(served)}"
             )
         return served
 
     def __repr__(self) -> str:  # no key, ever
         return (
-            f"OpenAIClient(base_url={redact_url(self.base_url)!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
+            f"OpenAIClient(base_url={self.display_url!r}, model={self.model!r}, api_key_env={self.api_key_env!r}, "
             f"concurrency={self.concurrency})"
         )
 
@@ -365,12 +357,15 @@ class OpenAIClient:
         return chat_cache_key(self.model, request.messages, self.request_params(request))
 
     def _api_key(self) -> str:
-        key = os.environ.get(self.api_key_env)
+        """The bearer key: the one in the base URL, else ``$api_key_env``, else the placeholder ``"EMPTY"``; a real
+        key is registered for redaction (:func:`~hf_critic.redaction.register_secret`) before it is used."""
+        key = self._url_key or os.environ.get(self.api_key_env)
         if key:
+            register_secret(key)
             return key
         host = urlsplit(self.base_url).hostname or ""
         if host not in _LOCAL_HOSTS:
-            logger.warning("$%s is not set; sending no API key to %s", self.api_key_env, redact_url(self.base_url))
+            logger.warning("$%s is not set; sending no API key to %s", self.api_key_env, self.display_url)
         return "EMPTY"
 
     def _rejection(self, text: str, finish: str | None, params: Mapping[str, Any], check: Check | None) -> str | None:
@@ -401,7 +396,7 @@ class OpenAIClient:
             detail = f"{status}: {str(err.message)[:120]}"
             if status in FATAL_STATUS:
                 raise FatalAPIError(
-                    f"{redact_url(self.base_url)} answered {detail} for model {self.model!r}; check the model name and "
+                    f"{self.display_url} answered {detail} for model {self.model!r}; check the model name and "
                     f"${self.api_key_env}"
                 ) from None
             if status in RETRYABLE_STATUS or status >= 500:
@@ -693,7 +688,7 @@ class OpenAIBackend(Backend):
         """Raise :class:`RequestsFailedError` when any of ``total`` requests ``failed``."""
         if failed:
             cache = self.client.cache.path if self.client.cache is not None else None
-            raise RequestsFailedError(len(failed), total, failed[0].error or "", self.client.base_url, cache)
+            raise RequestsFailedError(len(failed), total, failed[0].error or "", self.client.display_url, cache)
 
     def count_tokens(self, text: str) -> int:
         """Estimated tokens of ``text`` (no local tokenizer for a remote model)."""

@@ -185,7 +185,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "api_key_env": _option(
         "--api-key-env",
         default="OPENAI_API_KEY",
-        help="environment variable holding the server's API key (default: OPENAI_API_KEY; unset is fine locally)",
+        help="environment variable holding the server's API key (default: OPENAI_API_KEY; unset is fine locally); a "
+        "key in --base-url (http://user:KEY@host/v1) is used instead, sent the same way and never printed",
     ),
     "concurrency": _option(
         "--concurrency", type=int, default=8, help="requests in flight at once with --base-url (default: 8)"
