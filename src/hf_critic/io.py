@@ -34,6 +34,9 @@ DATA_FILE_BUILDERS = {
 #: The record columns that hold text (CritiqueLLM v2 §3.1 fields): a number or a boolean there is an error unless
 #: the caller asks to stringify it (``--coerce-text``).
 TEXT_FIELDS = ("question", "reference", "response", "response_1", "response_2")
+#: The UTF-8 byte-order mark that Excel's "CSV UTF-8" (and Notepad's "UTF-8 with BOM") write first: read past, never
+#: part of the first column name or the first row.
+BOM = b"\xef\xbb\xbf"
 # Files that mark a ``save_to_disk`` folder (dataset_info.json also sits in folders of data files).
 _DISK_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
 
@@ -264,7 +267,7 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
     if path.suffix.lower() == ".jsonl":
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                line = _utf8(raw, path, number)
+                line = _utf8(raw[len(BOM) :] if number == 1 and raw.startswith(BOM) else raw, path, number)
                 if not line.strip():
                     continue
                 try:
@@ -277,7 +280,7 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
         return
     _check_text(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))  # "-sig": a leading byte-order mark is dropped
     except json.JSONDecodeError as err:
         raise RecordError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
@@ -289,6 +292,12 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
         if not isinstance(row, dict):
             raise RecordError(f"{path}[{i}]: expected a JSON object, got {type(row).__name__}")
         yield f"{path}[{i}]", row
+
+
+def _has_bom(path: Path) -> bool:
+    """Whether ``path`` starts with the UTF-8 byte-order mark (Excel's "CSV UTF-8", Notepad's "UTF-8 with BOM")."""
+    with path.open("rb") as handle:
+        return handle.read(len(BOM)) == BOM
 
 
 def _utf8(raw: bytes, path: Path, line: int) -> str:
@@ -422,6 +431,8 @@ def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
     if builder in ("json", "csv"):
         for path in files:
             _check_text(path)  # names an empty file or the first line that is not UTF-8
+        if any(_has_bom(path) for path in files):  # read the mark as what it is, not as part of the first name/row
+            kwargs["encoding"] = "utf-8-sig"
     if builder == "csv":  # every column as text: "4" stays "4" (numbers are cast back by _csv_numbers)
         kwargs["features"] = datasets.Features({name: datasets.Value("string") for name in _csv_header(files[0])})
     try:
@@ -446,7 +457,7 @@ def _read_files(builder: str, files: list[Path]) -> datasets.Dataset:
 
 def _csv_header(path: Path) -> list[str]:
     """The column names of a CSV file (its first row); RecordError when there is none."""
-    with path.open(encoding="utf-8", newline="") as handle:  # checked as UTF-8 by _check_text
+    with path.open(encoding="utf-8-sig", newline="") as handle:  # checked as UTF-8 by _check_text; BOM dropped
         header = next(csv.reader(handle), None)
     if not header:
         raise RecordError(f"{path}: the file is empty (no header row)")

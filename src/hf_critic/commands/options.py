@@ -609,12 +609,20 @@ def rubric_from_args(args: argparse.Namespace):
     """The :class:`~hf_critic.prompts.Rubric` of ``--rubric FILE``, or None.
 
     Raises:
-        FileNotFoundError, ValueError: see :func:`~hf_critic.prompts.load_rubric`.
+        ValueError: the file is missing, a folder or unreadable (the message names ``--rubric`` and the path: the
+            command line prints it as one line and exits 2), or an invalid rubric (see
+            :func:`~hf_critic.prompts.load_rubric`).
     """
     from ..prompts import load_rubric
 
     path = getattr(args, "rubric", None)
-    return load_rubric(path) if path else None
+    if not path:
+        return None
+    try:
+        return load_rubric(path)
+    except OSError as err:  # FileNotFoundError from load_rubric; PermissionError, IsADirectoryError from the read
+        reason = "it is a folder" if Path(path).is_dir() else (err.strerror or "no such file").lower()
+        raise ValueError(f"--rubric: cannot read the rubric file {str(path)!r}: {reason}") from None
 
 
 def score_range_from_args(args: argparse.Namespace) -> tuple[int, int] | None:
