@@ -18,6 +18,7 @@ score``; splits ``train`` / ``validation`` disjoint by question, benchmarks alre
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -40,7 +41,8 @@ from hf_critic.reward_head import (
 )
 
 BASE = "smollm2-135m-instruct"
-PAIRS, GRADES = "pairwise_reference_free", "pointwise_reference_free"
+PAIRS, GRADES = "pairwise_preference", "pointwise_reference_free"
+WEIGHTED, REFERENCE = "alpacaeval_weighted_gpt4_turbo", "gpt4_1106_preview"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -54,14 +56,41 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="auto", help="feature dtype: auto (bfloat16 where the CPU has it), float32")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: physical cores)")
     parser.add_argument("--limit", type=int, default=None, help="at most N training pairs (smoke runs)")
+    parser.add_argument("--generators", nargs="+", default=None, help="AlpacaEval generators to use (default: all)")
+    parser.add_argument("--clip", type=float, default=8.0, help="clip of the strengths logit(P(beats the reference))")
+    parser.add_argument("--temperature", type=float, default=2.0, help="Bradley-Terry temperature of derived pairs")
     return parser.parse_args(argv)
 
 
-def _pairs(split: datasets.Dataset) -> list[tuple[str, str, str, float]]:
-    """``(question, response_1, response_2, P(response 2 better))`` of the rows in their original order (the swapped
-    copies carry the same comparison: the Bradley-Terry loss is symmetric)."""
-    keep = split.filter(lambda r: not r["swapped"]) if "swapped" in split.column_names else split
-    return [(r["question"], r["response_1"], r["response_2"], float(r["preference"])) for r in keep]
+def _pairs(split: datasets.Dataset, args: argparse.Namespace) -> tuple[list, list]:
+    """Pairs ``(question, response_a, response_b, P(b better))`` within one question: ``(derived, direct)``.
+
+    AlpacaEval judged every generator against one reference output (GPT-4-turbo's, ``model_1``). Its soft preferences
+    (``weighted``) give each response a strength relative to that reference, ``s = logit(P(response beats the
+    reference))`` clipped to ``[-clip, clip]`` (the reference: 0); under Bradley-Terry any two responses to the same
+    question then compare as ``sigmoid((s_b - s_a) / temperature)``. So every pair of the question's responses
+    becomes a training pair, not only reference-vs-generator pairs (which would mostly teach the head to spot the
+    reference's style). Hard verdicts (``cot``: 0 / 0.5 / 1) are used as they are, reference vs generator. Swapped
+    copies are skipped: the Bradley-Terry loss is symmetric.
+    """
+    strengths: dict[str, dict[str, float]] = {}
+    direct = []
+    for row in split:
+        if str(row["swapped"]) == "True" or (args.generators and row["model_2"] not in args.generators):
+            continue
+        question, preference = row["question"], float(row["preference"])
+        if row["source"] == WEIGHTED and row["model_1"] == REFERENCE:
+            p = min(max(preference, 1e-12), 1 - 1e-12)
+            group = strengths.setdefault(question, {row["response_1"]: 0.0})
+            group[row["response_2"]] = float(np.clip(np.log(p / (1 - p)), -args.clip, args.clip))
+        else:
+            direct.append((question, row["response_1"], row["response_2"], preference))
+    derived = [
+        (question, a, b, float(1 / (1 + np.exp(-(group[b] - group[a]) / args.temperature))))
+        for question, group in strengths.items()
+        for a, b in itertools.combinations(group, 2)
+    ]
+    return derived, direct
 
 
 def _features(items, store: FeatureStore, model, tokenizer, spec: HeadSpec, batch_size: int) -> np.ndarray:
@@ -95,7 +124,10 @@ def main(argv=None) -> int:
     except FileNotFoundError as err:
         print(f"error: {data}: {err}; build it with recipes/smollm2-135m/build_judgment_data.py", file=sys.stderr)
         return 2
-    train_pairs, val_pairs = _pairs(pairs_dd["train"]), _pairs(pairs_dd["validation"])
+    derived, direct = _pairs(pairs_dd["train"], args)
+    train_pairs = derived + direct
+    val_derived, val_direct = _pairs(pairs_dd["validation"], args)
+    val_pairs = val_derived + val_direct
     if args.limit:
         train_pairs = train_pairs[: args.limit]
     train_grades = [(r["question"], r["response"], float(r["score"])) for r in grades_dd["train"]]
@@ -159,20 +191,25 @@ def main(argv=None) -> int:
             print(json.dumps(figures), flush=True)
     figures, head = max(runs, key=lambda run: (run[0]["validation_within_question_accuracy"], -run[0]["l2"]))
 
-    # ------------------------------------------------------------------ tie band from the validation pairs
+    # ------------------------------------------------------------------ tie band from the judge's own ties
+    # Only the validation pairs with a hard verdict (win / tie / loss) say what a tie is; derived pairs of two
+    # responses that both lost clearly to the reference sit at 0.5 without being ties.
     rewards = head.reward(features)
-    diffs = rewards[vp[:, 0]] - rewards[vp[:, 1]]
-    gold = np.where(np.abs(vt - 0.5) < 0.1, 2, np.where(vt < 0.5, 0, 1))
+    direct_ix = vp[len(val_derived) :]
+    diffs = rewards[direct_ix[:, 0]] - rewards[direct_ix[:, 1]]
+    targets = vt[len(val_derived) :]
+    gold = np.where(targets == 0.5, 2, np.where(targets < 0.5, 0, 1))
     best_tau, best_acc = 0.0, -1.0
     for tau in np.linspace(0, 3, 61):
         p1 = 1 / (1 + np.exp(-(diffs - tau)))
         p2 = 1 / (1 + np.exp(-(-diffs - tau)))
-        pred = np.argmax(np.stack([p1, p2, 1 - p1 - p2], 1), 1)
-        acc = float(np.mean(pred == gold))
+        acc = float(np.mean(np.argmax(np.stack([p1, p2, 1 - p1 - p2], 1), 1) == gold)) if len(gold) else 0.0
         if acc > best_acc:
             best_tau, best_acc = float(tau), acc
     head.tie_band = best_tau
-    figures.update({"tie_band": best_tau, "validation_three_way_accuracy": best_acc})
+    figures.update(
+        {"tie_band": best_tau, "validation_three_way_accuracy": best_acc, "validation_three_way_pairs": len(gold)}
+    )
 
     # ------------------------------------------------------------------ save
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -6,6 +6,7 @@ decoding aggregation -> critique columns added to the records (CritiqueLLM v2 §
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -408,22 +409,23 @@ class Critic:
     # ----------------------------------------------------------------------------------- reward head
     def _grade_with_head(self, dataset: datasets.Dataset, template: PromptTemplate) -> datasets.Dataset:
         """Pointwise grading by the reward head: the calibrated reward on the template's scale."""
-        rewards, cached = self._rewards([(r[schema.QUESTION], r[schema.RESPONSE]) for r in dataset])
+        rewards, hits = self._rewards([(r[schema.QUESTION], r[schema.RESPONSE]) for r in dataset])
         scale = template.output.score_range if template.output.kind == "score" else None
         scores = self.head.score(np.asarray(rewards), scale)
         verdicts = [ProbabilityVerdict(schema.ParseStatus.OK, None, 1.0, None, float(s)) for s in scores]
         columns = self._head_columns(len(dataset))
         columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
         columns[schema.CRITIQUE_REWARD] = [float(r) for r in rewards]
-        self.last_stats = self._head_stats(verdicts, cached)
+        self.last_stats = self._head_stats(verdicts, sum(hits))
         return _add_columns(dataset, columns)
 
     def _compare_with_head(self, dataset: datasets.Dataset, swap: bool) -> datasets.Dataset:
         """Pairwise comparison by the reward head: the Rao-Kupper distribution of the two responses' rewards. The
         swapped order is the same two rewards the other way round, so it is consistent by construction."""
         items = [(r[schema.QUESTION], r[f]) for r in dataset for f in (schema.RESPONSE_1, schema.RESPONSE_2)]
-        rewards, cached = self._rewards(items)
+        rewards, hits = self._rewards(items)
         r1, r2 = rewards[0::2], rewards[1::2]
+        cached = sum(a and b for a, b in zip(hits[0::2], hits[1::2], strict=True)) * (2 if swap else 1)
         ok = schema.ParseStatus.OK
 
         def verdicts(first, second):
@@ -438,7 +440,7 @@ class Critic:
         columns.update(_pairwise_columns(first, swapped))
         columns[schema.CRITIQUE_REWARD] = [float(a) for a in r1]
         columns[schema.CRITIQUE_REWARD_2] = [float(b) for b in r2]
-        self.last_stats = self._head_stats(first + (swapped or []), cached * (2 if swap else 1) // 2)
+        self.last_stats = self._head_stats(first + (swapped or []), cached)
         return _add_columns(dataset, columns)
 
     def _head_columns(self, n: int) -> dict[str, list]:
@@ -455,15 +457,16 @@ class Critic:
             stats.count(v.status)
         return stats
 
-    def _rewards(self, items: list[tuple[str, str]]) -> tuple[list[float], int]:
-        """The head's reward of each ``(question, response)``, through the cache (a killed run keeps every finished
-        batch), and the number of rows (items / 2 for pairs) answered from the cache."""
+    def _rewards(self, items: list[tuple[str, str]]) -> tuple[list[float], list[bool]]:
+        """The head's reward of each ``(question, response)`` and per item whether its features came from the cache.
+
+        The cache keeps the base model's features (float32, base64), not the rewards: they do not depend on the head,
+        so a retrained head reuses them, and a killed run keeps every finished batch.
+        """
         head, backend = self.head, self.backend
-        keys = [
-            cache_key(head=head.info.get("id", ""), features=feature_key(q, r, head.spec, head.base)) for q, r in items
-        ]
+        keys = [cache_key(features=feature_key(q, r, head.spec, head.base)) for q, r in items]
         done = self.cache.get_many(set(keys)) if self.cache is not None else {}
-        hits = sum(k in done for k in keys)
+        hits = [k in done for k in keys]
         todo = list(dict.fromkeys(k for k in keys if k not in done))
         where = {k: i for i, k in enumerate(keys)}
         chunk = max(getattr(backend, "batch_size", 8) * 4, 1)
@@ -476,11 +479,15 @@ class Critic:
                 head.spec,
                 batch_size=backend.batch_size,
             )
-            fresh = {k: float(r) for k, r in zip(part, head.reward(features), strict=True)}
+            fresh = {
+                k: base64.b64encode(f.astype(np.float32).tobytes()).decode()
+                for k, f in zip(part, features, strict=True)
+            }
             if self.cache is not None:
                 self.cache.put_many(fresh)
             done.update(fresh)
-        return [done[k] for k in keys], hits
+        features = np.stack([np.frombuffer(base64.b64decode(done[k]), dtype=np.float32) for k in keys])
+        return [float(r) for r in head.reward(features)], hits
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):

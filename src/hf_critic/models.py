@@ -69,8 +69,21 @@ TRAINED_CRITICS = {
 
 
 def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
-    """The built-in trained critic named ``model``, or None (any other value, including a folder of that name)."""
-    if model is None or Path(str(model)).expanduser().exists():
+    """The reward-head critic ``model`` names, or None (a plain model).
+
+    Args:
+        model: a built-in name (:data:`TRAINED_CRITICS`), or a folder holding ``head.json`` (a head trained with
+            ``recipes/smollm2-135m/train_head.py``; its ``base`` names the base model: the embedded critic's name or
+            a model folder / Hub id). Any other value, including a folder of a built-in name without a head, is a
+            plain model.
+    """
+    if model is None:
+        return None
+    folder = Path(str(model)).expanduser()
+    if (folder / "head.json").is_file():
+        base = json.loads((folder / "head.json").read_text()).get("base", DEFAULT_MODEL_NAME)
+        return TrainedCritic(str(model), folder, None if base == DEFAULT_MODEL_NAME else base)
+    if folder.exists():
         return None
     return TRAINED_CRITICS.get(str(model))
 

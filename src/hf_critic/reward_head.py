@@ -141,6 +141,7 @@ def response_features(
     spec: HeadSpec,
     *,
     batch_size: int = 8,
+    sort: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Features of each ``(question, response)`` from one forward pass of the frozen base (see the module docstring).
@@ -150,7 +151,9 @@ def response_features(
         tokenizer: its tokenizer, with a chat template.
         items: ``(question, response)`` pairs.
         spec: layers and truncation.
-        batch_size: sequences per forward pass (sorted by length, right-padded).
+        batch_size: sequences per forward pass (right-padded).
+        sort: batch the items in order of length (least padding; the result keeps the input order). False batches
+            them as given (the padded baseline of ``benchmarks/bench_head.py``).
         progress: called with the number of items finished after each batch.
 
     Returns:
@@ -165,7 +168,7 @@ def response_features(
     if any(not 0 <= layer <= n_layers for layer in spec.layers):
         raise ValueError(f"layers {spec.layers} outside [0, {n_layers}]")
     encoded = [_encode_one(tokenizer, q, r, spec) for q, r in items]
-    order = sorted(range(len(items)), key=lambda i: len(encoded[i][0]))
+    order = sorted(range(len(items)), key=lambda i: len(encoded[i][0])) if sort else list(range(len(items)))
     out = np.zeros((len(items), (len(spec.layers) + 1) * model.config.hidden_size + 3), dtype=np.float32)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     for begin in range(0, len(order), batch_size):
