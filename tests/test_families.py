@@ -337,16 +337,17 @@ DOCUMENTED["judgelm_pairwise_reference_free_en"] = DOCUMENTED["judgelm_pairwise_
 
 # Near-misses: shapes that look like the verdict but are not in the documented format; {n} a valid value.
 NEAR_MISSES = {
+    # Spellings with an unambiguous verdict ("[Result] 4", "[RESULT] (4)", "[RESULT] 4/5", "Score: 4" ending the
+    # critique, "[RESULT] Response A", "RESULT: A") are read (test_prometheus2_reads_every_unambiguous_spelling).
     "prometheus2_score": [
-        "[RESULT] {n}.5", "[RESULT] {n} out of 5", "[RESULT] {n}/5", "[RESULT]", "[RESULT] ({n})", "RESULT: {n}",
-        "[RESULT {n}]", "[Result] {n}", "[RESULT] Score {n}", "[RESULT] five", "Score: {n}", "[[{n}]]",
-        "[RESULT] (an integer number between 1 and 5)", "[RESULT] {n} points", "[RESULT] -{n}", "{n} [RESULT]",
-        "[RESULT] {n}, I think", "[ RESULT ] {n}", "(RESULT) {n}", "[RESULT] {n}{n}.0",
+        "[RESULT] {n}.5", "[RESULT]", "[RESULT] five", "[[{n}]]", "[RESULT] (an integer number between 1 and 5)",
+        "[RESULT] {n} points", "[RESULT] -{n}", "{n} [RESULT]", "[RESULT] {n}, I think", "[RESULT] {n}{n}.0",
+        "[RESULT] {n}/10", "[RESULT] {n} out of 10", "a score of {n}", "Score: {n}.5", "[RESULT] {n} or {n}",
     ],
     "prometheus2_label": [
-        "[RESULT] Response A", "[RESULT] C", "[RESULT] A or B", "[RESULT] (A or B)", "[RESULT]", "RESULT: A",
-        "[Result] B", "[RESULT] AB", "[RESULT] A/B", "[RESULT] Tie", "[RESULT] a", "[RESULT] b is better",
-        "[[A]]", "A [RESULT]", "[RESULT] A, B", "[RESULT] {n}",
+        "[RESULT] C", "[RESULT] A or B", "[RESULT] (A or B)", "[RESULT]", "[RESULT] AB", "[RESULT] A/B",
+        "[RESULT] Tie", "[RESULT] a", "[RESULT] b is better", "[[A]]", "A [RESULT]", "[RESULT] A, B", "[RESULT] {n}",
+        "[RESULT] Response C", "I select Response B", "Response B", "(B)", "[RESULT] response a",
     ],
     "autoj_rating": [
         "Rating: [{n}]", "Rating [[{n}]]", "rating: [[{n}]]", "Rating: [[five]]", "Rating: [[{n}/10]]", "Rating: [[]]",
@@ -451,6 +452,96 @@ def test_parsers_out_of_range_and_last_marker():
     judgelm = get_template("judgelm", "pairwise_referenced").output
     assert parse_output("11 3\n", judgelm).status is ParseStatus.OUT_OF_RANGE
     assert parse_output("0 3\n", judgelm).label is None
+
+
+# prometheus-eval's own parser tests (prometheus-eval/prometheus-eval, libs/prometheus-eval/tests/test_parser.py: 30
+# parametrised texts plus the empty text in both modes), re-written here with hf-critic's expected outcome: the score
+# (1-5 rubric) or the label, or None for unparsed. hf-critic agrees with prometheus-eval on all 32.
+PROMETHEUS_EVAL_CASES = [
+    # absolute grading: the verdict is unambiguous, only the spelling differs from "[RESULT] 4"
+    ("Excellent. [RESULT] 5 out of 5", "score", 5.0),  # "x out of 5" on the 1-5 scale reads as x
+    ("Poor performance. [RESULT] score of 1", "score", 1.0),  # a "score of" lead after the tag
+    ("Good job. [Result] 3", "score", 3.0),  # the tag in another case
+    ("Needs improvement. [Result] Score: 2", "score", 2.0),  # a "Score:" lead after the tag
+    ("Well done. [Result] Result: 4", "score", 4.0),  # a "Result:" lead after the tag
+    ("Average. [Result] 4/5", "score", 4.0),  # "x/5" on the 1-5 scale reads as x
+    ("Excellent. [Result] 5 out of 5", "score", 5.0),
+    ("Poor performance. [Result] score of 1", "score", 1.0),
+    ("Good job. (Score 5)", "score", 5.0),  # no tag: a bracketed score ending the critique
+    ("Good job. [Score 4]", "score", 4.0),
+    ("Good job. score: 3", "score", 3.0),  # no tag: a sentence that is nothing but the score, ending the critique
+    ("Good job. Score: 3", "score", 3.0),
+    ("Good job. score of 1", "score", 1.0),
+    ("Good job. [RESULT] (5)", "score", 5.0),  # the score in parentheses
+    # absolute grading: no verdict to read
+    ("The score is definitely not 3.", "score", None),  # mentions a number, and negates it
+    ("I rate this a perfect 10!", "score", None),  # no verdict marker (and 10 is off the 1-5 scale)
+    ("Score: 2.5", "score", None),  # not one of the rubric's integer scores
+    ("Result: A", "score", None),  # a label where a score is asked
+    ("", "score", None),  # nothing at all
+    # relative grading
+    ("Response A is better. [RESULT] A", "label", 0),  # the documented format
+    ("Prefer Response B. [RESULT] B", "label", 1),
+    (
+        "Feedback: Both responses are similar... [Response B]",
+        "label",
+        1,
+    ),  # no tag: a bracketed "Response B" at the end
+    ("Feedback: Both responses are clear... [Result] Response B", "label", 1),  # "Response B" after the tag
+    ("Feedback: Both responses are clear... [RESULT: B]", "label", 1),  # the label inside the tag's brackets
+    ("Feedback: Both responses are clear... [Result: B]", "label", 1),
+    ("Feedback: Both responses are clear...Response A. [RESULT] B", "label", 1),  # prose names A, the tag says B
+    ("Feedback: Both responses are clear... Response B Response A", "label", None),  # two verdicts, no marker
+    ("After careful consideration, I select Response B.", "label", None),  # prose, no verdict marker
+    ("Both responses have their merits.", "label", None),  # no verdict
+    ("Response C is clearly superior.", "label", None),  # C is no label of the template (and no marker)
+    ("The better response is obviously B... or is it A? It's hard to decide.", "label", None),  # undecided
+    ("", "label", None),  # nothing at all
+]
+# More spellings decided the same way (each was unparsed before; the refused ones stay unparsed).
+PROMETHEUS_MORE_CASES = [
+    ("Feedback: ok. [ RESULT ] 4", "score", 4.0),  # spaces inside the tag
+    ("Feedback: ok. (RESULT) 4", "score", 4.0),  # the tag in parentheses
+    ("Feedback: ok. [RESULT 4]", "score", 4.0),  # the score inside the tag's brackets
+    ("Feedback: ok.\nRESULT: 4", "score", 4.0),  # an untagged result line ending the critique
+    ("Feedback: ok. **Score:** 4", "score", 4.0),  # markdown bold around the lead
+    ("Feedback: ok. The final score is 4.", "score", 4.0),
+    ("Feedback: ok. [RESULT] 4\nScore: 4", "score", 4.0),  # the same verdict twice
+    ("Feedback: ok. [RESULT] 3\nScore: 4", "score", None),  # two different verdicts
+    ("Feedback: ok. Score: 4\nThanks.", "score", None),  # an untagged score that does not end the critique
+    ("Feedback: ok. I would not give it a score of 4", "score", None),  # a "score of" inside a sentence
+    ("Feedback: ok. [RESULT] 4/10", "score", None),  # another scale than the rubric's 1-5
+    ("Feedback: ok. [RESULT] 6 out of 5", "score", "out_of_range"),
+    ("Feedback: ok. [RESULT] (an integer number between 1 and 5)\nScore: 4", "score", None),  # the last tag rules
+    ("Feedback: ok.\nRESULT: A", "label", 0),
+    ("Feedback: ok. (Response A)", "label", 0),
+    ("Feedback: ok. [RESULT] (B)", "label", 1),
+    ("Feedback: ok. [RESULT] A\nResult: B", "label", None),  # two different verdicts
+    ("Feedback: ok. [RESULT] a", "label", None),  # lower-case "a" is the article: "[RESULT] a tie" cut short
+    ("Feedback: ok. (B)", "label", None),  # a bare bracketed letter is a list or citation mark
+    ("Feedback: ok. Result: B is better", "label", None),  # a sentence goes on after the letter
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "expected"), PROMETHEUS_EVAL_CASES + PROMETHEUS_MORE_CASES)
+def test_prometheus2_reads_every_unambiguous_spelling(text, kind, expected):
+    setting = "pointwise_referenced" if kind == "score" else "pairwise_referenced"
+    parsed = parse_output(text, get_template("prometheus2", setting).output)
+    if expected == "out_of_range":
+        assert (parsed.status, parsed.score) == (ParseStatus.OUT_OF_RANGE, None)
+    elif expected is None:
+        assert (parsed.status, parsed.score, parsed.label) == (ParseStatus.UNPARSED, None, None)
+    elif kind == "score":
+        assert (parsed.status, parsed.score) == (ParseStatus.OK, expected)
+    else:
+        assert (parsed.status, parsed.label) == (ParseStatus.OK, expected)
+
+
+def test_prometheus2_explanations_cut_the_new_spellings():
+    p2 = get_template("prometheus2", "pointwise_referenced").output
+    assert parse_output("Feedback: Clear and right. [Result] Score: 4", p2).explanation == "Clear and right."
+    assert parse_output("Feedback: Clear and right. (Score 5)", p2).explanation == "Clear and right."
+    assert parse_output("Clear and right.\nRESULT: 4\n", p2).explanation == "Clear and right."
 
 
 def test_explanations_cut_the_verdict():

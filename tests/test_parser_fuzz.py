@@ -139,6 +139,8 @@ def test_every_parser_is_fast_on_10k_generated_texts():
         "1.@@q@@&&c&&##" + "9" * 5_001 + "##",  # int() of 5,001 digits raised and stopped the run
         "@@x@@ " * 16_000,
         "[[" + "1" * 99_000 + "]]",
+        "[Result" + " " * 99_000 + "x",  # Prometheus 2's relaxed tag: spaces after an open tag
+        "[RESULT] score" + " \t*" * 33_000 + "x",  # a lead word, then a run of separators
     ],
     ids=[
         "dict_spaces",
@@ -148,6 +150,8 @@ def test_every_parser_is_fast_on_10k_generated_texts():
         "long_difficulty",
         "query_markers",
         "long_marker",
+        "result_tag_spaces",
+        "result_lead_separators",
     ],  # fmt: skip
 )
 def test_the_issues_slow_shapes_parse_within_50_ms(text):

@@ -631,17 +631,58 @@ def parse(text: str, kind: str, score_range: tuple[float, float] = (1, 10)) -> P
 # --------------------------------------------------------------------------------------------------
 # Published critics' own formats. Each critic was trained on one output format and is read by a strict parser of
 # that format only: the verdict is taken where its format puts it, anything else is unparsed (never a default, unlike
-# the published extraction code: Auto-J's gives a rating of 0.0 and PandaLM's a tie when nothing is found). Each reads
-# one position found by str.rfind / the first line and matches an anchored pattern of bounded length: linear time.
+# the published extraction code: Auto-J's gives a rating of 0.0 and PandaLM's a tie when nothing is found). Prometheus
+# 2 also reads the other spellings whose verdict is unambiguous (its own repository's parser tests list them). Each
+# reads one position found by str.rfind / the first line / the last tag and matches an anchored pattern (or searches
+# the critique's last characters): linear time.
 # --------------------------------------------------------------------------------------------------
 _SP = r"[ \t]*"
 _INT = r"(\d{1,3})(?![.．]?\d)"
 _FLOAT = r"(\d{1,3}(?:[.．]\d{1,3})?)(?![.．]?\d)"
-# After a verdict: an optional full stop, then the end of the line (or of the text).
-_LINE_END = rf"{_SP}[.。]?{_SP}(?:\r?\n|\Z)"
-_PROMETHEUS_SCORE = re.compile(rf"{_SP}{_INT}{_LINE_END}")
-_PROMETHEUS_LABEL = re.compile(rf"{_SP}([A-Za-z])(?![\w/]){_LINE_END}")
-_RESULT_TAG = "[RESULT]"
+# Prometheus 2. Each whitespace run stands between two tokens that cannot start with whitespace, so no run can be split
+# in two (no quadratic backtracking on a long run); ``*`` is markdown bold ("**Score:** 4").
+_P2_WS = r"[ \t*]*"
+# After a verdict: an optional full stop, then the end of the line (tagged) or of the critique (untagged).
+_P2_LINE_END = rf"{_P2_WS}(?:[.。!！]{_P2_WS})?(?:\r?\n|\Z)"
+_P2_TEXT_END = rf"{_P2_WS}(?:[.。!！]{_P2_WS})?\Z"
+# A lead word between the tag and the value, or before an untagged value: "Score: 2", "score of 1", "Result: 4".
+_P2_SEPARATOR = rf"{_P2_WS}(?:(?:[:：=]|(?i:of|is)(?![a-z])){_P2_WS})?"
+_P2_SCORE_WORDS = r"(?i:score|rating|result)(?![a-z])"
+_P2_LABEL_WORDS = r"(?i:result|verdict|winner)(?![a-z])"
+# A score: an integer, "x/high" or "x out of high", bare or in parentheses ("(5)").
+_P2_SCORE = (
+    r"(?P<open>\([ \t]*)?(?P<value>\d{1,3})(?![.．]?\d)"
+    r"(?:[ \t]*(?:[/／]|(?i:out[ \t]+of))[ \t]*(?P<high>\d{1,3})(?![.．]?\d))?(?(open)[ \t]*\))"
+)
+# A label: an upper-case letter ("B"), "Response B" or "(B)"; lower case is left out ("[RESULT] a tie" cut short).
+_P2_LABEL = r"(?P<open>\([ \t]*)?(?P<response>(?i:response)[ \t]*)?(?P<value>[A-Z])(?![\w/])(?(open)[ \t]*\))"
+# The tag: "[RESULT]", "[Result]", "[ RESULT ]", "(RESULT)", or the value inside its brackets ("[RESULT: B]").
+_P2_TAG = re.compile(r"[\[(][ \t]*result(?![a-z])", re.IGNORECASE)
+
+
+def _p2_tagged(words: str, value: str) -> re.Pattern[str]:
+    """The verdict at a tag: the tag, an optional lead word (``words``), the ``value``, the end of the line."""
+    lead = rf"(?:{words}{_P2_SEPARATOR})?"
+    return re.compile(
+        rf"[\[(][ \t]*(?i:result)[ \t]*(?P<closed>[\])]{_P2_WS})?(?(closed)|(?:[:：][ \t]*)?)"
+        rf"{lead}{value}(?(closed)|[ \t]*[\])]){_P2_LINE_END}"
+    )
+
+
+def _p2_untagged(words: str, value: str) -> re.Pattern[str]:
+    """A verdict without the tag that ends the critique: "Score: 3", "(Score 5)", "[Response B]", "Result: A"."""
+    return re.compile(
+        rf"(?P<bracket>[\[(][ \t]*)?(?:(?i:the|my|final|overall)[ \t]+)*(?:(?P<word>{words}){_P2_SEPARATOR})?"
+        rf"{value}(?(bracket)[ \t]*[\])]){_P2_TEXT_END}"
+    )
+
+
+_P2_TAGGED = {"score": _p2_tagged(_P2_SCORE_WORDS, _P2_SCORE), "label": _p2_tagged(_P2_LABEL_WORDS, _P2_LABEL)}
+_P2_UNTAGGED = {"score": _p2_untagged(_P2_SCORE_WORDS, _P2_SCORE), "label": _p2_untagged(_P2_LABEL_WORDS, _P2_LABEL)}
+# An untagged verdict is looked for in the critique's last characters only (it ends the critique): constant time.
+_P2_UNTAGGED_WINDOW = 160
+# What may stand between a sentence's end and an untagged verdict at its start ("Good job. **Score:** 4").
+_P2_SENTENCE_ENDS = ".!?。！？…:："
 _FEEDBACK_LEAD = re.compile(r"\s*(?:###)?\s*feedback\s*:\s*", re.IGNORECASE)
 _AUTOJ_RATING = re.compile(rf"{_SP}{_FLOAT}{_SP}\]\]")
 _AUTOJ_DECISION_KEYS = ("final decision is", "最终决定是")
@@ -667,37 +708,90 @@ def _score_result(score: float, output, explanation: str) -> ParsedCritique:
     return ParsedCritique(ParseStatus.OK, score=score, explanation=explanation)
 
 
+def _p2_untagged_match(text: str, start: int, output) -> re.Match[str] | None:
+    """The untagged verdict ending ``text`` that starts at or after ``start``; None when there is none.
+
+    Without brackets it needs a lead word ("Score: 3", "Result: A") and must open a sentence (after the text's start,
+    a line break or a sentence's end), so that "I would not give it a score of 4" is no verdict; a label needs a lead
+    word or brackets around "Response X" ("[Response B]"), so that a last sentence naming a response is none.
+    """
+    stripped = len(text.rstrip())
+    window = max(start, stripped - _P2_UNTAGGED_WINDOW)
+    m = _P2_UNTAGGED[output.kind].search(text, window, stripped)
+    if m is None:
+        return None
+    if output.kind == "label" and m.group("word") is None and not (m.group("bracket") and m.group("response")):
+        return None
+    if output.kind == "score" and m.group("word") is None:
+        return None
+    if m.group("bracket") is None:
+        before = text[max(0, m.start() - _LEAD_WINDOW) : m.start()].rstrip(" \t*＊#>_-")
+        if before and before[-1] not in "\r\n" and before[-1] not in _P2_SENTENCE_ENDS:
+            return None
+    return m
+
+
+def _p2_value(m: re.Match[str], output) -> float | int | None:
+    """The score or label index a verdict match gives; None when it names another scale or no label of the template."""
+    if output.kind == "label":
+        return output.labels.index(m.group("value")) if m.group("value") in output.labels else None
+    high = m.group("high")
+    if high is not None and float(high) != output.score_range[1]:
+        return None
+    return float(m.group("value"))
+
+
 def parse_prometheus(text: str, output) -> ParsedCritique:
     """Prometheus 2's verdict: ``(feedback) [RESULT] 4`` (absolute grading) or ``[RESULT] A`` / ``B`` (relative).
 
     Implements the output format of the Prometheus 2 prompts (Kim et al., 2024; prometheus-eval README, "Direct
-    Assessment Output Format" / "Pairwise Ranking Output Format": ``{orig_feedback} [RESULT] {orig_score}``). The
-    last ``[RESULT]`` of the text is read: after it, an integer (scores) or one of the template's labels (``A``,
-    ``B``), then at most a full stop before the end of the line. ``[RESULT] 4.5``, ``[RESULT] 4 out of 5``,
-    ``[RESULT] Response A``, ``[RESULT] (an integer number between 1 and 5)`` (the format echoed), ``RESULT: 4`` or a
-    ``[RESULT]`` with nothing after it are unparsed; an earlier ``[RESULT]`` never stands in for a malformed last one.
+    Assessment Output Format" / "Pairwise Ranking Output Format": ``{orig_feedback} [RESULT] {orig_score}``), and the
+    other spellings whose verdict is unambiguous, as prometheus-eval's own parser tests list them
+    (``tests/test_families.py::PROMETHEUS_EVAL_CASES``):
+
+    * the last tag of the text, in any case, with spaces or parentheses (``[RESULT]``, ``[Result]``, ``[ RESULT ]``,
+      ``(RESULT)``), then an optional lead word (``Score:``, ``score of``, ``Result:``), then the value (an integer,
+      ``(5)``, ``4/5`` and ``5 out of 5`` on the template's scale; one of the template's upper-case labels, ``Response
+      B``, ``(B)``), then at most a full stop before the end of the line; or the value inside the tag's brackets
+      (``[RESULT: B]``, ``[RESULT 4]``). An earlier tag never stands in for a malformed last one.
+    * without any tag, a verdict ending the critique: a lead word and the value opening a sentence (``Good job. Score:
+      3``, ``score of 1``, ``RESULT: A``), or in brackets (``(Score 5)``, ``[Score 4]``, ``[Response B]``).
+
+    Unparsed: a non-integer (``[RESULT] 4.5``, ``Score: 2.5``) or a value on another scale (``[RESULT] 4/10`` on 1-5),
+    no value (``[RESULT]``, the format echoed: ``[RESULT] (an integer number between 1 and 5)``, ``[RESULT] (A or
+    B)``), two values (``[RESULT] A/B``), a tagged verdict followed by an untagged one that differs (``[RESULT] 3`` then
+    ``Score: 4``), words after the value (``[RESULT] B is better``), a lower-case label (``[RESULT] a``: the article),
+    a label the template lacks (``[RESULT] C``, ``Tie``), and prose that merely names a response or a number (``I
+    select Response B.``, ``The score is definitely not 3.``). Never a default.
 
     Args:
         text: the critique as generated.
         output: the template's :class:`~hf_critic.prompts.OutputSpec` (kind, score range, labels).
 
     Returns:
-        :class:`ParsedCritique`; the explanation is the feedback before ``[RESULT]`` without a leading "Feedback:".
-        A score outside ``output.score_range`` is ``OUT_OF_RANGE``.
+        :class:`ParsedCritique`; the explanation is the feedback without the verdict and without a leading
+        "Feedback:". A score outside ``output.score_range`` is ``OUT_OF_RANGE``.
     """
-    pos = text.rfind(_RESULT_TAG)
-    if pos == -1:
-        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
-    pattern = _PROMETHEUS_SCORE if output.kind == "score" else _PROMETHEUS_LABEL
-    m = pattern.match(text, pos + len(_RESULT_TAG))
-    if m is None or (output.kind == "label" and m.group(1) not in output.labels):
-        return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
-    explanation = _explanation(text, pos, m.end(), fallback=False)
+    unparsed = ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    tag = None
+    for tag in _P2_TAG.finditer(text):  # noqa: B007 - the last tag is read
+        pass
+    m = _P2_TAGGED[output.kind].match(text, tag.start()) if tag is not None else _p2_untagged_match(text, 0, output)
+    value = _p2_value(m, output) if m is not None else None
+    if value is None:
+        return unparsed
+    end = m.end()
+    if tag is not None:
+        later = _p2_untagged_match(text, end, output)
+        if later is not None and _p2_value(later, output) != value:
+            return unparsed  # "[RESULT] 3" then "Score: 4": two verdicts
+        end = later.end() if later is not None else end
+    explanation = _explanation(text, m.start(), end, fallback=False)
     lead = _FEEDBACK_LEAD.match(explanation)
     explanation = explanation[lead.end() :] if lead else explanation
     if output.kind == "label":
-        return ParsedCritique(ParseStatus.OK, label=output.labels.index(m.group(1)), explanation=explanation)
-    return _score_result(_number(m.group(1)), output, explanation)
+        return ParsedCritique(ParseStatus.OK, label=int(value), explanation=explanation)
+    return _score_result(value, output, explanation)
 
 
 def parse_autoj_rating(text: str, output) -> ParsedCritique:
