@@ -452,3 +452,29 @@ def test_meta_eval_runs_a_critic_on_criticbench_prompts_and_resumes(tmp_path, ti
     assert set(answers["index"]) == {0}
     assert main([*argv, "--overwrite"]) == 0  # the reports exist: replacing them is asked for
     assert "9 answers, 9 from cache" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+def test_meta_eval_names_a_criticbench_path_that_does_not_exist(tmp_path, capsys, with_model):
+    """A missing benchmark folder was a report without gold labels (exit 0), or a model load before any error."""
+    from hf_critic.cli import main
+
+    _predictions_fixture(tmp_path / "preds")
+    missing = tmp_path / "no" / "such" / "dir"
+    argv = ["meta-eval", "--benchmark", f"criticbench:{missing}", "--output-dir", str(tmp_path / "out")]
+    argv += ["--model", str(tmp_path / "no-model")] if with_model else ["--predictions", f"mine={tmp_path / 'preds'}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"hf-critic meta-eval: error: --benchmark criticbench:{missing}: no such folder or file"]
+    assert not (tmp_path / "out" / "criticbench.json").exists()
+
+
+def test_meta_eval_predictions_need_a_benchmark_with_gold_labels(tmp_path, capsys):
+    from hf_critic.cli import main
+
+    _predictions_fixture(tmp_path / "preds")
+    argv = ["meta-eval", "--benchmark", f"criticbench:{tmp_path / 'preds'}", "--predictions", str(tmp_path / "preds")]
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--benchmark criticbench:{tmp_path / 'preds'}: no gold labels" in err[0]
+    assert "obj_test_data" in err[0]

@@ -283,6 +283,23 @@ def _critic_runs(args, benchmarks):
     return runs
 
 
+def _check_criticbench_path(path: str, gold: bool) -> None:
+    """Fail before any model loads on a criticbench ``--benchmark`` path that cannot serve: one that does not exist
+    (no glob match either), or, when it only serves as the gold of ``--predictions`` (``gold``), a folder without
+    CriticBench's Hub layout (its report would silently have no objective scores)."""
+    import glob
+
+    from ..meta_eval.criticbench_report import is_benchmark_folder
+
+    if not Path(path).exists() and not glob.glob(path):
+        raise ValueError(f"--benchmark criticbench:{path}: no such folder or file")
+    if gold and not is_benchmark_folder(path):
+        raise ValueError(
+            f"--benchmark criticbench:{path}: no gold labels (no obj_dev_data/, obj_test_data/, sub_dev_data/ or "
+            "sub_test_data/ folder); --predictions are scored against a CriticBench folder in the Hub layout"
+        )
+
+
 def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     """CriticBench: score --predictions folders and answers of every --model (default: the embedded critic, unless
     predictions are given) on each criticbench --benchmark; write criticbench.md and criticbench.json."""
@@ -351,6 +368,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     for spec in args.benchmark:
         name, fmt, path = parse_benchmark(spec)
         if fmt == "criticbench":
+            _check_criticbench_path(path, gold=bool(args.predictions) and not args.model)
             criticbench.append((name, path))
         else:
             benchmarks.append((name, *_load_benchmark(args, fmt, path)))
