@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 
 import pytest
@@ -169,3 +170,40 @@ def test_no_prefix_sharing_for_a_single_prompt_or_a_short_prefix(tiny_model_dir)
     assert backend._shared_prefix([[1] * 40 + [2], [1] * 40 + [3]]) == [1] * 40
     assert backend._shared_prefix([[1] * 10 + [2], [1] * 10 + [3]]) == []  # below MIN_SHARED_PREFIX
     assert backend._shared_prefix([[1] * 40, [1] * 60]) == [1] * 39  # every row keeps a token of its own
+
+
+@pytest.mark.parametrize(
+    ("files", "missing"),
+    [
+        ({}, "no config.json"),  # an empty folder
+        ({"notes.txt": "x", "data.jsonl": "{}\n"}, "no config.json"),  # a folder of text files
+        ({"config.json": "{}", "tokenizer.json": "{}"}, "no weights"),  # a config without the weights
+    ],
+)
+def test_a_model_folder_without_a_model_says_so(tmp_path, capsys, files, missing):
+    """A folder without config.json / weights gave a tokenizer error (or a traceback) instead of naming the folder."""
+    from hf_critic.cli import main
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    with pytest.raises(
+        models.ModelNotFoundError, match=re.escape(f"model folder {str(folder)!r} holds no model: {missing}")
+    ):
+        models.resolve_model(folder)
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"question": "Q?", "response": "A"}) + "\n")
+    argv = ["grade", "--model", str(folder), "--data", str(data), "--output", str(tmp_path / "out.jsonl")]
+    assert main([*argv, "--template", "mtbench", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"hf-critic grade: error: model folder '{folder}' holds no model")
+
+
+def test_model_folders_that_hold_a_model_resolve(tiny_model_dir, tmp_path):
+    assert models.resolve_model(tiny_model_dir) == str(tiny_model_dir)
+    adapter = tmp_path / "lora"  # a PEFT adapter folder (SFT with LoRA): transformers loads it onto its base
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "adapter_model.safetensors").write_bytes(b"")
+    assert models.resolve_model(adapter) == str(adapter)

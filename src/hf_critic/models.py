@@ -150,6 +150,33 @@ def default_model_dir() -> Path:
     return target
 
 
+# Weight files ``from_pretrained`` loads from a folder, single or sharded (``training_args.bin`` is no weights).
+_WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "tf_model*.h5", "flax_model*.msgpack")
+
+
+def _check_model_folder(model: str) -> None:
+    """Raise ModelNotFoundError, naming what is missing, unless the folder ``model`` holds a loadable model: a
+    ``config.json`` with weights (what ``save_pretrained`` writes) or a PEFT adapter (``adapter_config.json``)."""
+    folder = Path(model).expanduser()
+    if (folder / "adapter_config.json").is_file():
+        return
+    if not (folder / "config.json").is_file():
+        ggufs = sorted(p.name for p in folder.glob("*.gguf"))
+        hint = (
+            f"; for the GGUF file it holds, pass the file: --model {folder / ggufs[0]}"
+            if ggufs
+            else "; give the folder save_pretrained wrote (config.json, weights, tokenizer) or a Hub id"
+        )
+        held = sorted(p.name for p in folder.iterdir())
+        what = f"it holds {', '.join(held[:5])}{' ...' if len(held) > 5 else ''}" if held else "it is empty"
+        raise ModelNotFoundError(f"model folder {model!r} holds no model: no config.json ({what}){hint}")
+    if not any(next(folder.glob(pattern), None) for pattern in _WEIGHT_PATTERNS):
+        raise ModelNotFoundError(
+            f"model folder {model!r} holds no model: no weights beside its config.json (model.safetensors, "
+            "pytorch_model.bin or their shards)"
+        )
+
+
 def resolve_model(model: str | os.PathLike | None) -> str:
     """Turn a ``--model`` value into something ``from_pretrained`` can load without waiting on a network.
 
@@ -161,12 +188,14 @@ def resolve_model(model: str | os.PathLike | None) -> str:
         reachable (``HF_HUB_OFFLINE`` unset).
 
     Raises:
-        ModelNotFoundError: the path does not exist, or the Hub id is not cached and the Hub is offline.
+        ModelNotFoundError: the path does not exist, holds no model (no ``config.json`` and no PEFT
+            ``adapter_config.json``, or a config without weights), or the Hub id is not cached and the Hub is offline.
     """
     if model is None:
         return str(default_model_dir())
     model = str(model)
     if Path(model).expanduser().is_dir():
+        _check_model_folder(model)
         return str(Path(model).expanduser())
     if model.startswith((".", "/", "~")) or model.count("/") > 1:
         raise ModelNotFoundError(f"model folder {model!r} does not exist")
