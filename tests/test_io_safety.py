@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import datasets
@@ -93,8 +94,39 @@ def test_eval_instruct_finished_outputs_need_overwrite(tmp_path, capsys):
 
     path = recipe(tmp_path, "http://127.0.0.1:9/v1")  # nothing listens: the check must come first
     (tmp_path / "out" / "dataset").mkdir(parents=True)
+    (tmp_path / "out" / "hub").mkdir()  # moved into place last: both together are a finished save
     assert main(["eval-instruct", "--config", str(path), "--no-progress"]) == 2
-    assert "already holds dataset; pass --overwrite" in capsys.readouterr().err
+    assert "already holds dataset, hub; pass --overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("leftover", ["killed_while_writing_the_hub_folder", "dataset_without_hub"])
+def test_a_save_killed_part_way_needs_no_overwrite(tmp_path, capsys, monkeypatch, leftover):
+    """The help says only finished outputs need --overwrite: a run killed while writing its hub folder left a complete
+    ``dataset`` folder, which made the rerun stop at the output check."""
+    import hf_critic.data.pipeline as pipeline
+    from tests._eval_instruct_support import recipe
+
+    out = tmp_path / "out"
+    if leftover == "dataset_without_hub":  # a kill between the two renames, or a save of an earlier version
+        (out / "dataset").mkdir(parents=True)
+    else:
+        data = datasets.DatasetDict({"pointwise_referenced": datasets.Dataset.from_list([{"id": "a"}])})
+
+        def killed(*args, **kwargs):  # the kill arrives while the hub folder's parquet files are written
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as patch, pytest.raises(KeyboardInterrupt):
+            patch.setattr(datasets.Dataset, "to_parquet", killed)
+            save_outputs(data, out)
+        assert not (out / "hub").exists()
+
+    def started(*args, **kwargs):
+        raise FileNotFoundError("the run started")
+
+    monkeypatch.setattr(pipeline, "run_eval_instruct", started)
+    path = recipe(tmp_path, "http://127.0.0.1:9/v1")
+    assert main(["eval-instruct", "--config", str(path), "--no-progress"]) == 2
+    assert capsys.readouterr().err.strip() == "hf-critic eval-instruct: error: the run started"
 
 
 def test_self_eval_names_the_file_of_a_bad_row(tmp_path, capsys):
@@ -151,6 +183,30 @@ def test_a_failed_write_keeps_the_previous_file_and_leaves_no_temporary(tmp_path
         raise RuntimeError("killed")
     assert out.read_text().strip() == '{"a":1}'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
+
+
+def _written_under(umask: int, write) -> int:
+    """Run ``write`` under ``umask``; return the mode ``open()`` gives a new file under it."""
+    old = os.umask(umask)
+    try:
+        write()
+        with tempfile.TemporaryDirectory() as folder, open(Path(folder) / "plain.txt", "w") as handle:
+            handle.write("x")
+            return os.stat(handle.name).st_mode & 0o777
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_saved_folders_honour_the_umask(tmp_path, umask):
+    """save_outputs' folders were made by mkdtemp (0700) and renamed into place whatever the umask."""
+    data = datasets.DatasetDict({"pointwise_referenced": datasets.Dataset.from_list([{"a": 1}])})
+    plain = _written_under(umask, lambda: save_outputs(data, tmp_path))
+    assert plain == 0o666 & ~umask
+    folders = [tmp_path / "dataset", tmp_path / "hub", tmp_path / "hub" / "pointwise_referenced"]
+    assert {folder.stat().st_mode & 0o777 for folder in folders} == {0o777 & ~umask}
+    parquet = tmp_path / "hub" / "pointwise_referenced" / "train-00000-of-00001.parquet"
+    assert parquet.stat().st_mode & 0o777 == plain
 
 
 def test_stale_temporary_dataset_folders_are_removed_by_the_next_save(tmp_path):

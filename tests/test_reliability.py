@@ -134,13 +134,15 @@ def test_a_5001_digit_difficulty_is_one_unreadable_answer_not_a_dead_run():
         def complete_many(self, reqs, *, stage, progress=True, check=None):
             from hf_critic.backends.chat import ChatResult
 
-            assert check is not None and check(answer) is None  # the second item is readable: kept
+            # the check reads it without raising: incomplete (a client asks again); this teacher keeps it anyway
+            assert check is not None and check(answer) == "incomplete"
             return [ChatResult(r.id, answer) for r in reqs]
 
     report = StageReport("score_difficulty")
     out = stages.score_difficulty(queries, Teacher(), report=report)
     assert out["query_id"] == ["q1"] and out["difficulty"] == [2]
     assert report.rejected == {"unparseable": 1} and report.balanced
+    assert [(r.stage, r.id, r.reason) for r in report.rejected_items] == [("score_difficulty", "q0", "unparseable")]
 
 
 def test_an_exception_in_one_items_parse_fails_that_item_only(monkeypatch):

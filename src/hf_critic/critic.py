@@ -18,7 +18,7 @@ import numpy as np
 
 from . import schema
 from .backends.base import Backend
-from .cache import GenerationCache, cache_key, cached_generate
+from .cache import GenerationCache, Generations, cache_key, generate_through_cache
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
@@ -56,7 +56,11 @@ class RunStats:
         parsed: inputs whose final verdict parsed.
         unparsed / out_of_range / skipped: the other :class:`~hf_critic.schema.ParseStatus` outcomes.
         low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
-        truncated: inputs truncated to fit the context window.
+        truncated: inputs whose prompt was truncated to fit the context window (the response cut in the middle).
+        cut_off: critiques cut off at ``max_new_tokens`` (kept: that budget's critique; often unparsed), or None when
+            the backend does not say (the local engines). A server reports it (``finish_reason: "length"``).
+        reasked: inputs whose cached critique did not parse (a garbled answer kept by an earlier run against a
+            flaky server) and was asked again (servers only: a local engine would write the same text again).
         cached: inputs answered from the generation cache (no model call).
         verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
             from.
@@ -73,6 +77,8 @@ class RunStats:
     skipped: int = 0
     low_mass: int = 0
     truncated: int = 0
+    cut_off: int | None = None
+    reasked: int = 0
     cached: int = 0
     verdict: str = "text"
     mass: list = field(default_factory=list)
@@ -91,8 +97,18 @@ class RunStats:
         setattr(self, attr, getattr(self, attr) + 1)
 
     def summary(self) -> str:
-        """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass)."""
-        tail = f"skipped {self.skipped}, truncated {self.truncated}, from cache {self.cached}"
+        """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass).
+
+        ``truncated to fit the context`` counts prompts cut to fit the window; ``cut off at max tokens`` counts
+        critiques that stopped at ``max_new_tokens`` (shown when the backend reports it); ``re-asked`` counts cached
+        critiques that did not parse and were asked again (shown when there were any).
+        """
+        tail = f"skipped {self.skipped}, truncated to fit the context {self.truncated}"
+        if self.cut_off is not None:
+            tail += f", cut off at max tokens {self.cut_off}"
+        if self.reasked:
+            tail += f", re-asked {self.reasked} cached critique(s) that did not parse"
+        tail += f", from cache {self.cached}"
         if self.verdict == "head":
             return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
         if self.verdict == "text":
@@ -322,7 +338,7 @@ class Critic:
         }
         if self.decoding.strategy == "self_consistency" and judged.samples is not None:
             columns[schema.CRITIQUE_SAMPLES] = judged.samples
-        stats = _stats(parsed, truncated, judged.cached)
+        stats = _stats(parsed, truncated, judged)
         if judged.verdicts is not None:
             verdicts = judged.verdicts
             if self.verdict == "both":
@@ -331,7 +347,7 @@ class Critic:
             columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
             columns.update(_distribution_columns(verdicts))
-            stats = self._probability_stats(verdicts, truncated, judged.cached, text=stats)
+            stats = self._probability_stats(verdicts, truncated, judged, text=stats)
         self.last_stats = stats
         return _add_columns(dataset, columns)
 
@@ -394,7 +410,7 @@ class Critic:
             ]
             columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
-        stats = _stats(parsed, truncated, judged.cached)
+        stats = _stats(parsed, truncated, judged)
         if judged.verdicts is not None:
             if self.verdict == "both":
                 for name in (schema.CRITIQUE_LABEL, schema.CRITIQUE_STATUS) + (
@@ -402,7 +418,7 @@ class Critic:
                 ):
                     columns[schema.text_column(name)] = columns[name]
             columns.update(_pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
-            stats = self._probability_stats(judged.verdicts, truncated, judged.cached, text=stats)
+            stats = self._probability_stats(judged.verdicts, truncated, judged, text=stats)
         self.last_stats = stats
         return _add_columns(dataset, columns)
 
@@ -541,15 +557,17 @@ class Critic:
         """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
         generate = self.verdict != "probability" or self.explanation == "first"
         if generate:
-            generations, cached = self._generate(conversations)
+            made = self._generate(template, conversations)
+            generations, cached, cut, reasked = made.texts, made.cached, made.cut_off, made.reasked
         else:
-            generations, cached = [None if c is None else [] for c in conversations], 0
+            generations, cached, cut, reasked = [None if c is None else [] for c in conversations], 0, None, 0
         kind = template.output.kind
         if self.constrain_verdict and generate:
             generations = self._force_verdicts(template, conversations, generations)
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
         parsed, raws, samples = [], [], []
-        for texts in generations:
+        cut_off = None  # inputs whose chosen critique stopped at max_new_tokens, where the backend says
+        for i, texts in enumerate(generations):
             if texts is None:  # skipped as too long
                 parsed.append(ParsedCritique(schema.ParseStatus.SKIPPED))
                 raws.append(None)
@@ -564,12 +582,14 @@ class Critic:
                 parsed.append(result.parsed)
                 raws.append(texts[result.chosen])
                 samples.append(sample_parses)
+                if cut is not None and cut[i] is not None:
+                    cut_off = (cut_off or 0) + bool(cut[i][result.chosen])
         verdicts = None
         if self.verdict != "text":
             verdicts, read_cached = self._read_verdicts(template, conversations, samples)
             # an input counts as cached when none of its model calls ran (generation, when any, and read-outs)
             cached = min(cached, read_cached) if generate else read_cached
-        return _Judged(parsed, raws, generations if generate else None, cached, verdicts)
+        return _Judged(parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked)
 
     def _read_verdicts(
         self, template: PromptTemplate, conversations: list, samples: list
@@ -628,9 +648,14 @@ class Critic:
             done.update(fresh)
         return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys], hits
 
-    def _probability_stats(self, verdicts, truncated, cached: int, text: RunStats) -> RunStats:
+    def _probability_stats(self, verdicts, truncated, judged: _Judged, text: RunStats) -> RunStats:
         stats = RunStats(
-            truncated=sum(truncated), cached=cached, verdict="probability", min_mass=self.min_verdict_mass
+            truncated=sum(truncated),
+            cut_off=judged.cut_off,
+            reasked=judged.reasked,
+            cached=judged.cached,
+            verdict="probability",
+            min_mass=self.min_verdict_mass,
         )
         for v in verdicts:
             stats.count(v.status)
@@ -640,13 +665,33 @@ class Critic:
         stats.text = text if self.verdict == "both" else None
         return stats
 
-    def _generate(self, conversations: list) -> tuple[list[list[str] | None], int]:
-        """Generations per conversation (None for skipped ones) and the number answered from the cache."""
-        generations, cached = cached_generate(self.backend, conversations, self.decoding, self.cache)
-        fresh = sum(c is not None for c in conversations) - cached
+    def _generate(self, template: PromptTemplate, conversations: list) -> Generations:
+        """Generations per conversation (None for skipped ones), through the cache.
+
+        On a server (a backend with ``generate_checked``) whose text verdicts are the result (``verdict`` text or
+        both, no ``constrain_verdict``), the template's parser is the acceptance rule: a critique that does not parse
+        is asked again at once (bounded by the client's retries), and a cached one is asked again on a rerun (a flaky
+        server's garbled answer is not final); one cut off at ``max_new_tokens`` is kept. Local engines write the
+        same text again, so their cached critiques are always kept.
+        """
+        output = template.output
+
+        def check(text: str) -> str | None:
+            status = parse_output(text, output).status
+            return None if status is schema.ParseStatus.OK else status.value
+
+        reask = (
+            hasattr(self.backend, "generate_checked")
+            and self.verdict in ("text", "both")
+            and not self.constrain_verdict
+        )
+        made = generate_through_cache(
+            self.backend, conversations, self.decoding, self.cache, check=check if reask else None
+        )
+        fresh = sum(c is not None for c in conversations) - made.cached
         if fresh:
-            logger.info("%d input(s) generated, %d from cache", fresh, cached)
-        return generations, cached
+            logger.info("%d input(s) generated (%d re-asked), %d from cache", fresh, made.reasked, made.cached)
+        return made
 
     def _force_verdicts(self, template: PromptTemplate, conversations: list, generations: list) -> list:
         """Every generated text whose verdict does not parse, continued under the template's verdict grammar.
@@ -686,13 +731,17 @@ class Critic:
 @dataclass
 class _Judged:
     """What :meth:`Critic._judge` returns: text verdicts, chosen raw texts, all samples (None when nothing was
-    generated), the number of inputs from the cache, and the probability verdicts (None under ``text``)."""
+    generated), the number of inputs from the cache, the probability verdicts (None under ``text``), the inputs
+    whose chosen critique stopped at ``max_new_tokens`` (None when the backend does not say) and the cached critiques
+    asked again."""
 
     parsed: list[ParsedCritique]
     raws: list
     samples: list | None
     cached: int
     verdicts: list[ProbabilityVerdict] | None
+    cut_off: int | None = None
+    reasked: int = 0
 
 
 def _continuation(explanation: str, prefix: str) -> str:
@@ -749,8 +798,8 @@ def _pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[Pro
     return columns
 
 
-def _stats(parsed: list[ParsedCritique], truncated: list[bool], cached: int) -> RunStats:
-    stats = RunStats(truncated=sum(truncated), cached=cached)
+def _stats(parsed: list[ParsedCritique], truncated: list[bool], judged: _Judged) -> RunStats:
+    stats = RunStats(truncated=sum(truncated), cut_off=judged.cut_off, reasked=judged.reasked, cached=judged.cached)
     for p in parsed:
         stats.count(p.status)
     return stats

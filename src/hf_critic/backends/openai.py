@@ -140,8 +140,9 @@ class RetryPolicy:
         max_retries: retries after the first attempt on transport errors (>= 0); then the item is reported failed.
         max_invalid_retries: retries of an answer that came back but is cut off (``finish_reason: "length"``) or
             rejected by the caller's check (>= 0); then the item is reported failed, and nothing is cached.
-        accept_truncated: keep answers cut off at ``max_tokens`` (for generators whose responses are meant to be
-            capped); the default retries them like rejected answers.
+        accept_truncated: keep answers cut off at ``max_tokens`` as they are, the caller's check not applied (for
+            generators whose responses are meant to be capped, and the critic: a critique cut off at
+            ``--max-new-tokens`` is what that budget gives); the default retries them like rejected answers.
         initial_backoff: seconds before the first retry (> 0).
         max_backoff: cap on any single wait, seconds (>= initial_backoff).
         multiplier: growth factor per retry (>= 1).
@@ -373,6 +374,8 @@ class OpenAIClient:
         the same for a fresh answer and a cache hit."""
         if params.get("logprobs") and params.get("max_tokens") == 1:
             return None  # a one-token log-probability probe (verdict read-out) stops at its length by design
+        if finish == "length" and self.retry.accept_truncated:
+            return None  # kept as the budget cut it: the check is for answers that ended on their own
         return rejection(text, finish, check, self.retry.accept_truncated)
 
     # ------------------------------------------------------------------------------------------- async core
@@ -641,6 +644,26 @@ class OpenAIBackend(Backend):
             ValueError: beam search.
             RequestsFailedError: items that failed after retries.
         """
+        return self.generate_checked(conversations, config)[0]
+
+    def generate_checked(
+        self, conversations: Sequence[Messages], config: DecodingConfig, check: Check | None = None
+    ) -> tuple[list[list[str]], list[list[bool]]]:
+        """:meth:`generate` with the caller's parser as the client's ``check``, and which completions were cut off.
+
+        An answer ``check`` refuses (a garbled critique), fresh or from the client's cache, is asked again up to
+        ``retry.max_invalid_retries`` times and never cached; one still refused after that is returned as it came
+        (the critic reports it unparsed, and asks again on its next run). Under ``retry.accept_truncated`` an answer
+        cut off at ``max_tokens`` is kept and cached at once, check or not.
+
+        Returns:
+            ``(texts, cut_off)``: the completions per conversation, and per completion whether it stopped at
+            ``max_new_tokens`` (``finish_reason: "length"``).
+
+        Raises:
+            ValueError: beam search.
+            RequestsFailedError: items that failed after retries without an answer (transport errors).
+        """
         if config.strategy == "beam":
             raise ValueError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
         base: dict[str, Any] = {"max_tokens": config.max_new_tokens}
@@ -656,13 +679,16 @@ class OpenAIBackend(Backend):
                 if config.strategy != "greedy":
                     params["seed"] = config.seed + j
                 requests.append(ChatRequest(f"{i}/{j}", conversation, params))
-        results = self.client.complete_many(requests, stage=self.stage, progress=self.progress)
-        # A critique still cut off at max_new_tokens after the bounded retries is the critique this budget gives (as a
-        # local backend returns it): the critic parses it and reports it unparsed if the verdict is missing.
-        texts = [r.text if r.ok else r.rejected if (r.error or "").startswith("answer rejected: length") else None
-                 for r in results]  # fmt: skip
+        results = self.client.complete_many(requests, stage=self.stage, progress=self.progress, check=check)
+        # An answer still refused after the bounded retries (cut off at max_new_tokens, or not passing the check) is
+        # the critique this budget gives (as a local backend returns it): the critic parses it and reports it
+        # unparsed if the verdict is missing. Only transport failures leave no text.
+        texts = [r.text if r.ok else r.rejected for r in results]
         self._raise_if_failed([r for r, text in zip(results, texts, strict=True) if text is None], len(results))
-        return [texts[i * n : (i + 1) * n] for i in range(len(conversations))]  # type: ignore[misc]
+        cut = [r.finish_reason == "length" if r.ok else (r.error or "").startswith("answer rejected: length")
+               for r in results]  # fmt: skip
+        per = range(len(conversations))
+        return [texts[i * n : (i + 1) * n] for i in per], [cut[i * n : (i + 1) * n] for i in per]  # type: ignore[misc]
 
     def continue_under_grammar(
         self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32

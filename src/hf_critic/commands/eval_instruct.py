@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..data.config import load_config
+    from ..data.hub import finished_outputs
     from ..data.pipeline import run_eval_instruct
     from ..data.report import ShortfallError
     from ..io import check_output_dir
@@ -58,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, overrides)
     if args.push_to_hub:
         config = dataclasses.replace(config, hub=dataclasses.replace(config.hub, repo_id=args.push_to_hub))
-    # the cache in output_dir is how a killed run resumes: only finished outputs need --overwrite
-    check_output_dir(config.output_dir, outputs=("dataset", "hub"), overwrite=args.overwrite)
+    # the cache in output_dir is how a killed run resumes: only finished outputs need --overwrite (what a run killed
+    # while saving left is none)
+    check_output_dir(config.output_dir, outputs=finished_outputs(config.output_dir), overwrite=args.overwrite)
     try:  # a server refusing every request (FatalAPIError) is exit 3, in hf_critic.cli.main like every command's
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
     except ShortfallError as err:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import shutil
-import tempfile
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -166,36 +166,62 @@ def render_card(
     return DatasetCard.from_template(card_data, template_path=str(path), **kwargs)
 
 
+#: The folders :func:`save_outputs` writes in the output folder; ``hub`` is moved into place last.
+OUTPUT_FOLDERS = ("dataset", "hub")
+
+
+def finished_outputs(output_dir: str | os.PathLike) -> tuple[str, ...]:
+    """The outputs of a finished save in ``output_dir``: the ones a new run replaces only with ``--overwrite``.
+
+    ``hub`` is moved into place last (:func:`save_outputs`), so it marks a finished save: then both folders that exist
+    are finished outputs. A ``dataset`` folder without ``hub`` is what a run killed part-way through saving left (or
+    a save of an earlier version killed while writing its hub folder); it is none, and the next save replaces it.
+    """
+    folder = Path(output_dir)
+    if not (folder / "hub").is_dir():
+        return ()
+    return tuple(name for name in OUTPUT_FOLDERS if (folder / name).exists())
+
+
+def _temporary_folder(parent: Path, prefix: str) -> Path:
+    """A new empty folder ``<parent>/<prefix><random>``, made as ``mkdir`` makes one: mode 0777 less the umask
+    (``tempfile.mkdtemp`` makes it 0700, and the folder renamed into place kept that whatever the umask)."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(6)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+
+
 def save_outputs(dataset: datasets.DatasetDict, output_dir: str | os.PathLike, card=None) -> dict[str, Path]:
     """Write the DatasetDict as ``<output_dir>/dataset`` (``save_to_disk``) and ``<output_dir>/hub`` (one parquet
     file per config, Hub layout, plus ``README.md`` when ``card`` is given).
 
-    Each folder is written under a temporary name and renamed into place, so a run killed while saving leaves the
-    previous complete output (or none), never a half-written one; the temporary ``.dataset-*`` / ``.hub-*`` folders
-    such a run leaves are removed here, by the next save.
+    Both folders are written under temporary names first and then renamed into place, ``hub`` last, so a run killed
+    while saving leaves the previous complete output (or none), never a half-written one, and a ``hub`` folder marks
+    a finished save (:func:`finished_outputs`). The temporary ``.dataset-*`` / ``.hub-*`` folders such a run leaves
+    are removed here, by the next save. Folders and files are made with the umask's permissions, as ``open`` and
+    ``mkdir`` make them.
 
     Returns:
         ``{"dataset": path, "hub": path}``.
     """
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    paths = {"dataset": output_dir / "dataset", "hub": output_dir / "hub"}
+    paths = {name: output_dir / name for name in OUTPUT_FOLDERS}
     for target in paths.values():
         for stale in output_dir.glob(f".{target.name}-*"):
             shutil.rmtree(stale, ignore_errors=True)
 
-    def replace(target: Path, write) -> None:
-        tmp = Path(tempfile.mkdtemp(dir=output_dir, prefix=f".{target.name}-"))
-        try:
-            write(tmp)
-            old = target.with_name(f".{target.name}-old")
-            shutil.rmtree(old, ignore_errors=True)
-            if target.exists():
-                target.rename(old)
-            tmp.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    def replace(target: Path, tmp: Path) -> None:
+        old = target.with_name(f".{target.name}-old")
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            target.rename(old)
+        tmp.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
 
     def write_hub(tmp: Path) -> None:
         for name, split in dataset.items():
@@ -207,12 +233,19 @@ def save_outputs(dataset: datasets.DatasetDict, output_dir: str | os.PathLike, c
     quiet = not datasets.are_progress_bars_disabled()
     if quiet:
         datasets.disable_progress_bars()
+    temporary: list[Path] = []
     try:
         # an empty split saved with the default sharding cannot be loaded back (no arrow file): give it one shard
         shards = {name: 1 for name, split in dataset.items() if len(split) == 0}
-        replace(paths["dataset"], lambda tmp: dataset.save_to_disk(str(tmp), num_shards=shards))
-        replace(paths["hub"], write_hub)
+        temporary.append(_temporary_folder(output_dir, ".dataset-"))
+        dataset.save_to_disk(str(temporary[0]), num_shards=shards)
+        temporary.append(_temporary_folder(output_dir, ".hub-"))
+        write_hub(temporary[1])
+        replace(paths["dataset"], temporary[0])
+        replace(paths["hub"], temporary[1])  # last: a hub folder marks a finished save
     finally:
+        for tmp in temporary:
+            shutil.rmtree(tmp, ignore_errors=True)
         if quiet:
             datasets.enable_progress_bars()
     return paths

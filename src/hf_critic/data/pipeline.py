@@ -52,7 +52,8 @@ class EvalInstructResult:
             ``pairwise_referenced``, ``pairwise_reference_free``), each a ``train`` split's Dataset.
         report: per-stage counts, usage and run facts.
         paths: ``dataset`` (save_to_disk), ``hub`` (parquet + README.md), ``report`` (report.json), ``failures``
-            (failures.jsonl), and ``url`` when pushed.
+            (failures.jsonl: every failed, rejected or left-out item by stage, id and reason, see
+            :meth:`~hf_critic.data.report.PipelineReport.named_losses`), and ``url`` when pushed.
     """
 
     dataset: datasets.DatasetDict
@@ -173,6 +174,9 @@ class _Runner:
         self.report.stages.append(stage)
         rejected = sum(stage.rejected.values())
         extra = f", {stage.usage.requests} requests, {stage.usage.cache_hits} cached" if stage.usage.items else ""
+        reasked = stage.usage.errors.get("rejected_from_cache", 0)
+        if reasked:  # cached answers that do not pass the stage's check (an older run kept them): asked again
+            extra += f", {reasked} cached answer(s) re-asked"
         self.echo(
             f"[{self.done}/{self.total}] {name}: {stage.items_in} {stage.unit} in, {stage.items_out} out, "
             f"{stage.failed} failed, {rejected} rejected{extra} ({stage.seconds:.1f} s)"
@@ -339,9 +343,10 @@ def run_eval_instruct(
     report.info = _info(config, teacher_name, v2, family, queries=len(seeds))
     paths: dict[str, Any] = {
         "report": write_text(out_dir / "report.json", report.to_json()),
+        # every item a stage did not pass on, by stage, id, kind (failed / rejected / left_out) and reason
         "failures": write_text(
             out_dir / "failures.jsonl",
-            "".join(json.dumps(f.__dict__, ensure_ascii=False) + "\n" for f in report.failures),
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in report.named_losses()),
         ),
     }
     problem = report.shortfall(config.max_rejected_share)

@@ -6,7 +6,8 @@ is :mod:`hf_critic.meta_eval.report`.
 Every stage of :mod:`hf_critic.data.stages` fills a :class:`StageReport`; the pipeline adds the stage's usage from
 the :class:`~hf_critic.backends.chat.UsageLedger` and prints :meth:`PipelineReport.table` at the end. For stages that
 map items one to one (``conserved``), ``items_in == items_out + rejected + failed`` always holds: no item is lost
-without a reason.
+without a reason. Every failed and every rejected item is also named, with its stage and reason
+(:meth:`PipelineReport.named_losses`: the run's ``failures.jsonl``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..backends.chat import StageUsage
 
-__all__ = ["Failure", "PipelineReport", "ShortfallError", "StageReport"]
+__all__ = ["Failure", "PipelineReport", "Rejection", "ShortfallError", "StageReport"]
 
 
 class ShortfallError(RuntimeError):
@@ -45,6 +46,21 @@ class Failure:
     error: str
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """One item a stage's rules turned away (a filter, cross validation, balancing ...).
+
+    Attributes:
+        stage: the stage name.
+        id: the item id (query, response, pair, a generation round ...).
+        reason: the rejection reason (a key of :data:`hf_critic.data.filters.REASONS`, ``"balance"``, ...).
+    """
+
+    stage: str
+    id: str
+    reason: str
+
+
 @dataclass
 class StageReport:
     """Counts of one stage run.
@@ -54,6 +70,7 @@ class StageReport:
         unit: what is counted (``"queries"``, ``"responses"``, ``"pairs"``, ``"rounds"``, ...).
         items_in / items_out: items received and produced.
         rejected: rule-based rejections by reason (keys of :data:`hf_critic.data.filters.REASONS`).
+        rejected_items: the rejected items by name (every stage names each item it rejects).
         failures: items whose teacher / generator request failed.
         conserved: True when items map one to one, so ``items_in == items_out + rejected + failed``.
         notes: stage-specific figures (e.g. ``filtered_share`` of cross validation).
@@ -66,15 +83,19 @@ class StageReport:
     items_in: int = 0
     items_out: int = 0
     rejected: Counter = field(default_factory=Counter)
+    rejected_items: list[Rejection] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     conserved: bool = True
     notes: dict[str, Any] = field(default_factory=dict)
     usage: StageUsage = field(default_factory=StageUsage)
     seconds: float = 0.0
 
-    def reject(self, reason: str, count: int = 1) -> None:
-        """Count ``count`` items rejected for ``reason``."""
-        self.rejected[reason] += count
+    def reject(self, reason: str, *item_ids: str, count: int | None = None) -> None:
+        """Count items rejected for ``reason``, naming each of ``item_ids`` (stage, id, reason: see
+        :attr:`rejected_items`); ``count`` (default: the number of ids, else 1) is for items that have no name."""
+        for item_id in item_ids:
+            self.rejected_items.append(Rejection(self.name, item_id, reason))
+        self.rejected[reason] += (len(item_ids) or 1) if count is None else count
 
     def fail(self, item_id: str, error: str) -> None:
         """Record one failed item."""
@@ -149,6 +170,31 @@ class PipelineReport:
     def failures(self) -> list[Failure]:
         """Every failed item of every stage."""
         return [f for s in self.stages for f in s.failures]
+
+    def named_losses(self) -> list[dict[str, str]]:
+        """Every item a stage did not pass on, by name, in stage order: the lines of ``failures.jsonl``.
+
+        Each is ``{"stage", "id", "kind", "reason"}``: ``kind`` is ``"failed"`` (its request failed after the bounded
+        retries; ``reason`` = ``error`` = the last error, and a rerun asks again), ``"rejected"`` (a rule turned it
+        away) or ``"left_out"`` (not drawn by design: balancing, the reference generator's own responses).
+        """
+        out = []
+        for s in self.stages:
+            out += [{"stage": f.stage, "id": f.id, "kind": "failed", "reason": f.error, "error": f.error}
+                    for f in s.failures]  # fmt: skip
+            out += [{"stage": r.stage, "id": r.id, "kind": "left_out" if r.reason in _BY_DESIGN else "rejected",
+                     "reason": r.reason} for r in s.rejected_items]  # fmt: skip
+        return out
+
+    def reasked(self) -> dict[str, int]:
+        """Per stage, the cached answers that no longer passed the stage's check and were asked again (a rerun after
+        a run that cached bad answers, or after a stricter check); stages with none are absent."""
+        out = {}
+        for s in self.stages:
+            n = s.usage.errors.get("rejected_from_cache", 0)
+            if n:
+                out[s.name] = n
+        return out
 
     def rejections(self) -> Counter:
         """Rejections by reason, all stages together."""
@@ -244,6 +290,12 @@ class PipelineReport:
         out += ["  ".join("-" * w for w in widths), line(rows[-1])]
         if self.counts:
             out.append("rows per config: " + ", ".join(f"{k}={v}" for k, v in self.counts.items()))
+        reasked = self.reasked()
+        if reasked:
+            per_stage = ", ".join(f"{k}={v}" for k, v in reasked.items())
+            out.append(
+                f"re-asked {sum(reasked.values())} cached answer(s) that did not pass their stage's check: {per_stage}"
+            )
         return "\n".join(out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -254,6 +306,7 @@ class PipelineReport:
             "stages": [s.to_dict() for s in self.stages],
             "rejections": dict(self.rejections()),
             "failed": len(self.failures),
+            "reasked_from_cache": self.reasked(),
             "usage": self.total_usage().to_dict(),
         }
 

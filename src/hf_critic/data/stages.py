@@ -296,19 +296,20 @@ def augment_queries(
             continue
         items = parse_generated_queries(result.text or "")
         if not items:  # only when the check is not run (a chat source without one)
-            report.reject("unparseable")
+            report.reject("unparseable", result.id)
             continue
         for question, written in items:
             candidates += 1
             category = normalize_category(written)
+            name = query_id(question)  # a candidate is named by the id it would have had
             if category is None:
-                report.reject("unknown_category")
+                report.reject("unknown_category", name)
             elif _norm_question(question) in seen:
-                report.reject("duplicate")
+                report.reject("duplicate", name)
             elif rouge.rejects(question):
-                report.reject("rouge_l_seed")
+                report.reject("rouge_l_seed", name)
             elif not bleu.offer(question):
-                report.reject("self_bleu")
+                report.reject("self_bleu", name)
             else:
                 seen.add(_norm_question(question))
                 kept.append(
@@ -345,8 +346,11 @@ def score_difficulty(
         stage / report / progress: as in :func:`augment_queries`.
 
     Returns:
-        The rows with an integer ``difficulty`` column; queries without a readable score are rejected
-        (``unparseable``), those of a failed request reported failed.
+        The rows with an integer ``difficulty`` column. An answer counts only when it scores every query of its
+        prompt: one that scores some of them is asked again like one that scores none (bounded by the teacher's
+        retries), and never cached, so a rerun asks for it again; the queries of a prompt that still fails are
+        reported failed, each by its ``query_id``. With a chat source that runs no check, queries without a readable
+        score are rejected (``unparseable``), each by its ``query_id``.
     """
     report = _report(report, stage, "queries")
     prompt = get_instruction_prompt("query_difficulty", language)
@@ -361,10 +365,16 @@ def score_difficulty(
         requests.append(
             ChatRequest(",".join(r["query_id"] for r in batch), prompt.render({"queries": listed}), params or {})
         )
-    # An answer with no readable score at all (garbage, cut off) is asked again; one that scores only some of the
-    # queries is kept, and the others are rejected as unparseable below.
-    check = lambda text: None if parse_difficulties(text, 3) else "unparseable"  # noqa: E731
-    results = teacher.complete_many(requests, stage=stage, progress=progress, check=check) if requests else []
+    # The acceptance rule of an answer, fresh or cached: it scores every query it was shown. One that scores only
+    # some (a garbled or cut list) is asked again and never cached, so a rerun asks again instead of losing the rest.
+    results: list = [None] * len(requests)
+    for size in sorted({len(batch) for batch in batches}):  # every prompt holds 3 queries but perhaps the last
+        part = [i for i, batch in enumerate(batches) if len(batch) == size]
+        answered = teacher.complete_many(
+            [requests[i] for i in part], stage=stage, progress=progress, check=_difficulty_check(size)
+        )
+        for i, result in zip(part, answered, strict=True):
+            results[i] = result
     report.items_in = len(rows)
     out = []
     for batch, result in zip(batches, results, strict=True):
@@ -376,10 +386,21 @@ def score_difficulty(
         for i, row in enumerate(batch):
             if i in scores:
                 out.append({**row, "difficulty": scores[i]})
-            else:
-                report.reject("unparseable")
+            else:  # only from a chat source that runs no check
+                report.reject("unparseable", row["query_id"])
     report.items_out = len(out)
     return _dataset(out, (*queries.column_names, "difficulty"))
+
+
+def _difficulty_check(n: int):
+    """The check of a difficulty answer to a prompt of ``n`` queries: ``text -> None`` when it scores all ``n``, else
+    ``"unparseable"`` (no score at all) or ``"incomplete"`` (some missing)."""
+
+    def check(text: str) -> str | None:
+        scored = len(parse_difficulties(text, n))
+        return None if scored == n else "incomplete" if scored else "unparseable"
+
+    return check
 
 
 # ------------------------------------------------------------------------------------------------ 3. balance
@@ -443,7 +464,8 @@ def balance_queries(
             chosen.update(rng.sample(sorted(levels[level]), n))
     out = [row for i, row in enumerate(rows) if i in chosen]
     report.items_out = len(out)
-    report.reject("balance", len(rows) - len(out))
+    left = [row.get("query_id", f"row {i}") for i, row in enumerate(rows) if i not in chosen]
+    report.reject("balance", *left, count=len(left))
     return _dataset(out, queries.column_names)
 
 
@@ -487,7 +509,7 @@ def collect_responses(
             if not result.ok:
                 report.fail(result.id, result.error or "failed")
             elif not (result.text or "").strip():
-                report.reject("empty_response")
+                report.reject("empty_response", result.id)
             else:
                 out.append({**row, "generator": name, "response": result.text.strip(), "response_id": result.id})
     report.items_out = len(out)
@@ -533,10 +555,11 @@ def add_pseudo_references(
             references[row["query_id"]] = (manual, "manual_revision")
     out = []
     for row in rows:
+        name = row.get("response_id") or f"{row['query_id']}/{row['generator']}"
         if row["query_id"] not in references:
-            report.reject("no_reference")
+            report.reject("no_reference", name)
         elif row["generator"] == reference_generator and not grade_reference_generator:
-            report.reject("reference_generator")
+            report.reject("reference_generator", name)
         else:
             reference, origin = references[row["query_id"]]
             out.append({**row, "reference": reference, "reference_source": origin})
@@ -602,7 +625,7 @@ def grade_pointwise_referenced(
                 config=filters,
             )
             if reason:
-                report.reject(reason)
+                report.reject(reason, result.id)
                 continue
             out.append(
                 {
@@ -773,7 +796,7 @@ def pointwise_to_pairwise(
             ):
                 reason = "label_contradicts_scores"
             if reason:
-                report.reject(reason)
+                report.reject(reason, result.id)
                 continue
             out.append(
                 {
@@ -853,7 +876,7 @@ def referenced_to_reference_free(
             if reason is None and kind == "label" and filters.reject_label_flip and parsed.label != row["label"]:
                 reason = "label_flip"
             if reason:
-                report.reject(reason)
+                report.reject(reason, result.id)
                 continue
             new = {
                 **row,
@@ -905,7 +928,7 @@ def attach_pointwise_critiques(
     for row in rows:
         a, b = index.get(row["response_id_1"]), index.get(row["response_id_2"])
         if a is None or b is None:
-            report.reject("missing_input")
+            report.reject("missing_input", row["pair_id"])
             continue
         out.append(
             {
@@ -960,12 +983,12 @@ def cross_validate(
     for pair_id in order:
         a, b = first.get(pair_id), second.get(pair_id)
         if a is None or b is None:
-            report.reject("missing_path")
+            report.reject("missing_path", pair_id)
             continue
         both += 1
         if a["label"] != b["label"]:
             mismatched += 1
-            report.reject("label_mismatch")
+            report.reject("label_mismatch", pair_id)
             continue
         out.append({**a, "id": f"{pair_id}/path1", "path": "path1"})
         out.append({**b, "id": f"{pair_id}/path2", "path": "path2"})
@@ -1042,7 +1065,7 @@ def swap_augment(
         expected = swap_label(row["label"])
         parsed = parse_label(critique)
         if parsed.status is not ParseStatus.OK or parsed.label != expected:
-            report.reject("swap_unparseable")
+            report.reject("swap_unparseable", f"{row['id']}/swap")
             continue
         copy = {**row, "id": f"{row['id']}/swap", "swapped": True, "critique": critique, "label": expected}
         copy["explanation"] = parsed.explanation
@@ -1114,7 +1137,7 @@ def dialogue_revision(
             if reason is None and abs(parsed.score - row["score"]) > filters.max_score_shift:
                 reason = "score_shift"
             if reason:
-                report.reject(reason)
+                report.reject(reason, result.id)
                 continue
             out.append(
                 {
