@@ -198,6 +198,17 @@ def _written_under(umask: int, write) -> int:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_output_files_honour_the_umask(tmp_path, umask):
+    """Every output goes through atomic_path, whose temporary file was made by mkstemp (0600) and renamed into place:
+    grade's JSONL or parquet, a report were 0600 whatever the umask."""
+    rows = datasets.Dataset.from_list([{"question": "q", "response": "r"}])
+    written = [tmp_path / "out.jsonl", tmp_path / "out.parquet"]
+    plain = _written_under(umask, lambda: [save_records(rows, path) for path in written])
+    assert plain == 0o666 & ~umask
+    assert [path.stat().st_mode & 0o777 for path in written] == [plain, plain]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
 def test_saved_folders_honour_the_umask(tmp_path, umask):
     """save_outputs' folders were made by mkdtemp (0700) and renamed into place whatever the umask."""
     data = datasets.DatasetDict({"pointwise_referenced": datasets.Dataset.from_list([{"a": 1}])})

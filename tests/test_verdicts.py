@@ -389,6 +389,30 @@ def test_critic_explanation_first_cuts_the_verdict_and_both_keeps_text_columns()
     assert "text verdicts: 1/3 parsed" in critic.last_stats.summary()
 
 
+def test_a_resume_with_critiques_cached_and_read_outs_not_counts_both_truly(tmp_path):
+    """A run killed after its critiques (cached) and before its read-outs: the resume said "from cache 0"."""
+    from hf_critic.critic import Critic
+
+    backend = ReadoutBackend(lambda t, k: "Good answer.\nRating: [[9]]", _point_probs)
+    cache = tmp_path / "cache.sqlite"
+
+    def killed(*args):
+        raise KeyboardInterrupt
+
+    first = Critic(backend, template="mtbench", verdict="both", explanation="first", cache_path=cache)
+    backend.verdict_probabilities = killed
+    with pytest.raises(KeyboardInterrupt):
+        first.grade(POINT)
+    del backend.verdict_probabilities
+    resumed = Critic(backend, template="mtbench", verdict="both", explanation="first", cache_path=cache)
+    resumed.grade(POINT)
+    assert (resumed.last_stats.cached, resumed.last_stats.cached_readouts) == (3, 0)
+    assert "from cache 3 critique(s) and 0 read-out(s)" in resumed.last_stats.summary()
+    again = Critic(backend, template="mtbench", verdict="both", explanation="first", cache_path=cache)
+    again.grade(POINT)
+    assert "from cache 3 critique(s) and 3 read-out(s)" in again.last_stats.summary()
+
+
 def test_critic_self_consistency_is_mean_of_expected_scores():
     from hf_critic import schema
     from hf_critic.critic import Critic

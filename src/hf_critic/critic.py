@@ -61,7 +61,11 @@ class RunStats:
             the backend does not say (the local engines). A server reports it (``finish_reason: "length"``).
         reasked: inputs whose cached critique did not parse (a garbled answer kept by an earlier run against a
             flaky server) and was asked again (servers only: a local engine would write the same text again).
-        cached: inputs answered from the generation cache (no model call).
+        cached: inputs answered from the generation cache (no model call; with both a critique and a read-out, the
+            inputs whose critique came from the cache).
+        cached_readouts: with both a generated critique and a probability read-out per input, the inputs whose
+            read-outs all came from the cache (a run killed after its critiques resumes with those cached and the
+            read-outs not); None otherwise.
         verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
             from.
         mass: verdict mass of every read-out input (probability only).
@@ -80,6 +84,7 @@ class RunStats:
     cut_off: int | None = None
     reasked: int = 0
     cached: int = 0
+    cached_readouts: int | None = None
     verdict: str = "text"
     mass: list = field(default_factory=list)
     unseen: int = 0
@@ -109,6 +114,8 @@ class RunStats:
         if self.reasked:
             tail += f", re-asked {self.reasked} cached critique(s) that did not parse"
         tail += f", from cache {self.cached}"
+        if self.cached_readouts is not None:
+            tail += f" critique(s) and {self.cached_readouts} read-out(s)"
         if self.verdict == "head":
             return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
         if self.verdict == "text":
@@ -587,9 +594,13 @@ class Critic:
         verdicts = None
         if self.verdict != "text":
             verdicts, read_cached = self._read_verdicts(template, conversations, samples)
-            # an input counts as cached when none of its model calls ran (generation, when any, and read-outs)
-            cached = min(cached, read_cached) if generate else read_cached
-        return _Judged(parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked)
+            # critiques and read-outs are cached apart: a resumed run can hold all of one and none of the other
+            cached, cached_readouts = (cached, read_cached) if generate else (read_cached, None)
+        else:
+            cached_readouts = None
+        return _Judged(
+            parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked, cached_readouts
+        )
 
     def _read_verdicts(
         self, template: PromptTemplate, conversations: list, samples: list
@@ -654,6 +665,7 @@ class Critic:
             cut_off=judged.cut_off,
             reasked=judged.reasked,
             cached=judged.cached,
+            cached_readouts=judged.cached_readouts,
             verdict="probability",
             min_mass=self.min_verdict_mass,
         )
@@ -733,7 +745,7 @@ class _Judged:
     """What :meth:`Critic._judge` returns: text verdicts, chosen raw texts, all samples (None when nothing was
     generated), the number of inputs from the cache, the probability verdicts (None under ``text``), the inputs
     whose chosen critique stopped at ``max_new_tokens`` (None when the backend does not say) and the cached critiques
-    asked again."""
+    asked again, and the inputs whose read-outs came from the cache when critiques were generated too."""
 
     parsed: list[ParsedCritique]
     raws: list
@@ -742,6 +754,7 @@ class _Judged:
     verdicts: list[ProbabilityVerdict] | None
     cut_off: int | None = None
     reasked: int = 0
+    cached_readouts: int | None = None
 
 
 def _continuation(explanation: str, prefix: str) -> str:

@@ -13,8 +13,8 @@ import csv
 import json
 import os
 import re
+import secrets
 import string
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -155,14 +155,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):
         stale.unlink(missing_ok=True)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(handle)
-    tmp = Path(name)
+    tmp = _new_file(path.parent, f".{path.name}.", ".tmp")
     try:
         yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _new_file(folder: Path, prefix: str, suffix: str) -> Path:
+    """A new empty file ``<folder>/<prefix><random><suffix>``, made as ``open`` makes one: mode 0666 less the umask
+    (``tempfile.mkstemp`` makes it 0600, and the file renamed into place kept that whatever the umask)."""
+    while True:
+        path = folder / f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+        except FileExistsError:
+            continue
+        return path
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
