@@ -6,6 +6,7 @@ import argparse
 import doctest
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,10 +105,10 @@ def test_the_only_copy_is_in_metrics():
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "src", "metrics", "dataset_cards")
 
 
-def test_wheel_ships_metric_modules_and_card_template(tmp_path):
-    """`pip wheel .` carries metrics/ as hf_critic/_metrics/ and dataset_cards/ as hf_critic/_dataset_cards/.
+def build_wheel(tmp_path: Path) -> Path:
+    """Build hf-critic's wheel (no dependencies) from a copy of the sources under ``tmp_path``; return its path.
 
-    The build runs on a copy of the sources, so the checkout gets no build/ or egg-info folders (~7 s).
+    The build runs on a copy, so the checkout gets no build/ or egg-info folders (~7 s).
     """
     source = tmp_path / "source"
     source.mkdir()
@@ -123,6 +124,12 @@ def test_wheel_ships_metric_modules_and_card_template(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (wheel,) = (tmp_path / "whl").glob("hf_critic-*.whl")
+    return wheel
+
+
+def test_wheel_ships_metric_modules_and_card_template(tmp_path):
+    """`pip wheel .` carries metrics/ as hf_critic/_metrics/ and dataset_cards/ as hf_critic/_dataset_cards/."""
+    wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     for name in METRIC_NAMES:
         for pattern in MODULE_FILES:
@@ -255,3 +262,152 @@ def test_readme_examples_run(name):
     runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.attempted >= 5 and result.failed == 0
+
+
+# evaluate's own LocalModuleTest (tests/test_metric_common.py of huggingface/evaluate), re-written as a script run in
+# the environment under test. argv[1]: JSON {name: module folder, or null for hf_critic.metric_path(name)}. Each
+# module is (a) loaded as evaluate's loader does, (b) checked for a `_compute` without **kwargs, and (c) has the
+# doctests of its module run with `evaluate.load` patched so a bare name loads the given folder. Prints one JSON
+# line: per name, the folder and file loaded, any **kwargs, doctests attempted and failed, and the first error.
+LOCAL_MODULE_TEST_SCRIPT = """
+import doctest, importlib, inspect, json, sys
+from unittest import mock
+
+import evaluate
+from evaluate.loading import evaluation_module_factory, import_main_class
+
+import hf_critic
+
+folders = {name: folder or hf_critic.metric_path(name) for name, folder in json.loads(sys.argv[1]).items()}
+real_load = evaluate.load
+
+
+def load_local(name, *args, **kwargs):
+    return real_load(folders[name], *args, **kwargs)
+
+
+report = {"prefix": sys.prefix, "hf_critic": hf_critic.__file__}
+for name, folder in folders.items():
+    entry = report[name] = {"folder": folder}
+    try:
+        module = importlib.import_module(evaluation_module_factory(folder, module_type="metric").module_path)
+        entry["file"] = module.__file__
+        parameters = inspect.signature(import_main_class(module.__name__)._compute).parameters.values()
+        entry["var_keyword"] = [p.name for p in parameters if p.kind is p.VAR_KEYWORD]
+        doctest.ELLIPSIS_MARKER = "[...]"
+        with mock.patch("evaluate.load", side_effect=load_local):
+            result = doctest.testmod(module, raise_on_error=True)
+        entry.update(attempted=result.attempted, failed=result.failed)
+    except doctest.DocTestFailure as failure:
+        example = failure.example
+        entry["error"] = f"doctest {example.source.strip()!r}: expected {example.want!r}, got {failure.got!r}"
+    except doctest.UnexpectedException as unexpected:
+        entry["error"] = f"doctest {unexpected.example.source.strip()!r} raised {unexpected.exc_info[1]!r}"
+    except Exception as error:
+        entry["error"] = repr(error)
+print(json.dumps(report))
+"""
+
+
+def run_local_module_test(python: str | os.PathLike, folders: dict[str, str | None], cwd: Path) -> dict:
+    """Run :data:`LOCAL_MODULE_TEST_SCRIPT` with ``python`` (offline, module caches under ``cwd``); its report."""
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "HF_MODULES_CACHE": str(cwd / "modules"),
+        "HF_EVALUATE_CACHE": str(cwd / "evaluate"),
+        "HF_DATASETS_CACHE": str(cwd / "datasets"),
+    }
+    proc = subprocess.run(
+        [str(python), "-c", LOCAL_MODULE_TEST_SCRIPT, json.dumps(folders)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def assert_local_module_test_passes(report: dict, name: str) -> None:
+    """evaluate's LocalModuleTest verdict on one module of a :func:`run_local_module_test` report."""
+    entry = report[name]
+    assert "error" not in entry, entry
+    assert entry["var_keyword"] == [], f"{name}._compute takes **{entry['var_keyword'][0]}"
+    assert entry["failed"] == 0 and entry["attempted"] >= 5, entry
+
+
+def test_local_module_test_script_catches_kwargs_and_a_failing_doctest(tmp_path):
+    """The checks below fail as evaluate's would: a `_compute(**kwargs)`, a doctest whose output differs (~6 s)."""
+    kwargs_copy = shutil.copytree(
+        REPO_ROOT / "metrics" / "critique_correlation", tmp_path / "a" / "critique_correlation"
+    )
+    script = kwargs_copy / "critique_correlation.py"
+    text = script.read_text()
+    assert text.count("seed=0):") == 1
+    script.write_text(text.replace("seed=0):", "seed=0, **kwargs):"))
+    doctest_copy = shutil.copytree(REPO_ROOT / "metrics" / "pairwise_agreement", tmp_path / "b" / "pairwise_agreement")
+    script = doctest_copy / "pairwise_agreement.py"
+    text = script.read_text()
+    lines = text.splitlines(keepends=True)
+    want = next(i for i, line in enumerate(lines) if ">>> print(" in line) + 1  # the first printed example's output
+    indent = lines[want][: len(lines[want]) - len(lines[want].lstrip())]
+    lines[want] = f"{indent}not what it prints\n"
+    script.write_text("".join(lines))
+    report = run_local_module_test(
+        sys.executable, {"critique_correlation": str(kwargs_copy), "pairwise_agreement": str(doctest_copy)}, tmp_path
+    )
+    with pytest.raises(AssertionError, match=r"_compute takes \*\*kwargs"):
+        assert_local_module_test_passes(report, "critique_correlation")
+    with pytest.raises(AssertionError, match="not what it prints"):
+        assert_local_module_test_passes(report, "pairwise_agreement")
+
+
+# pip's warnings when it cannot reach an index (it then reports "from versions: none"); a probe that fails without one
+# of them is a real failure, not a skip.
+NETWORK_ERROR = re.compile(
+    r"connection broken by|Could not fetch URL|NewConnectionError|NameResolutionError|ConnectTimeoutError|"
+    r"ProxyError|SSLError|Read timed out"
+)
+
+
+@pytest.mark.slow
+def test_local_module_test_in_a_fresh_venv_from_the_wheel(tmp_path):
+    """Issue 21: evaluate's LocalModuleTest passes on both modules in a fresh venv holding only the wheel and evaluate.
+
+    The venv (``python -m venv --without-pip``: no system site packages, no pip of its own; this interpreter's pip
+    installs into it with ``--python``) gets ``evaluate`` and ``scipy`` from the package index, then the wheel with
+    ``--no-deps``: hf-critic's own dependencies pull torch, and the modules import only hf_critic.meta_eval's
+    correlation / agreement maths (numpy, pandas, which evaluate brings, and scipy) and hf_critic.schema (standard
+    library). Both modules are loaded from the installed ``hf_critic/_metrics`` (``hf_critic.metric_path``), away from
+    the checkout. Skipped when a quick probe (downloading evaluate's wheel) shows the index cannot be reached. About
+    20 s with pip's cache warm (2 busy cores); the first run also downloads evaluate's dependencies and scipy.
+    """
+    pip = [sys.executable, "-m", "pip"]
+    probe = subprocess.run(
+        [*pip, "download", "--no-deps", "--no-cache-dir", "--retries", "1", "--timeout", "15", "-q",
+         "-d", str(tmp_path / "probe"), "evaluate"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    if probe.returncode != 0:
+        network = NETWORK_ERROR.search(probe.stdout + probe.stderr)
+        if network:
+            line = next(line for line in (probe.stdout + probe.stderr).splitlines() if network.group() in line)
+            pytest.skip(f"package index unreachable (pip download evaluate: {line.strip()[:200]})")
+        raise AssertionError(f"pip download evaluate failed:\n{probe.stdout}{probe.stderr}")
+    wheel = build_wheel(tmp_path)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    for args in (["evaluate", "scipy"], ["--no-deps", str(wheel)]):
+        proc = subprocess.run(
+            [*pip, "--python", str(python), "install", "-q", *args], capture_output=True, text=True, timeout=600
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    workdir = tmp_path / "elsewhere"  # no metrics/ folder here: only the installed package can answer
+    workdir.mkdir()
+    report = run_local_module_test(python, dict.fromkeys(METRIC_NAMES), workdir)
+    assert Path(report["prefix"]) == venv
+    installed = Path(report["hf_critic"]).parent
+    assert installed.is_relative_to(venv / "lib"), report["hf_critic"]
+    for name in METRIC_NAMES:
+        assert Path(report[name]["folder"]) == installed / "_metrics" / name
+        assert_local_module_test_passes(report, name)
