@@ -12,7 +12,8 @@ score``; splits ``train`` / ``validation`` disjoint by question, benchmarks alre
    best validation within-question accuracy kept;
 3. the Rao-Kupper tie band chosen on the validation pairs whose judge preference says tie;
 4. the head written to ``--output`` (``head.safetensors``, ``head.json`` with data counts, figures, wall time,
-   examples/h, peak RSS and load average) with its model card.
+   examples/h, peak RSS and load average). The model card (``README.md`` beside them) is written after the held-out
+   evaluation, from those figures: see ``src/hf_critic/critics/smollm2_135m_critic/README.md``.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ WEIGHTED, REFERENCE = "alpacaeval_weighted_gpt4_turbo", "gpt4_1106_preview"
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="folder written by build_judgment_data.py")
-    parser.add_argument("--output", required=True, help="folder for head.safetensors, head.json and README.md")
+    parser.add_argument("--output", required=True, help="folder for head.safetensors and head.json")
     parser.add_argument("--features", default=None, help="feature cache (SQLite); default: <output>/features.sqlite")
     parser.add_argument("--l2", type=float, nargs="+", default=[1e-3, 1e-2, 1e-1], help="weight decays to try")
     parser.add_argument("--grade-weight", type=float, nargs="+", default=[0.0, 0.3, 1.0], help="grade-term weights")
