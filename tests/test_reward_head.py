@@ -178,3 +178,32 @@ def test_critic_with_a_head_grades_and_compares_consistently(tiny_lm, tmp_path):
     assert sum(label == 1 for label in compared["critique_label"]) >= 5
     with pytest.raises(ValueError, match="reward head"):
         Critic(backend, template="mtbench", head=head, verdict="text")
+
+
+def test_summary_names_the_reward_head_as_the_verdict_source():
+    """A head's grades sit in critique_score and its pair distributions in critique_distribution: the summary said
+    "text verdicts" and "probability" for them."""
+    import argparse
+    import json
+
+    import datasets
+
+    from hf_critic.commands.critique import _figures
+
+    graded = datasets.Dataset.from_dict({
+        "query_id": ["a", "a", "b", "b"], "question": ["qa", "qa", "qb", "qb"], "response": ["1", "2", "3", "4"],
+        "human_score": [2.0, 8.0, 3.0, 7.0], "critique_score": [3.0, 6.0, 6.0, 5.0],
+        "critique_status": ["ok"] * 4, "critique_reward": [0.1, 0.5, 0.4, 0.3],
+    })  # fmt: skip
+    (line,) = _figures(graded, argparse.Namespace(task="grade", human_score=None))
+    assert line.startswith("vs human_score (reward head): row-level Pearson")
+    assert "within-question accuracy 50.0%" in line  # one of the two questions ordered right
+    dist = [json.dumps({"response_1": 0.7, "response_2": 0.2, "tie": 0.1})] * 2
+    compared = datasets.Dataset.from_dict({
+        "question": ["q", "q"], "response_1": ["a", "b"], "response_2": ["c", "d"], "label": [0, 1],
+        "critique_label": [0, 0], "critique_status": ["ok"] * 2, "critique_distribution": dist,
+        "critique_reward": [0.3, 0.2], "critique_reward_2": [-0.4, -0.1],
+    })  # fmt: skip
+    lines = _figures(compared, argparse.Namespace(task="compare", human_label=None, two_way="auto"))
+    assert any(line.startswith("vs label (reward head, first order): ") for line in lines), lines
+    assert not any("probability" in line for line in lines), lines

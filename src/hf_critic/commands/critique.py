@@ -130,14 +130,19 @@ def _figures(result, args) -> list[str]:
     agreement per source, and, where the human labels have no tie (``--two-way auto``, or ``on``), the two-way
     accuracy (response 1 or 2 alone; see :func:`hf_critic.meta_eval.agreement.two_way_decisions`).
     """
+    from .. import schema
     from ..meta_eval.verdicts import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
+    head = schema.CRITIQUE_REWARD in result.column_names  # verdicts of a reward head: named so
     if args.task == "grade":
         # Per-system figures and the tables come from `hf-critic meta-eval`.
         column = args.human_score or ("human_score" if "human_score" in result.column_names else None)
         if not column:
             return []
-        return figure_lines(pointwise_verdict_figures(result, column, bootstrap=SUMMARY_BOOTSTRAP), "grade", column)
+        figures = pointwise_verdict_figures(result, column, bootstrap=SUMMARY_BOOTSTRAP)
+        return figure_lines(figures, "grade", column, head=head)
     column = args.human_label or ("label" if "label" in result.column_names else None)
     two_way = getattr(args, "two_way", "auto")
-    return figure_lines(pairwise_verdict_figures(result, column, two_way=two_way), "compare", column) if column else []
+    if not column:
+        return []
+    return figure_lines(pairwise_verdict_figures(result, column, two_way=two_way), "compare", column, head=head)

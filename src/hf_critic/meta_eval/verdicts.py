@@ -237,12 +237,16 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     return out
 
 
-def figure_lines(figures: dict[str, Any], task: str, column: str) -> list[str]:
-    """The figures of :func:`pointwise_verdict_figures` / :func:`pairwise_verdict_figures` as printed lines."""
+def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = False) -> list[str]:
+    """The figures of :func:`pointwise_verdict_figures` / :func:`pairwise_verdict_figures` as printed lines.
+
+    ``head``: the verdicts came from a reward head (a ``critique_reward`` column): named so, not "text" (its score
+    column) or "probability" (its distribution)."""
     if task == "grade":
         lines = []
         for source, f in figures.items():
-            line = (f"vs {column} ({source} verdicts): row-level Pearson {f['pearson']:.3f}, Spearman "
+            what = "reward head" if head else f"{source} verdicts"
+            line = (f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
                     f"{f['spearman']:.3f}, Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} "
                     "without a verdict left out)")  # fmt: skip
             if "text_pearson" in f:
@@ -258,8 +262,9 @@ def figure_lines(figures: dict[str, Any], task: str, column: str) -> list[str]:
                 line += f"; mode of the distribution = {column}: {100 * f['mode_accuracy']:.1f}%"
             lines.append(line)
         return lines
-    names = {"text": "text verdicts", "probability_first_order": "probability, first order",
-             "combined": "probability, both orders combined", "always_response_1": "baseline always 'response 1'",
+    verdicts = "reward head" if head else "probability"
+    names = {"text": "text verdicts", "probability_first_order": f"{verdicts}, first order",
+             "combined": f"{verdicts}, both orders combined", "always_response_1": "baseline always 'response 1'",
              "label_prior": "baseline label prior"}  # fmt: skip
     words = {"two_way_accuracy": "two-way accuracy", "two_way_accuracy_combined": "two-way accuracy (both orders)"}
     lines = []
