@@ -251,6 +251,24 @@ def _reference(backend, conversation, continuation, spelling) -> float:
     return p
 
 
+def test_model_runs_print_no_library_deprecation(tiny_backend, caplog, recwarn):
+    """Issue 21: every read-out and generation warned that ``past_key_values`` is deprecated (transformers 5.x names
+    the KV cache ``cache``): the read-out with and without a shared prefix (the trie step reuses the cache) and
+    generation with a shared prefix, checked as warnings and as the library's log lines."""
+    import logging
+
+    from hf_critic.decoding import DecodingConfig
+
+    judge = [{"role": "system", "content": "You are a strict judge. " * 8}]
+    shared = [judge + c[-1:] for c in CONVERSATIONS]  # one long shared prefix: its KV cache is prefilled once
+    with caplog.at_level(logging.WARNING):
+        tiny_backend.verdict_probabilities(CONVERSATIONS, ["Rating: [["] * 3, SCORES)
+        tiny_backend.verdict_probabilities(shared, ["Rating: [["] * 3, SCORES)
+        tiny_backend.generate(shared, DecodingConfig(max_new_tokens=3))
+    said = [str(w.message) for w in recwarn] + [r.getMessage() for r in caplog.records]
+    assert not [line for line in said if "deprecat" in line.lower()], said
+
+
 def test_readout_equals_numpy_softmax_with_multi_token_and_space_spellings(tiny_backend):
     continuations = ["Rating: [[", "A short explanation.\n\nRating: [[", "Rating: [["]
     got = tiny_backend.verdict_probabilities(CONVERSATIONS, continuations, SCORES)

@@ -54,6 +54,7 @@ class TransformersBackend(Backend):
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.batch_size, self.progress = batch_size, progress
         self.context_length = getattr(model.config, "max_position_embeddings", None)
+        self._cache = _cache_keyword(model)
 
     @classmethod
     def from_pretrained(
@@ -155,7 +156,7 @@ class TransformersBackend(Backend):
         if "cache" not in memo:
             memo["cache"] = DynamicCache(config=self.model.config)
             self.model(
-                input_ids=torch.tensor([prefix], device=device), past_key_values=memo["cache"], logits_to_keep=1
+                input_ids=torch.tensor([prefix], device=device), **{self._cache: memo["cache"]}, logits_to_keep=1
             )
         width = max(len(r) for r in rows) - len(prefix)
         ids, mask = [], []
@@ -208,7 +209,7 @@ class TransformersBackend(Backend):
             digest = hashlib.sha256("\x00".join(texts[i] for i in batch).encode()).digest()
             torch.manual_seed(config.seed + int.from_bytes(digest[:4], "little"))
             output = self.model.generate(
-                input_ids=ids, attention_mask=mask, past_key_values=cache, generation_config=gen_config
+                input_ids=ids, attention_mask=mask, **{self._cache: cache}, generation_config=gen_config
             )
             generated = output[:, ids.shape[1] :]
             new_tokens += int((generated != self.tokenizer.pad_token_id).sum())
@@ -276,7 +277,7 @@ class TransformersBackend(Backend):
                 input_ids=ids[:, done:],
                 attention_mask=mask,
                 position_ids=positions[:, done:],
-                past_key_values=cache,
+                **{self._cache: cache},
                 cache_position=torch.arange(done, ids.shape[1], device=self.model.device),
                 use_cache=bool(trie.fed) or cache is not None,
                 logits_to_keep=1,
@@ -289,7 +290,7 @@ class TransformersBackend(Backend):
                     input_ids=fed_tokens.expand(b, n),
                     attention_mask=self._tree_mask(allowed, fed_depth),
                     position_ids=positions[:, -1:] + fed_depth,
-                    past_key_values=out.past_key_values,
+                    **{self._cache: out[self._cache]},
                     cache_position=torch.arange(length, length + n, device=self.model.device),
                     use_cache=False,
                 )
@@ -337,3 +338,9 @@ def _balanced(items: list[int], batch_size: int) -> list[list[int]]:
         batches.append(items[start:end])
         start = end
     return batches
+
+
+def _cache_keyword(model) -> str:
+    """The KV-cache keyword of ``model``'s ``forward`` / ``generate`` and of its outputs: ``cache`` from transformers
+    5.x on (``past_key_values`` is deprecated there and warns on every call), ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
