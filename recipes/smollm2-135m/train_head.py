@@ -31,7 +31,7 @@ import datasets
 import numpy as np
 from scipy.stats import pearsonr
 
-from hf_critic.models import cpu_flags, default_num_threads, load_model
+from hf_critic.models import cache_dir, cpu_flags, default_num_threads, load_model
 from hf_critic.reward_head import (
     FeatureStore,
     HeadSpec,
@@ -50,8 +50,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", required=True, help="folder written by build_judgment_data.py")
     parser.add_argument("--output", required=True, help="folder for head.safetensors and head.json")
-    parser.add_argument("--features", default=None, help="feature cache (SQLite); default: <output>/features.sqlite")
-    parser.add_argument("--l2", type=float, nargs="+", default=[1e-3, 1e-2, 1e-1], help="weight decays to try")
+    parser.add_argument(
+        "--features", default=None,
+        help="feature cache (SQLite, about 130 MB for all the data): a killed run restarted computes only what it "
+        "lacks; default: $HF_CRITIC_CACHE/head_features.sqlite (~/.cache/hf_critic), never beside the head",
+    )  # fmt: skip
+    parser.add_argument("--l2", type=float, nargs="+", default=[0.01, 0.1, 0.3, 1.0, 3.0], help="weight decays to try")
     parser.add_argument("--grade-weight", type=float, nargs="+", default=[0.0, 0.3, 1.0], help="grade-term weights")
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per forward pass")
     parser.add_argument("--dtype", default="auto", help="feature dtype: auto (bfloat16 where the CPU has it), float32")
@@ -94,8 +98,9 @@ def _pairs(split: datasets.Dataset, args: argparse.Namespace) -> tuple[list, lis
     return derived, direct
 
 
-def _features(items, store: FeatureStore, model, tokenizer, spec: HeadSpec, batch_size: int) -> np.ndarray:
-    """Features of ``items`` from the store, computing (and storing, batch by batch) those missing."""
+def _features(items, store: FeatureStore, model, tokenizer, spec: HeadSpec, batch_size: int) -> tuple[np.ndarray, int]:
+    """Features of ``items`` from the store, computing (and storing, batch by batch) those missing; and how many
+    were computed in this run."""
     keys = [feature_key(q, r, spec, BASE) for q, r in items]
     have = store.get_many(keys)
     todo = [i for i, k in enumerate(dict.fromkeys(keys)) if k not in have]
@@ -110,7 +115,7 @@ def _features(items, store: FeatureStore, model, tokenizer, spec: HeadSpec, batc
         done += len(part)
         rate = done / (time.time() - started) * 3600
         print(f"features {done}/{len(todo)} new ({rate:.0f} responses/h)", flush=True)
-    return np.stack([have[k] for k in keys])
+    return np.stack([have[k] for k in keys]), len(todo)
 
 
 def main(argv=None) -> int:
@@ -147,7 +152,7 @@ def main(argv=None) -> int:
     dtype = "float32" if dtype == "auto" else dtype
     model, tokenizer = load_model(None, dtype=dtype)
     spec = HeadSpec()
-    store = FeatureStore(args.features or Path(args.output) / "features.sqlite")
+    store = FeatureStore(args.features or cache_dir() / "head_features.sqlite")
     items, index = [], {}
 
     def ix(question: str, response: str) -> int:
@@ -166,7 +171,7 @@ def main(argv=None) -> int:
     vp, vt = pair_arrays(val_pairs)
     vg = np.array([ix(q, r) for q, r, _ in val_grades], dtype=np.int64)
     feature_started = time.time()
-    features = _features(items, store, model, tokenizer, spec, args.batch_size)
+    features, computed = _features(items, store, model, tokenizer, spec, args.batch_size)
     feature_seconds = time.time() - feature_started
 
     # ------------------------------------------------------------------ heads, selected on validation
@@ -219,7 +224,9 @@ def main(argv=None) -> int:
         "figures": figures,
         "data": {"train_pairs": len(train_pairs), "validation_pairs": len(val_pairs), "train_grades": len(tg)},
         "responses_encoded": len(items),
+        "responses_encoded_in_this_run": computed,  # the rest came from the feature cache
         "feature_seconds": round(feature_seconds, 1),
+        "feature_responses_per_hour": round(computed / feature_seconds * 3600) if computed else None,
         "wall_seconds": round(time.time() - started, 1),
         "examples_per_hour": round(len(train_pairs) / max(time.time() - started, 1e-9) * 3600),
         "peak_rss_mb": round(usage.ru_maxrss / 1024),
