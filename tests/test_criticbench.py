@@ -469,12 +469,19 @@ def test_meta_eval_names_a_criticbench_path_that_does_not_exist(tmp_path, capsys
     assert not (tmp_path / "out" / "criticbench.json").exists()
 
 
-def test_meta_eval_predictions_need_a_benchmark_with_gold_labels(tmp_path, capsys):
+def test_meta_eval_predictions_without_gold_labels_report_parse_rates_only(tmp_path, capsys):
+    """Predictions against a folder with no gold: parse rates and consistency (no gold needed), said on stderr."""
+    import json
+
     from hf_critic.cli import main
 
     _predictions_fixture(tmp_path / "preds")
     argv = ["meta-eval", "--benchmark", f"criticbench:{tmp_path / 'preds'}", "--predictions", str(tmp_path / "preds")]
-    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 2
+    assert main([*argv, "--output-dir", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and f"--benchmark criticbench:{tmp_path / 'preds'}: no gold labels" in err[0]
-    assert "obj_test_data" in err[0]
+    assert len(err) == 1 and f"--benchmark criticbench:{tmp_path / 'preds'} holds no gold labels" in err[0]
+    assert "parse rates and comparison consistency only" in err[0]
+    report = json.loads((tmp_path / "out" / "criticbench.json").read_text())["preds"]
+    assert set(report) == {"parse_rates", "consistency"}  # no objective scores without gold
+    assert sum(r["parsed"] for r in report["parse_rates"]) == 16
+    assert report["consistency"][-1] == {**report["consistency"][-1], "task": "all", "n": 3, "consistent": 2}

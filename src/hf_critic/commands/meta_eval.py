@@ -284,19 +284,22 @@ def _critic_runs(args, benchmarks):
 
 
 def _check_criticbench_path(path: str, gold: bool) -> None:
-    """Fail before any model loads on a criticbench ``--benchmark`` path that cannot serve: one that does not exist
-    (no glob match either), or, when it only serves as the gold of ``--predictions`` (``gold``), a folder without
-    CriticBench's Hub layout (its report would silently have no objective scores)."""
+    """Fail before any model loads on a criticbench ``--benchmark`` path that does not exist (no glob match either);
+    when it only serves as the gold of ``--predictions`` (``gold``) and lacks CriticBench's Hub layout, say on stderr
+    that the report holds parse rates and consistency only (both need no gold), so no one reads it as scored."""
     import glob
+    import sys
 
     from ..meta_eval.criticbench_report import is_benchmark_folder
 
     if not Path(path).exists() and not glob.glob(path):
         raise ValueError(f"--benchmark criticbench:{path}: no such folder or file")
     if gold and not is_benchmark_folder(path):
-        raise ValueError(
-            f"--benchmark criticbench:{path}: no gold labels (no obj_dev_data/, obj_test_data/, sub_dev_data/ or "
-            "sub_test_data/ folder); --predictions are scored against a CriticBench folder in the Hub layout"
+        print(
+            f"hf-critic meta-eval: --benchmark criticbench:{path} holds no gold labels (no obj_dev_data/, "
+            "obj_test_data/, sub_dev_data/ or sub_test_data/ folder): the report has parse rates and comparison "
+            "consistency only, no objective scores",
+            file=sys.stderr,
         )
 
 
