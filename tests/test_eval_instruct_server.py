@@ -169,8 +169,12 @@ def test_faults_kill_and_restart_lose_and_repeat_nothing(server, tmp_path):
     failed = {f["id"] for s in saved["stages"] for f in s["failures"]}
     failing = query_id(FAILING_QUESTION)
     assert {f"{failing}/gen-a", f"{failing}/gen-b"} <= failed
-    lines = (Path(config.output_dir) / "failures.jsonl").read_text().splitlines()
-    assert {json.loads(line)["id"] for line in lines} == failed
+    named = [json.loads(line) for line in (Path(config.output_dir) / "failures.jsonl").read_text().splitlines()]
+    assert {n["id"] for n in named if n["kind"] == "failed"} == failed
+    # and every rejected or left-out item too, as many per stage and reason as the stage counts
+    for stage in saved["stages"]:
+        for reason, count in stage["rejected"].items():
+            assert sum(n["stage"] == stage["name"] and n["reason"] == reason for n in named) == count, (stage, reason)
     assert "item(s) failed after retries" in log
     # no duplicates, and exactly the rows of a clean run minus those of the failed query
     data = datasets.load_from_disk(str(Path(config.output_dir) / "dataset"))
