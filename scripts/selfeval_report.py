@@ -38,7 +38,7 @@ def _fmt(x: float) -> str:
 
 
 def precomputed_markdown(data: Path) -> str:
-    from hf_critic.datasets.selfeval import precomputed_table
+    from hf_critic.meta_eval.selfeval import precomputed_table
 
     table = precomputed_table(data)
     lines = [
@@ -139,7 +139,7 @@ def model_scores(args, records: list[dict]):
 def model_markdown(scored, features_cols: list[str]) -> str:
     import numpy as np
 
-    from hf_critic.datasets.selfeval import PAPER_TABLE1, correlations
+    from hf_critic.meta_eval.selfeval import PAPER_TABLE1, correlations
     from hf_critic.glassbox import FEATURES
 
     bench = np.array(scored["bench"])

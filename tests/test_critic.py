@@ -11,6 +11,7 @@ from hf_critic.backends.base import Backend
 from hf_critic.critic import ContextLengthError, Critic
 from hf_critic.decoding import DecodingConfig
 from hf_critic.io import RecordError
+from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, swap_label
 
 
 class ScriptedBackend(Backend):
@@ -114,17 +115,17 @@ def position_biased(text, k):
 def test_compare_swap_maps_back_and_records_consistency():
     critic = Critic(ScriptedBackend(position_biased), template="mtbench")
     out = critic.compare(PAIRS, swap=True)
-    assert out[schema.CRITIQUE_LABEL] == [schema.RESPONSE_1_WINS, schema.RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_LABEL] == [RESPONSE_1_WINS, RESPONSE_2_WINS]
     # Swapped pair 1 shows Berlin first -> "[[A]]" = Berlin = response 2 in original terms.
-    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [schema.RESPONSE_2_WINS, schema.RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [RESPONSE_2_WINS, RESPONSE_2_WINS]
     assert out[schema.CRITIQUE_CONSISTENT] == [False, True]
     assert critic.last_stats.total == 4
 
 
 def test_swap_label_mapping():
-    assert [schema.swap_label(x) for x in (0, 1, 2, None)] == [1, 0, 2, None]
+    assert [swap_label(x) for x in (0, 1, 2, None)] == [1, 0, 2, None]
     with pytest.raises(ValueError):
-        schema.swap_label(3)
+        swap_label(3)
 
 
 def test_self_consistency_mean_and_closest_explanation():

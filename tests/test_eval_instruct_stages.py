@@ -20,6 +20,7 @@ from hf_critic.data.hub import push_to_hub, render_card, save_outputs
 from hf_critic.data.pipeline import run_eval_instruct
 from hf_critic.data.report import PipelineReport, StageReport
 from hf_critic.data.text import SeedRougeFilter, SelfBleuFilter, copied_ngrams, detect_language, rouge_l, tokenize
+from hf_critic.labels import swap_critique
 from hf_critic.prompts import get_template
 from hf_critic.testing import StubOpenAIServer
 
@@ -158,18 +159,18 @@ def test_label_contradicts_scores():
 
 # ----------------------------------------------------------------------------------------------- swap augmentation
 def test_swap_critique_exchanges_the_assistants():
-    assert stages.swap_critique(PAIRWISE_EN) == (
+    assert swap_critique(PAIRWISE_EN) == (
         "Correctness: Assistant 2 is accurate, while Assistant 1 misses a step.\n"
         "Assistant 2's answer is better overall. {'Overall Comparison Result': 'Assistant 2'}"
     )
-    assert stages.swap_critique(PAIRWISE_ZH) == PAIRWISE_ZH.replace("助手1", "X").replace("助手2", "助手1").replace(
+    assert swap_critique(PAIRWISE_ZH) == PAIRWISE_ZH.replace("助手1", "X").replace("助手2", "助手1").replace(
         "X", "助手2"
     )
     assert (
-        stages.swap_critique("[[A]] beats response B; Assistant 10 unchanged")
+        swap_critique("[[A]] beats response B; Assistant 10 unchanged")
         == "[[B]] beats response A; Assistant 10 unchanged"
     )
-    assert stages.swap_critique(stages.swap_critique(PAIRWISE_ZH)) == PAIRWISE_ZH
+    assert swap_critique(swap_critique(PAIRWISE_ZH)) == PAIRWISE_ZH
 
 
 def test_swap_augment_maps_texts_label_and_critique():

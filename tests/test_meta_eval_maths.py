@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from hf_critic.labels import UNPARSED, normalize_labels, swap_label
 from hf_critic.meta_eval import correlation
-from hf_critic.meta_eval.agreement import UNPARSED, map_groups, normalize_labels, pairwise_agreement
+from hf_critic.meta_eval.agreement import map_groups, pairwise_agreement
 from hf_critic.meta_eval.correlation import (
     KENDALL_PAIRWISE_MAX_GROUP,
     critique_correlation,
@@ -22,7 +23,6 @@ from hf_critic.meta_eval.correlation import (
     system_level_correlation,
     text_level_correlation,
 )
-from hf_critic.schema import swap_label
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 

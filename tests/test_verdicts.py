@@ -452,6 +452,7 @@ def test_critic_self_consistency_is_mean_of_expected_scores():
 def test_critic_compare_swap_combines_both_orders():
     from hf_critic import schema
     from hf_critic.critic import Critic
+    from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
     pairs = [{"question": "Capital of France?", "response_1": "Paris.", "response_2": "Berlin."}]
 
@@ -467,9 +468,9 @@ def test_critic_compare_swap_combines_both_orders():
     assert json.loads(out[schema.CRITIQUE_DISTRIBUTION_COMBINED][0]) == pytest.approx(
         {"response_1": 0.275, "response_2": 0.375, "tie": 0.35}
     )
-    assert out[schema.CRITIQUE_LABEL] == [schema.RESPONSE_2_WINS]
-    assert out[schema.CRITIQUE_LABEL_FIRST] == [schema.RESPONSE_1_WINS]
-    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [schema.TIE]
+    assert out[schema.CRITIQUE_LABEL] == [RESPONSE_2_WINS]
+    assert out[schema.CRITIQUE_LABEL_FIRST] == [RESPONSE_1_WINS]
+    assert out[schema.CRITIQUE_LABEL_SWAPPED] == [TIE]
     assert out[schema.CRITIQUE_CONSISTENT] == [False]
 
 

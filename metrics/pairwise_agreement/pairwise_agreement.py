@@ -16,7 +16,8 @@
 import datasets
 import evaluate
 
-from hf_critic.meta_eval.agreement import check_labels, pairwise_agreement
+from hf_critic.labels import check_labels
+from hf_critic.meta_eval.agreement import pairwise_agreement
 
 _DESCRIPTION = """
 Agreement of a critic's pairwise comparisons with human preference labels, as in CritiqueLLM (Ke et al.,

@@ -6,9 +6,8 @@ so ``from hf_critic import Critic`` works without loading torch and transformers
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from .meta_eval.modules import install_metrics, metric_path  # noqa: E402  (stdlib-only module: cheap to import)
+from ._version import __version__
+from .meta_eval.modules import install_metrics, metric_path  # stdlib-only module: cheap to import
 
 __all__ = ["Critic", "__version__", "install_metrics", "metric_path"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
+from ._version import __version__
 from .commands import critique, eval_instruct, meta_eval, metrics, refine, self_eval
 from .redaction import configure_logging
 

@@ -22,6 +22,7 @@ from .cache import GenerationCache, Generations, cache_key, generate_through_cac
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
+from .labels import swap_label
 from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
@@ -408,7 +409,7 @@ class Critic:
         if self.decoding.strategy == "self_consistency" and judged.samples is not None:
             columns[schema.CRITIQUE_SAMPLES] = judged.samples[:n]
         if swap:
-            back = [schema.swap_label(p.label) for p in parsed[n:]]
+            back = [swap_label(p.label) for p in parsed[n:]]
             columns[schema.CRITIQUE_LABEL_SWAPPED] = back
             columns[schema.CRITIQUE_GENERATION_SWAPPED] = raws[n:]
             columns[schema.CRITIQUE_STATUS_SWAPPED] = [p.status.value for p in parsed[n:]]

@@ -67,8 +67,9 @@ import datasets
 
 from .datasets.fastchat import read_judgments
 from .grammars import _VERDICT_CLOSINGS, _default_prefix
+from .labels import swap_label
 from .prompts import OutputSpec, get_template
-from .schema import QUESTION, REFERENCE, RESPONSE, swap_label
+from .schema import QUESTION, REFERENCE, RESPONSE
 
 logger = logging.getLogger(__name__)
 
@@ -1089,7 +1090,7 @@ def render_published_card(
 
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from . import __version__
+    from ._version import __version__
     from .data.hub import CARD_PACKAGE, _size_category
 
     path = Path(template_path) if template_path else Path(str(files(CARD_PACKAGE) / PUBLISHED_CARD_TEMPLATE))

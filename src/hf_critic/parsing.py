@@ -59,7 +59,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from hf_critic.schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, ParseStatus
+from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, VERDICT_WORDS
+from hf_critic.schema import ParseStatus
 
 __all__ = [
     "FAMILY_PARSERS",
@@ -210,17 +211,6 @@ _LABEL_KEYS = frozenset(
         "综合质量比较结果",
     }
 )
-_LABEL_WORDS = {
-    "a": RESPONSE_1_WINS,
-    "1": RESPONSE_1_WINS,
-    "b": RESPONSE_2_WINS,
-    "2": RESPONSE_2_WINS,
-    "c": TIE,
-    "tie": TIE,
-    "质量相当": TIE,
-    "平局": TIE,
-    "相当": TIE,
-}
 
 
 _FULL_WIDTH = {"[": "［", "{": "｛"}
@@ -403,7 +393,7 @@ def _key(raw: str) -> str:
 
 def _label(*groups: str | None) -> int:
     """Label of the one group of a label pattern that matched."""
-    return _LABEL_WORDS[normalize(next(g for g in groups if g is not None)).lower()]
+    return VERDICT_WORDS[normalize(next(g for g in groups if g is not None)).lower()]
 
 
 def _explanation(text: str, start: int, end: int, fallback: bool) -> str:

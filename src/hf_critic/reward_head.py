@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .schema import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 __all__ = [
     "FeatureStore",
@@ -205,7 +205,7 @@ def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
         tau: tie band, >= 0 (0: no tie mass).
 
     Returns:
-        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.schema.LABEL_NAMES`).
+        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.labels.LABEL_NAMES`).
 
     Raises:
         ValueError: a negative ``tau``.

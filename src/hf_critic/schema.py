@@ -66,30 +66,6 @@ RESPONSE = "response"
 RESPONSE_1 = "response_1"
 RESPONSE_2 = "response_2"
 
-# Pairwise labels, as in the published CritiqueLLM and Auto-J files:
-# 0 = response 1 is better, 1 = response 2 is better, 2 = tie.
-RESPONSE_1_WINS, RESPONSE_2_WINS, TIE = 0, 1, 2
-LABEL_NAMES = {RESPONSE_1_WINS: "response_1", RESPONSE_2_WINS: "response_2", TIE: "tie"}
-
-
-def swap_label(label: int | None) -> int | None:
-    """Map a verdict given on the swapped pair (response 2 shown first) back to the original order.
-
-    Args:
-        label: 0, 1, 2 (see :data:`LABEL_NAMES`) or None for an unparsed verdict.
-
-    Returns:
-        1 for 0, 0 for 1, 2 for 2; None stays None (unparsed is never turned into a verdict).
-
-    Raises:
-        ValueError: for any other value.
-    """
-    if label is None:
-        return None
-    if label not in LABEL_NAMES:
-        raise ValueError(f"pairwise label must be 0, 1 or 2, got {label!r}")
-    return {RESPONSE_1_WINS: RESPONSE_2_WINS, RESPONSE_2_WINS: RESPONSE_1_WINS, TIE: TIE}[label]
-
 
 class ParseStatus(str, enum.Enum):
     """Outcome of parsing one critique. Only ``OK`` carries a score or label."""
@@ -183,7 +159,7 @@ def query_id(question: str) -> str:
 
 # Probability read-out (--verdict probability / both, hf_critic.verdicts).
 CRITIQUE_DISTRIBUTION = (
-    "critique_distribution"  # JSON {verdict: probability}, renormalised; pairwise keys: LABEL_NAMES
+    "critique_distribution"  # JSON {verdict: probability}, renormalised; pairwise keys: labels.LABEL_NAMES
 )
 CRITIQUE_VERDICT_MASS = "critique_verdict_mass"  # probability on the allowed verdicts before renormalising, [0, 1]
 CRITIQUE_ENTROPY = "critique_entropy"  # entropy of the (combined) distribution, nats

@@ -217,6 +217,7 @@ def _verdict_runs(args, benchmarks):
     """Verdict files of any shape turned into critique datasets (a swapped file mapped back to original order)."""
     from .. import schema
     from ..datasets.generic import load_verdict_file
+    from ..labels import swap_label
 
     if not args.verdicts:
         return []
@@ -251,7 +252,7 @@ def _verdict_runs(args, benchmarks):
                 )
             verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
             if which == "swapped":
-                columns[schema.CRITIQUE_LABEL_SWAPPED] = [schema.swap_label(v) for v in verdicts]
+                columns[schema.CRITIQUE_LABEL_SWAPPED] = [swap_label(v) for v in verdicts]
             else:
                 columns[schema.CRITIQUE_LABEL if task == "pairwise" else schema.CRITIQUE_SCORE] = verdicts
         critique = data

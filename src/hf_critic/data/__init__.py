@@ -30,7 +30,6 @@ from .stages import (
     referenced_to_reference_free,
     score_difficulty,
     swap_augment,
-    swap_critique,
     to_sft_dataset,
 )
 
@@ -57,6 +56,5 @@ __all__ = [
     "run_eval_instruct",
     "score_difficulty",
     "swap_augment",
-    "swap_critique",
     "to_sft_dataset",
 ]

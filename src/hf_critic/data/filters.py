@@ -24,8 +24,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..parsing import ParsedCritique, normalize, parse, parse_label, parse_score
-from ..schema import RESPONSE_1_WINS, RESPONSE_2_WINS, ParseStatus
+from ..schema import ParseStatus
 from .text import copied_ngrams, detect_language
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import Any
 
 import datasets
 
-from .. import __version__
+from .._version import __version__
 from ..schema import SETTINGS
 from .filters import REASONS
 from .report import PipelineReport

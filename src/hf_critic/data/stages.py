@@ -43,11 +43,11 @@ import datasets
 
 from ..backends.chat import ChatRequest, ChatSource
 from ..io import RecordError
+from ..labels import LABEL_NAMES, swap_critique, swap_label
 from ..parsing import parse, parse_label
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..schema import (
     CATEGORIES,
-    LABEL_NAMES,
     SETTINGS,
     ParseStatus,
     Setting,
@@ -55,7 +55,6 @@ from ..schema import (
     category_name,
     normalize_category,
     query_id,
-    swap_label,
 )
 from .filters import FilterConfig, check_critique, label_contradicts_scores
 from .report import StageReport
@@ -81,7 +80,6 @@ __all__ = [
     "referenced_to_reference_free",
     "score_difficulty",
     "swap_augment",
-    "swap_critique",
     "to_sft_dataset",
 ]
 
@@ -999,37 +997,6 @@ def cross_validate(
 
 
 # ------------------------------------------------------------------------------------------------ 10. swap augmentation
-_SWAP = re.compile(
-    r"(?P<en>(?<![A-Za-z])(?:Assistant|assistant|ASSISTANT|Response|response|Answer|answer)\s?)(?P<en_n>[12AB])(?![A-Za-z0-9])"
-    r"|(?P<zh>助手|回答|答案)(?P<zh_n>[12一二])(?![0-9])"
-    r"|\[\[(?P<br>[AB])\]\]"
-)
-_SWAPPED = {"1": "2", "2": "1", "A": "B", "B": "A", "一": "二", "二": "一"}
-
-
-def swap_critique(text: str) -> str:
-    """Exchange the two responses' names in a pairwise critique (Auto-J's swap augmentation, used by CritiqueLLM v2
-    §3.3: "swapping the order of two generated texts and exchanging the corresponding contents in critiques").
-
-    Swapped in one pass: ``Assistant 1`` <-> ``Assistant 2`` (also ``Assistant A/B``, ``Response 1/2``,
-    ``Answer 1/2``, any case), ``助手1`` <-> ``助手2`` (also ``回答``, ``答案``, ``一/二``) and ``[[A]]`` <-> ``[[B]]``;
-    the final dict's value goes with them, so the verdict follows the swapped order and a tie stays a tie.
-
-    Example:
-        >>> swap_critique("Assistant 1 is vaguer than Assistant 2. {'Overall Comparison Result': 'Assistant 2'}")
-        "Assistant 2 is vaguer than Assistant 1. {'Overall Comparison Result': 'Assistant 1'}"
-    """
-
-    def repl(m: re.Match) -> str:
-        if m.group("en_n"):
-            return m.group("en") + _SWAPPED[m.group("en_n")]
-        if m.group("zh_n"):
-            return m.group("zh") + _SWAPPED[m.group("zh_n")]
-        return f"[[{_SWAPPED[m.group('br')]}]]"
-
-    return _SWAP.sub(repl, text)
-
-
 _SWAP_FIELDS = (("response_1", "response_2"), ("generator_1", "generator_2"), ("response_id_1", "response_id_2"),
                 ("critique_1", "critique_2"), ("score_1", "score_2"))  # fmt: skip
 
@@ -1043,7 +1010,7 @@ def swap_augment(
     """Add an order-swapped copy of every pairwise critique (CritiqueLLM v2 §3.3, following Auto-J, Li et al. 2024).
 
     The copy swaps ``response_1`` / ``response_2`` (and generators, ids, input critiques and scores), maps the label
-    with :func:`~hf_critic.schema.swap_label` and exchanges the names in the critique with :func:`swap_critique`;
+    with :func:`~hf_critic.labels.swap_label` and exchanges the names in the critique with :func:`swap_critique`;
     it gets ``id + "/swap"`` and ``swapped=True``. A copy whose critique does not parse back to the swapped label is
     dropped (``swap_unparseable``; the original stays).
 

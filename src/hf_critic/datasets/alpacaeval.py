@@ -31,7 +31,8 @@ from typing import Any
 import datasets
 
 from ..io import RecordError, read_json_rows
-from ..schema import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, query_id
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..schema import query_id
 from ._rows import as_dataset, field
 
 __all__ = ["DEFAULT_NAMES", "alpacaeval_files", "load_alpacaeval", "parse_raw_completion"]

@@ -34,6 +34,7 @@ from typing import Any
 import datasets
 
 from ..io import RecordError, read_json_rows
+from ..labels import CHOICE_LETTERS
 from ..prompts.criticbench import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
 from ._rows import field
 
@@ -56,7 +57,6 @@ PREDICTION_FILE = re.compile(
 )
 # OpenCompass's chat wrapper around the message in the shared DeepSeek-67B prompts.
 _WRAPPER = ("User: ", "\n\nAssistant: ")
-_LETTERS = {"A": 0, "B": 1, "C": 2}
 
 
 def strip_opencompass_wrapper(origin_prompt: str) -> str:
@@ -102,9 +102,9 @@ def _flat(row: dict, evaluation: str, where: str) -> dict:
 def _preference(row: dict, where: str) -> int:
     value = field(row, "preference", where, kind="text")
     letter = value.strip()[-1:].upper()
-    if letter not in _LETTERS:
+    if letter not in CHOICE_LETTERS:
         raise RecordError(f"{where}: field 'preference' must end in A, B or C, got {value[:40]!r}")
-    return _LETTERS[letter]
+    return CHOICE_LETTERS[letter]
 
 
 def _quality(row: dict, dimension: str, where: str) -> str | None:

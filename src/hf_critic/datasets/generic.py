@@ -12,9 +12,9 @@ import datasets
 import numpy as np
 
 from ..io import RecordError, check_fields, iter_rows, load_records, parse_columns, parse_label_map
-from ..meta_eval.agreement import normalize_labels
-from ..meta_eval.annotators import aggregate_labels, aggregate_scores
-from ..schema import query_id, swap_label
+from ..labels import normalize_labels, swap_label
+from ..schema import query_id
+from .annotators import aggregate_labels, aggregate_scores
 
 __all__ = ["gold_labels", "load_generic", "load_verdict_file"]
 
@@ -48,12 +48,12 @@ def load_generic(
             or the CLI form ``"question=prompt,label=winner"`` (see :func:`hf_critic.io.parse_columns`).
         label_map: pairwise only: ``{value in the file: label}`` (or the CLI form ``"0=tie,1=response_1"``) for a
             dataset's own convention; every label must then be a key (see
-            :func:`hf_critic.meta_eval.agreement.normalize_labels`).
+            :func:`hf_critic.labels.normalize_labels`).
         digits: how digit strings are read without a label map, see
-            :func:`hf_critic.meta_eval.agreement.normalize_labels`.
+            :func:`hf_critic.labels.normalize_labels`.
         split: split to read from a Hub dataset.
         label_columns: several annotators' columns (or ``"a1,a2,a3"``) instead of one gold column: the gold
-            ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.meta_eval.annotators`); each column is
+            ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.datasets.annotators`); each column is
             kept, mapped to codes (pairwise) or floats (pointwise), for the human ceiling of the report.
         aggregate: ``"majority"`` (pairwise default; a split vote is a tie) or ``"mean"``.
         coerce_text: stringify numbers and booleans in the text columns instead of refusing them.
@@ -247,12 +247,12 @@ def load_verdict_file(
         task: ``"pairwise"``: verdicts are labels (codes 0 / 1 / 2 out); ``"pointwise"``: scores (floats out).
         field: the field holding the verdict (default ``output``, as Auto-J's files).
         label_map: the file's label convention (pairwise), see
-            :func:`hf_critic.meta_eval.agreement.normalize_labels`.
+            :func:`hf_critic.labels.normalize_labels`.
         parse: read the field as free text with this parser (``text -> ParsedCritique``, e.g. a template's, see
             :func:`hf_critic.parsing.parse`); its ``label`` / ``score`` is the verdict, None when unparsed.
         order_column: pairwise only: a field that is true (``true`` / ``1`` / ``yes`` / ``swapped``) where the row
             was judged with the two responses swapped (the verdict in swapped terms); those verdicts are mapped
-            back to the original order (:func:`hf_critic.schema.swap_label`). As in critique-comparison files
+            back to the original order (:func:`hf_critic.labels.swap_label`). As in critique-comparison files
             where each row was judged in one order only (Auto-J Eval-C's ``exchange``).
 
     Returns:

@@ -38,15 +38,16 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from ..datasets.annotators import annotator_agreement
 from ..io import write_text
-from .agreement import normalize_labels, pairwise_agreement
-from .annotators import annotator_agreement
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from .agreement import pairwise_agreement
 from .correlation import critique_correlation
 from .verdicts import pairwise_verdict_figures, pointwise_verdict_figures
 
 __all__ = ["RunResult", "evaluate_critiques", "render_markdown", "write_report"]
 
-_LABEL_SHORT = {schema.RESPONSE_1_WINS: "resp. 1", schema.RESPONSE_2_WINS: "resp. 2", schema.TIE: "tie"}
+_LABEL_SHORT = {RESPONSE_1_WINS: "resp. 1", RESPONSE_2_WINS: "resp. 2", TIE: "tie"}
 
 
 @dataclass
@@ -532,7 +533,7 @@ def _human_rates(result: RunResult) -> dict[str, float]:
     counts = np.asarray(result.confusion.get("counts", [[]]), dtype=float).sum(axis=1)
     rows = dict(zip(result.confusion.get("rows", []), counts, strict=True)) if result.confusion else {}
     total = sum(rows.values()) or math.nan
-    names = {"win_rate": schema.RESPONSE_1_WINS, "tie_rate": schema.TIE, "lose_rate": schema.RESPONSE_2_WINS}
+    names = {"win_rate": RESPONSE_1_WINS, "tie_rate": TIE, "lose_rate": RESPONSE_2_WINS}
     return {k: rows.get(_LABEL_SHORT[code], 0) / total for k, code in names.items()}
 
 

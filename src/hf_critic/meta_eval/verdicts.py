@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from .agreement import TWO_WAY_MODES, normalize_labels, pairwise_agreement
+from ..labels import LABEL_NAMES, TIE, normalize_labels
+from .agreement import TWO_WAY_MODES, pairwise_agreement
 from .correlation import critique_correlation, within_question_accuracy
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
@@ -181,7 +182,7 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     out: dict[str, Any] = {"n": n}
     labels = human[keep].astype(int)
     counts = np.bincount(labels, minlength=3) if n else np.zeros(3, dtype=int)
-    on = two_way == "on" or (two_way == "auto" and n > 0 and counts[schema.TIE] == 0)
+    on = two_way == "on" or (two_way == "auto" and n > 0 and counts[TIE] == 0)
     mode = "on" if on else "off"
     three_way = ("agreement", "consistency", "first_order_agreement")
 
@@ -215,7 +216,7 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
             if combined_two_way is not None:
                 out["combined"]["two_way_accuracy_combined"] = combined_two_way
         column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
-        names = [schema.LABEL_NAMES[k] for k in sorted(schema.LABEL_NAMES)]
+        names = [LABEL_NAMES[k] for k in sorted(LABEL_NAMES)]
         conf, correct = [], []
         for d, decided, h in zip(_distributions(dataset[column]), dataset[schema.CRITIQUE_LABEL], human, strict=True):
             if d is None or decided is None or h < 0:
@@ -226,13 +227,13 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
     out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),
-                          "label": schema.LABEL_NAMES[prior]}  # fmt: skip
+                          "label": LABEL_NAMES[prior]}  # fmt: skip
     if on:
         decided = int(counts[0] + counts[1])  # pairs without a gold tie
         out["two_way_n"] = decided
         with np.errstate(invalid="ignore", divide="ignore"):
             out["always_response_1"]["two_way_accuracy"] = float(np.float64(counts[0]) / decided)
-            prior_hits = 0.5 * decided if prior == schema.TIE else counts[prior]  # a tie answer: half of each pair
+            prior_hits = 0.5 * decided if prior == TIE else counts[prior]  # a tie answer: half of each pair
             out["label_prior"]["two_way_accuracy"] = float(np.float64(prior_hits) / decided)
     return out
 

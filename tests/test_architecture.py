@@ -1,0 +1,146 @@
+"""The package's floors: every import between hf_critic's packages and top-level modules goes down, never up.
+
+A unit is a top-level module (``hf_critic.labels``) or a subpackage (``hf_critic.meta_eval``) of ``src/hf_critic``. Each
+one has a floor in :data:`FLOORS`; a module may import from units on lower floors only (imports inside one unit are
+its own business). A new unit must be given a floor here, which is where a newcomer reads the house's plan.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: Floor of every unit, ground first.
+FLOORS: dict[str, int] = {
+    # 0. vocabulary and plumbing: no hf_critic imports
+    "_version": 0,
+    "schema": 0,  # the four settings, record and critique columns
+    "labels": 0,  # pairwise codes, their spellings, swapping
+    "io": 0,
+    "cache": 0,
+    "redaction": 0,
+    "sandbox": 0,
+    # 1. reading and writing one critique
+    "prompts": 1,
+    "parsing": 1,
+    "verdicts": 1,
+    "reward_head": 1,
+    # 2. what a critique needs around it: decoding, grammars, model files, benchmark loaders
+    "decoding": 2,
+    "grammars": 2,
+    "models": 2,
+    "datasets": 2,
+    # 3. engines and measurements
+    "backends": 3,
+    "glassbox": 3,
+    "meta_eval": 3,
+    "testing": 3,
+    # 4. the critic and the Eval-Instruct pipeline
+    "critic": 4,
+    "data": 4,
+    # 5. what uses a critic or its data
+    "judgments": 5,
+    "refine": 5,
+    "training": 5,
+    # 6. the command line
+    "commands": 6,
+    "cli": 7,
+    # the package root: the public names (hf_critic.Critic, metric_path), above everything
+    "hf_critic": 8,
+}
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    """``{dotted module name: (file, is a package)}`` for every module under src/hf_critic."""
+    out = {}
+    for path in (SRC / "hf_critic").rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return out
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _imports(modules: dict[str, tuple[Path, bool]]):
+    """``(importing module, line, imported module)`` for every hf_critic import, at any depth (function-level too)."""
+    for module, (path, is_package) in modules.items():
+        package = module if is_package else module.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                # `from . import schema` imports the module hf_critic.schema, not the root
+                names = [f"{target}.{a.name}" for a in node.names]
+                targets = [n if n in modules else target for n in names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for t in targets:
+                if t == "hf_critic" or t.startswith("hf_critic."):
+                    yield module, node.lineno, t
+
+
+def upward_imports(floors: dict[str, int]) -> list[str]:
+    """Every import from a unit on the same or a higher floor, as ``"module:line imports target (floor a -> b)"``."""
+    modules = _modules()
+    bad = []
+    for module, line, target in _imports(modules):
+        a, b = _unit(module), _unit(target)
+        if a != b and floors[b] >= floors[a]:
+            bad.append(f"{module}:{line} imports {target} (floor {floors[a]} -> {floors[b]})")
+    return bad
+
+
+def test_every_unit_has_a_floor():
+    units = {_unit(m) for m in _modules()}
+    assert units - set(FLOORS) == set(), "give the new unit a floor in FLOORS"
+    assert set(FLOORS) - units == set(), "a unit in FLOORS no longer exists"
+
+
+def test_no_module_imports_from_a_unit_above_it():
+    assert upward_imports(FLOORS) == []
+
+
+def test_the_check_finds_an_upward_import():
+    """The check can fail: the loaders (floor 2) reading labels through meta_eval (floor 3), as they used to."""
+    raised = {**FLOORS, "labels": 3}
+    found = upward_imports(raised)
+    assert any(line.startswith("hf_critic.datasets.generic:") and "hf_critic.labels" in line for line in found)
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "hf_critic.meta_eval.annotators",
+        "hf_critic.meta_eval.agreement:normalize_labels",
+        "hf_critic.meta_eval.agreement:LABEL_ALIASES",
+        "hf_critic.meta_eval.agreement:check_labels",
+        "hf_critic.schema:swap_label",
+        "hf_critic.schema:TIE",
+        "hf_critic.data:swap_critique",
+        "hf_critic.datasets.selfeval:precomputed_table",
+    ],
+)
+def test_moved_names_are_gone_from_their_old_homes(old):
+    """Moved, not aliased: one home per name (hf_critic.labels, hf_critic.datasets.annotators, meta_eval.selfeval)."""
+    import importlib
+
+    module, _, name = old.partition(":")
+    if not name:
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(module)
+    else:  # not exported (a module may still import the name for its own use)
+        mod = importlib.import_module(module)
+        assert name not in getattr(mod, "__all__", ()) and (hasattr(mod, "__all__") or not hasattr(mod, name))
