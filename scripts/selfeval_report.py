@@ -139,8 +139,8 @@ def model_scores(args, records: list[dict]):
 def model_markdown(scored, features_cols: list[str]) -> str:
     import numpy as np
 
-    from hf_critic.meta_eval.selfeval import PAPER_TABLE1, correlations
     from hf_critic.glassbox import FEATURES
+    from hf_critic.meta_eval.selfeval import PAPER_TABLE1, correlations
 
     bench = np.array(scored["bench"])
     model = np.array(scored["model"])
