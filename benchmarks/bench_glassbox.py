@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _records(n: int, max_chars: int) -> tuple[list[dict], str]:
     data = Path(os.environ.get("HF_CRITIC_SHARED_DATA", ROOT.parent / "shared" / "data")) / "selfeval"
     if data.is_dir():
-        from hf_critic.datasets.selfeval import judged_records
+        from hf_critic.loaders.selfeval import judged_records
 
         recs = judged_records(data, ["vicuna_bench"])[:n]
         out = []

@@ -209,7 +209,7 @@ def main() -> int:
     if args.skip_model:
         return 0
 
-    from hf_critic.datasets.selfeval import judged_records
+    from hf_critic.loaders.selfeval import judged_records
 
     records = [r for r in judged_records(data, args.benches) if r["turn"] in args.turns]
     if args.questions:

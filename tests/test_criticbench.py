@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from hf_critic.datasets.criticbench import (
+from hf_critic.criticbench.loaders import (
     load_criticbench,
     load_criticbench_predictions,
     strip_opencompass_wrapper,
 )
-from hf_critic.io import RecordError
-from hf_critic.meta_eval.criticbench import (
+from hf_critic.criticbench.prompts import CRITICBENCH_TASKS, get_criticbench_template
+from hf_critic.criticbench.scoring import (
     comparison_accuracy,
     comparison_consistency,
     consistency_by_task,
@@ -29,7 +29,7 @@ from hf_critic.meta_eval.criticbench import (
     parse_verdict,
     spearman_x100,
 )
-from hf_critic.prompts.criticbench import CRITICBENCH_TASKS, get_criticbench_template
+from hf_critic.io import RecordError
 from hf_critic.sandbox import run_python
 from hf_critic.schema import ParseStatus
 

@@ -1,4 +1,4 @@
-"""hf_critic.datasets loaders: synthetic fixtures for the mapping and the errors, shared data for the real files."""
+"""hf_critic.loaders loaders: synthetic fixtures for the mapping and the errors, shared data for the real files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from hf_critic.datasets import (
+from hf_critic.io import RecordError
+from hf_critic.loaders import (
     load_alignbench,
     load_autoj_eval_p,
     load_benchmark,
@@ -15,7 +16,6 @@ from hf_critic.datasets import (
     load_prometheus,
     load_verdicts,
 )
-from hf_critic.io import RecordError
 from hf_critic.schema import query_id
 
 
@@ -364,7 +364,7 @@ def test_dataset_folder_and_hub_id_go_through_datasets(tmp_path):
 def test_one_query_id_and_one_category_table():
     """Loaders, reports and Eval-Instruct share schema.query_id and schema's category table (AlignBench names too)."""
     from hf_critic import schema
-    from hf_critic.data import stages
+    from hf_critic.eval_instruct import stages
 
     assert stages.query_id is schema.query_id is query_id
     assert query_id("Q1") == query_id(" Q1\n") == "q-" + __import__("hashlib").sha256(b"Q1").hexdigest()[:12]

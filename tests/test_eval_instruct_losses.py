@@ -13,10 +13,10 @@ import datasets
 
 from hf_critic.backends.openai import OpenAIClient, RetryPolicy
 from hf_critic.cache import GenerationCache
-from hf_critic.data import stages
-from hf_critic.data.config import load_config
-from hf_critic.data.pipeline import run_eval_instruct
-from hf_critic.data.report import StageReport
+from hf_critic.eval_instruct import stages
+from hf_critic.eval_instruct.config import load_config
+from hf_critic.eval_instruct.pipeline import run_eval_instruct
+from hf_critic.eval_instruct.stage_report import StageReport
 from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer
 
 from ._eval_instruct_support import SEEDS, recipe, scripted_reply

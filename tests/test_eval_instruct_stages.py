@@ -14,12 +14,19 @@ import yaml
 
 from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
 from hf_critic.backends.openai import RetryPolicy
-from hf_critic.data import filters, stages
-from hf_critic.data.config import ConfigError, load_config
-from hf_critic.data.hub import push_to_hub, render_card, save_outputs
-from hf_critic.data.pipeline import run_eval_instruct
-from hf_critic.data.report import PipelineReport, StageReport
-from hf_critic.data.text import SeedRougeFilter, SelfBleuFilter, copied_ngrams, detect_language, rouge_l, tokenize
+from hf_critic.eval_instruct import filters, stages
+from hf_critic.eval_instruct.config import ConfigError, load_config
+from hf_critic.eval_instruct.hub import push_to_hub, render_card, save_outputs
+from hf_critic.eval_instruct.pipeline import run_eval_instruct
+from hf_critic.eval_instruct.stage_report import PipelineReport, StageReport
+from hf_critic.eval_instruct.text import (
+    SeedRougeFilter,
+    SelfBleuFilter,
+    copied_ngrams,
+    detect_language,
+    rouge_l,
+    tokenize,
+)
 from hf_critic.labels import swap_critique
 from hf_critic.prompts import get_template
 from hf_critic.testing import StubOpenAIServer

@@ -19,7 +19,7 @@ from hf_critic import schema
 from hf_critic.cache import cache_key
 from hf_critic.commands.options import score_range_from_args, template_from_args
 from hf_critic.critic import Critic
-from hf_critic.datasets.prometheus import split_prometheus_prompt
+from hf_critic.loaders.prometheus import split_prometheus_prompt
 from hf_critic.parsing import parse_output
 from hf_critic.prompts import (
     KNOWN_CRITICS,

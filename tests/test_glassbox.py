@@ -664,7 +664,7 @@ def test_self_eval_cli_end_to_end(tmp_path, tokenizer, llama):
 
 
 def test_selfeval_feature_files_load_and_correlate(shared_data):
-    from hf_critic.datasets.selfeval import load_judgments
+    from hf_critic.loaders.selfeval import load_judgments
     from hf_critic.meta_eval.selfeval import precomputed_table
 
     judgments = load_judgments(shared_data / "selfeval", "vicuna_bench")

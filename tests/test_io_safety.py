@@ -12,7 +12,7 @@ import datasets
 import pytest
 
 from hf_critic.cli import main
-from hf_critic.data.hub import save_outputs
+from hf_critic.eval_instruct.hub import save_outputs
 from hf_critic.io import RecordError, atomic_path, check_fields, load_records, save_records
 
 NO_MODEL = "/nonexistent/model-folder"  # loading it would fail: an output error must come first
@@ -103,7 +103,7 @@ def test_eval_instruct_finished_outputs_need_overwrite(tmp_path, capsys):
 def test_a_save_killed_part_way_needs_no_overwrite(tmp_path, capsys, monkeypatch, leftover):
     """The help says only finished outputs need --overwrite: a run killed while writing its hub folder left a complete
     ``dataset`` folder, which made the rerun stop at the output check."""
-    import hf_critic.data.pipeline as pipeline
+    import hf_critic.eval_instruct.pipeline as pipeline
     from tests._eval_instruct_support import recipe
 
     out = tmp_path / "out"

@@ -447,7 +447,7 @@ def test_teacher_sends_each_stage_its_grammar(tmp_path):
     from hf_critic.backends.chat import ChatRequest
     from hf_critic.backends.openai import OpenAIClient
     from hf_critic.cache import GenerationCache
-    from hf_critic.data.pipeline import teacher_grammars
+    from hf_critic.eval_instruct.pipeline import teacher_grammars
     from hf_critic.testing import StubOpenAIServer
 
     grammars = teacher_grammars("en", "critiquellm_v2", max_tokens=256)

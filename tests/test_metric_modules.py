@@ -225,7 +225,7 @@ def test_cli_path_action(capsys):
 
 def test_editable_install_reads_the_checkout():
     """Under `pip install -e`, the mapped packages are the checkout's folders: edits show without a re-install."""
-    from hf_critic.data.hub import default_card_template
+    from hf_critic.eval_instruct.hub import default_card_template
 
     assert default_card_template() == REPO_ROOT / "dataset_cards" / "eval_instruct.md"
     assert [metric_path(name) for name in METRIC_NAMES] == [str(REPO_ROOT / "metrics" / n) for n in METRIC_NAMES]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hf_critic.data.stages import parse_difficulties, parse_generated_queries
+from hf_critic.eval_instruct.stages import parse_difficulties, parse_generated_queries
 from hf_critic.labels import swap_critique
 from hf_critic.parsing import FAMILY_PARSERS, parse_label, parse_output, parse_score
 from hf_critic.prompts import list_templates, load_template

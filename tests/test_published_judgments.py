@@ -14,7 +14,6 @@ from pathlib import Path
 import datasets
 import pytest
 
-from hf_critic.datasets import load_alpacaeval, load_autoj_single, load_benchmark
 from hf_critic.io import RecordError
 from hf_critic.judgments import (
     PUBLISHED_CONFIGS,
@@ -29,6 +28,7 @@ from hf_critic.judgments import (
     save_published_judgment_data,
     verdict_text,
 )
+from hf_critic.loaders import load_alpacaeval, load_autoj_single, load_benchmark
 from hf_critic.parsing import parse_output
 from hf_critic.prompts import get_template
 

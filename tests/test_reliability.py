@@ -13,11 +13,11 @@ import pytest
 from hf_critic.backends.chat import BackendSource, ChatRequest
 from hf_critic.backends.openai import OpenAIClient, RetryPolicy, redact_url
 from hf_critic.cache import GenerationCache
-from hf_critic.data import stages
-from hf_critic.data.config import load_config
-from hf_critic.data.pipeline import run_eval_instruct
-from hf_critic.data.report import ShortfallError, StageReport
 from hf_critic.decoding import DecodingConfig
+from hf_critic.eval_instruct import stages
+from hf_critic.eval_instruct.config import load_config
+from hf_critic.eval_instruct.pipeline import run_eval_instruct
+from hf_critic.eval_instruct.stage_report import ShortfallError, StageReport
 from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
 from ._eval_instruct_support import recipe, scripted_reply
@@ -252,7 +252,7 @@ def test_a_key_in_the_base_url_is_written_nowhere(tmp_path, monkeypatch, caplog)
 
 
 def test_the_report_separates_filter_rejections_from_failures_after_retries():
-    from hf_critic.data.report import Failure
+    from hf_critic.eval_instruct.stage_report import Failure
 
     report = StageReport("grading", items_in=5, items_out=2)
     report.reject("unparseable")

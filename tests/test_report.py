@@ -1,4 +1,4 @@
-"""hf_critic.meta_eval.report and `hf-critic meta-eval`: tables in the papers' layouts, JSON, plots, several critics."""
+"""hf_critic.meta_eval.critic_report and `hf-critic meta-eval`: tables in the papers' layouts, JSON, plots, several critics."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hf_critic import schema
 from hf_critic.commands import meta_eval
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval.report import evaluate_critiques, render_markdown, write_report
+from hf_critic.meta_eval.critic_report import evaluate_critiques, render_markdown, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

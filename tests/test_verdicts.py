@@ -574,7 +574,7 @@ def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
     import datasets
 
     from hf_critic import schema
-    from hf_critic.meta_eval.report import evaluate_critiques, write_report
+    from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
 
     def dist(r1, r2, tie):
         return json.dumps({"response_1": r1, "response_2": r2, "tie": tie})
@@ -618,8 +618,8 @@ def test_rows_without_a_human_score_are_judged_and_left_out_of_the_figures():
     """FastChat's MT-Bench has one turn-1 answer without a GPT-4 grade: grade judges it, the figures count it."""
     import datasets
 
-    from hf_critic.datasets.generic import gold_labels
     from hf_critic.io import RecordError
+    from hf_critic.loaders.generic import gold_labels
 
     data = datasets.Dataset.from_dict({"question": ["a", "b", "c"], "human_score": [3.0, None, 5.0]})
     out = gold_labels(data, "pointwise", source="d", required=False)

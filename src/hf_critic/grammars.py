@@ -136,7 +136,7 @@ def query_generation_grammar(categories: list[str], max_tokens: int = 256) -> st
 
     Args:
         categories: the category names as the prompt writes them (read back by
-            :func:`hf_critic.data.stages.normalize_category`).
+            :func:`hf_critic.eval_instruct.stages.normalize_category`).
         max_tokens: the request's ``max_tokens``.
     """
     names = " | ".join(gbnf_literal(c) for c in categories)
@@ -151,7 +151,7 @@ def query_generation_grammar(categories: list[str], max_tokens: int = 256) -> st
 def difficulty_grammar(max_items: int = 3) -> str:
     """GBNF of the Appendix A difficulty answer: ``k.@@query@@&&category&&##d##`` lines numbered 1, 2, ... (at most
     ``max_items``; the prompt lists three queries), each difficulty d in 1-3, read by
-    :func:`hf_critic.data.stages.parse_difficulties`."""
+    :func:`hf_critic.eval_instruct.stages.parse_difficulties`."""
     item = '"@@" [^@\\n]{1,400} "@@&&" [^&\\n]{1,60} "&&##" [1-3] "##\\n"'
     rule = ""
     for k in range(max_items, 0, -1):

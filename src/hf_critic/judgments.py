@@ -1,7 +1,7 @@
 """Critique SFT data from published GPT-4 judgments: MT-Bench / Vicuna-Bench single grades and Prometheus feedback.
 
 CritiqueLLM fine-tunes a critic on teacher critiques (v1 §3.2-3.3, v2 §3.2-3.3: GPT-4 writes a score plus an
-explanation; the critic learns to write both). Eval-Instruct (:mod:`hf_critic.data`) builds such data by prompting a
+explanation; the critic learns to write both). Eval-Instruct (:mod:`hf_critic.eval_instruct`) builds such data by prompting a
 teacher. This module builds it from judgments GPT-4 already wrote and that were published, so that a critic can be
 trained and meta-evaluated on real data with no API call:
 
@@ -32,17 +32,17 @@ questions are *not* in the evaluation sets, so a critic trained on them can stil
 
 * AlpacaEval GPT-4-turbo pairwise verdicts with a concise explanation (``alpacaeval/cot_gpt4_turbo``) and soft
   preferences without one (``alpacaeval/weighted_gpt4_turbo``), read by
-  :func:`hf_critic.datasets.alpacaeval.load_alpacaeval`; every pair has the GPT-4-turbo baseline as output 1, so
+  :func:`hf_critic.loaders.alpacaeval.load_alpacaeval`; every pair has the GPT-4-turbo baseline as output 1, so
   each pair is emitted in both orders (label, preference, models and explanation swapped; the explanation's names
   for the outputs, ``Model M`` / ``model 'm'`` / ``Output (a)``, rewritten to the pairwise template's names,
   ``Response 1`` / ``Response 2``, by :func:`neutral_explanation`);
 * Auto-J's 960 GPT-4 single-response critiques (``autoj/training/single_traindata.jsonl``, read by
-  :func:`hf_critic.datasets.autoj.load_autoj_single`); Auto-J's prompt is re-rendered byte for byte by hf-critic's
+  :func:`hf_critic.loaders.autoj.load_autoj_single`); Auto-J's prompt is re-rendered byte for byte by hf-critic's
   ``autoj`` pointwise template.
 
 A decontamination stage (:func:`decontaminate`) drops every example whose question matches, exactly or after
 :func:`normalize_question`, a question of a benchmark the user names (``[NAME=]FORMAT:PATH``, any
-:func:`hf_critic.datasets.load_benchmark` format, or ``questions:`` for any file with a ``question`` column), counted
+:func:`hf_critic.loaders.load_benchmark` format, or ``questions:`` for any file with a ``question`` column), counted
 per benchmark; the rest is split into train / validation by normalised question. Configs (the reference-free
 CritiqueLLM settings: these sources have no reference answers): ``pointwise_reference_free`` (Auto-J),
 ``pairwise_reference_free`` (AlpacaEval pairs with an explanation, SFT-ready) and ``pairwise_preference`` (every
@@ -65,9 +65,9 @@ from typing import Any
 
 import datasets
 
-from .datasets.fastchat import read_judgments
 from .grammars import _VERDICT_CLOSINGS, _default_prefix
 from .labels import swap_label
+from .loaders.fastchat import read_judgments
 from .prompts import OutputSpec, get_template
 from .schema import QUESTION, REFERENCE, RESPONSE
 
@@ -157,7 +157,7 @@ def load_gpt4_single_judgments(
 
     Raises:
         hf_critic.io.RecordError: the benchmark's judgment or question file is missing or malformed (see
-            :func:`hf_critic.datasets.fastchat.read_judgments`).
+            :func:`hf_critic.loaders.fastchat.read_judgments`).
         ValueError: an unknown benchmark, a prompt not in FastChat's single-answer layout, or a prompt that the
             ``mtbench`` template does not re-render byte for byte (the data would not match inference).
     """
@@ -464,13 +464,13 @@ def normalize_question(text: str) -> str:
 def parse_exclude(spec: str) -> tuple[str, str, str]:
     """``[NAME=]FORMAT:PATH`` (the syntax of ``hf-critic meta-eval --benchmark``) -> ``(name, format, path)``.
 
-    The name defaults to ``FORMAT:PATH`` itself. FORMAT is a :data:`hf_critic.datasets.FORMATS` key or
+    The name defaults to ``FORMAT:PATH`` itself. FORMAT is a :data:`hf_critic.loaders.FORMATS` key or
     ``questions`` (see :func:`benchmark_questions`).
 
     Raises:
         ValueError: no ``FORMAT:`` prefix, an empty path, or an unknown format.
     """
-    from .datasets import FORMATS
+    from .loaders import FORMATS
 
     name, sep, rest = spec.partition("=")
     if not sep or ":" in name or "/" in name:
@@ -486,7 +486,7 @@ def benchmark_questions(fmt: str, path: str) -> list[str]:
     """Every question of a benchmark, read with the project's loaders.
 
     Args:
-        fmt: a :func:`hf_critic.datasets.load_benchmark` format (``autoj``, ``prometheus``, ``fastchat``,
+        fmt: a :func:`hf_critic.loaders.load_benchmark` format (``autoj``, ``prometheus``, ``fastchat``,
             ``alignbench``, ``autoj_single``, ``alpacaeval``; ``generic`` is not supported: it needs a task and gold
             columns, use ``questions``), or ``questions``: the ``question`` field of every row of a JSON / JSONL /
             CSV / parquet file, or of every file a glob pattern matches (``examples/*.jsonl``).
@@ -500,10 +500,10 @@ def benchmark_questions(fmt: str, path: str) -> list[str]:
         ValueError: ``generic``, or a glob that matches nothing.
         RecordError: see the loaders (a ``questions`` row without a non-empty ``question`` names file and row).
     """
-    from .datasets import load_benchmark
-    from .datasets._rows import field as row_field
-    from .datasets.fastchat import read_questions
     from .io import iter_rows
+    from .loaders import load_benchmark
+    from .loaders._rows import field as row_field
+    from .loaders.fastchat import read_questions
 
     if fmt == "generic":
         raise ValueError(f"--exclude generic:{path}: use questions:{path} (decontamination only needs questions)")
@@ -839,8 +839,8 @@ def build_published_judgment_data(
 ) -> tuple[dict[str, datasets.DatasetDict], PublishedBuildReport]:
     """Critic training data from published judgments (AlpacaEval, Auto-J), decontaminated and split by question.
 
-    Steps: load each source through its loader (:func:`~hf_critic.datasets.alpacaeval.load_alpacaeval`,
-    :func:`~hf_critic.datasets.autoj.load_autoj_single`; rows with a missing preference or output are skipped and
+    Steps: load each source through its loader (:func:`~hf_critic.loaders.alpacaeval.load_alpacaeval`,
+    :func:`~hf_critic.loaders.autoj.load_autoj_single`; rows with a missing preference or output are skipped and
     counted), drop pairs whose two responses are identical (AlpacaEval's baseline judged against itself), drop
     every row whose question matches an excluded benchmark (:func:`decontaminate`), emit each AlpacaEval pair in
     both orders (``swap``), and assign every normalised question to train or validation (so no question, in any
@@ -883,8 +883,8 @@ def build_published_judgment_data(
             and line).
         RecordError: a malformed source or benchmark file (names file, row and field).
     """
-    from .datasets.alpacaeval import load_alpacaeval
-    from .datasets.autoj import load_autoj_single
+    from .loaders.alpacaeval import load_alpacaeval
+    from .loaders.autoj import load_autoj_single
     from .parsing import parse_output
 
     unknown = [s for s in sources if s not in PUBLISHED_SOURCES]
@@ -1091,7 +1091,7 @@ def render_published_card(
     from huggingface_hub import DatasetCard, DatasetCardData
 
     from ._version import __version__
-    from .data.hub import CARD_PACKAGE, _size_category
+    from .eval_instruct.hub import CARD_PACKAGE, _size_category
 
     path = Path(template_path) if template_path else Path(str(files(CARD_PACKAGE) / PUBLISHED_CARD_TEMPLATE))
     if not path.is_file():
@@ -1248,7 +1248,7 @@ def push_published_judgment_data(out_dir: str | Path, repo_id: str, *, private: 
     """
     import os
 
-    from .data.hub import push_to_hub
+    from .eval_instruct.hub import push_to_hub
 
     if os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE"):
         raise RuntimeError("the Hugging Face Hub is offline (HF_HUB_OFFLINE is set)")

@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite)  # before any model loads
     if args.format:
-        from ..datasets import load_benchmark
         from ..io import rename_columns
+        from ..loaders import load_benchmark
 
         records = rename_columns(
             load_benchmark(args.format, args.data), parse_columns(args.columns), args.data, args.coerce_text

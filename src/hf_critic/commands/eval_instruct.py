@@ -2,7 +2,7 @@
 
 Runs Eval-Instruct (CritiqueLLM v2 §3.2) or v1's dialogue prompting (v1 §3.2.3) as the recipe says, printing one
 progress line per stage and, at the end, a summary table (items in / out per stage, rejections by reason, failed
-items, requests, cache hits, tokens, cost). See :mod:`hf_critic.data.pipeline`.
+items, requests, cache hits, tokens, cost). See :mod:`hf_critic.eval_instruct.pipeline`.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ def run(args: argparse.Namespace) -> int:
     """Run the recipe; print progress to stderr and the summary table to stdout. Returns the exit status."""
     import dataclasses
 
-    from ..data.config import load_config
-    from ..data.hub import finished_outputs
-    from ..data.pipeline import run_eval_instruct
-    from ..data.report import ShortfallError
+    from ..eval_instruct.config import load_config
+    from ..eval_instruct.hub import finished_outputs
+    from ..eval_instruct.pipeline import run_eval_instruct
+    from ..eval_instruct.stage_report import ShortfallError
     from ..io import check_output_dir
 
     overrides = {k: v for k, v in (("output_dir", args.output_dir), ("cache", args.cache)) if v}

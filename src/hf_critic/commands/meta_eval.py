@@ -144,7 +144,7 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
     Raises:
         ValueError: no ``FORMAT:`` prefix or an unknown format.
     """
-    from ..datasets import FORMATS
+    from ..loaders import FORMATS
 
     name, rest = _name_and_value(spec)
     fmt, sep, path = rest.partition(":")
@@ -156,8 +156,8 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
 
 def _load_benchmark(args, fmt: str, path: str):
     """The benchmark's rows (the first ``--limit``) and its full length (verdict files must match it)."""
-    from ..datasets import load_benchmark
     from ..io import parse_columns
+    from ..loaders import load_benchmark
 
     kwargs = {}
     if fmt == "generic":
@@ -216,8 +216,8 @@ def _verdict_parser(args, data):
 def _verdict_runs(args, benchmarks):
     """Verdict files of any shape turned into critique datasets (a swapped file mapped back to original order)."""
     from .. import schema
-    from ..datasets.generic import load_verdict_file
     from ..labels import swap_label
+    from ..loaders.generic import load_verdict_file
 
     if not args.verdicts:
         return []
@@ -291,7 +291,7 @@ def _check_criticbench_path(path: str, gold: bool) -> None:
     import glob
     import sys
 
-    from ..meta_eval.criticbench_report import is_benchmark_folder
+    from ..criticbench.report import is_benchmark_folder
 
     if not Path(path).exists() and not glob.glob(path):
         raise ValueError(f"--benchmark criticbench:{path}: no such folder or file")
@@ -309,9 +309,8 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     predictions are given) on each criticbench --benchmark; write criticbench.md and criticbench.json."""
     import json
 
-    from ..datasets.criticbench import load_criticbench_predictions
-    from ..io import write_text
-    from ..meta_eval.criticbench_report import (
+    from ..criticbench.loaders import load_criticbench_predictions
+    from ..criticbench.report import (
         answer_prompts,
         criticbench_prompts,
         criticbench_report,
@@ -319,6 +318,7 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
         render_criticbench_markdown,
         write_predictions,
     )
+    from ..io import write_text
 
     golds = [path for _, path in specs if is_benchmark_folder(path)]
     gold = golds[0] if golds else None
@@ -348,7 +348,7 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
     from ..io import check_output_dir, load_records
-    from ..meta_eval.report import evaluate_critiques, write_report
+    from ..meta_eval.critic_report import evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
         raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")

@@ -131,7 +131,7 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "format": _option(
         "--format",
         help="read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
-        "folder), prometheus (see hf_critic.datasets)",
+        "folder), prometheus (see hf_critic.loaders)",
     ),
     "split": _option("--split", default="train", help="split to read from a Hub dataset (default: train)"),
     "limit": _option("--limit", type=positive_int, help="only the first N rows (at least 1)"),
@@ -466,7 +466,7 @@ def select_rows(dataset, args: argparse.Namespace):
 
 def gold_from_args(records, args: argparse.Namespace, task: str, source: str, target: str | None = None):
     """``records`` with the human judgement read as the gold options say (see
-    :func:`hf_critic.datasets.generic.gold_labels`); unchanged when the data has no gold column and no gold option
+    :func:`hf_critic.loaders.generic.gold_labels`); unchanged when the data has no gold column and no gold option
     is given.
 
     Args:
@@ -477,10 +477,10 @@ def gold_from_args(records, args: argparse.Namespace, task: str, source: str, ta
         target: the gold column (default: ``label`` / ``human_score``).
 
     Raises:
-        RecordError, ValueError: see :func:`~hf_critic.datasets.generic.gold_labels`.
+        RecordError, ValueError: see :func:`~hf_critic.loaders.generic.gold_labels`.
     """
-    from ..datasets.generic import gold_labels
     from ..io import parse_columns
+    from ..loaders.generic import gold_labels
 
     return gold_labels(
         records,

@@ -106,7 +106,7 @@ def _load(args):
     from ..io import load_records, parse_columns, rename_columns
 
     if args.format:
-        from ..datasets import load_benchmark
+        from ..loaders import load_benchmark
 
         kwargs = {"turn": args.turn} if args.format == "fastchat" else {}
         records = load_benchmark(args.format, args.data, **kwargs)

@@ -2,7 +2,7 @@
 
 The paper's Table 1 correlates each glass-box feature with the GPT-4 grades over all graded turns of one model on one
 benchmark (160 answers on MT-Bench, 80 on Vicuna-Bench); :func:`precomputed_table` does the same for the released
-feature files (read by :mod:`hf_critic.datasets.selfeval`) through
+feature files (read by :mod:`hf_critic.loaders.selfeval`) through
 :func:`hf_critic.meta_eval.correlation.text_level_correlation` (one group: the plain Pearson / Spearman / Kendall
 tau-b), beside the paper's figures (:data:`PAPER_TABLE1`, :data:`PAPER_TABLE2`). The feature files do not always hold
 the answers GPT-4 graded (MT-Bench llama2-7b-chat: 2 of 80 first-turn answers agree), see :func:`answers_match`.
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..datasets.selfeval import BENCHES, FEATURE_FILES, MODELS, load_feature_file, load_judgments
+from ..loaders.selfeval import BENCHES, FEATURE_FILES, MODELS, load_feature_file, load_judgments
 from .correlation import text_level_correlation
 
 __all__ = ["PAPER_TABLE1", "PAPER_TABLE2", "answers_match", "correlations", "precomputed_table"]

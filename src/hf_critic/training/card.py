@@ -1,6 +1,6 @@
 """The Hub model card (README.md) of a trained critic: ``huggingface_hub.ModelCardData`` + a Jinja template.
 
-Built as :mod:`hf_critic.data.hub` builds the Eval-Instruct dataset card: the YAML header is a ``ModelCardData``
+Built as :mod:`hf_critic.eval_instruct.hub` builds the Eval-Instruct dataset card: the YAML header is a ``ModelCardData``
 (``base_model``, ``library_name``, ``pipeline_tag``, ``tags``, ``datasets``), the body is :data:`MODEL_CARD_TEMPLATE`
 rendered by ``ModelCard.from_template``: Usage, Training data, Prompt templates, Training hyper-parameters,
 Validation results (CritiqueLLM v1 §4.3), Framework versions, Citation.

@@ -53,7 +53,7 @@ def load_generic(
             :func:`hf_critic.labels.normalize_labels`.
         split: split to read from a Hub dataset.
         label_columns: several annotators' columns (or ``"a1,a2,a3"``) instead of one gold column: the gold
-            ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.datasets.annotators`); each column is
+            ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.loaders.annotators`); each column is
             kept, mapped to codes (pairwise) or floats (pointwise), for the human ceiling of the report.
         aggregate: ``"majority"`` (pairwise default; a split vote is a tie) or ``"mean"``.
         coerce_text: stringify numbers and booleans in the text columns instead of refusing them.

@@ -1,9 +1,9 @@
 """What each Eval-Instruct stage did: items in and out, rejections by reason, failures, requests, tokens, cost.
 
 The run report of the data pipeline (``report.json``); the meta-evaluation report of a critic against humans
-is :mod:`hf_critic.meta_eval.report`.
+is :mod:`hf_critic.meta_eval.critic_report`.
 
-Every stage of :mod:`hf_critic.data.stages` fills a :class:`StageReport`; the pipeline adds the stage's usage from
+Every stage of :mod:`hf_critic.eval_instruct.stages` fills a :class:`StageReport`; the pipeline adds the stage's usage from
 the :class:`~hf_critic.backends.chat.UsageLedger` and prints :meth:`PipelineReport.table` at the end. For stages that
 map items one to one (``conserved``), ``items_in == items_out + rejected + failed`` always holds: no item is lost
 without a reason. Every failed and every rejected item is also named, with its stage and reason
@@ -27,7 +27,7 @@ class ShortfallError(RuntimeError):
     naming the stage and the main reason (:meth:`PipelineReport.shortfall`). Nothing is saved or pushed."""
 
 
-# Rejection reasons that are choices of the recipe, not losses (see hf_critic.data.filters.REASONS).
+# Rejection reasons that are choices of the recipe, not losses (see hf_critic.eval_instruct.filters.REASONS).
 _BY_DESIGN = frozenset({"balance", "reference_generator"})
 
 
@@ -53,7 +53,7 @@ class Rejection:
     Attributes:
         stage: the stage name.
         id: the item id (query, response, pair, a generation round ...).
-        reason: the rejection reason (a key of :data:`hf_critic.data.filters.REASONS`, ``"balance"``, ...).
+        reason: the rejection reason (a key of :data:`hf_critic.eval_instruct.filters.REASONS`, ``"balance"``, ...).
     """
 
     stage: str
@@ -69,7 +69,7 @@ class StageReport:
         name: stage name (also the usage-ledger key).
         unit: what is counted (``"queries"``, ``"responses"``, ``"pairs"``, ``"rounds"``, ...).
         items_in / items_out: items received and produced.
-        rejected: rule-based rejections by reason (keys of :data:`hf_critic.data.filters.REASONS`).
+        rejected: rule-based rejections by reason (keys of :data:`hf_critic.eval_instruct.filters.REASONS`).
         rejected_items: the rejected items by name (every stage names each item it rejects).
         failures: items whose teacher / generator request failed.
         conserved: True when items map one to one, so ``items_in == items_out + rejected + failed``.

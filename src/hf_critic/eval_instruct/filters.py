@@ -70,7 +70,7 @@ class FilterConfig:
 
     Attributes:
         min_explanation_chars: an explanation (verdict cut out) shorter than this, stripped, is rejected (>= 0).
-        check_language: reject critiques not in the dataset language (see :func:`~hf_critic.data.text.detect_language`).
+        check_language: reject critiques not in the dataset language (see :func:`~hf_critic.eval_instruct.text.detect_language`).
         zh_threshold: share of CJK characters among letters from which a text counts as Chinese, in (0, 1).
         leak_ngram: length in tokens of a reference n-gram that, copied into a reference-free critique and found in
             neither the question nor the response(s), counts as a leak (>= 1; CJK characters are tokens).

@@ -1,6 +1,6 @@
 """CriticBench's verdict parsers and objective metrics (Lan et al., 2024, §3-4; open-compass/CriticEval evaluators).
 
-Parsers (one per verdict format the prompts ask for, :mod:`hf_critic.prompts.criticbench`):
+Parsers (one per verdict format the prompts ask for, :mod:`hf_critic.criticbench.prompts`):
 
 * ``decision_score``: feedback, ``Decision: x`` with x a 1-7 Likert score;
 * ``decision_option``: comparison, ``Decision: A``, ``B`` or ``C`` (0 = A better, 1 = B, 2 = neither);
@@ -224,7 +224,7 @@ def correction_passed(
     Args:
         prediction: the model's corrected response.
         task: one of ``math_cot``, ``math_pot``, ``code_exec``, ``code_not_exec``.
-        record: a :func:`hf_critic.datasets.criticbench.load_criticbench` correction row (``reference``,
+        record: a :func:`hf_critic.criticbench.loaders.load_criticbench` correction row (``reference``,
             ``unit_test``, ``data_source``).
         timeout, memory_mb: sandbox limits per program.
 
@@ -425,7 +425,7 @@ def parse_counts(statuses: Iterable[ParseStatus]) -> dict[str, int]:
 # Reports over prediction folders
 # --------------------------------------------------------------------------------------------------
 def parse_rates(predictions) -> list[dict[str, Any]]:
-    """Parse outcome of every prediction file (a :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions`
+    """Parse outcome of every prediction file (a :func:`~hf_critic.criticbench.loaders.load_criticbench_predictions`
     dataset): one row per file with ``file``, ``kind`` (the verdict format), ``n``, ``parsed``, ``unparsed``,
     ``out_of_range`` and ``parse_rate`` (x 100), in file order."""
     statuses: dict[str, list] = defaultdict(list)
@@ -470,7 +470,7 @@ def consistency_by_task(predictions) -> list[dict[str, Any]]:
 
 
 def _task_order(task: str) -> int:
-    from ..prompts.criticbench import CRITICBENCH_TASKS
+    from .prompts import CRITICBENCH_TASKS
 
     return CRITICBENCH_TASKS.index(task) if task in CRITICBENCH_TASKS else len(CRITICBENCH_TASKS)
 
@@ -482,7 +482,7 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
     only the first N items of each file (a ``--limit`` run) is scored on those items.
 
     Args:
-        predictions: a :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions` dataset.
+        predictions: a :func:`~hf_critic.criticbench.loaders.load_criticbench_predictions` dataset.
         root: the benchmark folder (``obj_test_data/`` ...).
         split: ``dev`` or ``test``.
         timeout: sandbox seconds per program (correction).
@@ -492,7 +492,7 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
         tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}}, "meta_feedback": spearman dict, "overall": float or
         None}``; a dimension without predictions is None.
     """
-    from ..datasets.criticbench import OBJECTIVE_CORRECTION_TASKS, load_criticbench
+    from .loaders import OBJECTIVE_CORRECTION_TASKS, load_criticbench
 
     mine = predictions.filter(lambda r: r["split"] == split and r["evaluation"] == "obj")
     answers = {(r["file"], r["index"]): r["prediction"] for r in mine}

@@ -25,7 +25,7 @@ import datasets
 from .._version import __version__
 from ..schema import SETTINGS
 from .filters import REASONS
-from .report import PipelineReport
+from .stage_report import PipelineReport
 
 __all__ = ["default_card_template", "push_to_hub", "render_card", "save_outputs"]
 
@@ -71,7 +71,7 @@ def render_card(
     Args:
         dataset: the four configs (keys: setting names).
         report: the run's report; ``report.info`` supplies teacher, prompts, generators, method (see
-            :func:`hf_critic.data.pipeline.run_eval_instruct`).
+            :func:`hf_critic.eval_instruct.pipeline.run_eval_instruct`).
         license: licence id for the header.
         pretty_name: title.
         repo_id: the Hub id used in the usage snippet (``"<your-repo>"`` when None).

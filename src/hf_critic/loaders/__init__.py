@@ -14,7 +14,7 @@ or ``response_1``, ``response_2``, ``label`` (pairwise comparison: 0 = response 
 * :func:`load_fastchat`: MT-Bench / Vicuna-Bench FastChat folders with GPT-4 single-answer grades;
 * :func:`load_prometheus`: Prometheus benchmark JSON (absolute grading sets, HHH pairs);
 * :func:`load_generic`: anything else, with a column and label mapping;
-* :mod:`hf_critic.datasets.selfeval`: the SelfEval release (glass-box features).
+* :mod:`hf_critic.loaders.selfeval`: the SelfEval release (glass-box features).
 
 :func:`load_benchmark` dispatches on a format name (the ``--format`` of ``hf-critic meta-eval``).
 """

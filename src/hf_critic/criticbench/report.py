@@ -4,7 +4,7 @@ Used by ``hf-critic meta-eval --benchmark criticbench:PATH`` (PATH: a benchmark 
 folder of CriticEval prediction files whose prompts are re-used) and ``--predictions [NAME=]DIR`` (existing answers
 in CriticEval's format). For every set of answers the report gives the parse rate per file, the consistency of the
 comparison verdicts between the two orders per task and, when the benchmark's gold labels are at hand, the objective
-scores of :mod:`hf_critic.meta_eval.criticbench`.
+scores of :mod:`hf_critic.criticbench.scoring`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 import datasets
 
 from ..cache import cached_generate
-from ..datasets.criticbench import load_criticbench, load_criticbench_predictions
 from ..io import RecordError
-from .criticbench import consistency_by_task, objective_scores, parse_rates
+from .loaders import load_criticbench, load_criticbench_predictions
+from .scoring import consistency_by_task, objective_scores, parse_rates
 
 __all__ = [
     "answer_prompts",
@@ -103,7 +103,7 @@ def answer_prompts(backend, decoding, cache, prompts: datasets.Dataset) -> tuple
 
     Returns:
         ``(predictions, cached)``: the prompts plus ``origin_prompt`` (= the message) and ``prediction`` columns,
-        in the layout of :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions`, and how many
+        in the layout of :func:`~hf_critic.criticbench.loaders.load_criticbench_predictions`, and how many
         answers came from the cache.
     """
     conversations = [[{"role": "user", "content": m}] for m in prompts["message"]]
@@ -132,7 +132,7 @@ def criticbench_report(
     """Everything measured on one set of answers.
 
     Args:
-        predictions: a :func:`~hf_critic.datasets.criticbench.load_criticbench_predictions` dataset.
+        predictions: a :func:`~hf_critic.criticbench.loaders.load_criticbench_predictions` dataset.
         gold: a benchmark folder in the Hub layout, for the objective scores (None: parse rates and consistency
             only).
         timeout: sandbox seconds per program (correction).

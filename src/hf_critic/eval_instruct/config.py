@@ -22,7 +22,7 @@ silently falls back to a default):
 ``generators``
     a list of :class:`GeneratorConfig`: the models whose responses are critiqued.
 ``references``, ``pairs``, ``filters``, ``swap_augmentation``, ``hub``
-    see :class:`ReferencesConfig`, :class:`PairsConfig`, :class:`~hf_critic.data.filters.FilterConfig`,
+    see :class:`ReferencesConfig`, :class:`PairsConfig`, :class:`~hf_critic.eval_instruct.filters.FilterConfig`,
     :class:`HubConfig`.
 
 Strings may use ``$VAR`` / ``${VAR}`` (expanded from the environment) and ``~``. Relative paths are relative to the

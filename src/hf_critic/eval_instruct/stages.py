@@ -22,8 +22,8 @@ CritiqueLLM v2 §3.2 (Eval-Instruct), in run order:
 v1 (CritiqueLLM v1 §3.2.3, Table 6): :func:`grade_pointwise_referenced` with ``family="critiquellm_v1"`` (first
 turn), then :func:`dialogue_revision` (second turn, score moves by at most 1).
 
-Rule-based filters (:mod:`hf_critic.data.filters`) run inside every prompting stage; every stage counts what it
-rejected by reason and which items failed in a :class:`~hf_critic.data.report.StageReport`. Teacher and generator
+Rule-based filters (:mod:`hf_critic.eval_instruct.filters`) run inside every prompting stage; every stage counts what it
+rejected by reason and which items failed in a :class:`~hf_critic.eval_instruct.stage_report.StageReport`. Teacher and generator
 calls go through a :class:`~hf_critic.backends.chat.ChatSource` (cached, so a rerun makes no call twice).
 """
 
@@ -57,7 +57,7 @@ from ..schema import (
     query_id,
 )
 from .filters import FilterConfig, check_critique, label_contradicts_scores
-from .report import StageReport
+from .stage_report import StageReport
 from .text import SeedRougeFilter, SelfBleuFilter
 
 __all__ = [

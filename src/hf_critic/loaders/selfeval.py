@@ -61,7 +61,7 @@ def load_questions(selfeval_dir: str | Path, bench: str) -> dict[int, dict]:
 
 def load_judgments(selfeval_dir: str | Path, bench: str) -> pd.DataFrame:
     """GPT-4 single-answer grades of ``<bench>/model_judgment/gpt-4_single.jsonl`` (read by
-    :func:`hf_critic.datasets.fastchat.read_judgments`).
+    :func:`hf_critic.loaders.fastchat.read_judgments`).
 
     Returns:
         One row per (model, question_id, turn): ``model``, ``question_id``, ``turn`` (1-based), ``score``

@@ -1,7 +1,7 @@
 """Meta-evaluation reports in the papers' layouts: Markdown, JSON and PNG plots, several critics side by side.
 
 How well critics agree with humans (behind ``hf-critic meta-eval``); the per-stage report of an Eval-Instruct run
-(items, rejections, cost) is another thing, in :mod:`hf_critic.data.report`.
+(items, rejections, cost) is another thing, in :mod:`hf_critic.eval_instruct.stage_report`.
 
 * **Table 2 layout** (CritiqueLLM v2 §4.4.1): text-level and system-level Pearson r / Spearman ρ / Kendall τ of
   each critic's pointwise grades against human scores, one column group per dataset (e.g. AlignBench
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from .. import schema
-from ..datasets.annotators import annotator_agreement
 from ..io import write_text
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..loaders.annotators import annotator_agreement
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
 from .verdicts import pairwise_verdict_figures, pointwise_verdict_figures
@@ -169,7 +169,7 @@ def evaluate_critiques(
         bootstrap: resamples for 95% confidence intervals on every headline and per-category figure (0: none).
         seed: the bootstrap's seed.
         annotators: several annotators' columns (codes 0 / 1 / 2 or scores, as
-            :func:`hf_critic.datasets.generic.gold_labels` leaves them): their agreement with the gold column (their
+            :func:`hf_critic.loaders.generic.gold_labels` leaves them): their agreement with the gold column (their
             aggregate) is the human ceiling.
         two_way: pairwise: when to add the two-way accuracies (``auto``: when the human labels have no tie;
             ``on``; ``off``), see :func:`hf_critic.meta_eval.agreement.pairwise_agreement`. They are read from

@@ -35,8 +35,8 @@ import datasets
 
 from ..io import RecordError, read_json_rows
 from ..labels import CHOICE_LETTERS
-from ..prompts.criticbench import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
-from ._rows import field
+from ..loaders._rows import field
+from .prompts import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
 
 __all__ = [
     "OBJECTIVE_CORRECTION_TASKS",

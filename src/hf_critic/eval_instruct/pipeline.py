@@ -1,6 +1,6 @@
 """Eval-Instruct end to end: one recipe in, four datasets (one per CritiqueLLM setting) out.
 
-:func:`run_eval_instruct` chains the stages of :mod:`hf_critic.data.stages` as CritiqueLLM v2 §3.2 describes
+:func:`run_eval_instruct` chains the stages of :mod:`hf_critic.eval_instruct.stages` as CritiqueLLM v2 §3.2 describes
 (``variant: v2``: query augmentation -> responses -> pseudo references -> referenced pointwise grading -> multi-path
 prompting, Path#1 and Path#2 -> cross validation -> swap augmentation) or as CritiqueLLM v1 §3.2 does (``variant:
 v1``: the two-turn dialogue), then writes the ``DatasetDict`` (``save_to_disk`` and Hub-layout parquet with a
@@ -36,7 +36,7 @@ from ..schema import SETTINGS, Setting, Task
 from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
 from .hub import push_to_hub, render_card, save_outputs
-from .report import PipelineReport, ShortfallError, StageReport
+from .stage_report import PipelineReport, ShortfallError, StageReport
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class EvalInstructResult:
         report: per-stage counts, usage and run facts.
         paths: ``dataset`` (save_to_disk), ``hub`` (parquet + README.md), ``report`` (report.json), ``failures``
             (failures.jsonl: every failed, rejected or left-out item by stage, id and reason, see
-            :meth:`~hf_critic.data.report.PipelineReport.named_losses`), and ``url`` when pushed.
+            :meth:`~hf_critic.eval_instruct.stage_report.PipelineReport.named_losses`), and ``url`` when pushed.
     """
 
     dataset: datasets.DatasetDict
@@ -195,7 +195,7 @@ def run_eval_instruct(
     """Run a whole Eval-Instruct recipe (CritiqueLLM v2 §3.2, or v1 §3.2 with ``variant: v1``).
 
     Args:
-        config: the recipe (see :mod:`hf_critic.data.config`).
+        config: the recipe (see :mod:`hf_critic.eval_instruct.config`).
         teacher: a chat source to use instead of the recipe's teacher endpoint (tests, custom clients).
         generators: ``name -> chat source`` to use instead of the recipe's generators.
         push: push the result to ``config.hub.repo_id`` (must be set).
