@@ -11,6 +11,7 @@ from pathlib import Path
 
 import datasets
 
+from hf_critic import schema
 from hf_critic.backends.openai import OpenAIClient, RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.eval_instruct import stages
@@ -147,7 +148,7 @@ def test_a_poisoned_difficulty_answer_loses_nothing_unnamed_and_a_healthy_rerun_
     # the poisoned prompt's queries failed, by name, saying why
     difficulty = faulty.report.stage("score_difficulty")
     failed = {f.id: f.error for f in difficulty.failures}
-    poisoned_prompt = [stages.query_id(q) for q in SEED_QUESTIONS[:3]]  # seeds go three to a prompt, in order
+    poisoned_prompt = [schema.query_id(q) for q in SEED_QUESTIONS[:3]]  # seeds go three to a prompt, in order
     assert set(poisoned_prompt) <= set(failed) and difficulty.balanced
     # its last attempt may also have been garbled or cut by the proxy: the reason is that attempt's
     assert all(re.fullmatch(r"answer rejected: (incomplete|unparseable|length) \(after 3 attempts\)", failed[q])

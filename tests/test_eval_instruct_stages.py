@@ -12,6 +12,7 @@ import datasets
 import pytest
 import yaml
 
+from hf_critic import schema
 from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
 from hf_critic.backends.openai import RetryPolicy
 from hf_critic.eval_instruct import filters, stages
@@ -75,12 +76,12 @@ def test_parse_generated_queries_and_categories():
         ("What is 2+2?", "数学计算"),
         ("Write a\nhaiku.", "Writing Ability"),
     ]
-    assert stages.normalize_category("数学计算") == "Mathematics"
-    assert stages.normalize_category("10. multi-lingual ability") == "Multi-lingual Ability"
-    assert stages.normalize_category("基本能力") == "Fundamental Language Ability"  # AlignBench's name
-    assert stages.normalize_category("综合问答类别") == "Open-ended Question Answering"
-    assert stages.normalize_category("Cooking") is None and stages.normalize_category(None) is None
-    assert len(stages.CATEGORIES) == 10
+    assert schema.normalize_category("数学计算") == "Mathematics"
+    assert schema.normalize_category("10. multi-lingual ability") == "Multi-lingual Ability"
+    assert schema.normalize_category("基本能力") == "Fundamental Language Ability"  # AlignBench's name
+    assert schema.normalize_category("综合问答类别") == "Open-ended Question Answering"
+    assert schema.normalize_category("Cooking") is None and schema.normalize_category(None) is None
+    assert len(schema.CATEGORIES) == 10
 
 
 def test_parse_difficulties():
@@ -90,8 +91,8 @@ def test_parse_difficulties():
 
 
 def test_query_id_is_stable_and_normalised():
-    assert stages.query_id("What?") == stages.query_id("  What?\n") != stages.query_id("Why?")
-    assert stages.query_id("ＡＢＣ") == stages.query_id("ABC")  # full-width folded (NFKC)
+    assert schema.query_id("What?") == schema.query_id("  What?\n") != schema.query_id("Why?")
+    assert schema.query_id("ＡＢＣ") == schema.query_id("ABC")  # full-width folded (NFKC)
 
 
 # ----------------------------------------------------------------------------------------------- text measures
@@ -524,3 +525,81 @@ def test_cli_runs_the_recipe_and_prints_the_summary(tmp_path, capsys):
             saved["pointwise_reference_free"][0]
         )[0]
     )
+
+
+# ----------------------------------------------------------------------------------------------- a new stage
+SECOND_OPINION_PROMPT = """\
+version: "1.0"
+source: a second, reference-free opinion on each reference-free pointwise critique (test stage)
+setting: pointwise_reference_free
+language: en
+fields: [question, response]
+output:
+  kind: "score"
+  format: "rating_brackets"
+  score_range: [1, 10]
+  dimensions: false
+  verdict_prefix: "Rating: [["
+prompt: |-
+  Grade the answer to the question on a scale of 1 to 10, ending with "Rating: [[rating]]".
+
+  [Question]
+  {question}
+
+  [The Start of Assistant's Answer]
+  {response}
+  [The End of Assistant's Answer]
+"""
+
+
+def test_a_new_stage_is_one_declaration(tmp_path):
+    """Issue 22: a stage is one declaration (here, in this file) plus its prompt YAML; the run order, the progress
+    count, the report's rows, failures.jsonl and the teacher's grammar all follow from the pipeline list."""
+    from hf_critic.backends.chat import ChatRequest
+    from hf_critic.eval_instruct.pipeline import V2_PIPELINE
+    from hf_critic.eval_instruct.stage import GrammarSpec, Stage, stage_grammars
+    from hf_critic.eval_instruct.stages import critique_rows
+    from hf_critic.grammars import critique_grammar
+    from hf_critic.prompts import load_template
+
+    (tmp_path / "second_opinion_en.yaml").write_text(SECOND_OPINION_PROMPT, encoding="utf-8")
+    template = load_template(tmp_path / "second_opinion_en.yaml")
+
+    def second_opinion(ctx, critiques, *, stage, report):
+        """Keep a reference-free pointwise critique only when a second, direct grade of the answer is at least 5."""
+        report.unit = "responses"
+        rows = list(critiques)
+        requests = [ChatRequest(row["id"], template.render(row)) for row in rows]
+        kept = critique_rows(
+            ctx.teacher, rows, requests, lambda row, parsed, text: row, output=template.output,
+            language=ctx.language, filters=ctx.config.filters, stage=stage, report=report, progress=ctx.progress,
+            rule=lambda row, parsed: "second_opinion_low" if parsed.score < 5 else None,
+        )  # fmt: skip
+        return datasets.Dataset.from_list(kept) if kept else critiques.select([])
+
+    stage = Stage(
+        "second_opinion", ("pointwise_reference_free",), "pointwise_reference_free", second_opinion,
+        grammar=lambda spec: critique_grammar(template.output, spec.explanation_chars),
+    )  # fmt: skip
+    pipeline = [*V2_PIPELINE, stage]
+    lines = []
+    with StubOpenAIServer(scripted_reply) as server:
+        config = load_config(recipe(tmp_path, server.url))
+        result = run_eval_instruct(config, echo=lines.append, pipeline=pipeline)
+    report = result.report
+    assert [s.name for s in report.stages][-2:] == ["swap_pairwise_reference_free", "second_opinion"]
+    assert any(line.startswith("[16/16] second_opinion: 20 responses in") for line in lines)
+    mine = report.stage("second_opinion")
+    assert mine.items_in == report.stage("path2_r2rf_pointwise").items_out == 20 and mine.balanced
+    assert 0 < mine.rejected["second_opinion_low"] < 20
+    assert result.dataset["pointwise_reference_free"].num_rows == mine.items_out
+    named = [json.loads(line) for line in result.paths["failures"].read_text().splitlines()]
+    low = [n for n in named if n["stage"] == "second_opinion"]
+    assert len(low) == mine.rejected["second_opinion_low"] and {n["reason"] for n in low} == {"second_opinion_low"}
+    grammars = stage_grammars(pipeline, GrammarSpec("en", "critiquellm_v2", 256, 256))
+    assert "second_opinion" in grammars and "Rating: [[" in grammars["second_opinion"]["grammar"]
+
+    # a stage that reads what no earlier stage writes is named before any request
+    early = Stage("too_early", ("pairwise_reference_free",), "x", second_opinion)
+    with pytest.raises(ValueError, match=r"stage 'too_early' reads \['pairwise_reference_free'\]"):
+        run_eval_instruct(config, pipeline=[early, *V2_PIPELINE])

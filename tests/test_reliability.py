@@ -146,14 +146,16 @@ def test_a_5001_digit_difficulty_is_one_unreadable_answer_not_a_dead_run():
 
 
 def test_an_exception_in_one_items_parse_fails_that_item_only(monkeypatch):
-    real = stages.check_critique
+    from hf_critic.eval_instruct.stages import _common
+
+    real = _common.check_critique
 
     def flaky(text, **kwargs):
         if "BOOM" in text:
             raise OverflowError("int too large to convert")
         return real(text, **kwargs)
 
-    monkeypatch.setattr(stages, "check_critique", flaky)
+    monkeypatch.setattr(_common, "check_critique", flaky)
     good = "Correctness: 7. Accurate and complete.\n{'Correctness': 7, 'Overall Score': 7}"
 
     class Teacher:

@@ -19,7 +19,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,18 +29,27 @@ import datasets
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai import OpenAIClient, redact_url
 from ..cache import GenerationCache
-from ..grammars import critique_grammar, difficulty_grammar, query_generation_grammar
+from ..grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
-from ..schema import SETTINGS, Setting, Task
+from ..schema import CATEGORIES, SETTINGS, Setting, Task, category_name
 from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
 from .hub import push_to_hub, render_card, save_outputs
+from .stage import GrammarSpec, RunContext, Stage, check_pipeline, critique_stage_grammar, stage_grammars
 from .stage_report import PipelineReport, ShortfallError, StageReport
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["EvalInstructResult", "make_client", "make_generator", "run_eval_instruct"]
+__all__ = [
+    "V1_PIPELINE",
+    "V2_PIPELINE",
+    "EvalInstructResult",
+    "make_client",
+    "make_generator",
+    "run_eval_instruct",
+    "teacher_grammars",
+]
 
 
 @dataclass
@@ -61,10 +70,114 @@ class EvalInstructResult:
     paths: dict[str, Any]
 
 
+def _augment(ctx: RunContext, seeds, **report):
+    q, aug = ctx.config.queries, ctx.config.queries.augmentation
+    return stages.augment_queries(
+        seeds, ctx.teacher, language=ctx.language, rounds=aug.rounds if aug else 0,
+        examples=aug.examples if aug else 3, format_examples=aug.format_examples if aug else 10,
+        rouge_l_max=aug.rouge_l_max if aug else 0.7, self_bleu_max=aug.self_bleu_max if aug else 0.7,
+        keep_seeds=q.keep_seeds, params=aug.sampling if aug else None, seed=ctx.config.seed, source=str(q.seeds),
+        progress=ctx.progress, **report,
+    )  # fmt: skip
+
+
+def _references(ctx: RunContext, responses, **report):
+    refs = ctx.config.references
+    return stages.add_pseudo_references(
+        responses, reference_generator=refs.generator, revisions=_load_revisions(refs.revisions),
+        grade_reference_generator=refs.grade_reference_generator, **report,
+    )  # fmt: skip
+
+
+def _responses(ctx: RunContext, queries, **report):
+    system = {g.name: g.system for g in ctx.config.generators}
+    return stages.collect_responses(queries, ctx.generators, system=system, progress=ctx.progress, **report)
+
+
+def _grade(ctx: RunContext, responses, **report):
+    return stages.grade_pointwise_referenced(responses, family=ctx.family, **ctx.critique, **report)
+
+
+def _critic_prompt(setting: str):
+    return lambda language, family: get_template(family, Setting.from_name(setting), language)
+
+
+def _teacher_prompt(strategy: str, setting: str):
+    return lambda language, family: get_teacher_template(strategy, Setting.from_name(setting), language)
+
+
+def _categories(language: str) -> list[str]:
+    return [category_name(en, language) for en, _ in CATEGORIES]
+
+
+# The stages both variants start with (CritiqueLLM v2 §3.2.1; v1 §3.2.1): queries, their responses and references.
+_QUERIES_AND_RESPONSES = [
+    Stage("augment_queries", ("seeds",), "queries", _augment,
+          grammar=lambda g: query_generation_grammar(_categories(g.language), g.augmentation_max_tokens)),
+    Stage("score_difficulty", ("queries",), "queries",
+          lambda ctx, queries, **r: stages.score_difficulty(
+              queries, ctx.teacher, language=ctx.language, progress=ctx.progress, **r),
+          grammar=lambda g: difficulty_grammar(3), when=lambda config: bool(config.queries.difficulty)),
+    Stage("balance_queries", ("queries",), "queries",
+          lambda ctx, queries, **r: stages.balance_queries(
+              queries, total=ctx.config.queries.balance_total, seed=ctx.config.seed, **r),
+          when=lambda config: bool(config.queries.balance_total)),
+    Stage("collect_responses", ("queries",), "responses", _responses),
+    Stage("pseudo_references", ("responses",), "responses", _references),
+]  # fmt: skip
+
+#: CritiqueLLM v2 §3.2 (Eval-Instruct): referenced pointwise grading, multi-path prompting (Path#1: f_P2P then
+#: f_R2RF; Path#2: f_R2RF then f_P2P), cross validation, swap augmentation (§3.3).
+V2_PIPELINE: list[Stage] = [
+    *_QUERIES_AND_RESPONSES,
+    Stage("grade_pointwise_referenced", ("responses",), "pointwise_referenced", _grade,
+          grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced"))),
+    Stage("make_pairs", ("pointwise_referenced",), "pairs",
+          lambda ctx, graded, **r: stages.make_pairs(
+              graded, per_query=ctx.config.pairs.per_query, seed=ctx.config.seed, **r)),
+    Stage("path1_p2p_referenced", ("pairs",), "pairwise_referenced",
+          lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
+              pairs, referenced=True, path="path1", **ctx.critique, **r),
+          grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_referenced"))),
+    Stage("path1_r2rf_pairwise", ("pairwise_referenced",), "path1_reference_free",
+          lambda ctx, pairs, **r: stages.referenced_to_reference_free(
+              pairs, task="pairwise", path="path1", **ctx.critique, **r),
+          grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pairwise_reference_free"))),
+    Stage("path2_r2rf_pointwise", ("pointwise_referenced",), "pointwise_reference_free",
+          lambda ctx, graded, **r: stages.referenced_to_reference_free(
+              graded, task="pointwise", path="path2", **ctx.critique, **r),
+          grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pointwise_reference_free"))),
+    Stage("path2_attach_pointwise", ("pairs", "pointwise_reference_free"), "path2_pairs",
+          lambda ctx, pairs, pointwise, **r: stages.attach_pointwise_critiques(pairs, pointwise, **r)),
+    Stage("path2_p2p_reference_free", ("path2_pairs",), "path2_reference_free",
+          lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
+              pairs, referenced=False, path="path2", **ctx.critique, **r),
+          grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_reference_free"))),
+    Stage("cross_validation", ("path1_reference_free", "path2_reference_free"), "pairwise_reference_free",
+          lambda ctx, path1, path2, **r: stages.cross_validate(path1, path2, **r)),
+    Stage("swap_pairwise_referenced", ("pairwise_referenced",), "pairwise_referenced",
+          lambda ctx, pairs, **r: stages.swap_augment(pairs, **r), when=lambda config: config.swap_augmentation),
+    Stage("swap_pairwise_reference_free", ("pairwise_reference_free",), "pairwise_reference_free",
+          lambda ctx, pairs, **r: stages.swap_augment(pairs, **r), when=lambda config: config.swap_augmentation),
+]  # fmt: skip
+
+#: CritiqueLLM v1 §3.2.3 (dialogue-based prompting, Table 6): the referenced critique, then its reference-free
+#: revision in the same conversation.
+V1_PIPELINE: list[Stage] = [
+    *_QUERIES_AND_RESPONSES,
+    Stage("v1_turn1_referenced", ("responses",), "pointwise_referenced", _grade,
+          grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced"))),
+    Stage("v1_turn2_reference_free", ("pointwise_referenced",), "pointwise_reference_free",
+          lambda ctx, graded, **r: stages.dialogue_revision(graded, **ctx.critique, **r)),
+]  # fmt: skip
+
+
 def teacher_grammars(
     language: str, family: str, max_tokens: int, augmentation_max_tokens: int | None = None
 ) -> dict[str, dict[str, str]]:
-    """The GBNF grammar of each teacher stage (``teacher.grammar: true``), as ``{stage: {"grammar": ...}}``.
+    """The GBNF grammar of each teacher stage of both pipelines (``teacher.grammar: true``), as
+    ``{stage: {"grammar": ...}}`` (:func:`~hf_critic.eval_instruct.stage.stage_grammars` over
+    :data:`V2_PIPELINE` and :data:`V1_PIPELINE`).
 
     Built from each stage's expected output format: the query-generation and difficulty lines of CritiqueLLM v2
     Appendix A, and for the critique stages a free explanation (at most 2 characters per token of ``max_tokens``)
@@ -77,20 +190,8 @@ def teacher_grammars(
         max_tokens: the teacher's ``max_tokens``.
         augmentation_max_tokens: the query-generation requests' ``max_tokens`` (default ``max_tokens``).
     """
-    chars = max(10, 2 * max_tokens - 40)
-    critique = {
-        "grade_pointwise_referenced": get_template(family, Setting(Task.POINTWISE, True), language),
-        "v1_turn1_referenced": get_template(family, Setting(Task.POINTWISE, True), language),
-        "path1_p2p_referenced": get_teacher_template("p2p", Setting(Task.PAIRWISE, True), language),
-        "path2_p2p_reference_free": get_teacher_template("p2p", Setting(Task.PAIRWISE, False), language),
-        "path1_r2rf_pairwise": get_teacher_template("r2rf", Setting(Task.PAIRWISE, False), language),
-        "path2_r2rf_pointwise": get_teacher_template("r2rf", Setting(Task.POINTWISE, False), language),
-    }
-    categories = [stages.category_name(en, language) for en, _ in stages.CATEGORIES]
-    out = {stage: critique_grammar(t.output, chars) for stage, t in critique.items()}
-    out["augment_queries"] = query_generation_grammar(categories, augmentation_max_tokens or max_tokens)
-    out["score_difficulty"] = difficulty_grammar(3)
-    return {stage: {"grammar": grammar} for stage, grammar in out.items()}
+    spec = GrammarSpec(language, family, max_tokens, augmentation_max_tokens or max_tokens)
+    return stage_grammars([*V2_PIPELINE, *V1_PIPELINE], spec)
 
 
 def make_client(
@@ -191,6 +292,7 @@ def run_eval_instruct(
     generators: Mapping[str, ChatSource] | None = None,
     push: bool = False,
     echo: Callable[[str], None] | None = None,
+    pipeline: Sequence[Stage] | None = None,
 ) -> EvalInstructResult:
     """Run a whole Eval-Instruct recipe (CritiqueLLM v2 §3.2, or v1 §3.2 with ``variant: v1``).
 
@@ -200,6 +302,8 @@ def run_eval_instruct(
         generators: ``name -> chat source`` to use instead of the recipe's generators.
         push: push the result to ``config.hub.repo_id`` (must be set).
         echo: where progress lines go (default: standard error).
+        pipeline: the stages to run (default :data:`V2_PIPELINE` or :data:`V1_PIPELINE` by ``config.variant``); a
+            stage's output named after a setting becomes that config, the others stay empty.
 
     Returns:
         :class:`EvalInstructResult` with the four configs; outputs written under ``config.output_dir``.
@@ -208,7 +312,7 @@ def run_eval_instruct(
         RecordError: unreadable seed / revision files.
         hf_critic.backends.openai.FatalAPIError: the teacher or a generator refuses every request (401 / 403 / 404);
             finished work stays cached, so the run can be started again once fixed.
-        ValueError: ``push`` without ``hub.repo_id``.
+        ValueError: ``push`` without ``hub.repo_id``; a ``pipeline`` stage that reads what no earlier stage writes.
         ShortfallError: no config has a row, or a stage lost more than ``config.max_rejected_share`` of its items; the
             message is one line naming the stage and its main loss reason. ``report.json`` and ``failures.jsonl`` are
             written; the dataset and its card are not, and nothing is pushed.
@@ -221,14 +325,15 @@ def run_eval_instruct(
     cache = GenerationCache(config.cache_path)
     ledger = teacher.ledger if teacher is not None else UsageLedger()
     teacher_name = teacher.name if teacher is not None else config.teacher.model
+    v2 = config.variant == "v2"
+    family = "critiquellm_v2" if v2 else "critiquellm_v1"
+    pipeline = check_pipeline(pipeline if pipeline is not None else V2_PIPELINE if v2 else V1_PIPELINE, config)
     if teacher is None:
-        family = "critiquellm_v2" if config.variant == "v2" else "critiquellm_v1"
         max_tokens = int(config.teacher.sampling.get("max_tokens") or 2048)
         aug = config.queries.augmentation
         aug_tokens = int((aug.sampling or {}).get("max_tokens") or max_tokens) if aug else max_tokens
-        per_stage = (
-            teacher_grammars(config.language, family, max_tokens, aug_tokens) if config.teacher.grammar else None
-        )
+        spec = GrammarSpec(config.language, family, max_tokens, aug_tokens)
+        per_stage = stage_grammars(pipeline, spec) if config.teacher.grammar else None
         teacher = make_client(
             config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed, stage_params=per_stage
         )
@@ -236,102 +341,17 @@ def run_eval_instruct(
         generators = {
             g.name: make_generator(g, cache=cache, ledger=ledger, progress=config.progress) for g in config.generators
         }
-    lang, progress, filters, v2 = config.language, config.progress, config.filters, config.variant == "v2"
-    family = "critiquellm_v2" if v2 else "critiquellm_v1"
-    q = config.queries
-    aug = q.augmentation
+    lang = config.language
     report = PipelineReport()
-    total = 4 + bool(q.difficulty) + bool(q.balance_total) + (7 + 2 * config.swap_augmentation if v2 else 1)
-    run = _Runner(ledger, report, echo, total)
-    seeds = load_records(q.seeds, q.columns or None, q.limit)
-    queries = run(
-        "augment_queries",
-        stages.augment_queries,
-        seeds,
-        teacher,
-        language=lang,
-        rounds=aug.rounds if aug else 0,
-        examples=aug.examples if aug else 3,
-        format_examples=aug.format_examples if aug else 10,
-        rouge_l_max=aug.rouge_l_max if aug else 0.7,
-        self_bleu_max=aug.self_bleu_max if aug else 0.7,
-        keep_seeds=q.keep_seeds,
-        params=aug.sampling if aug else None,
-        seed=config.seed,
-        source=str(q.seeds),
-        progress=progress,
-    )
-    if q.difficulty:
-        queries = run("score_difficulty", stages.score_difficulty, queries, teacher, language=lang, progress=progress)
-    if q.balance_total:
-        queries = run("balance_queries", stages.balance_queries, queries, total=q.balance_total, seed=config.seed)
-    system = {g.name: g.system for g in config.generators}
-    responses = run(
-        "collect_responses", stages.collect_responses, queries, generators, system=system, progress=progress
-    )
-    responses = run(
-        "pseudo_references",
-        stages.add_pseudo_references,
-        responses,
-        reference_generator=config.references.generator,
-        revisions=_load_revisions(config.references.revisions),
-        grade_reference_generator=config.references.grade_reference_generator,
-    )
-    graded = run(
-        "grade_pointwise_referenced" if v2 else "v1_turn1_referenced",
-        stages.grade_pointwise_referenced,
-        responses,
-        teacher,
-        language=lang,
-        family=family,
-        filters=filters,
-        progress=progress,
-    )
-    parts: dict[str, datasets.Dataset] = {"pointwise_referenced": graded}
-    if v2:
-        pairs = run("make_pairs", stages.make_pairs, graded, per_query=config.pairs.per_query, seed=config.seed)
-        common = {"teacher": teacher, "language": lang, "filters": filters, "progress": progress}
-        p1_ref = run(
-            "path1_p2p_referenced", stages.pointwise_to_pairwise, pairs, referenced=True, path="path1", **common
-        )
-        p1_rf = run(
-            "path1_r2rf_pairwise", stages.referenced_to_reference_free, p1_ref, task="pairwise", path="path1", **common
-        )
-        pw_rf = run(
-            "path2_r2rf_pointwise",
-            stages.referenced_to_reference_free,
-            graded,
-            task="pointwise",
-            path="path2",
-            **common,
-        )
-        p2_pairs = run("path2_attach_pointwise", stages.attach_pointwise_critiques, pairs, pw_rf)
-        p2_rf = run(
-            "path2_p2p_reference_free",
-            stages.pointwise_to_pairwise,
-            p2_pairs,
-            referenced=False,
-            path="path2",
-            **common,
-        )
-        pair_rf = run("cross_validation", stages.cross_validate, p1_rf, p2_rf)
-        if config.swap_augmentation:
-            p1_ref = run("swap_pairwise_referenced", stages.swap_augment, p1_ref)
-            pair_rf = run("swap_pairwise_reference_free", stages.swap_augment, pair_rf)
-        parts.update(pointwise_reference_free=pw_rf, pairwise_referenced=p1_ref, pairwise_reference_free=pair_rf)
-    else:
-        parts["pointwise_reference_free"] = run(
-            "v1_turn2_reference_free",
-            stages.dialogue_revision,
-            graded,
-            teacher,
-            language=lang,
-            filters=filters,
-            progress=progress,
-        )
+    run = _Runner(ledger, report, echo, len(pipeline))
+    seeds = load_records(config.queries.seeds, config.queries.columns or None, config.queries.limit)
+    context = RunContext(config, teacher, generators, family)
+    named: dict[str, datasets.Dataset] = {"seeds": seeds}
+    for stage in pipeline:
+        named[stage.output] = run(stage.name, stage.run, context, *(named[i] for i in stage.inputs))
     dataset = datasets.DatasetDict()
     for setting in SETTINGS:
-        rows = parts.get(setting.name)
+        rows = named.get(setting.name)
         if rows is None:
             rows = datasets.Dataset.from_dict({})
         split = stages.to_sft_dataset(rows, setting, family=family, language=lang, teacher=teacher_name)
