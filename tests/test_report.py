@@ -14,7 +14,8 @@ from hf_critic import schema
 from hf_critic.commands import meta_eval
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval.critic_report import evaluate_critiques, render_markdown, write_report
+from hf_critic.meta_eval.critic_markdown import render_markdown
+from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

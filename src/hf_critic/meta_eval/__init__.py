@@ -4,16 +4,18 @@
   Pearson / Spearman / Kendall (Table 2), and the within-question pairwise accuracy (does the critic score a
   question's better answer above its worse one?);
 * :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
-  (Table 3), the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped),
-  and the label normalisation both use;
-* :mod:`~hf_critic.meta_eval.critic_report`: the meta-evaluation report of one or more critics (Markdown, JSON, plots),
-  behind ``hf-critic meta-eval``; not to be confused with :mod:`hf_critic.eval_instruct.stage_report`, the per-stage run report
-  of the Eval-Instruct pipeline;
+  (Table 3) and the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped);
+  the label spellings both read are in :mod:`hf_critic.labels`;
+* :mod:`~hf_critic.meta_eval.verdicts`: the figures of one critique file (baselines, calibration) for the command
+  line;
+* :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.critic_markdown` and
+  :mod:`~hf_critic.meta_eval.critic_plots`: the report of one or more critics behind ``hf-critic meta-eval``
+  (not to be confused with :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct
+  run);
+* :mod:`~hf_critic.meta_eval.selfeval`: the glass-box paper's correlation tables on the SelfEval release;
 * :mod:`~hf_critic.meta_eval.modules`: the ``evaluate`` modules wrapping the maths (``metrics/`` of the
-  checkout, shipped as ``hf_critic._metrics``): their path and their offline install;
-* :mod:`~hf_critic.criticbench.scoring` and :mod:`~hf_critic.criticbench.report`: CriticBench
-  (Lan et al., 2024): verdict parsers, objective scores, and the runs and report behind
-  ``hf-critic meta-eval --benchmark criticbench:PATH``.
+  checkout, shipped as ``hf_critic._metrics``): their path and their offline install.
 
-Nothing is imported here, so ``import hf_critic`` stays cheap (the maths needs numpy, pandas and scipy).
+CriticBench (Lan et al., 2024) has its own subpackage, :mod:`hf_critic.criticbench`. Nothing is imported here, so
+``import hf_critic`` stays cheap (the maths needs numpy, pandas and scipy).
 """
