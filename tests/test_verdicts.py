@@ -704,3 +704,18 @@ def test_verdict_readout_is_exact_with_sliding_window_layers(name):
             lp[0, node] = torch.log_softmax(logits, -1)[trie.tokens[node]].item()
         exact = trie.probabilities(lp)[0]
         assert max(abs(exact.probabilities[v] - readout.probabilities[v]) for v in verdicts) < 1e-6
+
+
+def test_the_verdict_plan_says_what_a_critic_does():
+    """Issue 22: the verdict mode is resolved once into a type the critic asks, no mode strings compared."""
+    from hf_critic.verdicts import VerdictMode, resolve_verdict
+
+    both = resolve_verdict("both", None, embedded=False)
+    assert both.mode is VerdictMode.BOTH and both == ("both", "first")
+    assert both.generates and both.reads_probabilities and both.parses_text and both.keeps_text
+    direct = resolve_verdict("auto", None, embedded=True)
+    assert direct == ("probability", "none") and direct.reads_probabilities
+    assert not (direct.generates or direct.parses_text or direct.keeps_text)
+    assert resolve_verdict("probability", "first", embedded=True).generates
+    text = resolve_verdict("auto", None, embedded=False)
+    assert text.mode is VerdictMode.TEXT and text.generates and text.parses_text and not text.reads_probabilities

@@ -11,7 +11,6 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 import datasets
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from . import schema
 from .backends.base import Backend
 from .cache import GenerationCache, Generations, cache_key, generate_through_cache
+from .critic_output import Judged, RunStats, _distribution_columns, _pairwise_columns, run_stats
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
@@ -30,13 +30,12 @@ from .reward_head import RewardHead, feature_key, response_features
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
+    VerdictMode,
+    VerdictPlan,
     VerdictReadout,
     aggregate_readouts,
-    combine_orders,
-    decide_label,
     entropy,
     resolve_verdict,
-    swap_distribution,
 )
 
 logger = logging.getLogger(__name__)
@@ -46,92 +45,6 @@ TRUNCATE_POLICIES = ("middle", "skip", "error")
 
 class ContextLengthError(ValueError):
     """An input does not fit the model's context window and the truncation policy is ``error``."""
-
-
-@dataclass
-class RunStats:
-    """Counts of one grade / compare call, for the user's summary line.
-
-    Attributes:
-        total: inputs sent through the critic (each order counts under ``swap``).
-        parsed: inputs whose final verdict parsed.
-        unparsed / out_of_range / skipped: the other :class:`~hf_critic.schema.ParseStatus` outcomes.
-        low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
-        truncated: inputs whose prompt was truncated to fit the context window (the response cut in the middle).
-        cut_off: critiques cut off at ``max_new_tokens`` (kept: that budget's critique; often unparsed), or None when
-            the backend does not say (the local engines). A server reports it (``finish_reason: "length"``).
-        reasked: inputs whose cached critique did not parse (a garbled answer kept by an earlier run against a
-            flaky server) and was asked again (servers only: a local engine would write the same text again).
-        cached: inputs answered from the generation cache (no model call; with both a critique and a read-out, the
-            inputs whose critique came from the cache).
-        cached_readouts: with both a generated critique and a probability read-out per input, the inputs whose
-            read-outs all came from the cache (a run killed after its critiques resumes with those cached and the
-            read-outs not); None otherwise.
-        verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
-            from.
-        mass: verdict mass of every read-out input (probability only).
-        unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
-        min_mass: the ``--min-verdict-mass`` in force.
-        text: under ``--verdict both``, the same counts for the text verdicts.
-    """
-
-    total: int = 0
-    parsed: int = 0
-    unparsed: int = 0
-    out_of_range: int = 0
-    skipped: int = 0
-    low_mass: int = 0
-    truncated: int = 0
-    cut_off: int | None = None
-    reasked: int = 0
-    cached: int = 0
-    cached_readouts: int | None = None
-    verdict: str = "text"
-    mass: list = field(default_factory=list)
-    unseen: int = 0
-    min_mass: float = DEFAULT_MIN_VERDICT_MASS
-    text: RunStats | None = None
-
-    @property
-    def parse_rate(self) -> float:
-        """Share of inputs with a parsed verdict, in [0, 1] (0 when nothing ran)."""
-        return self.parsed / self.total if self.total else 0.0
-
-    def count(self, status: schema.ParseStatus) -> None:
-        self.total += 1
-        attr = {schema.ParseStatus.OK: "parsed"}.get(status, status.value)
-        setattr(self, attr, getattr(self, attr) + 1)
-
-    def summary(self) -> str:
-        """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass).
-
-        ``truncated to fit the context`` counts prompts cut to fit the window; ``cut off at max tokens`` counts
-        critiques that stopped at ``max_new_tokens`` (shown when the backend reports it); ``re-asked`` counts cached
-        critiques that did not parse and were asked again (shown when there were any).
-        """
-        tail = f"skipped {self.skipped}, truncated to fit the context {self.truncated}"
-        if self.cut_off is not None:
-            tail += f", cut off at max tokens {self.cut_off}"
-        if self.reasked:
-            tail += f", re-asked {self.reasked} cached critique(s) that did not parse"
-        tail += f", from cache {self.cached}"
-        if self.cached_readouts is not None:
-            tail += f" critique(s) and {self.cached_readouts} read-out(s)"
-        if self.verdict == "head":
-            return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
-        if self.verdict == "text":
-            return (
-                f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "
-                f"out of range {self.out_of_range}, {tail}"
-            )
-        line = (
-            f"{self.parsed}/{self.total} verdicts from probabilities ({100 * self.parse_rate:.1f}%), low mass "
-            f"{self.low_mass} (< {self.min_mass:g}), mean verdict mass {np.mean(self.mass) if self.mass else 0:.3f}, "
-            f"{tail}"
-        )
-        if self.unseen:
-            line += f", {self.unseen} verdict probabilities outside the server's top-k (counted as 0)"
-        return line + (f"; text verdicts: {self.text.summary()}" if self.text else "")
 
 
 class Critic:
@@ -223,15 +136,25 @@ class Critic:
                 raise ValueError(
                     f"a reward head needs the base's hidden states: a transformers backend, not {backend.name}"
                 )
-            self.verdict, self.explanation = "head", "none"
+            self.plan = VerdictPlan(VerdictMode.HEAD, "none")
         else:
-            self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=backend.embedded)
+            self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
         self.truncate = truncate
         self.cache = GenerationCache(cache_path) if cache_path else None
         self.last_stats = RunStats()
+
+    @property
+    def verdict(self) -> str:
+        """The resolved verdict mode: ``"text"``, ``"probability"``, ``"both"`` or ``"head"``."""
+        return self.plan.mode.value
+
+    @property
+    def explanation(self) -> str:
+        """The resolved explanation mode: ``"none"`` or ``"first"``."""
+        return self.plan.explanation
 
     @classmethod
     def from_pretrained(
@@ -346,10 +269,10 @@ class Critic:
         }
         if self.decoding.strategy == "self_consistency" and judged.samples is not None:
             columns[schema.CRITIQUE_SAMPLES] = judged.samples
-        stats = _stats(parsed, truncated, judged)
+        stats = run_stats(parsed, truncated, judged)
         if judged.verdicts is not None:
             verdicts = judged.verdicts
-            if self.verdict == "both":
+            if self.plan.keeps_text:
                 columns[schema.CRITIQUE_TEXT_SCORE] = columns[schema.CRITIQUE_SCORE]
                 columns[schema.CRITIQUE_TEXT_STATUS] = columns[schema.CRITIQUE_STATUS]
             columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
@@ -418,9 +341,9 @@ class Critic:
             ]
             columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
-        stats = _stats(parsed, truncated, judged)
+        stats = run_stats(parsed, truncated, judged)
         if judged.verdicts is not None:
-            if self.verdict == "both":
+            if self.plan.keeps_text:
                 for name in (schema.CRITIQUE_LABEL, schema.CRITIQUE_STATUS) + (
                     (schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_STATUS_SWAPPED) if swap else ()
                 ):
@@ -561,9 +484,9 @@ class Critic:
             record[f] = self.backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
         return template.render(record), True
 
-    def _judge(self, template: PromptTemplate, conversations: list) -> _Judged:
+    def _judge(self, template: PromptTemplate, conversations: list) -> Judged:
         """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
-        generate = self.verdict != "probability" or self.explanation == "first"
+        generate = self.plan.generates
         if generate:
             made = self._generate(template, conversations)
             generations, cached, cut, reasked = made.texts, made.cached, made.cut_off, made.reasked
@@ -593,13 +516,13 @@ class Critic:
                 if cut is not None and cut[i] is not None:
                     cut_off = (cut_off or 0) + bool(cut[i][result.chosen])
         verdicts = None
-        if self.verdict != "text":
+        if self.plan.reads_probabilities:
             verdicts, read_cached = self._read_verdicts(template, conversations, samples)
             # critiques and read-outs are cached apart: a resumed run can hold all of one and none of the other
             cached, cached_readouts = (cached, read_cached) if generate else (read_cached, None)
         else:
             cached_readouts = None
-        return _Judged(
+        return Judged(
             parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked, cached_readouts
         )
 
@@ -616,7 +539,7 @@ class Critic:
         for row, (conversation, parses) in enumerate(zip(conversations, samples, strict=True)):
             if conversation is None:
                 continue
-            if self.explanation == "none" or not parses:
+            if self.plan.explanation == "none" or not parses:
                 items.append((row, conversation, prefix))
             else:
                 items += [(row, conversation, _continuation(p.explanation, prefix)) for p in parses]
@@ -660,7 +583,7 @@ class Critic:
             done.update(fresh)
         return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys], hits
 
-    def _probability_stats(self, verdicts, truncated, judged: _Judged, text: RunStats) -> RunStats:
+    def _probability_stats(self, verdicts, truncated, judged: Judged, text: RunStats) -> RunStats:
         stats = RunStats(
             truncated=sum(truncated),
             cut_off=judged.cut_off,
@@ -675,7 +598,7 @@ class Critic:
             stats.unseen += v.unseen
             if v.status is not schema.ParseStatus.SKIPPED:
                 stats.mass.append(v.mass)
-        stats.text = text if self.verdict == "both" else None
+        stats.text = text if self.plan.keeps_text else None
         return stats
 
     def _generate(self, template: PromptTemplate, conversations: list) -> Generations:
@@ -693,11 +616,7 @@ class Critic:
             status = parse_output(text, output).status
             return None if status is schema.ParseStatus.OK else status.value
 
-        reask = (
-            hasattr(self.backend, "generate_checked")
-            and self.verdict in ("text", "both")
-            and not self.constrain_verdict
-        )
+        reask = hasattr(self.backend, "generate_checked") and self.plan.parses_text and not self.constrain_verdict
         made = generate_through_cache(
             self.backend, conversations, self.decoding, self.cache, check=check if reask else None
         )
@@ -741,82 +660,10 @@ class Critic:
         return out
 
 
-@dataclass
-class _Judged:
-    """What :meth:`Critic._judge` returns: text verdicts, chosen raw texts, all samples (None when nothing was
-    generated), the number of inputs from the cache, the probability verdicts (None under ``text``), the inputs
-    whose chosen critique stopped at ``max_new_tokens`` (None when the backend does not say) and the cached critiques
-    asked again, and the inputs whose read-outs came from the cache when critiques were generated too."""
-
-    parsed: list[ParsedCritique]
-    raws: list
-    samples: list | None
-    cached: int
-    verdicts: list[ProbabilityVerdict] | None
-    cut_off: int | None = None
-    reasked: int = 0
-    cached_readouts: int | None = None
-
-
 def _continuation(explanation: str, prefix: str) -> str:
     """The assistant turn for ``--explanation first``: the critique with its own verdict cut, then the prefix."""
     explanation = explanation.strip()
     return f"{explanation}\n\n{prefix}" if explanation else prefix
-
-
-def _json(distribution: dict | None) -> str | None:
-    return None if distribution is None else json.dumps({k: round(p, 6) for k, p in distribution.items()})
-
-
-def _distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
-    """``critique_distribution``, ``critique_verdict_mass``, ``critique_entropy`` (with a column-name suffix)."""
-    return {
-        schema.CRITIQUE_DISTRIBUTION + suffix: [_json(v.distribution) for v in verdicts],
-        schema.CRITIQUE_VERDICT_MASS + suffix: [v.mass for v in verdicts],
-        schema.CRITIQUE_ENTROPY + suffix: [v.entropy for v in verdicts],
-    }
-
-
-def _pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[ProbabilityVerdict] | None) -> dict:
-    """Label and distribution columns of pairwise probability verdicts; with ``swapped``, both orders' distributions
-    (the swapped one mapped back) are averaged before deciding (Wang et al. 2025)."""
-    ok = schema.ParseStatus.OK
-    labels = [decide_label(v.distribution) if v.status is ok else None for v in first]
-    columns = {schema.CRITIQUE_LABEL: labels, schema.CRITIQUE_STATUS: [v.status.value for v in first]}
-    columns.update(_distribution_columns(first))
-    if swapped is None:
-        return columns
-    back = [swap_distribution(v.distribution) if v.distribution else None for v in swapped]
-    both_ok = [a.status is ok and b.status is ok for a, b in zip(first, swapped, strict=True)]
-    combined = [combine_orders(a.distribution, b) if k else None for a, b, k in zip(first, back, both_ok, strict=True)]
-    labels_back = [decide_label(b) if v.status is ok else None for v, b in zip(swapped, back, strict=True)]
-    columns.update(
-        {
-            schema.CRITIQUE_LABEL: [decide_label(c) if c else None for c in combined],
-            schema.CRITIQUE_STATUS: [
-                ok.value if k else (a.status if a.status is not ok else b.status).value
-                for a, b, k in zip(first, swapped, both_ok, strict=True)
-            ],
-            schema.CRITIQUE_LABEL_FIRST: labels,
-            schema.CRITIQUE_LABEL_SWAPPED: labels_back,
-            schema.CRITIQUE_STATUS_SWAPPED: [v.status.value for v in swapped],
-            schema.CRITIQUE_CONSISTENT: [
-                None if a is None or b is None else a == b for a, b in zip(labels, labels_back, strict=True)
-            ],
-            schema.CRITIQUE_DISTRIBUTION_SWAPPED: [_json(b) for b in back],
-            schema.CRITIQUE_VERDICT_MASS_SWAPPED: [v.mass for v in swapped],
-            schema.CRITIQUE_DISTRIBUTION_COMBINED: [_json(c) for c in combined],
-            schema.CRITIQUE_ENTROPY: [entropy(c) if c else None for c in combined],
-        }
-    )
-    return columns
-
-
-def _stats(parsed: list[ParsedCritique], truncated: list[bool], judged: _Judged) -> RunStats:
-    stats = RunStats(truncated=sum(truncated), cut_off=judged.cut_off, reasked=judged.reasked, cached=judged.cached)
-    for p in parsed:
-        stats.count(p.status)
-    return stats
 
 
 def _as_dataset(records) -> datasets.Dataset:

@@ -24,10 +24,11 @@ the format at all.
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -43,6 +44,8 @@ __all__ = [
     "ProbabilityVerdict",
     "aggregate_readouts",
     "resolve_verdict",
+    "VerdictMode",
+    "VerdictPlan",
     "combine_orders",
     "decide_label",
     "expected_score",
@@ -70,14 +73,59 @@ AUTO_EMBEDDED = ("probability", "none")
 DEFAULT_MIN_VERDICT_MASS = 0.01
 
 
-def resolve_verdict(verdict: str, explanation: str | None, *, embedded: bool) -> tuple[str, str]:
-    """The ``(verdict, explanation)`` modes a critic runs with.
+class VerdictMode(str, enum.Enum):
+    """Where a critic's verdicts come from (``--verdict``; ``auto`` is resolved by :func:`resolve_verdict`)."""
+
+    TEXT = "text"  # parsed from the generated critique
+    PROBABILITY = "probability"  # read from the next-token distribution after the verdict prefix
+    BOTH = "both"  # probability, with the text verdict kept in its own columns
+    HEAD = "head"  # a trained reward head (hf_critic.reward_head)
+
+
+class VerdictPlan(NamedTuple):
+    """A critic's verdict mode and explanation mode, resolved once; the critic asks it what to do, never compares
+    mode strings. Equal to the plain ``(verdict, explanation)`` tuple, e.g. ``("probability", "none")``.
+
+    Attributes:
+        mode: the :class:`VerdictMode`.
+        explanation: ``"none"`` (the verdict prefix right after the prompt) or ``"first"`` (the critique first).
+    """
+
+    mode: VerdictMode
+    explanation: str
+
+    @property
+    def generates(self) -> bool:
+        """A critique is generated: text verdicts, or a probability read-out after the critique's explanation."""
+        return self.mode in (VerdictMode.TEXT, VerdictMode.BOTH) or self.explanation == "first"
+
+    @property
+    def reads_probabilities(self) -> bool:
+        """Verdicts are read from the next-token distribution (``probability`` or ``both``)."""
+        return self.mode in (VerdictMode.PROBABILITY, VerdictMode.BOTH)
+
+    @property
+    def parses_text(self) -> bool:
+        """The generated critique's own verdict is parsed (``text`` or ``both``)."""
+        return self.mode in (VerdictMode.TEXT, VerdictMode.BOTH)
+
+    @property
+    def keeps_text(self) -> bool:
+        """The text verdicts go in their own ``critique_text_*`` columns beside the probability ones (``both``)."""
+        return self.mode is VerdictMode.BOTH
+
+
+def resolve_verdict(verdict: str, explanation: str | None, *, embedded: bool) -> VerdictPlan:
+    """The verdict plan a critic runs with.
 
     Args:
         verdict: one of :data:`VERDICT_MODES` or ``"auto"`` (:data:`AUTO_EMBEDDED` for the embedded default critic,
             ``text`` for any other model).
         explanation: one of :data:`EXPLANATION_MODES`, or None: what ``auto`` picks, else ``first``.
         embedded: the critic is the embedded default model.
+
+    Returns:
+        The :class:`VerdictPlan` (equal to the tuple ``(verdict, explanation)``).
 
     Raises:
         ValueError: an unknown mode.
@@ -90,7 +138,7 @@ def resolve_verdict(verdict: str, explanation: str | None, *, embedded: bool) ->
     explanation = explanation or "first"
     if explanation not in EXPLANATION_MODES:
         raise ValueError(f"explanation must be one of {EXPLANATION_MODES}, got {explanation!r}")
-    return verdict, explanation
+    return VerdictPlan(VerdictMode(verdict), explanation)
 
 
 class VerdictProbabilityError(ValueError):

@@ -143,6 +143,7 @@ def run_refine(args: argparse.Namespace) -> int:
 
     from ..io import check_output_dir, save_records, write_text
     from ..refine import refine
+    from ..verdicts import VerdictMode
     from .options import cache_from_args, decoding_from_args
 
     if args.rounds < 1:
@@ -164,9 +165,9 @@ def run_refine(args: argparse.Namespace) -> int:
         )
     critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
     for critic in critics.values():
-        if critic.verdict == "probability" and critic.explanation == "none":
+        if critic.plan == ("probability", "none"):
             # The generator revises from the written critique: read verdicts directly, but write the critique too.
-            critic.verdict = "both"
+            critic.plan = critic.plan._replace(mode=VerdictMode.BOTH)
     generator = critic_on(args.generator).backend
     if args.judge_verdict or args.judge_explanation:  # the judge's own verdict settings, on its own Critic
         overrides = {"verdict": args.judge_verdict or args.verdict, "explanation": args.judge_explanation}

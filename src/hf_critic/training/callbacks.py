@@ -77,7 +77,7 @@ class CritiquePearsonCallback(TrainerCallback):
 
         if verdict not in ("text", "probability"):
             raise ValueError(f"validation verdict must be 'text' or 'probability', got {verdict!r}")
-        self.verdict, self.explanation = resolve_verdict(verdict, explanation, embedded=False)
+        self.plan = resolve_verdict(verdict, explanation, embedded=False)
         if score_column not in records.column_names:
             raise ValueError(f"validation records have no {score_column!r} column; they have {records.column_names}")
         if len(records) == 0:
@@ -121,8 +121,8 @@ class CritiquePearsonCallback(TrainerCallback):
             template=self.template,
             language=self.language,
             decoding=self.decoding,
-            verdict=self.verdict,
-            explanation=self.explanation,
+            verdict=self.plan.mode.value,
+            explanation=self.plan.explanation,
         )
         try:
             graded = critic.grade(self.records.select(indices), referenced=self.referenced, source="validation")

@@ -1,0 +1,181 @@
+"""What a critic run gives back besides its critiques' text: the run statistics of a grade / compare call
+(:class:`RunStats`, the user's summary line) and the columns of probability read-outs (verdict distributions, their
+mass and entropy, and both orders combined under ``--swap``; CritiqueLLM v2 §3.1 verdicts, Wang et al. 2025 §3.2)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import schema
+from .parsing import ParsedCritique
+from .verdicts import (
+    DEFAULT_MIN_VERDICT_MASS,
+    ProbabilityVerdict,
+    combine_orders,
+    decide_label,
+    entropy,
+    swap_distribution,
+)
+
+
+@dataclass
+class RunStats:
+    """Counts of one grade / compare call, for the user's summary line.
+
+    Attributes:
+        total: inputs sent through the critic (each order counts under ``swap``).
+        parsed: inputs whose final verdict parsed.
+        unparsed / out_of_range / skipped: the other :class:`~hf_critic.schema.ParseStatus` outcomes.
+        low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
+        truncated: inputs whose prompt was truncated to fit the context window (the response cut in the middle).
+        cut_off: critiques cut off at ``max_new_tokens`` (kept: that budget's critique; often unparsed), or None when
+            the backend does not say (the local engines). A server reports it (``finish_reason: "length"``).
+        reasked: inputs whose cached critique did not parse (a garbled answer kept by an earlier run against a
+            flaky server) and was asked again (servers only: a local engine would write the same text again).
+        cached: inputs answered from the generation cache (no model call; with both a critique and a read-out, the
+            inputs whose critique came from the cache).
+        cached_readouts: with both a generated critique and a probability read-out per input, the inputs whose
+            read-outs all came from the cache (a run killed after its critiques resumes with those cached and the
+            read-outs not); None otherwise.
+        verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
+            from.
+        mass: verdict mass of every read-out input (probability only).
+        unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
+        min_mass: the ``--min-verdict-mass`` in force.
+        text: under ``--verdict both``, the same counts for the text verdicts.
+    """
+
+    total: int = 0
+    parsed: int = 0
+    unparsed: int = 0
+    out_of_range: int = 0
+    skipped: int = 0
+    low_mass: int = 0
+    truncated: int = 0
+    cut_off: int | None = None
+    reasked: int = 0
+    cached: int = 0
+    cached_readouts: int | None = None
+    verdict: str = "text"
+    mass: list = field(default_factory=list)
+    unseen: int = 0
+    min_mass: float = DEFAULT_MIN_VERDICT_MASS
+    text: RunStats | None = None
+
+    @property
+    def parse_rate(self) -> float:
+        """Share of inputs with a parsed verdict, in [0, 1] (0 when nothing ran)."""
+        return self.parsed / self.total if self.total else 0.0
+
+    def count(self, status: schema.ParseStatus) -> None:
+        self.total += 1
+        attr = {schema.ParseStatus.OK: "parsed"}.get(status, status.value)
+        setattr(self, attr, getattr(self, attr) + 1)
+
+    def summary(self) -> str:
+        """One line: parse rate and every counter (probability read-outs: verdict rate, low mass, mean mass).
+
+        ``truncated to fit the context`` counts prompts cut to fit the window; ``cut off at max tokens`` counts
+        critiques that stopped at ``max_new_tokens`` (shown when the backend reports it); ``re-asked`` counts cached
+        critiques that did not parse and were asked again (shown when there were any).
+        """
+        tail = f"skipped {self.skipped}, truncated to fit the context {self.truncated}"
+        if self.cut_off is not None:
+            tail += f", cut off at max tokens {self.cut_off}"
+        if self.reasked:
+            tail += f", re-asked {self.reasked} cached critique(s) that did not parse"
+        tail += f", from cache {self.cached}"
+        if self.cached_readouts is not None:
+            tail += f" critique(s) and {self.cached_readouts} read-out(s)"
+        if self.verdict == "head":
+            return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
+        if self.verdict == "text":
+            return (
+                f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "
+                f"out of range {self.out_of_range}, {tail}"
+            )
+        line = (
+            f"{self.parsed}/{self.total} verdicts from probabilities ({100 * self.parse_rate:.1f}%), low mass "
+            f"{self.low_mass} (< {self.min_mass:g}), mean verdict mass {np.mean(self.mass) if self.mass else 0:.3f}, "
+            f"{tail}"
+        )
+        if self.unseen:
+            line += f", {self.unseen} verdict probabilities outside the server's top-k (counted as 0)"
+        return line + (f"; text verdicts: {self.text.summary()}" if self.text else "")
+
+
+def _json(distribution: dict | None) -> str | None:
+    return None if distribution is None else json.dumps({k: round(p, 6) for k, p in distribution.items()})
+
+
+def _distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
+    """``critique_distribution``, ``critique_verdict_mass``, ``critique_entropy`` (with a column-name suffix)."""
+    return {
+        schema.CRITIQUE_DISTRIBUTION + suffix: [_json(v.distribution) for v in verdicts],
+        schema.CRITIQUE_VERDICT_MASS + suffix: [v.mass for v in verdicts],
+        schema.CRITIQUE_ENTROPY + suffix: [v.entropy for v in verdicts],
+    }
+
+
+def _pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[ProbabilityVerdict] | None) -> dict:
+    """Label and distribution columns of pairwise probability verdicts; with ``swapped``, both orders' distributions
+    (the swapped one mapped back) are averaged before deciding (Wang et al. 2025)."""
+    ok = schema.ParseStatus.OK
+    labels = [decide_label(v.distribution) if v.status is ok else None for v in first]
+    columns = {schema.CRITIQUE_LABEL: labels, schema.CRITIQUE_STATUS: [v.status.value for v in first]}
+    columns.update(_distribution_columns(first))
+    if swapped is None:
+        return columns
+    back = [swap_distribution(v.distribution) if v.distribution else None for v in swapped]
+    both_ok = [a.status is ok and b.status is ok for a, b in zip(first, swapped, strict=True)]
+    combined = [combine_orders(a.distribution, b) if k else None for a, b, k in zip(first, back, both_ok, strict=True)]
+    labels_back = [decide_label(b) if v.status is ok else None for v, b in zip(swapped, back, strict=True)]
+    columns.update(
+        {
+            schema.CRITIQUE_LABEL: [decide_label(c) if c else None for c in combined],
+            schema.CRITIQUE_STATUS: [
+                ok.value if k else (a.status if a.status is not ok else b.status).value
+                for a, b, k in zip(first, swapped, both_ok, strict=True)
+            ],
+            schema.CRITIQUE_LABEL_FIRST: labels,
+            schema.CRITIQUE_LABEL_SWAPPED: labels_back,
+            schema.CRITIQUE_STATUS_SWAPPED: [v.status.value for v in swapped],
+            schema.CRITIQUE_CONSISTENT: [
+                None if a is None or b is None else a == b for a, b in zip(labels, labels_back, strict=True)
+            ],
+            schema.CRITIQUE_DISTRIBUTION_SWAPPED: [_json(b) for b in back],
+            schema.CRITIQUE_VERDICT_MASS_SWAPPED: [v.mass for v in swapped],
+            schema.CRITIQUE_DISTRIBUTION_COMBINED: [_json(c) for c in combined],
+            schema.CRITIQUE_ENTROPY: [entropy(c) if c else None for c in combined],
+        }
+    )
+    return columns
+
+
+@dataclass
+class Judged:
+    """What :meth:`hf_critic.critic.Critic._judge` returns: text verdicts, chosen raw texts, all samples (None when nothing was
+    generated), the number of inputs from the cache, the probability verdicts (None under ``text``), the inputs
+    whose chosen critique stopped at ``max_new_tokens`` (None when the backend does not say) and the cached critiques
+    asked again, and the inputs whose read-outs came from the cache when critiques were generated too."""
+
+    parsed: list[ParsedCritique]
+    raws: list
+    samples: list | None
+    cached: int
+    verdicts: list[ProbabilityVerdict] | None
+    cut_off: int | None = None
+    reasked: int = 0
+    cached_readouts: int | None = None
+
+
+def run_stats(parsed: list[ParsedCritique], truncated: list[bool], judged: Judged) -> RunStats:
+    """The :class:`RunStats` of one call from its parsed critiques, the truncated inputs and the generation facts."""
+    stats = RunStats(truncated=sum(truncated), cut_off=judged.cut_off, reasked=judged.reasked, cached=judged.cached)
+    for p in parsed:
+        stats.count(p.status)
+    return stats
