@@ -39,7 +39,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_critic import training
 from hf_critic.models import dequantized_gguf_config
-from hf_critic.testing import build_tiny_model
+from hf_critic.tiny_models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("padded", "padding_free", "packing")

@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "cache": 0,
     "redaction": 0,
     "sandbox": 0,
+    "tiny_models": 0,  # tiny models for tests and benchmarks
     # 1. reading and writing one critique
     "prompts": 1,
     "parsing": 1,

@@ -14,7 +14,7 @@ import yaml
 
 from hf_critic import schema
 from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
-from hf_critic.backends.openai import RetryPolicy
+from hf_critic.backends.retry import RetryPolicy
 from hf_critic.eval_instruct import filters, stages
 from hf_critic.eval_instruct.config import ConfigError, load_config
 from hf_critic.eval_instruct.hub import push_to_hub, render_card, save_outputs

@@ -365,7 +365,8 @@ def server(tmp_path_factory):
 
 @pytest.mark.slow
 def test_server_reports_top_logprobs_and_checks_the_model_name(server, tmp_path, capsys):
-    from hf_critic.backends.openai import EndpointError, OpenAIClient
+    from hf_critic.backends.openai import OpenAIClient
+    from hf_critic.backends.retry import EndpointError
 
     assert OpenAIClient(server.url, server.alias).check() == [server.alias]
     with pytest.raises(EndpointError, match="does not serve model 'gpt-4'; it serves: smollm2-135m-instruct"):

@@ -11,13 +11,15 @@ import datasets
 import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest
-from hf_critic.backends.openai import OpenAIClient, RetryPolicy, redact_url
+from hf_critic.backends.openai import OpenAIClient
+from hf_critic.backends.retry import RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.decoding import DecodingConfig
 from hf_critic.eval_instruct import stages
 from hf_critic.eval_instruct.config import load_config
 from hf_critic.eval_instruct.pipeline import run_eval_instruct
 from hf_critic.eval_instruct.stage_report import ShortfallError, StageReport
+from hf_critic.redaction import redact_url
 from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
 from ._eval_instruct_support import recipe, scripted_reply

@@ -123,7 +123,7 @@ def _tiny_pairs(n: int, offset: int = 0):
 
 @pytest.fixture(scope="module")
 def tiny_lm():
-    from hf_critic.testing import chatml_tokenizer, tiny_llama
+    from hf_critic.tiny_models import chatml_tokenizer, tiny_llama
 
     tokenizer = chatml_tokenizer()
     return tiny_llama(tokenizer, num_hidden_layers=2), tokenizer

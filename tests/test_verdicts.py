@@ -171,7 +171,8 @@ def test_walk_counts_empty_whitespace_and_duplicate_tokens_exactly():
 
 def test_walk_over_a_server_sending_empty_and_duplicate_tokens():
     """The same walk through the OpenAI client against a local server answering llama.cpp-shaped top-k lists."""
-    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient, RetryPolicy
+    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+    from hf_critic.backends.retry import RetryPolicy
     from hf_critic.testing import StubOpenAIServer, chat_completion_body
 
     def entry(token, p, token_id, raw=None):
@@ -675,7 +676,7 @@ def test_verdict_readout_is_exact_with_sliding_window_layers(name):
     import torch
 
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.testing import chatml_tokenizer
+    from hf_critic.tiny_models import chatml_tokenizer
 
     tokenizer = chatml_tokenizer()
     model = _architecture(name, tokenizer)

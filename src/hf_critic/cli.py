@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
-    from .backends.openai import EndpointError, FatalAPIError, RequestsFailedError
+    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError
     from .io import RecordError
     from .models import ModelNotFoundError
 

@@ -525,7 +525,7 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
 
     Raises:
         ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`.
-        hf_critic.backends.openai.EndpointError: the server is down or does not serve ``model``.
+        hf_critic.backends.retry.EndpointError: the server is down or does not serve ``model``.
     """
     from ..critic import Critic
     from ..models import DEFAULT_MODEL_NAME
@@ -649,9 +649,10 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
 
     Raises:
         ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``) given with ``--base-url``.
-        hf_critic.backends.openai.EndpointError: see :meth:`~hf_critic.backends.openai.OpenAIClient.check`.
+        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai.OpenAIClient.check`.
     """
-    from ..backends.openai import OpenAIBackend, OpenAIClient, RetryPolicy
+    from ..backends.openai import OpenAIBackend, OpenAIClient
+    from ..backends.retry import RetryPolicy
     from ..cache import GenerationCache
 
     if not model:

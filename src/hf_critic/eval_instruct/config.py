@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from ..backends.openai import RetryPolicy
+from ..backends.retry import RetryPolicy
 from ..cache import cache_key
 from .filters import FilterConfig
 
@@ -71,7 +71,7 @@ class EndpointConfig:
             appears in a config, cache, log or card.
         concurrency: requests in flight (>= 1).
         timeout: seconds per attempt.
-        retry: when and how often a failed attempt is retried: a :class:`~hf_critic.backends.openai.RetryPolicy`
+        retry: when and how often a failed attempt is retried: a :class:`~hf_critic.backends.retry.RetryPolicy`
             (YAML: a mapping of any of its fields, e.g. ``retry: {max_retries: 8, max_backoff: 120}``).
         sampling: request parameters (``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); CritiqueLLM's
             scripts use temperature 0 for the teacher.

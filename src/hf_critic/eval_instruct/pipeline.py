@@ -27,11 +27,12 @@ from typing import Any
 import datasets
 
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
-from ..backends.openai import OpenAIClient, redact_url
+from ..backends.openai import OpenAIClient
 from ..cache import GenerationCache
 from ..grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
+from ..redaction import redact_url
 from ..schema import CATEGORIES, SETTINGS, Setting, Task, category_name
 from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
@@ -310,7 +311,7 @@ def run_eval_instruct(
 
     Raises:
         RecordError: unreadable seed / revision files.
-        hf_critic.backends.openai.FatalAPIError: the teacher or a generator refuses every request (401 / 403 / 404);
+        hf_critic.backends.retry.FatalAPIError: the teacher or a generator refuses every request (401 / 403 / 404);
             finished work stays cached, so the run can be started again once fixed.
         ValueError: ``push`` without ``hub.repo_id``; a ``pipeline`` stage that reads what no earlier stage writes.
         ShortfallError: no config has a row, or a stage lost more than ``config.max_rejected_share`` of its items; the

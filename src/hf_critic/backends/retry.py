@@ -1,0 +1,144 @@
+"""Bounded retries of requests to an OpenAI-compatible server, and what its failures become.
+
+:class:`RetryPolicy` says when and how long to wait before retrying a failed attempt (exponential backoff with
+jitter, ``Retry-After`` honoured); :data:`RETRYABLE_STATUS` / :data:`FATAL_STATUS` sort HTTP statuses; the errors
+(:class:`FatalAPIError`, :class:`EndpointError`, :class:`RequestsFailedError`) are one line each and never hold a key.
+Used by :class:`hf_critic.backends.openai.OpenAIClient` for the Eval-Instruct teacher and for critics behind a server.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..redaction import redact_url
+
+__all__ = [
+    "FATAL_STATUS",
+    "RETRYABLE_STATUS",
+    "EndpointError",
+    "FatalAPIError",
+    "RequestsFailedError",
+    "RetryPolicy",
+]
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
+FATAL_STATUS = frozenset({401, 403, 404})
+
+
+class FatalAPIError(RuntimeError):
+    """The server refuses every request (401 / 403: credentials; 404: unknown model or endpoint): stop the run.
+
+    The message names the status, the base URL, the model and the environment variable the key is read from, never
+    the key itself.
+    """
+
+
+class EndpointError(ConnectionError):
+    """The server at a base URL cannot be used: down, not OpenAI-compatible, refusing the key, or not serving the
+    model asked for.
+
+    Raised by :meth:`OpenAIClient.check` before a run, with a one-line message naming the URL and the model.
+    """
+
+
+class RequestsFailedError(RuntimeError):
+    """Requests still failed after the client's bounded retries (typically: the server died or stopped answering
+    mid-run), so the critic cannot finish. Raised by :class:`OpenAIBackend`.
+
+    The message is one line: how many of how many requests failed, the first error (with its attempt count), the
+    base URL (redacted, never the key), and where the answered requests are kept, so that the same command run
+    again resumes from them.
+
+    Attributes:
+        failed: requests that failed (>= 1).
+        total: requests in the batch that was being answered.
+        cache: the client's cache file, None when it has none.
+    """
+
+    def __init__(self, failed: int, total: int, first_error: str, base_url: str, cache: Path | None = None):
+        self.failed, self.total, self.cache = failed, total, cache
+        kept = f"answered requests are kept in {cache if cache else 'the --cache file'}"
+        first = " ".join(first_error.split())  # one line, whatever the server's error body held
+        super().__init__(
+            f"{failed} of {total} request(s) to {redact_url(base_url)} failed after retries (first: {first}); "
+            f"{kept}: run the same command again to resume"
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When and how long to wait before retrying a failed attempt.
+
+    The wait before retry ``k`` (0-based) is ``base = min(max_backoff, initial_backoff * multiplier**k)`` scaled
+    by ``1 - jitter * U`` with ``U`` uniform in [0, 1): ``jitter=0`` is plain exponential backoff, ``jitter=1`` is
+    "full jitter" (uniform in (0, base]). A ``Retry-After`` header raises the wait to at least its value (capped
+    at ``max_backoff``).
+
+    Attributes:
+        max_retries: retries after the first attempt on transport errors (>= 0); then the item is reported failed.
+        max_invalid_retries: retries of an answer that came back but is cut off (``finish_reason: "length"``) or
+            rejected by the caller's check (>= 0); then the item is reported failed, and nothing is cached.
+        accept_truncated: keep answers cut off at ``max_tokens`` as they are, the caller's check not applied (for
+            generators whose responses are meant to be capped, and the critic: a critique cut off at
+            ``--max-new-tokens`` is what that budget gives); the default retries them like rejected answers.
+        initial_backoff: seconds before the first retry (> 0).
+        max_backoff: cap on any single wait, seconds (>= initial_backoff).
+        multiplier: growth factor per retry (>= 1).
+        jitter: share of the wait drawn at random, in [0, 1].
+    """
+
+    max_retries: int = 6
+    max_invalid_retries: int = 2
+    accept_truncated: bool = False
+    initial_backoff: float = 1.0
+    max_backoff: float = 60.0
+    multiplier: float = 2.0
+    jitter: float = 1.0
+
+    def __post_init__(self):
+        if (
+            self.max_retries < 0
+            or self.max_invalid_retries < 0
+            or self.initial_backoff <= 0
+            or self.max_backoff < self.initial_backoff
+        ):
+            raise ValueError("need max_retries, max_invalid_retries >= 0 and 0 < initial_backoff <= max_backoff")
+        if self.multiplier < 1 or not 0 <= self.jitter <= 1:
+            raise ValueError("need multiplier >= 1 and jitter in [0, 1]")
+
+    def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based), in ``(0, max_backoff]``.
+
+        Args:
+            retry: how many retries were made before this one.
+            rng: source of the jitter.
+            retry_after: the server's ``Retry-After`` in seconds, if any.
+        """
+        base = min(self.max_backoff, self.initial_backoff * self.multiplier**retry)
+        wait = base * (1.0 - self.jitter * rng.random())
+        if retry_after is not None and retry_after > wait:
+            wait = min(self.max_backoff, retry_after)
+        return max(wait, 1e-3)
+
+
+class _Retry(Exception):
+    """One failed attempt that may be retried."""
+
+    def __init__(self, kind: str, detail: str, retry_after: float | None = None):
+        super().__init__(detail)
+        self.kind, self.detail, self.retry_after = kind, detail, retry_after
+
+
+class _Fail(Exception):
+    """One failed attempt that must not be retried (the item fails)."""
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    value = (headers or {}).get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
