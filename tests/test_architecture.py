@@ -33,7 +33,8 @@ FLOORS: dict[str, int] = {
     # 2. what a critique needs around it: decoding, grammars, model files, benchmark loaders
     "decoding": 2,
     "grammars": 2,
-    "critic_output": 2,  # run statistics and read-out columns of a critic run
+    "critic_output": 2,
+    "critic_config": 2,  # the critic's options, as a dataclass the command line is generated from  # run statistics and read-out columns of a critic run
     "models": 2,
     "loaders": 2,  # published benchmark formats -> records
     # 3. engines and measurements

@@ -17,8 +17,9 @@ import pytest
 
 from hf_critic import schema
 from hf_critic.cache import cache_key
-from hf_critic.commands.options import score_range_from_args, template_from_args
+from hf_critic.commands.options import template_from_args
 from hf_critic.critic import Critic
+from hf_critic.critic_config import parse_score_range
 from hf_critic.loaders.prometheus import split_prometheus_prompt
 from hf_critic.parsing import parse_output
 from hf_critic.prompts import (
@@ -624,17 +625,15 @@ def test_with_scale_rewrites_the_prompt_and_the_parser_range():
 
 @pytest.mark.parametrize(("text", "expected"), [("1,10", (1, 10)), (" 0 , 4 ", (0, 4)), (None, None)])
 def test_score_range_option(text, expected):
-    import argparse
 
-    assert score_range_from_args(argparse.Namespace(score_range=text)) == expected
+    assert parse_score_range(text) == expected
 
 
 @pytest.mark.parametrize("text", ["5,1", "1", "1,2,3", "a,b", "1.5,4"])
 def test_bad_score_range_option(text):
-    import argparse
 
     with pytest.raises(ValueError, match="--score-range"):
-        score_range_from_args(argparse.Namespace(score_range=text))
+        parse_score_range(text)
 
 
 def _prometheus_reply(text, k):

@@ -40,6 +40,7 @@ import logging
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -478,6 +479,51 @@ class OpenAIBackend(Backend):
         self.client, self.context_length, self.stage, self.progress = client, context_length, stage, progress
         self.name = f"openai-compatible:{client.model}"
         self.top_logprobs = top_logprobs
+
+    @classmethod
+    def connect(
+        cls,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        timeout: float = 300.0,
+        max_retries: int = 6,
+        cache_path: str | Path | None = None,
+        progress: bool = True,
+    ) -> OpenAIBackend:
+        """The critic on the server at ``base_url`` serving ``model``, checked before any work.
+
+        Requests go through an :class:`OpenAIClient` with bounded retries (``max_retries``) in which a critique cut
+        off at the generation budget is kept and cached at once, not asked again (what that budget gives, as the
+        local engines keep it), and a per-request cache in ``cache_path`` (None: none), so a killed run resumes.
+
+        Args:
+            base_url: the server's OpenAI-compatible base URL (a key in it is used, never printed).
+            model: the model name the server serves.
+            api_key_env: the environment variable holding the key (unset is fine locally).
+            concurrency: requests in flight at once (>= 1).
+            timeout: seconds per request.
+            max_retries: retries of a failed request (>= 0).
+            cache_path: the SQLite request cache, or None.
+            progress: show a progress bar.
+
+        Raises:
+            hf_critic.backends.retry.EndpointError: the server is down, not OpenAI-compatible, refuses the key or does
+                not serve ``model`` (see :meth:`OpenAIClient.check`).
+        """
+        client = OpenAIClient(
+            base_url,
+            model,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            timeout=timeout,
+            retry=RetryPolicy(max_retries=max_retries, accept_truncated=True),
+            cache=GenerationCache(cache_path) if cache_path else None,
+        )
+        client.check()
+        return cls(client, progress=progress)
 
     def verdict_probabilities(
         self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]

@@ -8,18 +8,21 @@ with the same help text, in every command.
 To add an option: declare it once in :data:`OPTIONS` (help text required; a switch is ``store_true`` or
 ``argparse.BooleanOptionalAction``, never ``type=bool``, which reads "False" as True), add its name to the group it
 belongs to, and read it in the matching reader. A command that needs a different default or help passes it as an
-override: ``add_options(group, "limit", limit={"help": "..."})``. Decoding options are generated from
-:class:`~hf_critic.decoding.DecodingConfig`'s fields: a new field is a new option.
+override: ``add_options(group, "limit", limit={"help": "..."})``. Decoding and critic options are generated from
+the fields of :class:`~hf_critic.decoding.DecodingConfig` and :class:`~hf_critic.critic_config.CriticConfig`
+(:func:`~hf_critic.critic_config.add_dataclass_args`): a new field is a new option. The objects themselves are built
+where they live (:meth:`~hf_critic.critic.Critic.from_pretrained`,
+:meth:`~hf_critic.backends.openai.OpenAIBackend.connect`); the readers here only map options onto them.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..critic_config import CriticConfig, add_dataclass_args
 from ..decoding import DecodingConfig
 
 DEFAULT_CACHE = "$HF_CRITIC_CACHE/generations.sqlite; ~/.cache/hf_critic/ when HF_CRITIC_CACHE is unset"
@@ -200,64 +203,6 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         default=6,
         help="retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)",
     ),
-    # ------------------------------------------------------------------------------------------------- critic
-    "constrain_verdict": _option(
-        "--constrain-verdict",
-        action="store_true",
-        help="force a verdict in the template's syntax onto critiques that lack one (a GBNF grammar; the "
-        "explanation stays free); needs --engine llamacpp or a llama.cpp server",
-    ),
-    "template": _option(
-        "--template",
-        help="template family (critiquellm_v2, critiquellm_v1, critiquellm_6b, mtbench, prometheus2, autoj, judgelm, "
-        "pandalm), 'auto' (the family of a known published critic, from the --model id or folder name; else "
-        "critiquellm_v2), a built-in template name, or your own YAML file (default: critiquellm_v2)",
-    ),
-    "rubric": _option(
-        "--rubric",
-        metavar="FILE",
-        help="score rubric YAML (criteria + score_descriptions, Prometheus style; see examples/rubric_helpfulness.yaml) "
-        "for templates that grade against one (prometheus2); replaces a rubric column; its scores set the scale",
-    ),
-    "score_range": _option(
-        "--score-range",
-        metavar="LOW,HIGH",
-        help="integer scale of pointwise grading for templates with a configurable scale (prometheus2: default 1,5)",
-    ),
-    "language": _option(
-        "--language", default="en", choices=["en", "zh"], help="language of the critiques (default: en)"
-    ),
-    "truncate": _option(
-        "--truncate",
-        default="middle",
-        choices=["middle", "skip", "error"],
-        help="inputs longer than the context: cut the response(s) from the middle, skip the row, or stop "
-        "(default: middle)",
-    ),
-    "verdict": _option(
-        "--verdict",
-        default="auto",
-        choices=["auto", "text", "probability", "both"],
-        help="where the verdict comes from: text = parse the generated verdict (never a default); probability = "
-        "read it from the critic's next-token distribution after the template's verdict prefix (expected score, "
-        "or the label of highest probability, both orders averaged under --swap); both = probability, with the "
-        "text verdict in critique_text_* columns; auto (default) = probability for the embedded critic, text for "
-        "any other model",
-    ),
-    "explanation": _option(
-        "--explanation",
-        choices=["none", "first"],
-        help="for probability read-outs: none = verdict prefix right after the prompt (one prefill, no decoding, "
-        "no explanation); first = generate the critique, cut its own verdict, then read the verdict after it "
-        "(default: first; --verdict auto picks none for the embedded critic, measured better)",
-    ),
-    "min_verdict_mass": _option(
-        "--min-verdict-mass",
-        type=float,
-        default=None,
-        help="read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
-        "never scored (default: hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)",
-    ),
     # -------------------------------------------------------------------------------------------------- cache
     "cache": _option("--cache", help=f"SQLite file of finished generations (default: {DEFAULT_CACHE})"),
     "no_cache": _option("--no-cache", action="store_true", help="do not read or write the generation cache"),
@@ -377,21 +322,11 @@ def add_endpoint_args(parser: argparse.ArgumentParser):
 
 
 def add_critic_args(parser) -> None:
-    """How a critic is prompted and judged: ``--template``, ``--rubric``, ``--score-range``, ``--language``, ``--truncate`` (CritiqueLLM v2 §3.1
-    settings), ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``
-    (:mod:`hf_critic.verdicts`)."""
-    add_options(
-        parser,
-        "template",
-        "rubric",
-        "score_range",
-        "language",
-        "truncate",
-        "constrain_verdict",
-        "verdict",
-        "explanation",
-        "min_verdict_mass",
-    )
+    """How a critic is prompted and judged: one option per field of :class:`~hf_critic.critic_config.CriticConfig`
+    (``--template``, ``--rubric``, ``--score-range``, ``--language``, ``--truncate``: CritiqueLLM v2 §3.1 settings;
+    ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``: :mod:`hf_critic.verdicts`),
+    generated from the dataclass and read back by :func:`critic_from_args`."""
+    add_dataclass_args(parser, CriticConfig)
 
 
 def add_cache_args(parser, *, default: str = DEFAULT_CACHE, can_disable: bool = True) -> None:
@@ -435,22 +370,8 @@ def add_decoding_args(
     Raises:
         KeyError: a name in ``only`` or ``defaults`` that is not a field.
     """
-    fields = {f.name: f for f in dataclasses.fields(DecodingConfig)}
-    unknown = (set(only or ()) | set(defaults or {})) - set(fields)
-    if unknown:
-        raise KeyError(f"not DecodingConfig fields: {sorted(unknown)}")
-    types = typing.get_type_hints(DecodingConfig)
     group = parser.add_argument_group(title)
-    for name, f in fields.items():
-        if only is not None and name not in only:
-            continue
-        flag = f.metadata.get("flag", "--" + name.replace("_", "-"))
-        kwargs = {"dest": name, "default": (defaults or {}).get(name, f.default)}
-        if types[name] is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs.update(type=types[name], choices=f.metadata.get("choices"))
-        group.add_argument(flag, help=f"{f.metadata['help']} (default: %(default)s)", **kwargs)
+    add_dataclass_args(group, DecodingConfig, only=only, defaults=defaults, show_default=True)
     return group
 
 
@@ -529,7 +450,6 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
     """
     from ..critic import Critic
     from ..models import DEFAULT_MODEL_NAME
-    from ..verdicts import DEFAULT_MIN_VERDICT_MASS
 
     # Say what is about to load before the (slow) load, and how to choose another.
     if model is None and not getattr(args, "base_url", None):
@@ -542,20 +462,12 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
 
     cache = cache_from_args(args)
     template, language = template_from_args(args, model)
+    config = CriticConfig.from_args(args, template=template, language=language)
     options = {
+        **config.critic_kwargs(),
         "template": template,
-        "language": language,
-        "rubric": rubric_from_args(args),
-        "score_range": score_range_from_args(args),
         "decoding": decoding_from_args(args),
-        "truncate": args.truncate,
         "cache_path": cache,
-        "constrain_verdict": getattr(args, "constrain_verdict", False),
-        "verdict": getattr(args, "verdict", "auto"),
-        "explanation": getattr(args, "explanation", None),
-        "min_verdict_mass": DEFAULT_MIN_VERDICT_MASS
-        if getattr(args, "min_verdict_mass", None) is None
-        else args.min_verdict_mass,
     }
     if getattr(args, "base_url", None):
         return Critic(endpoint_backend(args, model, cache), **options)
@@ -605,70 +517,27 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
     return family, language
 
 
-def rubric_from_args(args: argparse.Namespace):
-    """The :class:`~hf_critic.prompts.Rubric` of ``--rubric FILE``, or None.
-
-    Raises:
-        ValueError: the file is missing, a folder or unreadable (the message names ``--rubric`` and the path: the
-            command line prints it as one line and exits 2), or an invalid rubric (see
-            :func:`~hf_critic.prompts.load_rubric`).
-    """
-    from ..prompts import load_rubric
-
-    path = getattr(args, "rubric", None)
-    if not path:
-        return None
-    try:
-        return load_rubric(path)
-    except OSError as err:  # FileNotFoundError from load_rubric; PermissionError, IsADirectoryError from the read
-        reason = "it is a folder" if Path(path).is_dir() else (err.strerror or "no such file").lower()
-        raise ValueError(f"--rubric: cannot read the rubric file {str(path)!r}: {reason}") from None
-
-
-def score_range_from_args(args: argparse.Namespace) -> tuple[int, int] | None:
-    """``--score-range LOW,HIGH`` as two integers, or None.
-
-    Raises:
-        ValueError: anything but two comma-separated integers with LOW < HIGH.
-    """
-    text = getattr(args, "score_range", None)
-    if not text:
-        return None
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        low, high = (int(p) for p in parts) if len(parts) == 2 else (None, None)
-    except ValueError:
-        low = high = None
-    if low is None or low >= high:
-        raise ValueError(f"--score-range must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
-    return low, high
-
-
 def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):
-    """The :class:`~hf_critic.backends.openai.OpenAIBackend` of ``--base-url`` serving ``model``, checked first.
+    """The :class:`~hf_critic.backends.openai.OpenAIBackend` of ``--base-url`` serving ``model``, checked first
+    (:meth:`~hf_critic.backends.openai.OpenAIBackend.connect`).
 
     Raises:
         ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``) given with ``--base-url``.
         hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai.OpenAIClient.check`.
     """
-    from ..backends.openai import OpenAIBackend, OpenAIClient
-    from ..backends.retry import RetryPolicy
-    from ..cache import GenerationCache
+    from ..backends.openai import OpenAIBackend
 
     if not model:
         raise ValueError("--base-url needs --model: the name of the model the server serves")
     if getattr(args, "engine", "auto") != "auto" or getattr(args, "dtype", "auto") != "auto":
         raise ValueError("--engine and --dtype choose how a local model runs; the server at --base-url decides that")
-    client = OpenAIClient(
+    return OpenAIBackend.connect(
         args.base_url,
         model,
         api_key_env=args.api_key_env,
         concurrency=args.concurrency,
         timeout=args.request_timeout,
-        # a critique cut off at --max-new-tokens is the critique this budget gives (the local engines keep it too):
-        # kept and cached at once, not asked again
-        retry=RetryPolicy(max_retries=args.max_retries, accept_truncated=True),
-        cache=GenerationCache(cache) if cache else None,
+        max_retries=args.max_retries,
+        cache_path=cache,
+        progress=args.progress,
     )
-    client.check()
-    return OpenAIBackend(client, progress=args.progress)
