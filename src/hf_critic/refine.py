@@ -238,6 +238,22 @@ def _judge(judge: Critic, rows: list[dict], source: str) -> int:
     return cached
 
 
+def _columns(records, category: str, source: str) -> tuple[list, list, list, list[str]]:
+    """``(questions, responses, references, categories)`` of the records, checked (names row and field).
+
+    Raises:
+        RecordError: a missing or empty question / response, or a reference that is not text.
+    """
+    data = records if isinstance(records, datasets.Dataset) else datasets.Dataset.from_list([dict(r) for r in records])
+    check_fields(data, (schema.QUESTION, schema.RESPONSE), source, allow_empty=(schema.RESPONSE,))
+    references = list(data[schema.REFERENCE]) if schema.REFERENCE in data.column_names else [None] * len(data)
+    bad = [i for i, v in enumerate(references) if v is not None and not isinstance(v, str)]
+    if bad:
+        raise RecordError(f"{source}: row {bad[0]}, field 'reference': not text")
+    categories = [str(c) for c in data[category]] if category in data.column_names else ["all"] * len(data)
+    return list(data[schema.QUESTION]), list(data[schema.RESPONSE]), references, categories
+
+
 def refine(
     records: datasets.Dataset | Sequence[Mapping[str, Any]],
     critics: Mapping[str, Critic],
@@ -280,18 +296,10 @@ def refine(
         raise ValueError("refine needs at least one critic and rounds >= 1")
     if ORIGINAL in critics:
         raise ValueError(f"{ORIGINAL!r} names the row of the unchanged responses; call the critic something else")
-    data = records if isinstance(records, datasets.Dataset) else datasets.Dataset.from_list([dict(r) for r in records])
-    check_fields(data, (schema.QUESTION, schema.RESPONSE), source, allow_empty=(schema.RESPONSE,))
-    if schema.REFERENCE in data.column_names:
-        bad = [i for i, v in enumerate(data[schema.REFERENCE]) if v is not None and not isinstance(v, str)]
-        if bad:
-            raise RecordError(f"{source}: row {bad[0]}, field 'reference': not text")
+    questions, originals, references, categories = _columns(records, category, source)
     prompt = load_rewrite_prompt(prompt) if isinstance(prompt, str) else prompt
     decoding = decoding or DecodingConfig(max_new_tokens=512)
     cache = GenerationCache(cache_path) if cache_path else None
-    questions, originals = list(data[schema.QUESTION]), list(data[schema.RESPONSE])
-    references = list(data[schema.REFERENCE]) if schema.REFERENCE in data.column_names else [None] * len(data)
-    categories = [str(c) for c in data[category]] if category in data.column_names else ["all"] * len(data)
     counts = {stage: StageCount() for stage in ("critique", "rewrite", "judge")}
 
     def row(i: int, critic: str, round_: int, response: str | None, **extra) -> dict[str, Any]:
@@ -310,7 +318,7 @@ def refine(
             **extra,
         }
 
-    rows = [row(i, ORIGINAL, 0, originals[i]) for i in range(len(data))]
+    rows = [row(i, ORIGINAL, 0, originals[i]) for i in range(len(questions))]
     for name, critic in critics.items():
         current: list[str | None] = list(originals)
         for round_ in range(1, rounds + 1):
@@ -326,7 +334,7 @@ def refine(
             generations, cached = cached_generate(generator, conversations, decoding, cache)
             counts["rewrite"].add(sum(c is not None for c in conversations), cached)
             rewrites = [None if g is None else g[0].strip() for g in generations]
-            for i in range(len(data)):
+            for i in range(len(questions)):
                 g = graded[i]
                 rows.append(
                     row(

@@ -80,32 +80,11 @@ def render_card(
     Returns:
         A ``huggingface_hub.DatasetCard``; ``card.data`` holds the YAML header (``configs``, ``dataset_info`` ...).
     """
-    from huggingface_hub import DatasetCard, DatasetCardData
+    from huggingface_hub import DatasetCard
 
     info = report.info
     language = info.get("language", "en")
-    configs = [
-        {"config_name": name, "data_files": [{"split": "train", "path": f"{name}/train-*"}]} for name in dataset
-    ]
-    card_data = DatasetCardData(
-        license=license,
-        language=[language],
-        task_categories=["text-generation"],
-        pretty_name=pretty_name,
-        size_categories=[_size_category(sum(len(d) for d in dataset.values()))],
-        tags=["llm-as-a-judge", "critique", "eval-instruct", "critiquellm", "synthetic"],
-        configs=configs,
-    )
-    infos = datasets.info.DatasetInfosDict(
-        {
-            name: datasets.DatasetInfo(
-                features=split.features,
-                splits=datasets.SplitDict({"train": datasets.SplitInfo("train", num_examples=len(split))}),
-            )
-            for name, split in dataset.items()
-        }
-    )
-    infos.to_dataset_card_data(card_data)
+    card_data = _card_header(dataset, license=license, pretty_name=pretty_name, language=language)
     settings = {s.name: s for s in SETTINGS}
     stages = [
         {
@@ -164,6 +143,35 @@ def render_card(
     }
     path = Path(template_path) if template_path else default_card_template()
     return DatasetCard.from_template(card_data, template_path=str(path), **kwargs)
+
+
+def _card_header(dataset: datasets.DatasetDict, *, license: str, pretty_name: str, language: str):
+    """The card's YAML header: licence, language, tags, one config per setting and each one's features and size."""
+    from huggingface_hub import DatasetCardData
+
+    configs = [
+        {"config_name": name, "data_files": [{"split": "train", "path": f"{name}/train-*"}]} for name in dataset
+    ]
+    card_data = DatasetCardData(
+        license=license,
+        language=[language],
+        task_categories=["text-generation"],
+        pretty_name=pretty_name,
+        size_categories=[_size_category(sum(len(d) for d in dataset.values()))],
+        tags=["llm-as-a-judge", "critique", "eval-instruct", "critiquellm", "synthetic"],
+        configs=configs,
+    )
+    infos = datasets.info.DatasetInfosDict(
+        {
+            name: datasets.DatasetInfo(
+                features=split.features,
+                splits=datasets.SplitDict({"train": datasets.SplitInfo("train", num_examples=len(split))}),
+            )
+            for name, split in dataset.items()
+        }
+    )
+    infos.to_dataset_card_data(card_data)
+    return card_data
 
 
 #: The folders :func:`save_outputs` writes in the output folder; ``hub`` is moved into place last.

@@ -350,16 +350,7 @@ def run_eval_instruct(
     named: dict[str, datasets.Dataset] = {"seeds": seeds}
     for stage in pipeline:
         named[stage.output] = run(stage.name, stage.run, context, *(named[i] for i in stage.inputs))
-    dataset = datasets.DatasetDict()
-    for setting in SETTINGS:
-        rows = named.get(setting.name)
-        if rows is None:
-            rows = datasets.Dataset.from_dict({})
-        split = stages.to_sft_dataset(rows, setting, family=family, language=lang, teacher=teacher_name)
-        ids = split["id"]
-        if len(set(ids)) != len(ids):
-            raise RuntimeError(f"{setting.name}: duplicate ids in the output (a bug): {len(ids) - len(set(ids))}")
-        dataset[setting.name] = split
+    dataset = _output_configs(named, family=family, language=lang, teacher=teacher_name)
     report.counts = {name: len(split) for name, split in dataset.items()}
     report.info = _info(config, teacher_name, v2, family, queries=len(seeds))
     paths: dict[str, Any] = {
@@ -389,6 +380,27 @@ def run_eval_instruct(
         )
     cache.close()
     return EvalInstructResult(dataset, report, paths)
+
+
+def _output_configs(
+    named: Mapping[str, datasets.Dataset], *, family: str, language: str, teacher: str
+) -> datasets.DatasetDict:
+    """The four output configs: each setting's rows (named after it by a stage; empty when none is) as SFT rows.
+
+    Raises:
+        RuntimeError: an id twice in one config (a bug in a stage).
+    """
+    dataset = datasets.DatasetDict()
+    for setting in SETTINGS:
+        rows = named.get(setting.name)
+        if rows is None:
+            rows = datasets.Dataset.from_dict({})
+        split = stages.to_sft_dataset(rows, setting, family=family, language=language, teacher=teacher)
+        ids = split["id"]
+        if len(set(ids)) != len(ids):
+            raise RuntimeError(f"{setting.name}: duplicate ids in the output (a bug): {len(ids) - len(set(ids))}")
+        dataset[setting.name] = split
+    return dataset
 
 
 def _info(config: EvalInstructConfig, teacher: str, v2: bool, family: str, *, queries: int) -> dict:

@@ -190,42 +190,11 @@ class GlassBoxEvaluator:
         want_attn = "attention" in groups
 
         # 1. conversations and the turns to score: slots[row] = list of assistant-turn numbers (0-based) or None
-        convs: list[Conversation] = []
-        slots: list[list[int | None]] = []
-        for row, rec in enumerate(ds):
-            conv = conversation_from_record(rec, row)
-            convs.append(conv)
-            n = len(conv.assistant_indices)
-            if turn == "last":
-                slots.append([n - 1])
-            elif turn == "all":
-                slots.append(list(range(n)))
-            else:
-                slots.append([turn - 1 if turn <= n else None])
+        convs = [conversation_from_record(rec, row) for row, rec in enumerate(ds)]
+        slots = [_turn_slots(len(conv.assistant_indices), turn) for conv in convs]
 
         # 2. teacher-forced items
-        main: list[_Item] = []
-        refs: list[_Item] = []
-        prm: list[_Item] = []
-        illustrated: dict[tuple, bool] = {}
-        rng = random.Random(self.seed)
-        for row, k, conv, context, ill in _scored_turns(convs, slots, illustration):
-            response = conv.messages[conv.assistant_indices[k]]["content"]
-            ctx = ill or context
-            if illustration:
-                illustrated[(row, k)] = ill is not None
-            main.append(_Item((row, k), self._encode(ctx, response)))
-            if calibrate and conv.references[k] is not None:
-                refs.append(_Item((row, k), self._encode(context, conv.references[k])))
-            if "prompt_ensemble" in groups:
-                pool = self.system_prompts
-                if self.prompt_ensemble_size is None:
-                    chosen = list(range(len(pool)))
-                else:
-                    chosen = [rng.randrange(len(pool)) for _ in range(self.prompt_ensemble_size)]
-                for n_pass, p in enumerate(chosen):
-                    prm.append(_Item((row, k, n_pass), self._encode(_with_system(ctx, pool[p]), response)))
-
+        main, refs, prm, illustrated = self._items(convs, slots, illustration, calibrate, "prompt_ensemble" in groups)
         results = self._run(main, attention=want_attn, desc="glass-box")
         ref_results = self._run(refs, attention=False, desc="references") if refs else {}
         prm_results = self._run(prm, attention=False, desc="prompt ensemble") if prm else {}
@@ -239,40 +208,12 @@ class GlassBoxEvaluator:
         # 3. combo normalisation
         combo_norm = None
         if "softmax_combo" in feats:
-            if combo_normalization is None:
-                ent = [r["softmax_ent"] for r in results.values()]
-                var = [r[combo_var_feature] for r in results.values()]
-                sign = -1 if FEATURES[combo_var_feature].higher_is_better is False else 1
-                combo_norm = ComboNormalization.fit(
-                    ent,
-                    var,
-                    method=combo_method,
-                    var_feature=combo_var_feature,
-                    ent_sign=combo_ent_sign,
-                    var_sign=sign,
-                )
-            elif isinstance(combo_normalization, ComboNormalization):
-                combo_norm = combo_normalization
-            else:
-                combo_norm = ComboNormalization.from_dict(combo_normalization)
-            self.combo_normalization_ = combo_norm
-            logger.info("Softmax-combo normalisation: %s", combo_norm.to_dict())
+            combo_norm = self._combo(results, combo_normalization, combo_method, combo_var_feature, combo_ent_sign)
 
         # 4. one cell per column and scored turn, read through the _COLUMNS table
         passes = _Passes(results, ref_results, prm_values, dec_values, illustrated, combo_norm)
-        names = list(feats) + ["num_tokens", "truncated"]
-        if "prompt_ensemble" in groups:
-            names.append("prm_ensemble_values")
-        if "decoding_ensemble" in groups:
-            names.append("dec_ensemble_values")
-        if illustration:
-            names.append("illustrated")
-        if calibrate:
-            for f in feats:
-                if f in CALIBRATABLE_FEATURES:
-                    names += [f"{f}_ref", f"{f}_calibrated"]
         out = ds
-        for name in names:
+        for name in _output_names(feats, groups, illustration, calibrate):
             col = column_name(name)
             cells = []
             read = _COLUMNS[name]
@@ -285,6 +226,50 @@ class GlassBoxEvaluator:
         return out
 
     # ---------------------------------------------------------------- internals
+
+    def _items(self, convs, slots, illustration: bool, calibrate: bool, prompt_ensemble: bool):
+        """The teacher-forced passes of the scored turns: ``(main, references, prompt-ensemble passes,
+        {(row, turn): illustrated})`` (§3.1 illustration, §3.2 calibration, the prompt ensemble's system prompts)."""
+        main: list[_Item] = []
+        refs: list[_Item] = []
+        prm: list[_Item] = []
+        illustrated: dict[tuple, bool] = {}
+        rng = random.Random(self.seed)
+        for row, k, conv, context, ill in _scored_turns(convs, slots, illustration):
+            response = conv.messages[conv.assistant_indices[k]]["content"]
+            ctx = ill or context
+            if illustration:
+                illustrated[(row, k)] = ill is not None
+            main.append(_Item((row, k), self._encode(ctx, response)))
+            if calibrate and conv.references[k] is not None:
+                refs.append(_Item((row, k), self._encode(context, conv.references[k])))
+            if prompt_ensemble:
+                pool = self.system_prompts
+                if self.prompt_ensemble_size is None:
+                    chosen = list(range(len(pool)))
+                else:
+                    chosen = [rng.randrange(len(pool)) for _ in range(self.prompt_ensemble_size)]
+                for n_pass, p in enumerate(chosen):
+                    prm.append(_Item((row, k, n_pass), self._encode(_with_system(ctx, pool[p]), response)))
+        return main, refs, prm, illustrated
+
+    def _combo(self, results, given, method: str, var_feature: str, ent_sign: int) -> ComboNormalization:
+        """The Softmax-combo normalisation: ``given`` (an instance or its dict), else fitted on ``results``; kept in
+        ``self.combo_normalization_``."""
+        if given is None:
+            ent = [r["softmax_ent"] for r in results.values()]
+            var = [r[var_feature] for r in results.values()]
+            sign = -1 if FEATURES[var_feature].higher_is_better is False else 1
+            norm = ComboNormalization.fit(
+                ent, var, method=method, var_feature=var_feature, ent_sign=ent_sign, var_sign=sign
+            )
+        elif isinstance(given, ComboNormalization):
+            norm = given
+        else:
+            norm = ComboNormalization.from_dict(given)
+        self.combo_normalization_ = norm
+        logger.info("Softmax-combo normalisation: %s", norm.to_dict())
+        return norm
 
     def _encode(self, context: list[dict], response) -> EncodedTurn:
         return encode_turn(
@@ -535,3 +520,28 @@ def _seeded(seed: int, device: torch.device):
 def _to_float(x) -> float | None:
     v = float(x)
     return v if math.isfinite(v) else None
+
+
+def _turn_slots(n: int, turn: str | int) -> list[int | None]:
+    """The 0-based assistant turns to score of a conversation with ``n`` of them (None: a missing turn number)."""
+    if turn == "last":
+        return [n - 1]
+    if turn == "all":
+        return list(range(n))
+    return [turn - 1 if turn <= n else None]
+
+
+def _output_names(feats, groups, illustration: bool, calibrate: bool) -> list[str]:
+    """The names of the columns :meth:`GlassBoxEvaluator.score` adds, in order (``glassbox_`` left out)."""
+    names = list(feats) + ["num_tokens", "truncated"]
+    if "prompt_ensemble" in groups:
+        names.append("prm_ensemble_values")
+    if "decoding_ensemble" in groups:
+        names.append("dec_ensemble_values")
+    if illustration:
+        names.append("illustrated")
+    if calibrate:
+        for f in feats:
+            if f in CALIBRATABLE_FEATURES:
+                names += [f"{f}_ref", f"{f}_calibrated"]
+    return names

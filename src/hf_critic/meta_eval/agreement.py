@@ -369,26 +369,32 @@ def pairwise_agreement(
             two_way_source="distribution" if distributions is not None else "labels",
         )
     if gid is not None:
-        per_group: dict[Hashable, dict[str, Any]] = {}
-        for k, key in enumerate(uniques.tolist()):  # one entry per group, not per row
-            m = gid == k
-            figures = _figures(
-                pred[m],
-                ref[m],
-                None if swapped is None else swapped[m],
-                bootstrap,
-                seed,
-                confidence,
-                {name: c[m] for name, c in credits.items()},
-            )
-            names = ("agreement", "consistency", "first_order_agreement") if swapped is not None else ()
-            entry = {name: figures[name] for name in (*names, "first_order_agreement", *credits)}
-            entry["n"] = int(m.sum())
-            if "ci" in figures:
-                entry["ci"] = {name: figures["ci"][name] for name in entry if name in figures["ci"]}
-            per_group[key] = entry
-        out["per_group"] = per_group
+        out["per_group"] = _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence)
     return out
+
+
+def _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence) -> dict[Hashable, dict]:
+    """``{group: {agreement, consistency, first_order_agreement, two-way accuracies, n[, ci]}}`` in order of first
+    appearance (``gid``: each pair's index into ``uniques``)."""
+    per_group: dict[Hashable, dict[str, Any]] = {}
+    for k, key in enumerate(uniques.tolist()):  # one entry per group, not per row
+        m = gid == k
+        figures = _figures(
+            pred[m],
+            ref[m],
+            None if swapped is None else swapped[m],
+            bootstrap,
+            seed,
+            confidence,
+            {name: c[m] for name, c in credits.items()},
+        )
+        names = ("agreement", "consistency", "first_order_agreement") if swapped is not None else ()
+        entry = {name: figures[name] for name in (*names, "first_order_agreement", *credits)}
+        entry["n"] = int(m.sum())
+        if "ci" in figures:
+            entry["ci"] = {name: figures["ci"][name] for name in entry if name in figures["ci"]}
+        per_group[key] = entry
+    return per_group
 
 
 def _objects(values: Sequence[Any] | None, n: int, name: str) -> np.ndarray | None:

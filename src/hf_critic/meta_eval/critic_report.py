@@ -194,22 +194,8 @@ def evaluate_critiques(
         pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
         human = np.asarray(dataset[human_score], dtype=float)
         metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
-        per_category: dict[str, dict[str, Any]] = {}
-        if categories is not None:
-            cats = np.asarray([str(c) for c in categories], dtype=object)
-            queries_arr = np.asarray(queries, dtype=object)
-            for cat in dict.fromkeys(cats.tolist()):  # one call per category, not per row
-                m = cats == cat
-                r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
-                keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows",
-                        "within_question_accuracy", "within_question_pairs", "ci")  # fmt: skip
-                per_category[cat] = {k: r[k] for k in keys if k in r}
-        ceiling = {}
-        for annotator in annotators:
-            r = critique_correlation(np.asarray(dataset[annotator], dtype=float), human, query_ids=queries)
-            ceiling[annotator] = {"text_pearson": r["text_pearson"], "n": r["n_queries_used"]}
-        if ceiling:
-            ceiling["mean"] = {"text_pearson": float(np.nanmean([v["text_pearson"] for v in ceiling.values()]))}
+        per_category = _per_category_correlation(pred, human, categories, queries, figures)
+        ceiling = _annotator_correlation(dataset, annotators, human, queries)
         return RunResult(
             critic=critic,
             dataset=name,
@@ -229,52 +215,91 @@ def evaluate_critiques(
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
-        swapped = _column(dataset, schema.CRITIQUE_LABEL_SWAPPED)
-        # Probability read-outs with --swap: Table 3 (agreement, consistency) is of each order's own decision;
-        # the both-orders-combined decision (critique_label) is in the verdict-sources table.
-        first = _column(dataset, schema.CRITIQUE_LABEL_FIRST) or dataset[schema.CRITIQUE_LABEL]
-        combined = _column(dataset, schema.CRITIQUE_DISTRIBUTION_COMBINED) if swapped is not None else None
-        result = pairwise_agreement(
-            first,
-            dataset[label],
-            swapped,
-            swapped_mapped_back=swapped_mapped_back,
-            groups=[str(c) for c in categories] if categories is not None else None,
-            unparsed=unparsed,
-            two_way=two_way,
-            distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION),
-            combined_distributions=combined,
-            **figures,
-        )
-        per_group = result.pop("per_group", {})
-        n_pairs = result["n"] + result["n_dropped"]
-        n_critiques = n_pairs * (2 if swapped is not None else 1)
-        n_unparsed = result["n_unparsed"] + result.get("n_unparsed_swapped", 0)
-        verdicts = normalize_labels(first, name="critique_label")
-        humans = normalize_labels(dataset[label], name=label)
-        ceiling = annotator_agreement({a: normalize_labels(dataset[a], name=a) for a in annotators}, humans)
-        return RunResult(
-            critic=critic,
-            dataset=name,
-            task="pairwise",
-            referenced=referenced,
-            n_rows=n_pairs,
-            n_critiques=n_critiques,
-            n_unparsed=n_unparsed,
-            metrics=result,
-            per_category={str(k): v for k, v in per_group.items()},
-            confusion=_label_confusion(humans, verdicts),
-            unparsed=unparsed,
-            bootstrap=bootstrap,
-            ceiling=ceiling,
-            verdicts=pairwise_verdict_figures(dataset, label, two_way=two_way) if probability else {},
-        )
+        return _pairwise_run(
+            dataset, critic, name, label=label, categories=categories, swapped_mapped_back=swapped_mapped_back,
+            unparsed=unparsed, bootstrap=bootstrap, figures=figures, annotators=annotators, two_way=two_way,
+        )  # fmt: skip
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
 
 # --------------------------------------------------------------------------------------------------
 # Markdown
 # --------------------------------------------------------------------------------------------------
+
+
+def _per_category_correlation(pred, human, categories, queries, figures) -> dict[str, dict[str, Any]]:
+    """Text-level correlation and within-question accuracy per category (CritiqueLLM v1 Figure 2); {} without."""
+    per_category: dict[str, dict[str, Any]] = {}
+    if categories is None:
+        return per_category
+    cats = np.asarray([str(c) for c in categories], dtype=object)
+    queries_arr = np.asarray(queries, dtype=object)
+    for cat in dict.fromkeys(cats.tolist()):  # one call per category, not per row
+        m = cats == cat
+        r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
+        keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows",
+                "within_question_accuracy", "within_question_pairs", "ci")  # fmt: skip
+        per_category[cat] = {k: r[k] for k in keys if k in r}
+    return per_category
+
+
+def _annotator_correlation(dataset, annotators: Sequence[str], human, queries) -> dict[str, dict[str, float]]:
+    """Each annotator's text-level Pearson with the gold scores, and their mean: the human ceiling ({} without)."""
+    ceiling = {}
+    for annotator in annotators:
+        r = critique_correlation(np.asarray(dataset[annotator], dtype=float), human, query_ids=queries)
+        ceiling[annotator] = {"text_pearson": r["text_pearson"], "n": r["n_queries_used"]}
+    if ceiling:
+        ceiling["mean"] = {"text_pearson": float(np.nanmean([v["text_pearson"] for v in ceiling.values()]))}
+    return ceiling
+
+
+def _pairwise_run(
+    dataset, critic, name, *, label, categories, swapped_mapped_back, unparsed, bootstrap, figures, annotators, two_way
+) -> RunResult:
+    """The :class:`RunResult` of a pairwise critique file (see :func:`evaluate_critiques`)."""
+    referenced = schema.REFERENCE in dataset.column_names
+    probability = schema.CRITIQUE_DISTRIBUTION in dataset.column_names
+    swapped = _column(dataset, schema.CRITIQUE_LABEL_SWAPPED)
+    # Probability read-outs with --swap: Table 3 (agreement, consistency) is of each order's own decision;
+    # the both-orders-combined decision (critique_label) is in the verdict-sources table.
+    first = _column(dataset, schema.CRITIQUE_LABEL_FIRST) or dataset[schema.CRITIQUE_LABEL]
+    combined = _column(dataset, schema.CRITIQUE_DISTRIBUTION_COMBINED) if swapped is not None else None
+    result = pairwise_agreement(
+        first,
+        dataset[label],
+        swapped,
+        swapped_mapped_back=swapped_mapped_back,
+        groups=[str(c) for c in categories] if categories is not None else None,
+        unparsed=unparsed,
+        two_way=two_way,
+        distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION),
+        combined_distributions=combined,
+        **figures,
+    )
+    per_group = result.pop("per_group", {})
+    n_pairs = result["n"] + result["n_dropped"]
+    n_critiques = n_pairs * (2 if swapped is not None else 1)
+    n_unparsed = result["n_unparsed"] + result.get("n_unparsed_swapped", 0)
+    verdicts = normalize_labels(first, name="critique_label")
+    humans = normalize_labels(dataset[label], name=label)
+    ceiling = annotator_agreement({a: normalize_labels(dataset[a], name=a) for a in annotators}, humans)
+    return RunResult(
+        critic=critic,
+        dataset=name,
+        task="pairwise",
+        referenced=referenced,
+        n_rows=n_pairs,
+        n_critiques=n_critiques,
+        n_unparsed=n_unparsed,
+        metrics=result,
+        per_category={str(k): v for k, v in per_group.items()},
+        confusion=_label_confusion(humans, verdicts),
+        unparsed=unparsed,
+        bootstrap=bootstrap,
+        ceiling=ceiling,
+        verdicts=pairwise_verdict_figures(dataset, label, two_way=two_way) if probability else {},
+    )
 
 
 def _jsonable(value: Any) -> Any:
