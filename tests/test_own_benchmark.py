@@ -70,10 +70,8 @@ def _meta_eval(tmp_path, *args, benchmark=None, plain=False):
 
 
 def _load_generic(*args, **kwargs):
-    try:
-        from hf_critic.loaders import load_generic
-    except ImportError:  # the layout before the redesign, so these tests also run on older checkouts
-        from hf_critic.benchmarks import load_generic
+    from hf_critic.loaders import load_generic
+
     return load_generic(*args, **kwargs)
 
 
