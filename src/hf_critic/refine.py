@@ -334,24 +334,17 @@ def refine(
             generations, cached = cached_generate(generator, conversations, decoding, cache)
             counts["rewrite"].add(sum(c is not None for c in conversations), cached)
             rewrites = [None if g is None else g[0].strip() for g in generations]
-            for i in range(len(questions)):
-                g = graded[i]
-                rows.append(
-                    row(
-                        i,
-                        name,
-                        round_,
-                        rewrites[i],
-                        critiqued=current[i],
-                        critique=feedback[i],
-                        critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
-                        critique_status=schema.ParseStatus.SKIPPED.value if g is None else g[schema.CRITIQUE_STATUS],
-                    )
-                )
+            skipped = schema.ParseStatus.SKIPPED.value
+            rows += [
+                row(i, name, round_, rewrites[i], critiqued=current[i], critique=feedback[i],
+                    critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
+                    critique_status=skipped if g is None else g[schema.CRITIQUE_STATUS])
+                for i, g in enumerate(graded)
+            ]  # fmt: skip
             current = rewrites
     judged = sum(r["response"] is not None for r in rows)
     counts["judge"].add(judged, _judge(judge, rows, f"{source} (judge)"))
-    result = RefineResult(
+    return RefineResult(
         rows=datasets.Dataset.from_list(rows),
         categories=list(dict.fromkeys(categories)),
         critics=list(critics),
@@ -359,4 +352,3 @@ def refine(
         cache=counts,
         seconds=time.perf_counter() - started,
     )
-    return result

@@ -1,5 +1,23 @@
 """Critic training data from published judgments (AlpacaEval pairwise, Auto-J pointwise; see
-:mod:`hf_critic.judgments`): neutral explanations, both orders, decontaminated, split by question."""
+:mod:`hf_critic.judgments`): neutral explanations, both orders, decontaminated, split by question.
+
+The configs' columns:
+
+* ``pointwise_reference_free`` (Auto-J): ``id``, ``query_id``, ``question``, ``response``, ``score`` (GPT-4's
+  rating, float in [1, 10]), ``critique`` (GPT-4's critique as published, ending in ``Rating: [[n]]``),
+  ``explanation`` (the critique without the rating), ``source``, ``scenario``, ``category`` (Auto-J's
+  scenario group), ``source_dataset``, ``template``, ``template_version``, ``messages`` (Auto-J's prompt,
+  re-rendered by the ``autoj`` template and checked equal to the published one, then the critique);
+* ``pairwise_reference_free`` (AlpacaEval pairs with an explanation, both orders): ``id`` (``/swap`` suffix
+  for the swapped copy), ``query_id``, ``question``, ``response_1``, ``response_2``, ``label`` (0 = response
+  1 better, 1 = response 2, 2 = tie), ``preference`` (float in [0, 1], P(response 2 better)), ``critique``
+  (the neutral explanation then the template's verdict line: the SFT target), ``explanation``, ``source``,
+  ``model_1``, ``model_2`` (generators), ``swapped``, ``category`` (AlpacaEval subset), ``gpt4_tie``,
+  ``template``, ``template_version``, ``messages`` (the template's prompt, then ``critique``);
+* ``pairwise_preference``: every AlpacaEval pair in both orders, with the pairwise columns but no
+  ``template`` / ``messages``; ``critique`` and ``explanation`` are None for the soft preferences (and for
+  the few explanations that cannot be rewritten). For preference / reward training.
+"""
 
 from __future__ import annotations
 
@@ -309,22 +327,7 @@ def build_published_judgment_data(
 
     Returns:
         ``(configs, report)``. ``configs`` maps each of :data:`PUBLISHED_CONFIGS` that has rows to a
-        ``DatasetDict(train, validation)``:
-
-        * ``pointwise_reference_free`` (Auto-J): ``id``, ``query_id``, ``question``, ``response``, ``score`` (GPT-4's
-          rating, float in [1, 10]), ``critique`` (GPT-4's critique as published, ending in ``Rating: [[n]]``),
-          ``explanation`` (the critique without the rating), ``source``, ``scenario``, ``category`` (Auto-J's
-          scenario group), ``source_dataset``, ``template``, ``template_version``, ``messages`` (Auto-J's prompt,
-          re-rendered by the ``autoj`` template and checked equal to the published one, then the critique);
-        * ``pairwise_reference_free`` (AlpacaEval pairs with an explanation, both orders): ``id`` (``/swap`` suffix
-          for the swapped copy), ``query_id``, ``question``, ``response_1``, ``response_2``, ``label`` (0 = response
-          1 better, 1 = response 2, 2 = tie), ``preference`` (float in [0, 1], P(response 2 better)), ``critique``
-          (the neutral explanation then the template's verdict line: the SFT target), ``explanation``, ``source``,
-          ``model_1``, ``model_2`` (generators), ``swapped``, ``category`` (AlpacaEval subset), ``gpt4_tie``,
-          ``template``, ``template_version``, ``messages`` (the template's prompt, then ``critique``);
-        * ``pairwise_preference``: every AlpacaEval pair in both orders, with the pairwise columns but no
-          ``template`` / ``messages``; ``critique`` and ``explanation`` are None for the soft preferences (and for
-          the few explanations that cannot be rewritten). For preference / reward training.
+        ``DatasetDict(train, validation)`` (columns: see the module docstring).
 
     Raises:
         ValueError: an unknown source, a bad or repeated ``exclude`` spec, a bad fraction, a pairwise family without a
@@ -371,6 +374,13 @@ def build_published_judgment_data(
     )
     report.questions = dict(sorted(Counter(assignment.values()).items()))
 
+    out = _rows_by_config(kept, assignment, report, point_template, pair_template, names, swap)
+    return _as_datasets(out, report), report
+
+
+def _rows_by_config(kept, assignment, report, point_template, pair_template, names, swap) -> dict[str, dict]:
+    """``{config: {split: rows}}``: each kept record as its config's rows (an AlpacaEval pair in both orders with
+    ``swap``; an Auto-J critique once) in its question's split; per-source row counts go in ``report``."""
     out: dict[str, dict[str, list]] = {c: {s: [] for s in _PUBLISHED_SPLITS} for c in PUBLISHED_CONFIGS}
     per_source: dict[str, Counter] = {s: Counter() for s in report.sources}
     for record in kept:
@@ -399,8 +409,7 @@ def build_published_judgment_data(
         # explanations are counted once per source row, not per order
     for source, counts in per_source.items():
         report.sources[source]["rows"] = {c: counts[c] for c in PUBLISHED_CONFIGS if counts[c]}
-
-    return _as_datasets(out, report), report
+    return out
 
 
 def _exclusions(exclude: Sequence[str] | Mapping[str, Iterable[str]]) -> tuple[dict, dict]:

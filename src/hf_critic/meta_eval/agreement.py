@@ -11,9 +11,38 @@ critic for every tie it calls although the gold never is one. The **two-way** fi
 responses the critic prefers: from a verdict distribution, P(response 1 better) against P(response 2 better) with
 the tie option dropped (renormalised); from text verdicts, a tie counts as half a pair.
 
-Labels use the schema's codes (:mod:`hf_critic.schema`): 0 = response 1 better, 1 = response 2 better,
-2 = tie. :func:`normalize_labels` maps the spellings judges and datasets use onto them; an unparsed verdict
-becomes :data:`UNPARSED` and counts as wrong, never as a tie.
+Labels use the codes of :mod:`hf_critic.labels`: 0 = response 1 better, 1 = response 2 better, 2 = tie.
+:func:`~hf_critic.labels.normalize_labels` maps the spellings judges and datasets use onto them; an unparsed
+verdict becomes :data:`~hf_critic.labels.UNPARSED` and counts as wrong, never as a tie.
+
+**Figures** of :func:`pairwise_agreement`:
+
+* ``agreement``: share of pairs where **both** verdicts (the swapped one mapped back) equal the
+  human label;
+* ``consistency``: share of pairs where the two verdicts are equal (whatever the human label);
+* ``first_order_agreement``: share of pairs where the original-order verdict equals the label;
+* ``accuracy``, ``macro_precision``, ``macro_recall``, ``macro_f1``: of the original-order
+  verdicts over the classes {response 1 wins, response 2 wins, tie} present in the data; ``per_class``:
+  counts, precision, recall and F1 per class;
+* ``win_rate``, ``tie_rate``, ``lose_rate``: how often the critic prefers response 1, calls a tie, prefers
+  response 2 (Auto-J Eval-C: with both orders, a pair whose verdicts conflict is a tie); the rest of the
+  pairs are unparsed;
+* two-way figures, by default only when the human labels contain no tie (``two_way="auto"``: chosen /
+  rejected data such as Anthropic HHH, where a three-way figure charges every tie the critic calls): the
+  critic's choice between response 1 and response 2 alone, see :func:`two_way_decisions`.
+  ``two_way_accuracy``: of the original order, from ``distributions`` (P(response 1) against P(response 2),
+  the tie option dropped) or, without them, from ``predictions`` (a tie verdict counts as half);
+  ``two_way_accuracy_combined``: of both orders together, from ``combined_distributions`` or, without them,
+  from ``predictions`` and ``swapped_predictions`` added as one-hot distributions (one order's tie leaves the
+  other's choice; opposite choices count half). Only pairs whose gold label is no tie count
+  (``two_way_n``; ``two_way_n_gold_ties`` are left out, only possible with ``two_way="on"``); unparsed
+  verdicts follow ``unparsed`` (wrong: 0, tie: 1/2, drop: left out), and ``two_way_source`` says whether the
+  choice came from ``"distribution"`` or ``"labels"``.
+
+Unparsed verdicts (None / NaN) follow ``unparsed`` (:data:`UNPARSED_POLICIES`): by default they are kept in
+the denominators and count as wrong and as inconsistent (never silently a tie); ``n_unparsed`` /
+``n_unparsed_swapped`` report them whatever the policy. Pairs without a human label are dropped and counted
+in ``n_missing_references``.
 """
 
 from __future__ import annotations
@@ -229,32 +258,7 @@ def pairwise_agreement(
     ``codes/leaderboard/pairwise_eval.py``): the critic judges each pair twice, once in the original
     order and once with the two responses swapped.
 
-    * ``agreement``: share of pairs where **both** verdicts (the swapped one mapped back) equal the
-      human label;
-    * ``consistency``: share of pairs where the two verdicts are equal (whatever the human label);
-    * ``first_order_agreement``: share of pairs where the original-order verdict equals the label;
-    * ``accuracy``, ``macro_precision``, ``macro_recall``, ``macro_f1``: of the original-order
-      verdicts over the classes {response 1 wins, response 2 wins, tie} present in the data; ``per_class``:
-      counts, precision, recall and F1 per class;
-    * ``win_rate``, ``tie_rate``, ``lose_rate``: how often the critic prefers response 1, calls a tie, prefers
-      response 2 (Auto-J Eval-C: with both orders, a pair whose verdicts conflict is a tie); the rest of the
-      pairs are unparsed;
-    * two-way figures, by default only when the human labels contain no tie (``two_way="auto"``: chosen /
-      rejected data such as Anthropic HHH, where a three-way figure charges every tie the critic calls): the
-      critic's choice between response 1 and response 2 alone, see :func:`two_way_decisions`.
-      ``two_way_accuracy``: of the original order, from ``distributions`` (P(response 1) against P(response 2),
-      the tie option dropped) or, without them, from ``predictions`` (a tie verdict counts as half);
-      ``two_way_accuracy_combined``: of both orders together, from ``combined_distributions`` or, without them,
-      from ``predictions`` and ``swapped_predictions`` added as one-hot distributions (one order's tie leaves the
-      other's choice; opposite choices count half). Only pairs whose gold label is no tie count
-      (``two_way_n``; ``two_way_n_gold_ties`` are left out, only possible with ``two_way="on"``); unparsed
-      verdicts follow ``unparsed`` (wrong: 0, tie: 1/2, drop: left out), and ``two_way_source`` says whether the
-      choice came from ``"distribution"`` or ``"labels"``.
-
-    Unparsed verdicts (None / NaN) follow ``unparsed`` (:data:`UNPARSED_POLICIES`): by default they are kept in
-    the denominators and count as wrong and as inconsistent (never silently a tie); ``n_unparsed`` /
-    ``n_unparsed_swapped`` report them whatever the policy. Pairs without a human label are dropped and counted
-    in ``n_missing_references``.
+    The figures are those listed in the module docstring (Figures).
 
     Args:
         predictions: verdicts on the original order, shape ``(n,)``, any spelling
@@ -294,41 +298,19 @@ def pairwise_agreement(
         ValueError: on mismatched lengths, an unknown label (naming the value and its index), an unknown
             ``unparsed`` policy or ``two_way`` mode, or ``combined_distributions`` without ``swapped_predictions``.
     """
-    if unparsed not in UNPARSED_POLICIES:
-        raise ValueError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
-    if two_way not in TWO_WAY_MODES:
-        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
-    if combined_distributions is not None and swapped_predictions is None:
-        raise ValueError("combined_distributions are of both orders: give swapped_predictions too")
-    pred = normalize_labels(predictions, name="predictions", digits=digits)
-    ref = normalize_labels(references, name="references", digits=digits)
+    _check_modes(unparsed, two_way, combined_distributions is not None and swapped_predictions is None)
+    pred, ref, swapped = _codes(predictions, references, swapped_predictions, digits, swapped_mapped_back)
     n_all = len(pred)
-    if len(ref) != n_all:
-        raise ValueError(f"predictions and references differ in length: {n_all} != {len(ref)}")
-    swapped = None
-    if swapped_predictions is not None:
-        swapped = normalize_labels(swapped_predictions, name="swapped_predictions", digits=digits)
-        if len(swapped) != n_all:
-            raise ValueError(f"predictions and swapped_predictions differ in length: {n_all} != {len(swapped)}")
-        if not swapped_mapped_back:
-            swapped = swap_codes(swapped)
-    gid = uniques = None
-    if groups is not None:
-        gid, uniques = _factorize(groups, "groups", n_all)
-
+    gid, uniques = _factorize(groups, "groups", n_all) if groups is not None else (None, None)
     has_ref = ref >= 0
     n_missing = int((~has_ref).sum())
     on = two_way == "on" or (two_way == "auto" and bool(has_ref.any()) and not (ref[has_ref] == TIE).any())
     first_dist = _objects(distributions, n_all, "distributions")
     combined_dist = _objects(combined_distributions, n_all, "combined_distributions")
-    pred, ref = pred[has_ref], ref[has_ref]
-    swapped = swapped[has_ref] if swapped is not None else None
-    gid = gid[has_ref] if gid is not None else None
-    first_dist = first_dist[has_ref] if first_dist is not None else None
-    combined_dist = combined_dist[has_ref] if combined_dist is not None else None
-    counts = {"n_unparsed": int((pred < 0).sum())}
-    if swapped is not None:
-        counts["n_unparsed_swapped"] = int((swapped < 0).sum())
+    pred, ref, swapped, gid, first_dist, combined_dist = _select(
+        has_ref, pred, ref, swapped, gid, first_dist, combined_dist
+    )
+    counts = _unparsed_counts(pred, swapped)
     # Parsed in both orders, before the policy reads unparsed verdicts as ties (a low-mass read-out keeps a
     # distribution, but no verdict: it is no two-way choice either).
     pred_parsed = pred >= 0
@@ -339,11 +321,66 @@ def pairwise_agreement(
         swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
     elif unparsed == "drop":
         keep = parsed
-        pred, ref, pred_parsed, parsed = pred[keep], ref[keep], pred_parsed[keep], parsed[keep]
-        swapped = swapped[keep] if swapped is not None else None
-        gid = gid[keep] if gid is not None else None
-        first_dist = first_dist[keep] if first_dist is not None else None
-        combined_dist = combined_dist[keep] if combined_dist is not None else None
+        pred, ref, pred_parsed, parsed, swapped, gid, first_dist, combined_dist = _select(
+            keep, pred, ref, pred_parsed, parsed, swapped, gid, first_dist, combined_dist
+        )
+    credits = _two_way_credits(on, pred, ref, swapped, pred_parsed, parsed, first_dist, combined_dist, unparsed)
+    out = _figures(pred, ref, swapped, bootstrap, seed, confidence, credits)
+    out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=int((~keep).sum()), unparsed=unparsed)
+    if credits:
+        out.update(
+            two_way_n=int((ref != TIE).sum()),
+            two_way_n_gold_ties=int((ref == TIE).sum()),
+            two_way_source="distribution" if distributions is not None else "labels",
+        )
+    if gid is not None:
+        out["per_group"] = _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence)
+    return out
+
+
+def _check_modes(unparsed: str, two_way: str, combined_without_swap: bool) -> None:
+    """Raise ValueError for an unknown ``unparsed`` policy or ``two_way`` mode, or combined distributions without
+    the swapped order's verdicts."""
+    if unparsed not in UNPARSED_POLICIES:
+        raise ValueError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
+    if two_way not in TWO_WAY_MODES:
+        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
+    if combined_without_swap:
+        raise ValueError("combined_distributions are of both orders: give swapped_predictions too")
+
+
+def _unparsed_counts(pred: np.ndarray, swapped: np.ndarray | None) -> dict[str, int]:
+    """``n_unparsed`` (and ``n_unparsed_swapped`` with a swapped order): verdicts coded :data:`UNPARSED`."""
+    counts = {"n_unparsed": int((pred < 0).sum())}
+    if swapped is not None:
+        counts["n_unparsed_swapped"] = int((swapped < 0).sum())
+    return counts
+
+
+def _codes(predictions, references, swapped_predictions, digits: str, swapped_mapped_back: bool):
+    """``(pred, ref, swapped)`` code arrays (swapped in original-order terms, None without), lengths checked."""
+    pred = normalize_labels(predictions, name="predictions", digits=digits)
+    ref = normalize_labels(references, name="references", digits=digits)
+    if len(ref) != len(pred):
+        raise ValueError(f"predictions and references differ in length: {len(pred)} != {len(ref)}")
+    swapped = None
+    if swapped_predictions is not None:
+        swapped = normalize_labels(swapped_predictions, name="swapped_predictions", digits=digits)
+        if len(swapped) != len(pred):
+            raise ValueError(f"predictions and swapped_predictions differ in length: {len(pred)} != {len(swapped)}")
+        if not swapped_mapped_back:
+            swapped = swap_codes(swapped)
+    return pred, ref, swapped
+
+
+def _select(mask: np.ndarray, *arrays):
+    """Each array (or None) restricted to the pairs of ``mask``."""
+    return tuple(None if a is None else a[mask] for a in arrays)
+
+
+def _two_way_credits(on, pred, ref, swapped, pred_parsed, parsed, first_dist, combined_dist, unparsed) -> dict:
+    """The credit of each pair in the two-way figures (``two_way_accuracy[_combined]``): 1, 1/2 (undecided) or 0,
+    NaN (unparsed) counting 0; {} when they are off."""
     decisions = {}
     if on:
         decisions["two_way_accuracy"] = (
@@ -357,20 +394,7 @@ def pairwise_agreement(
             )
         if unparsed == "tie":  # an unparsed verdict read as a tie: undecided
             decisions = {name: np.where(np.isnan(d), 0.5, d) for name, d in decisions.items()}
-    # Credit of each pair in the two-way figures: 1, 1/2 (undecided) or 0; NaN (unparsed) counts 0.
-    credits = {name: 1.0 - np.abs(d - ref) for name, d in decisions.items()}
-
-    out = _figures(pred, ref, swapped, bootstrap, seed, confidence, credits)
-    out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=int((~keep).sum()), unparsed=unparsed)
-    if credits:
-        out.update(
-            two_way_n=int((ref != TIE).sum()),
-            two_way_n_gold_ties=int((ref == TIE).sum()),
-            two_way_source="distribution" if distributions is not None else "labels",
-        )
-    if gid is not None:
-        out["per_group"] = _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence)
-    return out
+    return {name: 1.0 - np.abs(d - ref) for name, d in decisions.items()}
 
 
 def _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence) -> dict[Hashable, dict]:
