@@ -134,6 +134,7 @@ def test_the_check_finds_an_upward_import():
         "hf_critic.meta_eval.criticbench_report",  # -> hf_critic.criticbench.report
         "hf_critic.prompts.criticbench",  # -> hf_critic.criticbench.prompts
         "hf_critic.meta_eval.annotators",  # -> hf_critic.loaders.annotators
+        "hf_critic.meta_eval.verdicts",  # -> hf_critic.meta_eval.verdict_sources (hf_critic.verdicts: the read-out)
         "hf_critic.meta_eval.agreement:normalize_labels",  # -> hf_critic.labels
         "hf_critic.meta_eval.agreement:LABEL_ALIASES",
         "hf_critic.meta_eval.agreement:check_labels",

@@ -30,7 +30,7 @@ from hf_critic.meta_eval.bootstrap import resample_counts
 from hf_critic.meta_eval.correlation import critique_correlation, within_question_accuracy
 from hf_critic.meta_eval.critic_markdown import render_markdown
 from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
-from hf_critic.meta_eval.verdicts import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
+from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
 # 3 questions x 3 responses. Human scores and critic scores per question:
 #   q1: human 1, 2, 3   critic 3, 5, 9     -> 3 pairs, all ordered right                     -> 3

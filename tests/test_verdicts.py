@@ -498,7 +498,7 @@ def test_tiny_model_grade_probability_end_to_end(tiny_backend):
 
 # ------------------------------------------------------------------------------------------------ meta-evaluation
 def test_expected_calibration_error_by_hand():
-    from hf_critic.meta_eval.verdicts import expected_calibration_error
+    from hf_critic.meta_eval.verdict_sources import expected_calibration_error
 
     # bin [0.5, 0.6): conf .5, .55 -> mean .525, accuracy 1/2; bin [0.9, 1.0]: conf .9, 1.0 -> mean .95, accuracy 1
     c = expected_calibration_error([0.5, 0.55, 0.9, 1.0], [True, False, True, True], n_bins=10)
@@ -512,7 +512,7 @@ def test_pairwise_figures_sources_and_baselines():
     import datasets
 
     from hf_critic import schema
-    from hf_critic.meta_eval.verdicts import figure_lines, pairwise_verdict_figures
+    from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures
 
     def dist(r1, r2, tie):
         return json.dumps({"response_1": r1, "response_2": r2, "tie": tie})

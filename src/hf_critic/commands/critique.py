@@ -131,7 +131,7 @@ def _figures(result, args) -> list[str]:
     accuracy (response 1 or 2 alone; see :func:`hf_critic.meta_eval.agreement.two_way_decisions`).
     """
     from .. import schema
-    from ..meta_eval.verdicts import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
+    from ..meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
     head = schema.CRITIQUE_REWARD in result.column_names  # verdicts of a reward head: named so
     if args.task == "grade":

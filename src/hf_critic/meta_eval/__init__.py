@@ -6,8 +6,8 @@
 * :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
   (Table 3) and the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped);
   the label spellings both read are in :mod:`hf_critic.labels`;
-* :mod:`~hf_critic.meta_eval.verdicts`: the figures of one critique file (baselines, calibration) for the command
-  line;
+* :mod:`~hf_critic.meta_eval.verdict_sources`: one critique file's verdicts compared by source (text, probability,
+  both orders combined), with baselines and calibration, for the command line and the report;
 * :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.critic_markdown` and
   :mod:`~hf_critic.meta_eval.critic_plots`: the report of one or more critics behind ``hf-critic meta-eval``
   (not to be confused with :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct

@@ -41,7 +41,7 @@ from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
 from ..loaders.annotators import annotator_agreement
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
-from .verdicts import pairwise_verdict_figures, pointwise_verdict_figures
+from .verdict_sources import pairwise_verdict_figures, pointwise_verdict_figures
 
 __all__ = ["RunResult", "evaluate_critiques", "write_report"]
 
@@ -69,8 +69,8 @@ class RunResult:
         ceiling: several annotators' agreement with their aggregate (the human ceiling), ``{annotator:
             {"agreement" or "text_pearson", "n"}}`` plus ``"mean"``; empty with one gold column.
         verdicts: for critique files with probability read-outs (``--verdict probability`` / ``both``): the verdict
-            sources side by side, :func:`hf_critic.meta_eval.verdicts.pointwise_verdict_figures` /
-            :func:`~hf_critic.meta_eval.verdicts.pairwise_verdict_figures` (baselines and calibration included);
+            sources side by side, :func:`hf_critic.meta_eval.verdict_sources.pointwise_verdict_figures` /
+            :func:`~hf_critic.meta_eval.verdict_sources.pairwise_verdict_figures` (baselines and calibration included);
             empty otherwise.
     """
 
