@@ -40,3 +40,17 @@ def test_length_baseline_on_compare_and_grade_files(tmp_path):
     assert second.startswith("graded.jsonl: length as the score: within-question accuracy 50.0% over 2 pairs")
     bad = _write(tmp_path / "other.jsonl", [{"x": 1}])
     assert _run("length_baseline.py", bad).returncode == 2
+
+
+def test_heldout_pearson_reads_grade_files_and_names_a_missing_one(tmp_path):
+    """recipes/smollm2-135m step 4: Pearson of each file and pooled; an unmatched glob is one line, exit 2."""
+    script = REPO_ROOT / "recipes" / "smollm2-135m" / "heldout_pearson.py"
+    good = _write(tmp_path / "a.jsonl", [{"critique_score": s, "score": g} for s, g in ((1, 2), (5, 6), (9, 7))])
+    done = subprocess.run([sys.executable, str(script), str(good)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    pooled = done.stdout.splitlines()[-1].split()
+    assert pooled[:3] == ["pooled", "3", "3"] and 0.9 < float(pooled[3]) <= 1.0
+    missing = subprocess.run([sys.executable, str(script), str(tmp_path / "after_*.jsonl")],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert missing.returncode == 2 and "after_*.jsonl: no such file" in missing.stderr
+    assert "Traceback" not in missing.stderr

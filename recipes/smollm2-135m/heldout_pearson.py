@@ -25,6 +25,7 @@ correlations. Unparsed critiques (no [[rating]]) are left out and counted, never
 
 import argparse
 import json
+from pathlib import Path
 
 import evaluate
 
@@ -36,6 +37,9 @@ def main(argv=None):
     parser.add_argument("files", nargs="+", help="outputs of `hf-critic grade` with a gold score column")
     parser.add_argument("--gold", default="score", help="gold score column (default: %(default)s)")
     args = parser.parse_args(argv)
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:  # e.g. an unmatched glob passed through by the shell
+        parser.error(f"{missing[0]}: no such file (run the grade commands of step 4 first)")
 
     metric = evaluate.load(metric_path("critique_correlation"))
     pooled_pred, pooled_gold = [], []
@@ -45,6 +49,8 @@ def main(argv=None):
             pred, gold = pooled_pred, pooled_gold
         else:
             rows = [json.loads(line) for line in open(path, encoding="utf-8") if line.strip()]
+            if any(args.gold not in r for r in rows):
+                parser.error(f"{path}: a row has no {args.gold!r} column (--gold names the gold score column)")
             pred = [r["critique_score"] for r in rows]
             gold = [float(r[args.gold]) for r in rows]
             pooled_pred += pred
