@@ -18,7 +18,7 @@ import numpy as np
 from . import schema
 from .backends.base import Backend
 from .cache import GenerationCache, Generations, cache_key, generate_through_cache
-from .critic_output import Judged, RunStats, _distribution_columns, _pairwise_columns, run_stats
+from .critic_output import Judged, RunStats, distribution_columns, pairwise_columns, run_stats
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
@@ -277,7 +277,7 @@ class Critic:
                 columns[schema.CRITIQUE_TEXT_STATUS] = columns[schema.CRITIQUE_STATUS]
             columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
-            columns.update(_distribution_columns(verdicts))
+            columns.update(distribution_columns(verdicts))
             stats = self._probability_stats(verdicts, truncated, judged, text=stats)
         self.last_stats = stats
         return _add_columns(dataset, columns)
@@ -348,7 +348,7 @@ class Critic:
                     (schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_STATUS_SWAPPED) if swap else ()
                 ):
                     columns[schema.text_column(name)] = columns[name]
-            columns.update(_pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
+            columns.update(pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
             stats = self._probability_stats(judged.verdicts, truncated, judged, text=stats)
         self.last_stats = stats
         return _add_columns(dataset, columns)
@@ -384,7 +384,7 @@ class Critic:
         first = verdicts(r1, r2)
         swapped = verdicts(r2, r1) if swap else None  # judged as (response 2, response 1)
         columns = self._head_columns(len(dataset))
-        columns.update(_pairwise_columns(first, swapped))
+        columns.update(pairwise_columns(first, swapped))
         columns[schema.CRITIQUE_REWARD] = [float(a) for a in r1]
         columns[schema.CRITIQUE_REWARD_2] = [float(b) for b in r2]
         self.last_stats = self._head_stats(first + (swapped or []), cached)

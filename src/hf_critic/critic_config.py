@@ -210,7 +210,7 @@ def add_dataclass_args(
     unknown = (set(only or ()) | set(defaults or {})) - set(fields)
     if unknown:
         raise KeyError(f"not {cls.__name__} fields: {sorted(unknown)}")
-    types = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls)
     for name, f in fields.items():
         if only is not None and name not in only:
             continue
@@ -218,7 +218,7 @@ def add_dataclass_args(
         flag = meta.pop("flag", "--" + name.replace("_", "-"))
         text = meta.pop("help") + (" (default: %(default)s)" if show_default else "")
         kwargs: dict[str, Any] = {"dest": name, "default": (defaults or {}).get(name, f.default), "help": text}
-        kind = _plain(types[name])
+        kind = _plain(hints[name])
         if "action" in meta:
             kwargs["action"] = meta.pop("action")
         elif kind is bool:

@@ -112,8 +112,17 @@ def _json(distribution: dict | None) -> str | None:
     return None if distribution is None else json.dumps({k: round(p, 6) for k, p in distribution.items()})
 
 
-def _distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
-    """``critique_distribution``, ``critique_verdict_mass``, ``critique_entropy`` (with a column-name suffix)."""
+def distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
+    """The read-out columns of probability verdicts (:mod:`hf_critic.verdicts`; CritiqueLLM v2 §3.1 verdicts).
+
+    Args:
+        verdicts: one verdict per row, shape ``(n,)``.
+        suffix: appended to each column name (e.g. ``_swapped``).
+
+    Returns:
+        ``critique_distribution`` (JSON ``{verdict: probability}``, probabilities in [0, 1] rounded to 6 places, None
+        when unparsed), ``critique_verdict_mass`` (in [0, 1]) and ``critique_entropy`` (nats), each a list of ``n``.
+    """
     return {
         schema.CRITIQUE_DISTRIBUTION + suffix: [_json(v.distribution) for v in verdicts],
         schema.CRITIQUE_VERDICT_MASS + suffix: [v.mass for v in verdicts],
@@ -121,13 +130,25 @@ def _distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = 
     }
 
 
-def _pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[ProbabilityVerdict] | None) -> dict:
-    """Label and distribution columns of pairwise probability verdicts; with ``swapped``, both orders' distributions
-    (the swapped one mapped back) are averaged before deciding (Wang et al. 2025)."""
+def pairwise_columns(first: Sequence[ProbabilityVerdict], swapped: Sequence[ProbabilityVerdict] | None) -> dict:
+    """Label and distribution columns of pairwise probability verdicts (CritiqueLLM v2 §4.4.2 order swap).
+
+    With ``swapped`` (the verdicts on the swapped pairs, same length), both orders' distributions, the swapped one
+    mapped back, are averaged before deciding (Wang et al. 2025, §3.2), and the per-order labels, statuses and
+    consistency are added.
+
+    Args:
+        first: verdicts on the original order, shape ``(n,)``.
+        swapped: verdicts on the swapped order, shape ``(n,)``, or None.
+
+    Returns:
+        ``{column: list of n}``: ``critique_label`` (0 / 1 / 2, None when unparsed), ``critique_status`` and the
+        :func:`distribution_columns`; with ``swapped`` also the ``_first`` / ``_swapped`` / ``_combined`` columns.
+    """
     ok = schema.ParseStatus.OK
     labels = [decide_label(v.distribution) if v.status is ok else None for v in first]
     columns = {schema.CRITIQUE_LABEL: labels, schema.CRITIQUE_STATUS: [v.status.value for v in first]}
-    columns.update(_distribution_columns(first))
+    columns.update(distribution_columns(first))
     if swapped is None:
         return columns
     back = [swap_distribution(v.distribution) if v.distribution else None for v in swapped]

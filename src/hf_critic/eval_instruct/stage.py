@@ -102,17 +102,15 @@ def critique_stage_grammar(prompt: Callable[[str, str], Any]) -> Callable[[Gramm
     return lambda spec: critique_grammar(prompt(spec.language, spec.family).output, spec.explanation_chars)
 
 
-def stage_grammars(pipeline: Sequence[Stage], spec: GrammarSpec, config: Any = None) -> dict[str, dict[str, str]]:
-    """``{stage name: {"grammar": GBNF}}`` for the stages of ``pipeline`` that have one (and run, given ``config``)."""
-    return {
-        s.name: {"grammar": s.grammar(spec)}
-        for s in pipeline
-        if s.grammar is not None and (config is None or s.when(config))
-    }
+def stage_grammars(pipeline: Sequence[Stage], spec: GrammarSpec) -> dict[str, dict[str, str]]:
+    """``{stage name: {"grammar": GBNF}}`` for the stages of ``pipeline`` that have one (the request parameter
+    llama.cpp's server reads)."""
+    return {s.name: {"grammar": s.grammar(spec)} for s in pipeline if s.grammar is not None}
 
 
-def check_pipeline(pipeline: Sequence[Stage], config: Any, first: Sequence[str] = ("seeds",)) -> list[Stage]:
-    """The stages of ``pipeline`` the recipe runs, after checking that each reads only what an earlier one wrote.
+def check_pipeline(pipeline: Sequence[Stage], config: Any) -> list[Stage]:
+    """The stages of ``pipeline`` the recipe runs, after checking that each reads only what an earlier one wrote
+    (the run starts with ``"seeds"``, the recipe's seed queries).
 
     Raises:
         ValueError: two stages with one name, or a stage reading a dataset no earlier stage writes (named).
@@ -121,7 +119,7 @@ def check_pipeline(pipeline: Sequence[Stage], config: Any, first: Sequence[str] 
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ValueError(f"Eval-Instruct pipeline: stage name(s) used twice: {twice}")
-    written, running = set(first), []
+    written, running = {"seeds"}, []
     for stage in pipeline:
         if not stage.when(config):
             continue

@@ -22,9 +22,6 @@ from ..filters import FilterConfig, check_critique
 from ..stage_report import StageReport
 
 POINTWISE_REFERENCED = Setting(Task.POINTWISE, True)
-POINTWISE_REFERENCE_FREE = Setting(Task.POINTWISE, False)
-PAIRWISE_REFERENCED = Setting(Task.PAIRWISE, True)
-PAIRWISE_REFERENCE_FREE = Setting(Task.PAIRWISE, False)
 
 #: The columns of a pair row (:func:`~hf_critic.eval_instruct.stages.make_pairs`).
 PAIR_COLUMNS = (
@@ -104,7 +101,6 @@ def _report(report: StageReport | None, name: str, unit: str, conserved: bool = 
     return report
 
 
-# ------------------------------------------------------------------------------------------------ 6. pointwise grading
 def _prompt_id(template) -> str:
     return f"{template.name}@{template.version}"
 
