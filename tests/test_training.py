@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
@@ -131,6 +133,68 @@ def test_mixture_from_files_filtered_by_setting_and_random_test_split(tmp_path):
     assert len(result.dataset["train"]) == 3 and len(result.dataset["test"]) == 1
     assert result.sources[0]["test_rows"] == 1 and result.sources[0]["used"] == 3
     assert {m[-1]["content"] for m in result.dataset["train"]["messages"]} == {CRITIQUES["pairwise_reference_free"]}
+
+
+@pytest.fixture
+def eval_instruct_output(tmp_path) -> Path:
+    """Eval-Instruct's own ``dataset/`` folder: one DatasetDict keyed by the four configs, one split each; 10 rows
+    per config over 5 queries (a query's responses and pairs share its ``query_id``)."""
+    root = tmp_path / "dataset"
+    configs = {}
+    for setting in (s.name for s in SETTINGS):
+        rows = [{**row, "query_id": f"q{i % 5}"} for i, row in enumerate(sft_rows(setting, 10))]
+        configs[setting] = datasets.Dataset.from_list(rows)
+    datasets.DatasetDict(configs).save_to_disk(str(root))
+    return root
+
+
+def test_training_rows_are_never_handed_out_as_held_out_rows(eval_instruct_output, tmp_path):
+    """A one-split source (Eval-Instruct's output, a data file) has no validation split: it was read as one, so the
+    eval loss and the best checkpoint were chosen on the training rows."""
+    assert len(load_records(eval_instruct_output, config="pointwise_referenced")) == 10
+    with pytest.raises(RecordError, match="pointwise_referenced: holds one split .'train'., no split 'validation'"):
+        load_records(eval_instruct_output, config="pointwise_referenced", split="validation")
+    path = tmp_path / "rows.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in sft_rows("pointwise_referenced", 3)) + "\n")
+    assert len(load_records(path, split="validation")) == 3  # a file named as a validation set is read as one
+    with pytest.raises(RecordError, match="holds one split .'train'., no split 'validation'"):
+        load_records(path, split="validation", split_must_exist=True)
+    for source in (eval_instruct_output, path):
+        mixture = training.DatasetMixture.from_dict(
+            {"datasets": [{"id": str(source), "config": "pointwise_referenced"}], "test_split": "validation"}
+        )
+        with pytest.raises(RecordError, match="no source of the mixture has that split.*split_by_query.py"):
+            training.load_mixture(mixture)
+
+
+def test_split_by_query_holds_out_whole_queries_for_the_recipes(eval_instruct_output, tmp_path):
+    script = REPO / "recipes" / "eval_instruct" / "split_by_query.py"
+    out = tmp_path / "data" / "eval_instruct"
+    run = subprocess.run(
+        [sys.executable, str(script), str(eval_instruct_output), str(out), "--validation-fraction", "0.2"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "pointwise_referenced: train 8, validation 2" in run.stdout
+    held_out = set()
+    for setting in (s.name for s in SETTINGS):
+        parts = datasets.load_from_disk(str(out / setting))
+        assert sorted(parts) == ["train", "validation"] and len(parts["train"]) + len(parts["validation"]) == 10
+        assert not set(parts["train"]["query_id"]) & set(parts["validation"]["query_id"])
+        held_out.add(tuple(sorted(set(parts["validation"]["query_id"]))))
+    assert len(held_out) == 1 and len(next(iter(held_out))) == 1  # one query of five, the same in every config
+    mixture = training.DatasetMixture.from_dict(
+        {"datasets": [{"id": str(out), "config": s.name} for s in SETTINGS], "test_split": "validation"}
+    )
+    result = training.load_mixture(mixture)
+    assert len(result.dataset["train"]) == 32 and len(result.dataset["test"]) == 8
+    too_many = subprocess.run(
+        [sys.executable, str(script), str(eval_instruct_output), str(tmp_path / "x"), "--validation-fraction", "0.01"],
+        capture_output=True,
+        text=True,
+    )
+    assert too_many.returncode == 2 and too_many.stderr.count("\n") == 1 and "too few" in too_many.stderr
 
 
 def test_mixture_keep_filter_applies_before_weights(eval_instruct_dir):

@@ -342,6 +342,7 @@ def load_records(
     split: str = "train",
     config: str | None = None,
     coerce_text: bool = False,
+    split_must_exist: bool = False,
 ) -> datasets.Dataset:
     """Load records from a data file, a glob, a local folder or a Hub dataset id: the one loader of hf-critic.
 
@@ -352,10 +353,15 @@ def load_records(
         columns: ``{canonical: source_column}`` renames, e.g. ``{"question": "prompt"}``, or joins
             ``{"question": "{instruction}\\n\\n{input}"}`` (see :func:`rename_columns`).
         limit: keep only the first ``limit`` rows.
-        split: the split of a folder or Hub dataset (a data file is one split).
+        split: the split of a folder or Hub dataset. A data file, a glob or a saved ``Dataset`` is one split: it gives
+            its rows whatever split is asked (a file named as a validation set is read as one), unless
+            ``split_must_exist``. A config's sub-folder holding one ``Dataset`` (Eval-Instruct's output) is one
+            split, ``"train"``, and never gives its rows as another split.
         config: the config: a sub-folder, a key of a ``DatasetDict``, the Hub config, or, for data that holds
             several, the rows whose ``config`` (or ``setting``) column equals it.
         coerce_text: stringify numbers and booleans in the :data:`TEXT_FIELDS` (else they are an error).
+        split_must_exist: a one-split source (data file, glob, saved ``Dataset``) answers only ``split="train"``:
+            how a held-out split is asked for, so that training rows never come back as held-out rows.
 
     Returns:
         A ``datasets.Dataset`` with the canonical column names.
@@ -367,7 +373,7 @@ def load_records(
             cached); a text field holding a number or a boolean (without ``coerce_text``), naming the row and the
             column the data has.
     """
-    dataset = _load_source(source, config, split)
+    dataset = _load_source(source, config, split, split_must_exist)
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     dataset = rename_columns(dataset, columns or {}, source=str(source), coerce_text=coerce_text)
@@ -409,18 +415,21 @@ def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple
         yield f"{source}[row {i}]", row
 
 
-def _load_source(source: str | os.PathLike, config: str | None, split: str) -> datasets.Dataset:
+def _load_source(
+    source: str | os.PathLike, config: str | None, split: str, split_must_exist: bool
+) -> datasets.Dataset:
     path = Path(source).expanduser()
     if path.is_dir():
         if path.suffix.lower() in DATA_FILE_BUILDERS and not any(path.iterdir()):
             raise RecordError(f"{path}: is an empty directory, not a {path.suffix} file")
-        return _load_folder(path, config, split)
+        return _load_folder(path, config, split, split_must_exist)
     text = str(source)
     builder = DATA_FILE_BUILDERS.get(path.suffix.lower())
     if builder is not None:
         files = sorted(path.parent.glob(path.name)) if any(c in text for c in "*?[") else [path]
         if not files or not files[0].is_file():
             raise RecordError(f"{source}: no such file")
+        _check_one_split(source, split, split_must_exist)
         dataset = _read_files(builder, files)
         return _filter_config(dataset, config, source) if config else dataset
     if path.exists():
@@ -488,9 +497,15 @@ def _read_excel(files: list[Path]) -> datasets.Dataset:
     return datasets.Dataset.from_pandas(frame, preserve_index=False)
 
 
-def _load_folder(path: Path, config: str | None, split: str) -> datasets.Dataset:
-    if config and (path / config).is_dir():
-        return _load_folder(path / config, None, split)
+def _check_one_split(source, split: str, split_must_exist: bool) -> None:
+    """A one-split source asked for another split that must exist: RecordError (see :func:`load_records`)."""
+    if split_must_exist and split != "train":
+        raise RecordError(f"{source}: holds one split ('train'), no split {split!r}")
+
+
+def _load_folder(path: Path, config: str | None, split: str, split_must_exist: bool = False) -> datasets.Dataset:
+    if config and (path / config).is_dir():  # one split ('train') when the config's folder holds one Dataset
+        return _load_folder(path / config, None, split, split_must_exist=True)
     if any((path / marker).is_file() for marker in _DISK_MARKERS):
         try:
             loaded = datasets.load_from_disk(str(path))
@@ -498,6 +513,7 @@ def _load_folder(path: Path, config: str | None, split: str) -> datasets.Dataset
             pass  # dataset_info.json of a folder of data files, not a save_to_disk folder
         else:
             if isinstance(loaded, datasets.Dataset):
+                _check_one_split(path, split, split_must_exist)
                 return loaded
             if config and config in loaded:  # a DatasetDict keyed by configs
                 return loaded[config]

@@ -15,7 +15,7 @@ from typing import Any
 
 import datasets
 
-from ..io import load_records
+from ..io import RecordError, load_records
 from .messages import _MESSAGE_FEATURE, MESSAGES
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,8 @@ class DatasetMixture:
     Attributes:
         datasets: the sources (at least one).
         seed: seed of the weighted sampling and of the final shuffle.
-        test_split: name of a held-out split to read from every source that has it (no weighting). Preferred:
+        test_split: name of a held-out split to read from every source that has it (no weighting; a data file or
+            Eval-Instruct's output has none). Preferred:
             builders split by question, so no question leaks from train to eval.
         test_split_size: otherwise, a fraction in (0, 1) of each source's rows held out at random (before weighting,
             so a row is never in both splits; rows of one question may land in both, unlike a builder's split).
@@ -177,8 +178,9 @@ def load_mixture(
         A :class:`MixtureResult`; ``train`` is shuffled with ``mixture.seed``.
 
     Raises:
-        ValueError: all sources weighted to zero rows, sources whose kept columns differ in features, or a
-            ``test_split`` no source has.
+        ValueError: all sources weighted to zero rows, or sources whose kept columns differ in features.
+        RecordError: a source that cannot be read, or a ``test_split`` no source has (a one-split source, a data file
+            or Eval-Instruct's output, has none: its training rows are never used as held-out rows).
     """
     train_parts, test_parts, report, templates = [], [], [], []
     for i, source in enumerate(mixture.datasets):
@@ -202,7 +204,7 @@ def load_mixture(
             entry["test_rows"] = len(held_out)
         elif mixture.test_split:
             try:
-                test = load_records(source.id, split=mixture.test_split, config=source.config)
+                test = load_records(source.id, split=mixture.test_split, config=source.config, split_must_exist=True)
             except (ValueError, KeyError, FileNotFoundError) as err:
                 logger.info("%s has no %r split (%s); no eval rows from it", source.name, mixture.test_split, err)
             else:
@@ -221,7 +223,10 @@ def load_mixture(
     train = _concatenate(train_parts).shuffle(seed=mixture.seed)
     splits = {"train": train}
     if mixture.test_split and not test_parts:
-        raise ValueError(f"test_split {mixture.test_split!r}: no source of the mixture has that split")
+        raise RecordError(
+            f"test_split {mixture.test_split!r}: no source of the mixture has that split (Eval-Instruct's output "
+            "holds one split per config: hold queries out with recipes/eval_instruct/split_by_query.py)"
+        )
     if test_parts:
         splits["test"] = _concatenate(test_parts)
     return MixtureResult(datasets.DatasetDict(splits), report, templates)
