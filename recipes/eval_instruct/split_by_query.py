@@ -28,7 +28,8 @@ from hf_critic.judgments import split_by_question
 def split_configs(
     dataset: datasets.DatasetDict, *, validation_fraction: float, test_fraction: float, seed: int
 ) -> dict[str, datasets.DatasetDict]:
-    """Split every config of an Eval-Instruct ``DatasetDict`` by query.
+    """Split every config of an Eval-Instruct ``DatasetDict`` by query, for the held-out validation set on which
+    CritiqueLLM picks its checkpoint (v1 §4.3); a query lands in the same split in every config.
 
     Args:
         dataset: ``{config: Dataset}`` with a ``query_id`` column (Eval-Instruct's output).

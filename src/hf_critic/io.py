@@ -503,7 +503,7 @@ def _check_one_split(source, split: str, split_must_exist: bool) -> None:
         raise RecordError(f"{source}: holds one split ('train'), no split {split!r}")
 
 
-def _load_folder(path: Path, config: str | None, split: str, split_must_exist: bool = False) -> datasets.Dataset:
+def _load_folder(path: Path, config: str | None, split: str, split_must_exist: bool) -> datasets.Dataset:
     if config and (path / config).is_dir():  # one split ('train') when the config's folder holds one Dataset
         return _load_folder(path / config, None, split, split_must_exist=True)
     if any((path / marker).is_file() for marker in _DISK_MARKERS):
