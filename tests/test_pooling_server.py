@@ -1,0 +1,270 @@
+"""The reward-model client for vLLM's Pooling API, against a loopback stub that follows vLLM's documented schema."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hf_critic.backends.pooling import PoolingRewardClient
+from hf_critic.backends.retry import EndpointError, FatalAPIError, RequestsFailedError, RetryPolicy
+from hf_critic.testing import free_port
+
+FAST = RetryPolicy(max_retries=2, initial_backoff=0.01, max_backoff=0.02)
+SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
+KEY_ENV = "HF_CRITIC_TEST_KEY"
+
+
+class StubPoolingServer:
+    """``vllm serve MODEL --runner pooling`` in miniature: ``GET /v1/models`` and ``POST /pooling`` (chat-style).
+
+    The reward of a conversation is the length of its last assistant message's content, as ``data: [reward]``.
+    ``respond(body, headers)`` may answer instead: ``(status, headers, body bytes)``, or None for the default answer.
+    ``pooling=False`` is a server without the Pooling API (a generative model): ``/pooling`` answers 404;
+    ``models_status`` is what ``GET /v1/models`` answers (401: the key is refused; 404: not a vLLM server).
+    """
+
+    def __init__(self, models=("stub-rm",), *, pooling=True, respond=None, delay=0.02, models_status=200):
+        self.models, self.pooling, self.respond, self.delay = list(models), pooling, respond, delay
+        self.models_status = models_status
+        self.bodies: list[dict] = []
+        self.headers: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if self.path == "/v1/models" and stub.models_status != 200:
+                    return self._send(stub.models_status, {}, {"error": {"message": "refused"}})
+                if self.path == "/v1/models":
+                    data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in stub.models]
+                    return self._send(200, {}, {"object": "list", "data": data})
+                self._send(404, {}, {"error": {"message": "Not Found"}})
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body, headers = json.loads(raw), {k.lower(): v for k, v in self.headers.items()}
+                with stub._lock:
+                    stub.bodies.append(body)
+                    stub.headers.append(headers)
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    time.sleep(stub.delay)
+                    self._send(*stub.answer(self.path, body, headers))
+                finally:
+                    with stub._lock:
+                        stub.in_flight -= 1
+
+            def _send(self, status, headers, payload):
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def pooled(self) -> list[dict]:
+        """The bodies of the ``/pooling`` requests, in arrival order."""
+        return [b for b in self.bodies if "messages" in b]
+
+    def answer(self, path, body, headers):
+        if path != "/pooling" or not self.pooling:
+            return 404, {}, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}}
+        if body.get("model") not in self.models:
+            return 404, {}, {"error": {"message": f"The model `{body.get('model')}` does not exist.", "code": 404}}
+        custom = self.respond(body, headers) if self.respond else None
+        if custom is not None:
+            return custom
+        return 200, {}, pooling_response(body["model"], [float(len(body["messages"][-1]["content"]))])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+
+def pooling_response(model, data):
+    """vLLM's ``PoolingResponse`` for one chat-style request whose pooled output is ``data``."""
+    item = {"index": 0, "object": "pooling", "data": data}
+    usage = {"prompt_tokens": 7, "total_tokens": 7, "completion_tokens": 0, "prompt_tokens_details": None}
+    return {"id": "pool-1", "object": "list", "created": 0, "model": model, "data": [item], "usage": usage}
+
+
+def conversation(question: str, response: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": response}]
+
+
+# ------------------------------------------------------------------------------------------------ rewards
+def test_rewards_are_exact_and_in_order_across_batches():
+    lengths = [5, 1, 9, 3, 12, 7, 2, 11, 4, 8, 6]  # 11 conversations: batches of 4, 4, 3
+    conversations = [conversation(f"question {i}?", "x" * n) for i, n in enumerate(lengths)]
+    with StubPoolingServer() as server:
+        client = PoolingRewardClient(server.url, "stub-rm", batch_size=4, policy=FAST)
+        assert client.rewards(conversations) == [float(n) for n in lengths]
+        assert client.rewards([]) == []
+    assert len(server.pooled) == 11
+    # each request is exactly one conversation as given, asking for the sequence-level raw output
+    assert sorted(json.dumps(b["messages"]) for b in server.pooled) == sorted(json.dumps(c) for c in conversations)
+    assert all(
+        b["model"] == "stub-rm" and b["task"] == "classify" and b["use_activation"] is False for b in server.pooled
+    )
+    assert 1 <= server.max_in_flight <= 4  # never more than one batch in flight
+    arrived = [b["messages"][0]["content"] for b in server.pooled]  # in any order within a batch, batch after batch
+    batches = [range(0, 4), range(4, 8), range(8, 11)]
+    assert [sorted(arrived[b.start : b.stop]) for b in batches] == [
+        sorted(f"question {i}?" for i in b) for b in batches
+    ]
+
+
+def test_a_nested_one_number_output_is_the_reward_and_the_root_url_works():
+    respond = lambda body, headers: (200, {}, pooling_response(body["model"], [[-1.25]]))  # noqa: E731
+    with StubPoolingServer(respond=respond) as server:
+        client = PoolingRewardClient(f"http://127.0.0.1:{server.port}", "stub-rm", policy=FAST)  # no /v1
+        assert client.rewards([conversation("q", "a")]) == [-1.25]
+
+
+@pytest.mark.parametrize(
+    "data, shape",
+    [([[0.1], [0.2], [0.3]], "token-level"), ([0.3, 0.7], "2 values"), ([], "empty"), ("AAAA", "a str")],
+)
+def test_an_output_that_is_not_one_number_is_a_clear_error(data, shape):
+    respond = lambda body, headers: (200, {}, pooling_response(body["model"], data))  # noqa: E731
+    with StubPoolingServer(respond=respond) as server:
+        client = PoolingRewardClient(server.url, "stub-rm", policy=FAST)
+        with pytest.raises(ValueError, match=f"{shape}.*not running a sequence reward model"):
+            client.rewards([conversation("q", "a")])
+        with pytest.raises(EndpointError, match="not running a sequence reward model"):
+            client.check()
+
+
+# ------------------------------------------------------------------------------------------------ retries
+def test_a_503_then_a_200_is_retried():
+    seen: dict[str, int] = {}
+
+    def respond(body, headers):
+        key = body["messages"][-1]["content"]
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] == 1:
+            return 503, {"Retry-After": "0"}, {"error": {"message": "overloaded"}}
+        return None
+
+    conversations = [conversation("q", "y" * n) for n in (3, 1, 4)]
+    with StubPoolingServer(respond=respond) as server:
+        rewards = PoolingRewardClient(server.url, "stub-rm", batch_size=2, policy=FAST).rewards(conversations)
+    assert rewards == [3.0, 1.0, 4.0]
+    assert len(server.pooled) == 6 and set(seen.values()) == {2}
+
+
+def test_retries_are_bounded_then_the_batch_fails():
+    always = lambda body, headers: (500, {}, {"error": {"message": "boom"}})  # noqa: E731
+    with StubPoolingServer(respond=always) as server:
+        client = PoolingRewardClient(server.url, "stub-rm", batch_size=2, policy=FAST)
+        with pytest.raises(RequestsFailedError, match=r"2 of 2 request\(s\).*500: boom \(after 3 attempts\)"):
+            client.rewards([conversation("q", "a"), conversation("q", "b"), conversation("q", "c")])
+    assert len(server.pooled) == 2 * (FAST.max_retries + 1)  # the second batch is never sent
+
+
+def test_a_401_stops_the_run_and_its_message_holds_no_key(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    # a server that echoes the header it refused, as some proxies do: the key must still not reach the message
+    echo = lambda body, headers: (401, {}, {"error": {"message": f"bad key {headers['authorization']}"}})  # noqa: E731
+    with StubPoolingServer(respond=echo) as server:
+        client = PoolingRewardClient(server.url, "stub-rm", api_key_env=KEY_ENV, policy=FAST)
+        with pytest.raises(FatalAPIError, match=rf"401.*\${KEY_ENV}") as err:
+            client.rewards([conversation("q", "a")] * 3)
+    assert SECRET not in str(err.value) and SECRET not in repr(client)
+    assert len(server.pooled) <= 3  # not retried
+
+
+# ------------------------------------------------------------------------------------------------ the key
+def test_the_key_from_the_environment_travels_only_in_the_authorization_header(monkeypatch):
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    with StubPoolingServer() as server:
+        client = PoolingRewardClient(server.url, api_key_env=KEY_ENV, policy=FAST)
+        client.check()
+        client.rewards([conversation("q", "ab")])
+    assert server.headers and all(h["authorization"] == f"Bearer {SECRET}" for h in server.headers)
+    assert all(SECRET not in json.dumps(b) for b in server.bodies)
+
+
+def test_a_key_in_the_url_is_taken_out_and_sent_as_the_bearer_key(monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with StubPoolingServer() as server:
+        client = PoolingRewardClient(
+            f"http://user:{SECRET}@127.0.0.1:{server.port}/v1", "stub-rm", api_key_env=KEY_ENV
+        )
+        assert client.rewards([conversation("q", "abc")]) == [3.0]
+    assert server.headers[-1]["authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in client.display_url and SECRET not in repr(client)
+
+
+def test_no_key_set_sends_no_authorization(monkeypatch):
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with StubPoolingServer() as server:
+        PoolingRewardClient(server.url, "stub-rm", api_key_env=KEY_ENV).rewards([conversation("q", "a")])
+    assert "authorization" not in server.headers[-1]
+
+
+# ------------------------------------------------------------------------------------------------ check
+def test_check_picks_the_only_served_model_and_rewards_resolves_it_itself():
+    with StubPoolingServer() as server:
+        client = PoolingRewardClient(server.url, policy=FAST)
+        client.check()
+        assert client.model == "stub-rm"
+        lazy = PoolingRewardClient(server.url, policy=FAST)
+        assert lazy.rewards([conversation("q", "four")]) == [4.0] and lazy.model == "stub-rm"
+
+
+def test_check_names_url_and_model_when_the_model_is_not_served_or_ambiguous():
+    with StubPoolingServer(models=("rm-a", "rm-b")) as server:
+        with pytest.raises(EndpointError, match=rf"127\.0\.0\.1:{server.port}.*'other'.*rm-a, rm-b"):
+            PoolingRewardClient(server.url, "other").check()
+        with pytest.raises(EndpointError, match=r"serves 2 models: rm-a, rm-b; name one"):
+            PoolingRewardClient(server.url).check()
+        PoolingRewardClient(server.url, "rm-b").check()
+
+
+def test_check_on_a_server_without_the_pooling_api_raises():
+    with StubPoolingServer(pooling=False) as server:
+        with pytest.raises(EndpointError, match=r"404.*POST /pooling.*'stub-rm'.*--runner pooling") as err:
+            PoolingRewardClient(server.url, "stub-rm").check()
+    assert "\n" not in str(err.value) and server.url in str(err.value)
+
+
+def test_check_on_a_server_that_is_down_raises():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(EndpointError, match=rf"no server answers at {url} \(model stub-rm\)"):
+        PoolingRewardClient(url, "stub-rm", timeout=2).check()
+
+
+@pytest.mark.parametrize(
+    "status, message", [(401, rf"answered 401 to GET /v1/models; check \${KEY_ENV}"), (404, "not a vLLM server")]
+)
+def test_check_on_a_server_refusing_the_key_or_not_vllm(status, message):
+    with StubPoolingServer(models_status=status) as server:
+        with pytest.raises(EndpointError, match=message):
+            PoolingRewardClient(server.url, "stub-rm", api_key_env=KEY_ENV).check()
