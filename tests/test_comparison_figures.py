@@ -360,8 +360,9 @@ def test_meta_eval_cli_two_way_option(tmp_path):
 # ------------------------------------------------------------------------------------------------ summaries
 def test_grade_summary_line_has_within_question_accuracy():
     args = argparse.Namespace(task="grade", human_score=None)
-    (line,) = critique_command._figures(pointwise_critiques(), args)
+    line, length = critique_command._figures(pointwise_critiques(), args)
     assert line.startswith("vs human_score (text verdicts): row-level Pearson ")
+    assert length.startswith("vs human_score (baseline: the answer's length in words as its score): row-level")
     # text-level: q1 r(3 5 9; 1 2 3) = 0.98198, q2 two parsed rows: -1, q3 r(8 2 8; 4 1 3) = 0.94491 -> mean 0.309
     assert "text-level Pearson 0.309 over 3 questions" in line
     assert "within-question accuracy 78.6% [" in line

@@ -130,6 +130,7 @@ def test_critique_correlation_keys():
         "n_rows", "n_unparsed", "n_missing_references", "system_pearson", "system_spearman", "system_kendall",
         "n_systems", "per_system", "pooled_pearson", "pooled_spearman", "pooled_kendall", "within_question_accuracy",
         "within_question_pairs", "within_question_ties", "within_question_pairs_unparsed", "within_question_queries",
+        "quadratic_weighted_kappa", "quadratic_weighted_kappa_n",
     }  # fmt: skip
     assert "system_pearson" not in critique_correlation([1, 2, 3], [1, 3, 2])
 

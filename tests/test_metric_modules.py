@@ -342,8 +342,8 @@ def test_local_module_test_script_catches_kwargs_and_a_failing_doctest(tmp_path)
     )
     script = kwargs_copy / "critique_correlation.py"
     text = script.read_text()
-    assert text.count("seed=0):") == 1
-    script.write_text(text.replace("seed=0):", "seed=0, **kwargs):"))
+    assert text.count("annotations=None\n") == 1
+    script.write_text(text.replace("annotations=None\n", "annotations=None, **kwargs\n"))
     doctest_copy = shutil.copytree(REPO_ROOT / "metrics" / "pairwise_agreement", tmp_path / "b" / "pairwise_agreement")
     script = doctest_copy / "pairwise_agreement.py"
     text = script.read_text()

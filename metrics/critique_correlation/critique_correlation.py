@@ -17,6 +17,7 @@
 import datasets
 import evaluate
 
+from hf_critic.meta_eval.chance import alpha_with_critic
 from hf_critic.meta_eval.correlation import check_scores, critique_correlation
 
 _DESCRIPTION = """
@@ -34,6 +35,10 @@ Within-question pairwise accuracy: does the critic score a question's better ans
 pair of one query's responses with different human scores is ordered by the critic's scores; the accuracy is the
 share of pairs ordered as the humans order them, a tie in the critic's scores counting as half ((1 + Somers' D) / 2
 over the pooled pairs). Pairs with an unparsed critic score are left out and counted.
+Agreement beyond chance: the quadratic-weighted kappa (Cohen, 1968) of the critic's scores binned to the scale of the
+human scores (mapped linearly from the critic's range when it exceeds the human one, then to the nearest human
+score) and, given several annotators' scores, Krippendorff's alpha (2011, interval) among them, alone and with the
+binned critic as one more annotator.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -48,6 +53,8 @@ Args:
     bootstrap (`int`, *optional*): resamples of the queries for 95% percentile confidence intervals (default 0:
         none; needs `query_ids`; a query's responses stay together); adds `ci`.
     seed (`int`, *optional*): the bootstrap's seed (default 0).
+    annotations (`list` of `list`, *optional*): several annotators' scores, one list per annotator (None = not
+        scored), for Krippendorff's alpha.
 Scores are checked before anything is cast: a string ("7") or a boolean is an error naming the index and the
 value; None / NaN is an unparsed score. Errors about the grouping name `query_ids` / `system_ids`.
 Returns:
@@ -68,6 +75,11 @@ Returns:
     within_question_pairs (`int`): pairs counted; within_question_ties (`int`): of those, pairs the critic scored
         equal; within_question_pairs_unparsed (`int`): pairs with different human scores left out because a critic
         score is None / NaN; within_question_queries (`int`): queries with at least one counted pair.
+    quadratic_weighted_kappa (`float`): Cohen's quadratic-weighted kappa of the critic's scores binned to the human
+        scores' scale, in [-1, 1]; quadratic_weighted_kappa_n (`int`): rows it counts.
+    krippendorff_alpha, krippendorff_alpha_with_critic (`float`): only with `annotations` (two or more): interval
+        alpha among the annotators, and with the binned critic scores as one more annotator;
+        krippendorff_alpha_level (`str`): "interval".
     system_pearson, system_spearman, system_kendall (`float`): only with `system_ids`; the correlation
         across systems of the per-system mean scores, NaN with fewer than two systems.
     n_systems (`int`): only with `system_ids`.
@@ -112,6 +124,19 @@ Examples:
         0.6875 8 1
         >>> print(round(results["text_pearson"], 2), round(results["pooled_pearson"], 2))
         0.31 0.46
+
+    Example 4-Agreement beyond chance: critic scores 1-10 binned to the human 1-5 scale for the quadratic-weighted
+    kappa, and Krippendorff's alpha of three annotators with and without the critic.
+        >>> critique_correlation = evaluate.load("critique_correlation")
+        >>> results = critique_correlation.compute(
+        ...     predictions=[2, 6, 9, 4, 7, 10],
+        ...     references=[1, 3, 4, 2, 4, 5],
+        ...     annotations=[[1, 3, 4, 2, 4, 5], [1, 2, 4, 2, 3, 5], [2, 3, 5, 1, 4, None]],
+        ... )
+        >>> print(round(results["quadratic_weighted_kappa"], 3), round(results["krippendorff_alpha"], 3))
+        0.952 0.853
+        >>> print(round(results["krippendorff_alpha_with_critic"], 3))
+        0.879
 """
 
 _CITATION = """
@@ -166,7 +191,12 @@ class CritiqueCorrelation(evaluate.Metric):
             return self._compute([], [], **kwargs)  # evaluate cannot write an empty batch
         return super().compute(predictions=predictions, references=references, **kwargs)
 
-    def _compute(self, predictions, references, query_ids=None, system_ids=None, bootstrap=0, seed=0):
-        return critique_correlation(
+    def _compute(
+        self, predictions, references, query_ids=None, system_ids=None, bootstrap=0, seed=0, annotations=None
+    ):
+        out = critique_correlation(
             predictions, references, query_ids=query_ids, system_ids=system_ids, bootstrap=bootstrap, seed=seed
         )
+        if annotations is not None:
+            out.update(alpha_with_critic(annotations, predictions, pairwise=False, references=references))
+        return out

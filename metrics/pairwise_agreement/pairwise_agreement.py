@@ -18,6 +18,7 @@ import evaluate
 
 from hf_critic.labels import check_labels
 from hf_critic.meta_eval.agreement import pairwise_agreement
+from hf_critic.meta_eval.chance import alpha_with_critic
 
 _DESCRIPTION = """
 Agreement of a critic's pairwise comparisons with human preference labels, as in CritiqueLLM (Ke et al.,
@@ -33,6 +34,9 @@ Where the human labels contain no tie (chosen / rejected pairs, e.g. Anthropic H
 by default: the critic's choice between response 1 and response 2 alone, the tie option dropped. From verdict
 distributions (P(response 1 better) against P(response 2 better), renormalised without the tie) when given, else
 from the verdicts, a tie counting as half.
+Agreement beyond chance: Cohen's kappa (1960) of the original-order verdicts against the labels (an unparsed verdict
+is a category of its own) and, given several annotators' labels, Krippendorff's alpha (2011, nominal) among them,
+alone and with the critic as one more annotator.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -60,6 +64,8 @@ Args:
         for `two_way_accuracy_combined`; needs `swapped_predictions`.
     bootstrap (`int`, *optional*): resamples for 95% percentile confidence intervals (default 0: none); adds `ci`.
     seed (`int`, *optional*): the bootstrap's seed (default 0).
+    annotations (`list` of `list`, *optional*): several annotators' labels, one list per annotator (any spelling,
+        None = not labelled), for Krippendorff's alpha.
 Inputs are checked before anything is cast: a label must be 0, 1, 2 (2.0 is 2), a label string, or None / NaN
 (unparsed); 0.5, 1.7, 3, booleans and strings mixed with numbers are errors naming the index and the value.
 Returns:
@@ -68,6 +74,10 @@ Returns:
     consistency (`float`): share of pairs whose two verdicts are equal, in [0, 1]. Only with
         `swapped_predictions`.
     first_order_agreement (`float`): share of pairs whose original-order verdict equals the label.
+    cohen_kappa (`float`): Cohen's kappa of the original-order verdicts against the labels, in [-1, 1] (0 = chance).
+    krippendorff_alpha, krippendorff_alpha_with_critic (`float`): only with `annotations` (two or more): nominal
+        alpha among the annotators, and with the critic's original-order verdicts as one more annotator;
+        krippendorff_alpha_level (`str`): "nominal".
     accuracy (`float`): the same as `first_order_agreement`.
     macro_precision, macro_recall, macro_f1 (`float`): over the classes present in labels or verdicts.
     per_class (`dict`): {"response_1" | "response_2" | "tie": {"n_gold", "n_predicted", "n_correct", "precision",
@@ -129,6 +139,18 @@ Examples:
         0.25 0.75 4
         >>> print(pairwise_agreement.compute(predictions=[2, 2, 0, 0], references=[0, 1, 0, 1])["two_way_accuracy"])
         0.5
+
+    Example 4-Agreement beyond chance: Cohen's kappa, and Krippendorff's alpha of three annotators with the critic.
+        >>> pairwise_agreement = evaluate.load("pairwise_agreement")
+        >>> results = pairwise_agreement.compute(
+        ...     predictions=[0, 1, 0, 1, 0, 0],
+        ...     references=[0, 1, 1, 1, 0, 0],
+        ...     annotations=[[0, 1, 1, 1, 0, 0], [0, 1, 1, 0, 0, 0], [0, 1, 2, 1, 0, None]],
+        ... )
+        >>> print(round(results["cohen_kappa"], 3), round(results["krippendorff_alpha"], 3))
+        0.667 0.595
+        >>> print(round(results["krippendorff_alpha_with_critic"], 3))
+        0.578
 """
 
 _CITATION = """
@@ -198,8 +220,9 @@ class PairwiseAgreement(evaluate.Metric):
         combined_distributions=None,
         bootstrap=0,
         seed=0,
+        annotations=None,
     ):
-        return pairwise_agreement(
+        out = pairwise_agreement(
             predictions,
             references,
             check_labels(swapped_predictions, "swapped_predictions"),
@@ -213,3 +236,6 @@ class PairwiseAgreement(evaluate.Metric):
             bootstrap=bootstrap,
             seed=seed,
         )
+        if annotations is not None:
+            out.update(alpha_with_critic(annotations, predictions, pairwise=True))
+        return out

@@ -21,6 +21,9 @@ verdict becomes :data:`~hf_critic.labels.UNPARSED` and counts as wrong, never as
   human label;
 * ``consistency``: share of pairs where the two verdicts are equal (whatever the human label);
 * ``first_order_agreement``: share of pairs where the original-order verdict equals the label;
+* ``cohen_kappa``: Cohen's kappa (1960) of the original-order verdicts against the human labels, the agreement
+  beyond what the two label frequencies give by chance (an unparsed verdict is a category of its own, never equal
+  to a human label; :func:`hf_critic.meta_eval.chance.cohen_kappa`);
 * ``accuracy``, ``macro_precision``, ``macro_recall``, ``macro_f1``: of the original-order
   verdicts over the classes {response 1 wins, response 2 wins, tie} present in the data; ``per_class``:
   counts, precision, recall and F1 per class;
@@ -62,6 +65,7 @@ __all__ = [
     "UNPARSED_POLICIES",
     "map_groups",
     "pairwise_agreement",
+    "pairwise_credits",
     "TWO_WAY_MODES",
     "two_way_decisions",
 ]
@@ -208,6 +212,9 @@ def _pairwise_statistic(
             out["macro_precision"] = precision.mean(axis=1) if k else np.full(len(w), np.nan)
             out["macro_recall"] = recall.mean(axis=1) if k else np.full(len(w), np.nan)
             out["macro_f1"] = f1.mean(axis=1) if k else np.full(len(w), np.nan)
+            # Cohen's kappa (1960) of the original-order verdicts: an unparsed verdict is a category of its own.
+            expected = (n_true * n_pred).sum(axis=1) / (total * total)
+            out["cohen_kappa"] = (out["first_order_agreement"] - expected) / (1 - expected)
             rates = sums[:, 2 + 3 * k : 5 + 3 * k] / total[:, None]
             out["win_rate"], out["tie_rate"], out["lose_rate"] = rates.T
             for j, name in enumerate(two_way, start=1):
@@ -287,7 +294,7 @@ def pairwise_agreement(
         confidence: the intervals' coverage (default 0.95).
 
     Returns:
-        dict of floats in [0, 1] (fractions, not percentages) and ints ``n``, ``n_unparsed``,
+        dict of floats in [0, 1] (fractions, not percentages; ``cohen_kappa`` in [-1, 1]) and ints ``n``, ``n_unparsed``,
         ``n_unparsed_swapped``, ``n_missing_references``, ``n_dropped`` (pairs left out by ``unparsed="drop"``),
         the policy as ``unparsed``, ``per_class``; with the two-way figures also ``two_way_n``,
         ``two_way_n_gold_ties``, ``two_way_source``; plus ``per_group`` (with the two-way accuracies when computed)
@@ -336,6 +343,56 @@ def pairwise_agreement(
     if gid is not None:
         out["per_group"] = _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence)
     return out
+
+
+def pairwise_credits(
+    predictions: Sequence[Any] | np.ndarray,
+    references: Sequence[Any] | np.ndarray,
+    swapped_predictions: Sequence[Any] | np.ndarray | None = None,
+    *,
+    swapped_mapped_back: bool = True,
+    digits: Literal["label", "position"] = "label",
+    unparsed: str = "wrong",
+    two_way: str = "auto",
+    distributions: Sequence[Any] | None = None,
+    combined_distributions: Sequence[Any] | None = None,
+) -> dict[str, np.ndarray]:
+    """Each pair's credit in the headline figures of :func:`pairwise_agreement`: the per-row values a paired
+    comparison of two critics on the same pairs needs (:mod:`~hf_critic.meta_eval.paired`).
+
+    Args: as :func:`pairwise_agreement` (same policies, same two-way rule).
+
+    Returns:
+        ``{figure: float64 array (n,)}`` over **all** input rows, NaN where the pair does not count in that figure
+        (no human label, dropped by ``unparsed="drop"``, a gold tie in a two-way figure): ``first_order_agreement``
+        (1 = the original-order verdict equals the label, else 0), with swapped verdicts ``agreement`` (both orders
+        equal the label); with the two-way figures ``two_way_accuracy`` (and ``two_way_accuracy_combined`` with
+        swapped verdicts): 1, 1/2 (undecided) or 0. The mean of each array over its finite values equals the
+        figure of :func:`pairwise_agreement`.
+
+    Raises:
+        ValueError: see :func:`pairwise_agreement`.
+    """
+    _check_modes(unparsed, two_way, combined_distributions is not None and swapped_predictions is None)
+    pred, ref, swapped = _codes(predictions, references, swapped_predictions, digits, swapped_mapped_back)
+    n_all = len(pred)
+    has_ref = ref >= 0
+    on = two_way == "on" or (two_way == "auto" and bool(has_ref.any()) and not (ref[has_ref] == TIE).any())
+    first_dist = _objects(distributions, n_all, "distributions")
+    combined_dist = _objects(combined_distributions, n_all, "combined_distributions")
+    pred_parsed = pred >= 0
+    parsed = pred_parsed & (swapped >= 0 if swapped is not None else True)
+    keep = has_ref & (parsed if unparsed == "drop" else True)
+    if unparsed == "tie":
+        pred = np.where(pred < 0, TIE, pred)
+        swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
+    first_ok = (pred == ref).astype(np.float64)
+    out = {"first_order_agreement": first_ok}
+    if swapped is not None:
+        out["agreement"] = first_ok * ((pred == swapped) & (pred >= 0))
+    credits = _two_way_credits(on, pred, ref, swapped, pred_parsed, parsed, first_dist, combined_dist, unparsed)
+    out.update({name: np.where(ref == TIE, np.nan, np.nan_to_num(c)) for name, c in credits.items()})
+    return {name: np.where(keep, values, np.nan) for name, values in out.items()}
 
 
 def _check_modes(unparsed: str, two_way: str, combined_without_swap: bool) -> None:

@@ -27,6 +27,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .chance import binned_weighted_kappa
+
 __all__ = [
     "CORRELATIONS",
     "check_scores",
@@ -530,8 +532,9 @@ def critique_correlation(
         ``query_ids`` is None); ``within_question_accuracy``, ``within_question_pairs``, ``within_question_ties``,
         ``within_question_pairs_unparsed``, ``within_question_queries`` (see :func:`within_question_accuracy`:
         the share of same-query response pairs with different human scores that the critic orders as the humans
-        do, critic ties counted half); with ``system_ids``
-        also ``system_pearson``, ``system_spearman``, ``system_kendall``, ``n_systems`` and ``per_system``
+        do, critic ties counted half); ``quadratic_weighted_kappa`` (Cohen, 1968) of the critic's scores binned to the
+        gold's scale (:func:`~hf_critic.meta_eval.chance.binned_weighted_kappa`) over ``quadratic_weighted_kappa_n``
+        rows; with ``system_ids`` also ``system_pearson``, ``system_spearman``, ``system_kendall``, ``n_systems`` and ``per_system``
         (``{system: {"n", "critic_mean", "human_mean", "critic_rank", "human_rank"}}``, rank 1 = highest mean,
         ties share their mean rank; rows with an unparsed score or no human score left out of both means).
         With ``bootstrap`` and ``query_ids``: ``ci``, ``{figure: [low, high]}`` for the text- and system-level
@@ -548,6 +551,8 @@ def critique_correlation(
     pooled = grouped_correlations(predictions, references, None)
     out.update({f"pooled_{k}": float(getattr(pooled, k)[0]) if len(pooled.groups) else math.nan for k in CORRELATIONS})
     out.update(within_question_accuracy(predictions, references, query_ids))
+    kappa = binned_weighted_kappa(predictions, references)
+    out.update(quadratic_weighted_kappa=kappa["kappa"], quadratic_weighted_kappa_n=kappa["n"])
     if system_ids is not None:
         system = system_level_correlation(predictions, references, system_ids)
         out.update({f"system_{k}": system[k] for k in CORRELATIONS})

@@ -28,6 +28,7 @@ from .. import schema
 from ..labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
 from .correlation import critique_correlation, within_question_accuracy
+from .length import pairwise_baselines, pointwise_length_baseline
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
 
@@ -105,7 +106,9 @@ def pointwise_verdict_figures(
         ``{source: {"pearson", "spearman", "kendall", "n", "n_without_verdict", "within_question_accuracy",
         "within_question_pairs", "within_question_ties", "within_question_pairs_unparsed", "text_pearson"?,
         "n_queries_used"?, "ci"?, "mode_accuracy"?}}`` with source ``"probability"`` (expected score) and
-        ``"text"`` (parsed score) where the file has them. ``pearson`` / ``spearman`` / ``kendall`` are pooled
+        ``"text"`` (parsed score) where the file has them, and the baseline ``"length"`` (the answer's length in
+        words as its score, :func:`~hf_critic.meta_eval.length.pointwise_length_baseline`) with a ``response``
+        column. ``pearson`` / ``spearman`` / ``kendall`` are pooled
         (row-level: all rows one sample, in [-1, 1]); with query ids, ``text_pearson`` is the text-level Pearson
         (mean over the ``n_queries_used`` queries, CritiqueLLM v2 §4.4.1); the within-question
         accuracy (in [0, 1], :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`) orders every pair of
@@ -136,6 +139,13 @@ def pointwise_verdict_figures(
         if bootstrap and queries is not None:
             ci = within_question_accuracy(scores, human, queries, bootstrap=bootstrap, seed=seed)["ci"]
             figures[source]["ci"] = ci
+    if schema.RESPONSE in columns:  # the answer's length as its score: the floor a critic must beat
+        length = pointwise_length_baseline(dataset[schema.RESPONSE], human, queries)
+        figures["length"] = {"pearson": length["pooled_pearson"], "spearman": length["pooled_spearman"],
+                             "kendall": length["pooled_kendall"], "n": sum(h is not None for h in human),
+                             "n_without_verdict": 0, **{k: length[k] for k in _WITHIN}}  # fmt: skip
+        if queries is not None:
+            figures["length"].update(text_pearson=length["text_pearson"], n_queries_used=length["n_queries_used"])
     if "probability" in figures:
         rows = [(d, h) for d, h in zip(_distributions(dataset[schema.CRITIQUE_DISTRIBUTION]), human, strict=True)
                 if d and h is not None]  # fmt: skip
@@ -162,7 +172,9 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     Returns:
         ``{"text": {agreement, consistency, first_order_agreement}?, "probability_first_order": {...}?,
         "combined": {"agreement"}?, "always_response_1": {"first_order_agreement"}, "label_prior":
-        {"first_order_agreement", "label"}, "calibration": expected_calibration_error(...)?, "n": pairs}``; figures
+        {"first_order_agreement", "label"}, "longer_wins": {...}?, "shorter_wins": {...}? (with the response texts:
+        the longer / shorter response as the verdict, :func:`~hf_critic.meta_eval.length.pairwise_baselines`),
+        "calibration": expected_calibration_error(...)?, "n": pairs}``; figures
         are shares in [0, 1]. With the two-way figures (the critic's choice between response 1 and response 2
         alone, see :func:`~hf_critic.meta_eval.agreement.two_way_decisions`), also ``two_way_n`` (pairs without a
         gold tie, the only ones they count) and: ``two_way_accuracy`` in ``text`` (a tie verdict counts half),
@@ -224,6 +236,10 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
             conf.append(d[names[decided]])
             correct.append(decided == int(h))
         out["calibration"] = expected_calibration_error(conf, correct, n_bins)
+    if schema.RESPONSE_1 in columns and schema.RESPONSE_2 in columns:  # length needs no critic either
+        lengths = pairwise_baselines(human, dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2], two_way=mode)
+        for key in ("longer_wins", "shorter_wins"):
+            out[key] = {k: v for k, v in lengths[key].items() if k in ("first_order_agreement", "two_way_accuracy")}
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
     out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),
@@ -247,6 +263,8 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = F
         lines = []
         for source, f in figures.items():
             what = "reward head" if head else f"{source} verdicts"
+            if source == "length":
+                what = "baseline: the answer's length in words as its score"
             line = (f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
                     f"{f['spearman']:.3f}, Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} "
                     "without a verdict left out)")  # fmt: skip
@@ -266,7 +284,8 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = F
     verdicts = "reward head" if head else "probability"
     names = {"text": "text verdicts", "probability_first_order": f"{verdicts}, first order",
              "combined": f"{verdicts}, both orders combined", "always_response_1": "baseline always 'response 1'",
-             "label_prior": "baseline label prior"}  # fmt: skip
+             "label_prior": "baseline label prior", "longer_wins": "baseline longer wins",
+             "shorter_wins": "baseline shorter wins"}  # fmt: skip
     words = {"two_way_accuracy": "two-way accuracy", "two_way_accuracy_combined": "two-way accuracy (both orders)"}
     lines = []
     for key, name in names.items():
