@@ -9,6 +9,7 @@ from pathlib import Path
 from .options import (
     OPTIONS,
     add_cache_args,
+    add_comparison_args,
     add_critic_args,
     add_decoding_args,
     add_endpoint_args,
@@ -53,6 +54,15 @@ Examples:
       --columns 'question={instruction}\\n\\n{input},response_1=response1,response_2=response2' \\
       --label-columns annotator1,annotator2,annotator3 --label-map 0=tie,1=response_1,2=response_2 \\
       --verdicts judge=verdicts.csv:judgement --verdict-parser mtbench --order-column exchange --output-dir out
+Is critic A better than critic B? With two or more critics on one benchmark (several --model, --verdicts or
+--critiques of the same rows), the report compares each two, and each with answer length, figure by figure: the
+difference with a paired bootstrap interval over the questions and a p-value (exact McNemar for agreement, a paired
+permutation test for correlations), in one plain line per pair. Every report has the baselines on the same rows
+(always 'response 1', label prior, longer / shorter wins; length as score), Cohen's kappa, Krippendorff's alpha of
+--label-columns with and without the critic, agreement by length-ratio tercile, the length-controlled agreement and
+the positional preference. --ppi --human-subset 0.1 adds prediction-powered estimates from 10% human labels:
+  hf-critic meta-eval --critiques untrained/hhh=untrained_hhh.jsonl --critiques trained/hhh=trained_hhh.jsonl \\
+      --ppi --human-subset 0.1 --output-dir out
 Writes report.md (Table 2 / Table 3 layouts, within-question pairwise accuracy of pointwise grades, two-way
 accuracy where the human labels have no tie, parse failures, per-category tables), report.json and PNG plots
 (per-category bars, confusion heat maps); critiques generated here go to <output-dir>/critiques/<critic>/<dataset>.jsonl.
@@ -118,6 +128,7 @@ def register(subparsers) -> None:
     out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     add_figure_args(out)
+    add_comparison_args(out)
     out.add_argument(
         "--two-way",
         choices=("auto", "on", "off"),
@@ -345,10 +356,26 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     print(f"wrote {out / 'criticbench.md'} and {out / 'criticbench.json'}")
 
 
+def _ppi_spec(args, spec_type):
+    """The :class:`~hf_critic.meta_eval.critic_extras.PPISpec` of ``--ppi`` (None without it).
+
+    Raises:
+        ValueError: ``--ppi`` without ``--human-subset`` or ``--ppi-labels``, or either of them without ``--ppi``.
+    """
+    if not args.ppi:
+        if args.human_subset is not None or args.ppi_labels:
+            raise ValueError("--human-subset / --ppi-labels choose the human-labelled rows of --ppi: add --ppi")
+        return None
+    if args.human_subset is None and not args.ppi_labels:
+        raise ValueError("--ppi needs the human-labelled rows: --human-subset FRACTION (a simulation) or "
+                         "--ppi-labels COLUMN")  # fmt: skip
+    return spec_type(fraction=args.human_subset, column=args.ppi_labels, seed=args.ppi_seed)
+
+
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
     from ..io import check_output_dir, load_records
-    from ..meta_eval.critic_report import evaluate_critiques, write_report
+    from ..meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
         raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")
@@ -361,6 +388,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         )
     if args.bootstrap < 0:
         raise ValueError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
+    ppi = _ppi_spec(args, PPISpec)
     reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
     runs = []
@@ -400,10 +428,18 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             seed=args.bootstrap_seed,
             annotators=[a for a in annotators if a in data.column_names],
             two_way=getattr(args, "two_way", "auto"),
+            ppi=ppi,
         )
         for critic, dataset, data in runs
     ]
-    written = write_report(results, args.output_dir, title=args.title, plots=not args.no_plots)
+    written = write_report(
+        results,
+        args.output_dir,
+        title=args.title,
+        plots=not args.no_plots,
+        paired_resamples=args.paired_resamples,
+        seed=args.bootstrap_seed,
+    )
     print(Path(written["markdown"]).read_text(encoding="utf-8"))
     print(f"wrote {written['markdown']}, {written['json']} and {len(written['plots'])} plot(s)")
     return 0

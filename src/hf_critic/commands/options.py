@@ -36,6 +36,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def fraction(text: str) -> float:
+    """argparse type of a share strictly between 0 and 1 (``--human-subset 0.1``)."""
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1), got {value}")
+    return value
+
+
 def _option(*flags: str, **kwargs) -> tuple[tuple[str, ...], dict]:
     if not kwargs.get("help"):
         raise ValueError(f"option {flags} needs help text")
@@ -131,6 +139,36 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "bootstrap_seed": _option(
         "--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples (default: 0)"
     ),
+    "paired_resamples": _option(
+        "--paired-resamples",
+        type=positive_int,
+        default=2000,
+        metavar="N",
+        help="paired comparisons of critics on the same rows: N bootstrap resamples of the questions for the "
+        "difference's 95%% interval, and N random swaps of the permutation tests (every swap when there are fewer; "
+        "default: 2000; seeded with --bootstrap-seed)",
+    ),
+    "ppi": _option(
+        "--ppi",
+        action="store_true",
+        help="prediction-powered inference (Angelopoulos et al., Science 2023): the human win rate of response 1 "
+        "(pairwise) or the mean human score per system (pointwise) from the critic's verdicts on all rows and human "
+        "labels on a subset (--human-subset or --ppi-labels), beside the human-only interval",
+    ),
+    "human_subset": _option(
+        "--human-subset",
+        type=fraction,
+        metavar="FRACTION",
+        help="with --ppi: a seeded random share of the rows (in (0, 1)) treated as the only human-labelled ones, a "
+        "simulation on a fully labelled benchmark (the rest's gold is what the intervals should cover)",
+    ),
+    "ppi_labels": _option(
+        "--ppi-labels",
+        metavar="COLUMN",
+        help="with --ppi: a column with human labels (pairwise) or scores (pointwise) on some rows only; rows without "
+        "one are the unlabelled rows",
+    ),
+    "ppi_seed": _option("--ppi-seed", type=int, default=0, help="seed of the --human-subset draw (default: 0)"),
     "format": _option(
         "--format",
         help="read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
@@ -274,6 +312,12 @@ def add_verdict_args(parser) -> None:
 def add_figure_args(parser) -> None:
     """How figures are computed: ``--unparsed``, ``--bootstrap``, ``--bootstrap-seed``."""
     add_options(parser, "unparsed", "bootstrap", "bootstrap_seed")
+
+
+def add_comparison_args(parser) -> None:
+    """How critics are compared and human-corrected (``meta-eval``): ``--paired-resamples``, ``--ppi``,
+    ``--human-subset``, ``--ppi-labels``, ``--ppi-seed``."""
+    add_options(parser, "paired_resamples", "ppi", "human_subset", "ppi_labels", "ppi_seed")
 
 
 def add_model_args(

@@ -6,43 +6,22 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .. import schema
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .comparison_markdown import comparison_sections
 from .critic_report import _LABEL_SHORT, RunResult
+from .markdown_tables import number as _f
+from .markdown_tables import table as _table
+from .markdown_tables import with_interval as _fci
 
 __all__ = ["render_markdown"]
 
 
-def _f(value: Any, digits: int = 3, percent: bool = False) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    return f"{100 * value:.2f}" if percent else f"{value:.{digits}f}"
-
-
-def _fci(values: dict[str, Any], key: str, percent: bool = False) -> str:
-    """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``."""
-    text = _f(values.get(key), percent=percent)
-    interval = (values.get("ci") or {}).get(key)
-    if interval and text != "–":
-        text += f" [{_f(interval[0], percent=percent)}, {_f(interval[1], percent=percent)}]"
-    return text
-
-
 def _setting(result: RunResult) -> str:
     return "referenced" if result.referenced else "reference-free"
-
-
-def _table(header: list[str], rows: list[list[str]], header2: list[str] | None = None) -> list[str]:
-    """A Markdown table; ``header2`` is a second header row (Markdown has no column spans)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    if header2:
-        lines.append("| " + " | ".join(f"**{h}**" if h else "" for h in header2) + " |")
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
 
 
 def _datasets(results: Sequence[RunResult], task: str) -> list[tuple[str, bool]]:
@@ -53,7 +32,12 @@ def _critics(results: Sequence[RunResult]) -> list[str]:
     return list(dict.fromkeys(r.critic for r in results))
 
 
-def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation", plots: Sequence[str] = ()) -> str:
+def render_markdown(
+    results: Sequence[RunResult],
+    title: str = "Meta-evaluation",
+    plots: Sequence[str] = (),
+    paired: Sequence[dict] = (),
+) -> str:
     """The report as Markdown: how figures were counted, Table 2 and Table 3 layouts, accuracy and macro P / R / F1
     with per-class counts, win / tie / lose, per-system means and ranks, the human ceiling, parse failures,
     per-category tables, plot links. Every headline figure carries its bootstrap interval when one was computed.
@@ -62,6 +46,9 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
         results: one :class:`RunResult` per (critic, dataset).
         title: the first heading.
         plots: relative paths of PNG files to link at the end.
+        paired: the paired comparisons of :func:`~hf_critic.meta_eval.critic_extras.compare_critics`; with the runs'
+            baselines, agreement beyond chance, length and position and PPI figures they fill the sections of
+            :func:`~hf_critic.meta_eval.comparison_markdown.comparison_sections`.
 
     Returns:
         The Markdown text.
@@ -70,6 +57,7 @@ def render_markdown(results: Sequence[RunResult], title: str = "Meta-evaluation"
     out += _policy_section(results)
     out += _pointwise_section(results)
     out += _pairwise_section(results)
+    out += comparison_sections(results, paired)
     out += _classes_section(results)
     out += _win_tie_lose_section(results)
     out += _systems_section(results)

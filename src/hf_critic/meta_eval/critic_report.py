@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +37,14 @@ import numpy as np
 
 from .. import schema
 from ..io import write_text
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
+from .critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
 from .verdict_sources import pairwise_verdict_figures, pointwise_verdict_figures
 
-__all__ = ["RunResult", "evaluate_critiques", "write_report"]
+__all__ = ["PPISpec", "RunResult", "evaluate_critiques", "write_report"]
 
 _LABEL_SHORT = {RESPONSE_1_WINS: "resp. 1", RESPONSE_2_WINS: "resp. 2", TIE: "tie"}
 
@@ -72,6 +73,16 @@ class RunResult:
             sources side by side, :func:`hf_critic.meta_eval.verdict_sources.pointwise_verdict_figures` /
             :func:`~hf_critic.meta_eval.verdict_sources.pairwise_verdict_figures` (baselines and calibration included);
             empty otherwise.
+        baselines: verdicts that need no critic on the same rows: "always response 1", the label prior, "longer wins",
+            "shorter wins" (pairwise), the length as the score (pointwise); see :mod:`~hf_critic.meta_eval.length`.
+        chance: agreement beyond chance: Krippendorff's alpha among the annotators with and without the critic
+            (Cohen's kappa is in ``metrics``: ``cohen_kappa``, ``quadratic_weighted_kappa``).
+        length: pairwise: agreement within terciles of the length ratio, the length-controlled agreement, the
+            positional preference.
+        ppi: with ``--ppi``, the prediction-powered estimates beside the human-only ones
+            (:func:`~hf_critic.meta_eval.critic_extras.ppi_figures`).
+        rows: per-row values for the paired comparisons (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`);
+            not written to report.json.
     """
 
     critic: str
@@ -88,6 +99,11 @@ class RunResult:
     bootstrap: int = 0
     ceiling: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdicts: dict[str, Any] = field(default_factory=dict)
+    baselines: dict[str, Any] = field(default_factory=dict)
+    chance: dict[str, Any] = field(default_factory=dict)
+    length: dict[str, Any] = field(default_factory=dict)
+    ppi: dict[str, Any] = field(default_factory=dict)
+    rows: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
 
     @property
     def parse_failure_rate(self) -> float:
@@ -147,6 +163,7 @@ def evaluate_critiques(
     seed: int = 0,
     annotators: Sequence[str] = (),
     two_way: str = "auto",
+    ppi: PPISpec | None = None,
 ) -> RunResult:
     """Meta-evaluate one critique dataset against its human scores or labels.
 
@@ -174,9 +191,10 @@ def evaluate_critiques(
             ``critique_distribution`` (first order) and ``critique_distribution_combined`` (both orders, with
             ``--swap``) where the file has them (P(response 1) against P(response 2), the tie dropped), else from
             the labels (a tie verdict counts as half).
+        ppi: which rows count as human-labelled for prediction-powered inference (``--ppi``); None: no PPI.
 
     Returns:
-        A :class:`RunResult`.
+        A :class:`RunResult` (with its baselines, agreement beyond chance, length and position figures).
 
     Raises:
         ValueError: no critique column, or the human column is missing.
@@ -196,6 +214,7 @@ def evaluate_critiques(
         metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
         per_category = _per_category_correlation(pred, human, categories, queries, figures)
         ceiling = _annotator_correlation(dataset, annotators, human, queries)
+        extras = pointwise_extras(dataset, pred, human, queries, systems, annotators=annotators, ppi=ppi)
         return RunResult(
             critic=critic,
             dataset=name,
@@ -211,13 +230,14 @@ def evaluate_critiques(
             bootstrap=bootstrap,
             ceiling=ceiling,
             verdicts=pointwise_verdict_figures(dataset, human_score, query_ids=queries) if probability else {},
+            **extras,
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
         return _pairwise_run(
             dataset, critic, name, label=label, categories=categories, swapped_mapped_back=swapped_mapped_back,
-            unparsed=unparsed, bootstrap=bootstrap, figures=figures, annotators=annotators, two_way=two_way,
+            unparsed=unparsed, bootstrap=bootstrap, figures=figures, annotators=annotators, two_way=two_way, ppi=ppi,
         )  # fmt: skip
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
@@ -255,7 +275,19 @@ def _annotator_correlation(dataset, annotators: Sequence[str], human, queries) -
 
 
 def _pairwise_run(
-    dataset, critic, name, *, label, categories, swapped_mapped_back, unparsed, bootstrap, figures, annotators, two_way
+    dataset,
+    critic,
+    name,
+    *,
+    label,
+    categories,
+    swapped_mapped_back,
+    unparsed,
+    bootstrap,
+    figures,
+    annotators,
+    two_way,
+    ppi=None,
 ) -> RunResult:
     """The :class:`RunResult` of a pairwise critique file (see :func:`evaluate_critiques`)."""
     referenced = schema.REFERENCE in dataset.column_names
@@ -284,6 +316,12 @@ def _pairwise_run(
     verdicts = normalize_labels(first, name="critique_label")
     humans = normalize_labels(dataset[label], name=label)
     ceiling = annotator_agreement({a: normalize_labels(dataset[a], name=a) for a in annotators}, humans)
+    if swapped is not None and not swapped_mapped_back:
+        swapped = swap_codes(normalize_labels(swapped, name=schema.CRITIQUE_LABEL_SWAPPED))
+    extras = pairwise_extras(
+        dataset, label=label, first=first, swapped=swapped, unparsed=unparsed, two_way=two_way,
+        distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION), combined=combined, annotators=annotators, ppi=ppi,
+    )  # fmt: skip
     return RunResult(
         critic=critic,
         dataset=name,
@@ -299,11 +337,14 @@ def _pairwise_run(
         bootstrap=bootstrap,
         ceiling=ceiling,
         verdicts=pairwise_verdict_figures(dataset, label, two_way=two_way) if probability else {},
+        **extras,
     )
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -315,12 +356,23 @@ def _jsonable(value: Any) -> Any:
 
 
 def write_report(
-    results: Sequence[RunResult], out_dir: str | Path, title: str = "Meta-evaluation", plots: bool = True
+    results: Sequence[RunResult],
+    out_dir: str | Path,
+    title: str = "Meta-evaluation",
+    plots: bool = True,
+    *,
+    paired_resamples: int = 2000,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """Write ``report.md``, ``report.json`` and (with ``plots``) the PNG plots into ``out_dir``.
 
+    The paired comparisons of the critics judged on the same rows (and of each with length) are computed here
+    (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`, ``paired_resamples`` bootstrap resamples of the
+    questions and random swaps of the permutation tests, seeded with ``seed``) and written as ``paired`` in
+    report.json.
+
     Returns:
-        ``{"markdown": Path, "json": Path, "plots": [Path, ...]}``.
+        ``{"markdown": Path, "json": Path, "plots": [Path, ...], "paired": [...]}``.
 
     Raises:
         ValueError: no results.
@@ -337,10 +389,17 @@ def write_report(
         if plots
         else []
     )
-    markdown = write_text(out_dir / "report.md", render_markdown(results, title, [p.name for p in images]))
+    paired = compare_critics(results, resamples=paired_resamples, seed=seed)
+    markdown = write_text(out_dir / "report.md", render_markdown(results, title, [p.name for p in images], paired))
     payload = {
         "title": title,
-        "runs": [{**asdict(r), "parse_failure_rate": r.parse_failure_rate} for r in results],
+        "runs": [{**_fields(r), "parse_failure_rate": r.parse_failure_rate} for r in results],
+        "paired": paired,
     }
     json_path = write_text(out_dir / "report.json", json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
-    return {"markdown": markdown, "json": json_path, "plots": images}
+    return {"markdown": markdown, "json": json_path, "plots": images, "paired": paired}
+
+
+def _fields(result: RunResult) -> dict[str, Any]:
+    """The run's fields for report.json (the per-row values left out)."""
+    return {f.name: getattr(result, f.name) for f in fields(result) if f.metadata.get("json", True)}

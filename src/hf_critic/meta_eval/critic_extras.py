@@ -1,0 +1,282 @@
+"""What ``hf-critic meta-eval`` adds to each run beside the papers' tables, and the paired comparisons across runs.
+
+Per run (:func:`pairwise_extras`, :func:`pointwise_extras`), on the same rows as the critic's own figures:
+
+* ``baselines``: "always response 1", the label prior, "longer wins", "shorter wins" (pairwise), the answer's length
+  as its score (pointwise), see :mod:`~hf_critic.meta_eval.length`;
+* ``chance``: Cohen's kappa critic vs gold (quadratic-weighted for scores binned to the gold's scale) and
+  Krippendorff's alpha among the annotators of ``--label-columns``, with and without the critic
+  (:mod:`~hf_critic.meta_eval.chance`);
+* ``length``: agreement within terciles of the length ratio, the length-controlled agreement, the positional
+  preference (pairwise, :mod:`~hf_critic.meta_eval.length`);
+* ``ppi``: with ``--ppi``, the prediction-powered estimate of the human win rate of response 1 or of the mean human
+  score (per system), beside the human-only one (:mod:`~hf_critic.meta_eval.ppi`);
+* ``rows``: the per-row values a paired comparison needs (not written to report.json).
+
+Across runs, :func:`compare_critics` compares every two critics judged on the same rows of one dataset, and each
+critic with the length baseline, figure by figure (:mod:`~hf_critic.meta_eval.paired`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import schema
+from ..labels import normalize_labels
+from .agreement import pairwise_credits, two_way_decisions
+from .chance import annotator_alpha, bin_to_scale
+from .length import (
+    length_controlled_agreement,
+    length_credits,
+    length_tercile_agreement,
+    pairwise_baselines,
+    pointwise_length_baseline,
+    positional_preference,
+    response_lengths,
+)
+from .paired import compare_pairwise, compare_pointwise, verdict_line
+from .ppi import draw_human_subset, ppi_comparison, win_predictions, win_values
+
+__all__ = ["LENGTH_CRITIC", "PPISpec", "compare_critics", "pairwise_extras", "pointwise_extras", "ppi_figures"]
+
+#: The name of the length baseline when it is compared with the critics.
+LENGTH_CRITIC = {"pairwise": "longer wins", "pointwise": "length as score"}
+
+
+@dataclass(frozen=True)
+class PPISpec:
+    """Which rows count as human-labelled for prediction-powered inference (``--ppi``).
+
+    Attributes:
+        fraction: a seeded random share of the rows (a simulation on a fully labelled benchmark: the other rows' gold
+            is hidden from the estimate and shown as the value to cover).
+        column: a column holding human labels (pairwise) or scores (pointwise) on some rows only; rows without one
+            are unlabelled. Used instead of ``fraction`` when given.
+        seed: the seed of the drawn subset.
+        confidence: the intervals' coverage.
+    """
+
+    fraction: float | None = None
+    column: str | None = None
+    seed: int = 0
+    confidence: float = 0.95
+
+
+def _column(dataset, name: str | None):
+    return dataset[name] if name and name in dataset.column_names else None
+
+
+def ppi_figures(
+    gold: np.ndarray, predictions: np.ndarray, labelled: np.ndarray, groups: Sequence | None = None, confidence=0.95
+) -> dict[str, dict[str, Any]]:
+    """PPI (lambda = 1) and PPI++ (tuned lambda) beside the human-only interval, over all rows and per group.
+
+    Args:
+        gold: the human value of every row ``(n,)`` (NaN where there is none); only ``labelled`` rows are shown to the
+            estimates, the mean over all rows is reported as ``all_rows`` (what a simulation's intervals should
+            cover).
+        predictions: the critic's prediction on every row ``(n,)``.
+        labelled: bool ``(n,)``, the human-labelled rows.
+        groups: a group per row (systems) for per-group estimates, or None.
+        confidence: the intervals' coverage.
+
+    Returns:
+        ``{"all" | group: {"ppi", "ppi_tuned": ppi_comparison(...) (each with "ppi", "human_only", "labels_saved",
+        ...), "all_rows": mean gold over the group's rows, "n_labelled", "n"}}``.
+    """
+    y = np.where(labelled, gold, np.nan)
+    parts = {"all": np.ones(len(gold), dtype=bool)}
+    if groups is not None:
+        arr = np.asarray(groups, dtype=object)
+        parts.update({str(g): arr == g for g in dict.fromkeys(arr.tolist())})
+    out = {}
+    for name, m in parts.items():
+        finite = gold[m][np.isfinite(gold[m])]
+        out[name] = {
+            "ppi": ppi_comparison(y[m], predictions[m], confidence),
+            "ppi_tuned": ppi_comparison(y[m], predictions[m], confidence, power_tuning=True),
+            "all_rows": float(finite.mean()) if len(finite) else math.nan,
+            "n_labelled": int(np.isfinite(y[m]).sum()),
+            "n": int(m.sum()),
+        }
+    return out
+
+
+def _ppi_rows(dataset, gold: np.ndarray, spec: PPISpec, values) -> tuple[np.ndarray, np.ndarray, str]:
+    """``(gold to report, labelled mask, what the labelled rows are)`` for a :class:`PPISpec`."""
+    if spec.column:
+        if spec.column not in dataset.column_names:
+            raise ValueError(f"--ppi-labels {spec.column!r}: no such column (have {dataset.column_names})")
+        column = values(dataset[spec.column])
+        return column, np.isfinite(column), f"human labels of column {spec.column!r}"
+    if spec.fraction is None:
+        raise ValueError("--ppi needs --human-subset FRACTION or --ppi-labels COLUMN")
+    labelled = draw_human_subset(len(gold), spec.fraction, spec.seed) & np.isfinite(gold)
+    return gold, labelled, f"simulation: {spec.fraction:g} of the rows drawn as human-labelled (seed {spec.seed})"
+
+
+def pairwise_extras(
+    dataset,
+    *,
+    label: str,
+    first,
+    swapped,
+    unparsed: str,
+    two_way: str,
+    distributions,
+    combined,
+    annotators: Sequence[str] = (),
+    ppi: PPISpec | None = None,
+) -> dict[str, Any]:
+    """Baselines, chance-corrected agreement, length and position, PPI and per-row credits of a pairwise run.
+
+    Args:
+        dataset: the critique dataset (``response_1`` / ``response_2`` texts for the length figures).
+        label: the human label column.
+        first: the original-order verdicts ``(n,)``; swapped: the swapped order's, mapped back, or None.
+        unparsed, two_way: the policies of :func:`~hf_critic.meta_eval.agreement.pairwise_agreement`.
+        distributions, combined: the verdict distributions of the first order and of both orders, or None.
+        annotators: the ``--label-columns`` present in the dataset.
+        ppi: the PPI rows, or None for no PPI.
+
+    Returns:
+        ``{"baselines", "chance", "length", "ppi", "rows"}`` (see the module docstring); ``length`` is empty without
+        the response texts.
+    """
+    gold = dataset[label]
+    figures = {"unparsed": unparsed, "two_way": two_way, "distributions": distributions}
+    credits = pairwise_credits(first, gold, swapped, combined_distributions=combined, **figures)
+    counted = np.isfinite(credits["first_order_agreement"])
+    gold_codes = normalize_labels(gold, name=label)
+    texts = [_column(dataset, c) for c in (schema.RESPONSE_1, schema.RESPONSE_2)]
+    has_texts = all(t is not None for t in texts)
+    lengths = [response_lengths(t) for t in texts] if has_texts else [None, None]
+    baselines = pairwise_baselines(np.where(counted, gold_codes, -1), *lengths, two_way=two_way)
+    out: dict[str, Any] = {"baselines": baselines, "length": {}, "ppi": {}}
+    verdicts = normalize_labels(first, name="critique_label")
+    humans = {a: normalize_labels(dataset[a], name=a) for a in annotators}
+    out["chance"] = {"alpha": annotator_alpha(humans, verdicts, "nominal")} if len(humans) >= 2 else {}
+    decisions = two_way_decisions(first, distributions)
+    if has_texts:  # the length-controlled fit is over the pairs whose gold is no tie
+        out["length"] = {
+            "terciles": length_tercile_agreement(credits, *lengths, length_credits(gold, *lengths, two_way=two_way)),
+            "length_controlled": length_controlled_agreement(decisions, gold, *lengths),
+        }
+    out["length"]["positional"] = positional_preference(first, swapped, gold)
+    if ppi is not None:
+        values, labelled, source = _ppi_rows(dataset, win_values(gold), ppi, win_values)
+        prediction = win_predictions(first, swapped, combined if combined is not None else distributions)
+        out["ppi"] = {"target": "win rate of response 1 (a tie counts half)", "source": source,
+                      "estimates": ppi_figures(values, prediction, labelled, None, ppi.confidence)}  # fmt: skip
+    groups = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
+    out["rows"] = {
+        "groups": np.asarray(groups, dtype=object),
+        "references": gold_codes,
+        "credits": credits,
+        "baseline": length_credits(gold, *lengths, two_way=two_way) if has_texts else None,
+    }
+    return out
+
+
+def pointwise_extras(
+    dataset,
+    pred: np.ndarray,
+    human: np.ndarray,
+    queries: Sequence,
+    systems: Sequence | None,
+    *,
+    annotators: Sequence[str] = (),
+    ppi: PPISpec | None = None,
+) -> dict[str, Any]:
+    """Length baseline, chance-corrected agreement, PPI and per-row scores of a pointwise run.
+
+    Args:
+        dataset: the critique dataset (``response`` texts for the length baseline).
+        pred: critic scores ``(n,)`` (NaN = unparsed); human: gold scores ``(n,)``.
+        queries: the question of each row; systems: the system of each row, or None.
+        annotators: the ``--label-columns`` present in the dataset (scores).
+        ppi: the PPI rows, or None.
+
+    Returns:
+        ``{"baselines", "chance", "length": {}, "ppi", "rows"}``.
+    """
+    responses = _column(dataset, schema.RESPONSE)
+    out: dict[str, Any] = {"length": {}, "ppi": {}, "chance": {}, "baselines": {}}
+    if responses is not None:
+        out["baselines"]["length_as_score"] = pointwise_length_baseline(responses, human, queries, systems)
+    if len(annotators) >= 2:
+        binned = bin_to_scale(pred, human[np.isfinite(human)]) if np.isfinite(human).any() else pred
+        humans = {a: np.asarray(dataset[a], dtype=float) for a in annotators}
+        out["chance"]["alpha"] = annotator_alpha(humans, binned, "interval")
+    if ppi is not None:
+        values, labelled, source = _ppi_rows(dataset, human, ppi, lambda v: np.asarray(v, dtype=float))
+        parsed = pred[np.isfinite(pred)]
+        filled = np.where(np.isfinite(pred), pred, parsed.mean() if len(parsed) else 0.0)
+        out["ppi"] = {"target": "mean human score", "source": source,
+                      "estimates": ppi_figures(values, filled, labelled, systems, ppi.confidence)}  # fmt: skip
+    out["rows"] = {
+        "groups": np.asarray(queries, dtype=object),
+        "references": human,
+        "scores": pred,
+        "baseline": response_lengths(responses) if responses is not None else None,
+    }
+    return out
+
+
+def _same_rows(a: dict, b: dict) -> bool:
+    ra, rb = a["references"], b["references"]
+    return (
+        len(ra) == len(rb)
+        and np.array_equal(np.asarray(ra, dtype=float), np.asarray(rb, dtype=float), equal_nan=True)
+        and np.array_equal(a["groups"], b["groups"])
+    )
+
+
+def compare_critics(results: Sequence, *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> list:
+    """Paired comparisons of every two runs on the same rows of one dataset, and of each run with length.
+
+    Args:
+        results: :class:`~hf_critic.meta_eval.critic_report.RunResult` objects with their ``rows``.
+        resamples: bootstrap resamples of the questions and random swap patterns of the permutation tests.
+        seed: seed of both.
+        confidence: the intervals' coverage and the tests' level.
+
+    Returns:
+        ``[{"dataset", "task", "a", "b", "figures": {figure: {"a", "b", "difference", "ci", "p_value", "test", "n",
+        ...}}, "line": the plain line}]``; runs whose rows differ (another ``--limit``, another order) are not paired.
+    """
+    out = []
+    runs = [r for r in results if r.rows]
+    for i, a in enumerate(runs):
+        pairs = [(b.critic, b.rows) for b in runs[i + 1 :] if b.dataset == a.dataset and b.task == a.task]
+        if a.rows.get("baseline") is not None:  # every run against length
+            pairs.append((LENGTH_CRITIC[a.task], _baseline_rows(a)))
+        for name_b, rows_b in pairs:
+            if not _same_rows(a.rows, rows_b):
+                continue
+            figures = _compare(a.task, a.rows, rows_b, resamples, seed, confidence)
+            out.append({"dataset": a.dataset, "task": a.task, "a": a.critic, "b": name_b, "figures": figures,
+                        "line": verdict_line(a.critic, name_b, figures, confidence)})  # fmt: skip
+    return out
+
+
+def _baseline_rows(run) -> dict:
+    """The length baseline's rows in the place of a critic's."""
+    rows = dict(run.rows)
+    if run.task == "pairwise":
+        rows["credits"] = run.rows["baseline"]
+    else:
+        rows["scores"] = run.rows["baseline"]
+    return rows
+
+
+def _compare(task: str, a: dict, b: dict, resamples: int, seed: int, confidence: float) -> dict:
+    kwargs = {"resamples": resamples, "seed": seed, "confidence": confidence}
+    if task == "pairwise":
+        return compare_pairwise(a["credits"], b["credits"], a["groups"], **kwargs)
+    return compare_pointwise(a["scores"], b["scores"], a["references"], a["groups"], **kwargs)

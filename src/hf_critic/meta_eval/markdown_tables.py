@@ -1,0 +1,34 @@
+"""Number formats and Markdown tables shared by the meta-evaluation reports (:mod:`~hf_critic.meta_eval.critic_markdown`,
+:mod:`~hf_critic.meta_eval.comparison_markdown`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["number", "table", "with_interval"]
+
+
+def number(value: Any, digits: int = 3, percent: bool = False) -> str:
+    """``value`` with ``digits`` decimals, or as a percentage with 2 decimals; "–" for None / NaN / infinity."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{100 * value:.2f}" if percent else f"{value:.{digits}f}"
+
+
+def with_interval(values: dict[str, Any], key: str, percent: bool = False) -> str:
+    """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``."""
+    text = number(values.get(key), percent=percent)
+    interval = (values.get("ci") or {}).get(key)
+    if interval and text != "–":
+        text += f" [{number(interval[0], percent=percent)}, {number(interval[1], percent=percent)}]"
+    return text
+
+
+def table(header: list[str], rows: list[list[str]], header2: list[str] | None = None) -> list[str]:
+    """A Markdown table as lines; ``header2`` is a second header row (Markdown has no column spans)."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    if header2:
+        lines.append("| " + " | ".join(f"**{h}**" if h else "" for h in header2) + " |")
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
