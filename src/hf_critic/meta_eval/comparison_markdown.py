@@ -154,11 +154,12 @@ def _length_section(results: Sequence) -> list[str]:
                          number(lc["length_coefficient"], 2), number(lc["two_way_accuracy"], percent=True),
                          number(lc["length_controlled_agreement"], percent=True), str(lc["n"])])  # fmt: skip
     if rows:
-        out += table(["Critic", "Dataset", "Critic coef. ± SE", "p", "Without length", "Length coef.", "2-way (%)",
+        out += table(["Critic", "Dataset", "Critic coef. ± SE", "p", "Without length", "Length coef.", "Uncontrolled (%)",
                       "Length-controlled (%)", "Pairs"], rows)  # fmt: skip
         out += ["", "Logistic regression of the human preference on the critic's decision (+1 / 0 / -1) and "
                 "tanh(length difference / sd) on the pairs whose gold is no tie, as AlpacaEval's length-controlled win "
-                "rate; length-controlled: the model's agreement with the critic with the length term set to zero.", ""]  # fmt: skip
+                "rate; uncontrolled: the critic's two-way accuracy on those pairs; length-controlled: the model's agreement "
+                "with the critic with the length term set to zero.", ""]  # fmt: skip
     rows = []
     for r in runs:
         p = r.length.get("positional", {})
