@@ -539,7 +539,8 @@ def test_command_prints_counts_and_refuses_to_push_offline(data_dir, tmp_path, c
     script = _script()
     out = tmp_path / "out"
     bench = _write(tmp_path, "bench", ["What is the meaning of life?"])
-    argv = ["--data-dir", str(data_dir), "--output-dir", str(out), "--exclude", f"life=questions:{bench}"]
+    argv = ["--data-dir", str(data_dir), "--output-dir", str(out), "--validation-fraction", "0.6"]
+    argv += ["--exclude", f"life=questions:{bench}"]  # 0.6 of 9 questions: every config has validation rows
     assert script.main([*argv, "--push-to-hub", "org/name"]) == 2
     captured = capsys.readouterr()
     assert "life: 1 benchmark questions; dropped 1 examples (1 exact, 0 normalised)" in captured.out

@@ -11,17 +11,21 @@ Usage:
     python recipes/eval_instruct/split_by_query.py outputs/eval_instruct/paper_v2/dataset data/eval_instruct
 
 Writes ``<output>/<config>/`` (``save_to_disk``, splits ``train`` / ``validation`` and ``test`` when
-``--test-fraction`` > 0) and prints the rows per config and split. Exit status 2 with one line on bad input.
+``--test-fraction`` > 0) and prints the rows per config and split. A config folder that exists already needs
+``--overwrite``; the output may not be the input, nor inside it. Exit status 2 with one line on bad input: a row
+without a ``query_id``, a config without rows, or a split that would be empty (too few queries for the fractions).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
 import datasets
 
+from hf_critic.io import OutputError, RecordError, check_output_dir, load_saved
 from hf_critic.judgments import split_by_question
 
 
@@ -41,14 +45,21 @@ def split_configs(
         ``{config: DatasetDict}`` with ``train`` and ``validation`` (and ``test`` when ``test_fraction`` > 0).
 
     Raises:
-        ValueError: a config without ``query_id``, fractions out of range, or too few queries for one to be held
-            out for validation.
+        ValueError: a config without ``query_id`` or without rows, a row whose ``query_id`` is null, fractions out
+            of range, or a split that would be empty (too few queries for the fractions), naming config and row.
     """
     keys = set()
     for config, rows in dataset.items():
         if "query_id" not in rows.column_names:
             raise ValueError(f"config {config!r}: no column 'query_id'; is this Eval-Instruct's output?")
-        keys.update(("eval_instruct", q) for q in rows["query_id"])
+        if not len(rows):
+            raise ValueError(f"config {config!r}: no rows to split")
+        ids = list(rows["query_id"])
+        if None in ids:
+            raise ValueError(
+                f"config {config!r}, row {ids.index(None)}: field 'query_id' is null; every row needs one"
+            )
+        keys.update(("eval_instruct", q) for q in ids)
     # one assignment for all configs: a query is in the same split everywhere
     assignment = split_by_question(
         keys, test_fraction=test_fraction, validation_fraction=validation_fraction, seed=seed
@@ -62,11 +73,19 @@ def split_configs(
         out[config] = datasets.DatasetDict(
             {name: rows.select([i for i, s in enumerate(split_of) if s == name]) for name in names}
         )
+        empty = [name for name, part in out[config].items() if not len(part)]
+        if empty:
+            sizes = ", ".join(f"{name} {len(part)}" for name, part in out[config].items())
+            raise ValueError(
+                f"config {config!r}: split {empty[0]!r} would be empty ({sizes}; {len(keys)} queries, validation "
+                f"{validation_fraction}, test {test_fraction}); change the fractions"
+            )
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command line: ``split_by_query.py DATASET OUTPUT [--validation-fraction F] [--test-fraction F] [--seed N]``."""
+    """Command line: ``split_by_query.py DATASET OUTPUT [--validation-fraction F] [--test-fraction F] [--seed N]
+    [--overwrite]``; returns the exit status (2 with one line on bad input or output)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset", help="Eval-Instruct's <output_dir>/dataset folder")
     parser.add_argument(
@@ -77,23 +96,30 @@ def main(argv: list[str] | None = None) -> int:
         "--test-fraction", type=float, default=0.0, help="share of queries for a test split (default 0)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--overwrite", action="store_true", help="replace config folders the output already holds")
     args = parser.parse_args(argv)
     datasets.disable_progress_bars()
     try:
-        dataset = datasets.load_from_disk(args.dataset)
+        dataset = load_saved(args.dataset)
         if not isinstance(dataset, datasets.DatasetDict):
             raise ValueError("holds one Dataset, not Eval-Instruct's DatasetDict of configs")
+        check_output_dir(
+            args.output, outputs=list(dataset), overwrite=args.overwrite, what="output", inputs=[args.dataset]
+        )
         splits = split_configs(
             dataset, validation_fraction=args.validation_fraction, test_fraction=args.test_fraction, seed=args.seed
         )
-    except (FileNotFoundError, ValueError) as err:
+    except (OutputError, RecordError) as err:  # names the output, or the input
+        print(err, file=sys.stderr)
+        return 2
+    except ValueError as err:
         print(f"{args.dataset}: {err}", file=sys.stderr)
         return 2
     for config, parts in splits.items():
-        # an empty split saved with the default sharding cannot be loaded back: give it one shard
-        parts.save_to_disk(
-            str(Path(args.output) / config), num_shards={n: 1 for n, rows in parts.items() if not len(rows)}
-        )
+        target = Path(args.output) / config
+        if target.exists():  # --overwrite: checked above; no split of the earlier run is left behind
+            shutil.rmtree(target)
+        parts.save_to_disk(str(target))
         sizes = ", ".join(f"{name} {len(rows)}" for name, rows in parts.items())
         print(f"{config}: {sizes}")
     print(f"wrote {args.output}/<config> ({len(dataset)} configs, queries split with seed {args.seed})")

@@ -31,8 +31,9 @@ README.md), <output-dir>/build_report.json and <output-dir>/validation_{pointwis
 Keep the output out of version control (outputs/ is git-ignored): AlpacaEval's data is CC BY-NC 4.0 and Auto-J's
 states no licence.
 
-exit status: 0 done; 2 bad arguments or data, an existing output without --overwrite, or a --push-to-hub that could
-not be done (the data is saved first: push the hub/ folder later).
+exit status: 0 done; 2 bad arguments or data (--validation-fraction outside (0, 1), nothing kept, a config with an
+empty train or validation split), an existing output without --overwrite, or a --push-to-hub that could not be done
+(the data is saved first: push the hub/ folder later).
 """
 
 import argparse
@@ -63,6 +64,19 @@ def default_excludes(data_dir: str | Path) -> list[str]:
         f"vicuna_bench=fastchat:{data_dir / 'selfeval' / 'vicuna_bench'}",
         f"examples=questions:{REPO_ROOT / 'examples' / '*.jsonl'}",
     ]
+
+
+def _empty(configs, report) -> str | None:
+    """What is empty, in words: no example kept, or a config's train or validation split; None when nothing is."""
+    if not configs:
+        kept = "; ".join(f"{source}: read {s['read']}, kept {s['kept']}" for source, s in report.sources.items())
+        return f"no example kept ({kept})"
+    for config, parts in configs.items():
+        for split, rows in parts.items():
+            if not len(rows):
+                sizes = ", ".join(f"{name} {len(part)}" for name, part in parts.items())
+                return f"config {config}: split {split!r} is empty ({sizes}); change --validation-fraction or add data"
+    return None
 
 
 def main(argv=None) -> int:
@@ -98,6 +112,8 @@ def main(argv=None) -> int:
     excludes = default_excludes(args.data_dir) if args.exclude is None else args.exclude
 
     try:
+        if not 0 < args.validation_fraction < 1:  # the head and its tie band are chosen on the validation split
+            raise ValueError(f"--validation-fraction {args.validation_fraction}: must be in (0, 1)")
         check_output_dir(args.output_dir, outputs=published_outputs(), overwrite=args.overwrite)
         configs, report = build_published_judgment_data(
             args.data_dir,
@@ -113,6 +129,10 @@ def main(argv=None) -> int:
         print(f"{prog}: error: {err}", file=sys.stderr)
         return 2
     print(report.summary())
+    empty = _empty(configs, report)
+    if empty:
+        print(f"{prog}: error: {empty}; nothing written", file=sys.stderr)
+        return 2
     written = save_published_judgment_data(configs, report, args.output_dir, card=card)
     for path in written.values():
         print(f"wrote {path}")

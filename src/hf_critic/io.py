@@ -111,7 +111,12 @@ def check_output(
 
 
 def check_output_dir(
-    path: str | os.PathLike, *, outputs: Iterable[str] = (), overwrite: bool = False, what: str = "--output-dir"
+    path: str | os.PathLike,
+    *,
+    outputs: Iterable[str] = (),
+    overwrite: bool = False,
+    what: str = "--output-dir",
+    inputs: Iterable[str | os.PathLike | None] = (),
 ) -> Path:
     """Check an output folder before any work is done.
 
@@ -121,14 +126,20 @@ def check_output_dir(
             ``overwrite``.
         overwrite: allow replacing them (``--overwrite``).
         what: the option's name for messages.
+        inputs: files or folders the command reads (None entries are skipped); the output folder must be none of
+            them, nor inside one (writing there would change the input).
 
     Raises:
-        OutputError: ``path`` is a file, a parent is a file or not writable, or an output exists without
-            ``overwrite``.
+        OutputError: ``path`` is a file, is an input or inside one, a parent is a file or not writable, or an output
+            exists without ``overwrite``.
     """
     path = Path(path).expanduser()
     if path.exists() and not path.is_dir():
         raise OutputError(f"{what} {path}: is a file, not a folder")
+    for source in inputs:
+        within = (path.resolve(), *path.resolve().parents)
+        if source is not None and any(_same_file(folder, Path(source).expanduser()) for folder in within):
+            raise OutputError(f"{what} {path}: is the input {source} or inside it; write to another folder")
     if path.is_dir():
         if not os.access(path, os.W_OK | os.X_OK):
             raise OutputError(f"{what} {path}: no permission to write in it")
@@ -413,6 +424,15 @@ def iter_rows(source: str | os.PathLike, split: str = "train") -> Iterator[tuple
         return
     for i, row in enumerate(load_records(source, split=split)):
         yield f"{source}[row {i}]", row
+
+
+def load_saved(path: str | os.PathLike) -> datasets.Dataset | datasets.DatasetDict:
+    """A ``save_to_disk`` folder, loaded; RecordError in one line naming it and why when it cannot be."""
+    try:
+        return datasets.load_from_disk(str(path))
+    except Exception as err:
+        reason = " ".join(str(err).split())  # datasets' messages run over several lines
+        raise RecordError(f"{path}: cannot be read as a save_to_disk dataset: {type(err).__name__}: {reason}") from err
 
 
 def _load_source(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -231,7 +231,7 @@ def normalize_labels(
         int64 array of shape ``(n,)`` with values in {-1, 0, 1, 2}.
 
     Raises:
-        ValueError: for any other value (bools, 3, 0.5, "maybe", a value missing from ``label_map``, a map
+        ValueError: for any other value (bools, 3, 0.5, "maybe", a list, a value missing from ``label_map``, a map
             value that is no label, strings mixed with numbers under ``digits="position"``), naming the value and
             its index.
     """
@@ -249,7 +249,11 @@ def normalize_labels(
             i = int(np.flatnonzero(bad)[0])
             raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
         return np.where(np.isfinite(v), v, UNPARSED).astype(np.int64)
-    codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
+    try:
+        codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
+    except TypeError:  # an unhashable value: a list or an object from a JSON row
+        i = next(i for i, v in enumerate(arr) if not isinstance(v, Hashable))
+        raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2 or a label string)") from None
     uniques = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
 
     def first(k: int) -> int:

@@ -1,22 +1,33 @@
-"""Any pointwise or pairwise JSON / JSONL / CSV / parquet file or Hub dataset, with a column and label mapping."""
+"""Any pointwise or pairwise JSON / JSONL / CSV / parquet file or Hub dataset, with a column and label mapping; the
+rows and verdicts of a script's FILE arguments (:func:`rows_by_source`, :func:`row_verdicts`)."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import datasets
 import numpy as np
 
-from ..io import RecordError, check_fields, iter_rows, load_records, parse_columns, parse_label_map
+from ..io import (
+    DATA_FILE_BUILDERS,
+    RecordError,
+    check_fields,
+    iter_rows,
+    load_records,
+    load_saved,
+    parse_columns,
+    parse_label_map,
+)
 from ..labels import normalize_labels, swap_label
 from ..schema import query_id
 from .annotators import aggregate_labels, aggregate_scores
 
-__all__ = ["gold_labels", "load_generic", "load_verdict_file"]
+__all__ = ["gold_labels", "load_generic", "load_verdict_file", "row_verdicts", "rows_by_source"]
 
 _REQUIRED = {
     "pointwise": ("question", "response"),
@@ -227,6 +238,36 @@ def _row_message(err: ValueError, name: str, where: str) -> str:
     return f"row {match.group(1)}, {where}: {str(err)[match.end() :]}" if match else f"{where}: {err}"
 
 
+def rows_by_source(paths: Iterable[str | os.PathLike]) -> Iterator[tuple[str, list[tuple[str, dict[str, Any]]]]]:
+    """The rows of each source a script's FILE arguments name, as ``(name, [(location, row), ...])``, one at a time.
+
+    A data file or a saved ``Dataset`` is one source (named by its file name); a saved ``DatasetDict`` one per key
+    (``<folder>/<split>``); any other folder stands for the data files in it, one source each in name order, as its
+    glob would (a folder of ``hf-critic compare --output`` files). Locations are :func:`~hf_critic.io.iter_rows`'s.
+
+    Raises:
+        RecordError: a path that does not exist, a folder with neither data files nor a saved dataset, a source
+            without rows (an empty file or split), and see :func:`~hf_critic.io.iter_rows`.
+    """
+    for path in (Path(p).expanduser() for p in paths):
+        if not path.exists():
+            raise RecordError(f"{path}: no such file or folder")
+        if (path / "dataset_dict.json").is_file():
+            sources = [(f"{path.name}/{key}", f"{path}/{key}", part) for key, part in load_saved(path).items()]
+        elif path.is_dir() and not (path / "state.json").is_file():  # not a saved Dataset: the data files in it
+            files = [f for f in sorted(path.iterdir()) if f.is_file() and f.suffix.lower() in DATA_FILE_BUILDERS]
+            sources = [(f.name, f, None) for f in files]
+            if not sources:
+                raise RecordError(f"{path}: a folder with no data files ({', '.join(DATA_FILE_BUILDERS)}) nor dataset")
+        else:
+            sources = [(path.name, path, None)]
+        for name, source, part in sources:
+            rows = list(iter_rows(source)) if part is None else [(f"{source}[row {i}]", r) for i, r in enumerate(part)]
+            if not rows:
+                raise RecordError(f"{source}: no rows (the file or split is empty)")
+            yield name, rows
+
+
 _TRUE = {"true", "1", "yes", "y", "swapped", "exchange", "exchanged"}
 _FALSE = {"false", "0", "no", "n", "original", ""}
 
@@ -264,10 +305,37 @@ def load_verdict_file(
             boolean.
         ValueError: ``order_column`` for pointwise verdicts.
     """
+    return row_verdicts(
+        list(iter_rows(path)), task, field or "output", label_map=label_map, parse=parse, order_column=order_column
+    )
+
+
+def row_verdicts(
+    rows: Sequence[tuple[str, Mapping[str, Any]]],
+    task: Literal["pointwise", "pairwise"],
+    field: str,
+    *,
+    label_map: Mapping[Any, Any] | str | None = None,
+    parse: Callable[[str], Any] | None = None,
+    order_column: str | None = None,
+) -> list[Any]:
+    """The verdicts in ``field`` of rows read with their locations (:func:`hf_critic.io.iter_rows`): labels read by
+    the project's label vocabulary (:func:`hf_critic.labels.normalize_labels`, never ``int()``), scores as numbers.
+
+    Args:
+        rows: ``(location, row)`` pairs; the location names file and line (or row) in messages.
+        task, field, label_map, parse, order_column: see :func:`load_verdict_file`.
+
+    Returns:
+        One verdict per row: label codes 0 / 1 / 2 or float scores, None for a missing (null) or unparsed verdict.
+
+    Raises:
+        RecordError: naming the row's location and the field; see :func:`load_verdict_file`.
+        ValueError: ``order_column`` for pointwise verdicts.
+    """
     if order_column and task != "pairwise":
         raise ValueError("--order-column is for pairwise verdicts (the order of the two responses)")
-    field = field or "output"
-    rows = list(iter_rows(path))
+    rows = list(rows)
     for where, row in rows:
         if field not in row:
             raise RecordError(f"{where}: field {field!r} is missing (the row has {sorted(row)})")
