@@ -1,0 +1,131 @@
+"""`hf-critic meta-eval` with several critics on the same rows: paired comparisons, baselines, agreement beyond chance,
+length and position, PPI in report.md / report.json (hf_critic.meta_eval.critic_extras, comparison_markdown)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import datasets
+import numpy as np
+import pytest
+
+from hf_critic import schema
+from hf_critic.commands import meta_eval
+from hf_critic.meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
+
+N = 200
+
+
+def pairwise_file(verdicts, seed=0, annotators=False):
+    """200 pairs, no gold tie, the better response longer 70% of the time, one question per 2 pairs."""
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, 2, N)
+    longer_first = np.where(rng.random(N) < 0.7, gold == 0, gold == 1)
+    short, long = ["word " * 5] * N, ["word " * 20] * N
+    columns = {
+        "question": [f"Q{i // 2}" for i in range(N)],
+        "response_1": [lg if f else sh for lg, sh, f in zip(long, short, longer_first, strict=True)],
+        "response_2": [sh if f else lg for lg, sh, f in zip(long, short, longer_first, strict=True)],
+        "label": gold.tolist(),
+        schema.CRITIQUE_LABEL: [int(v) for v in verdicts(gold, rng)],
+    }
+    if annotators:
+        for k in range(3):
+            columns[f"annotator{k}"] = np.where(rng.random(N) < 0.85, gold, 1 - gold).tolist()
+    return datasets.Dataset.from_dict(columns)
+
+
+def gold_critic(gold, rng):
+    return gold
+
+
+def random_critic(gold, rng):
+    return rng.integers(0, 2, len(gold))
+
+
+def test_report_compares_critics_on_the_same_rows(tmp_path):
+    data = pairwise_file(gold_critic)
+    longer = np.where([len(a) > len(b) for a, b in zip(data["response_1"], data["response_2"], strict=True)], 0, 1)
+    longer_wins = float(np.mean(longer == np.asarray(data["label"])))
+    runs = [
+        evaluate_critiques(data, "oracle", "bench"),
+        evaluate_critiques(pairwise_file(random_critic), "coin", "bench"),
+    ]
+    written = write_report(runs, tmp_path, plots=False, paired_resamples=500)
+    pairs = {(c["a"], c["b"]): c for c in written["paired"]}
+    assert set(pairs) == {("oracle", "coin"), ("oracle", "longer wins"), ("coin", "longer wins")}
+    first = pairs[("oracle", "coin")]["figures"]["first_order_agreement"]
+    assert first["p_value"] < 0.01 and first["difference"] > 0.3
+    assert pairs[("oracle", "coin")]["line"].startswith("oracle vs coin: oracle better than coin on first-order")
+    text = (tmp_path / "report.md").read_text()
+    assert "## Which critic is better? Paired comparisons on the same rows" in text
+    assert "- bench: oracle vs coin: oracle better than coin on" in text
+    assert "## Baselines on the same pairs" in text and f"| bench | longer wins | {100 * longer_wins:.2f} |" in text
+    assert "## Length and position" in text
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert len(report["paired"]) == 3 and "rows" not in report["runs"][0]
+    baselines = report["runs"][0]["baselines"]
+    assert baselines["longer_wins"]["first_order_agreement"] == pytest.approx(longer_wins)
+    assert baselines["shorter_wins"]["first_order_agreement"] == pytest.approx(1 - longer_wins)
+    assert report["runs"][0]["metrics"]["cohen_kappa"] == 1.0
+    controlled = report["runs"][1]["length"]["length_controlled"]
+    assert abs(controlled["critic_coefficient"]) < 3 * controlled["critic_se"]  # a coin says nothing about humans
+
+
+def test_runs_on_other_rows_are_not_paired(tmp_path):
+    other = pairwise_file(gold_critic, seed=1)
+    runs = [evaluate_critiques(pairwise_file(gold_critic), "a", "bench"), evaluate_critiques(other, "b", "bench")]
+    paired = write_report(runs, tmp_path, plots=False, paired_resamples=100)["paired"]
+    assert {(c["a"], c["b"]) for c in paired} == {("a", "longer wins"), ("b", "longer wins")}
+
+
+def test_alpha_with_and_without_the_critic_and_ppi(tmp_path):
+    data = pairwise_file(gold_critic, annotators=True)
+    spec = PPISpec(fraction=0.2, seed=3)
+    run = evaluate_critiques(data, "oracle", "bench", annotators=["annotator0", "annotator1", "annotator2"], ppi=spec)
+    alpha = run.chance["alpha"]
+    assert alpha["n_annotators"] == 3 and alpha["alpha_with_critic"] > alpha["alpha_annotators"]
+    estimates = run.ppi["estimates"]["all"]
+    truth = float(np.mean(np.asarray(data["label"]) == 0))
+    assert estimates["all_rows"] == pytest.approx(truth) and estimates["n_labelled"] == 40
+    ppi = estimates["ppi"]
+    unlabelled = np.asarray(data["label"])[~np.isin(np.arange(200), np.flatnonzero(_labelled(spec)))]
+    # A critic equal to the gold: no correction to make, the estimate is the unlabelled rows' gold mean.
+    assert ppi["ppi"]["estimate"] == pytest.approx(float(np.mean(unlabelled == 0)))
+    assert ppi["ppi"]["width"] < ppi["human_only"]["width"]
+    text = (write_report([run], tmp_path, plots=False, paired_resamples=100)["markdown"]).read_text()
+    assert "## Human-corrected estimates (prediction-powered inference)" in text
+    assert "## Agreement beyond chance: Krippendorff's α among the annotators" in text
+
+
+def _labelled(spec):
+    from hf_critic.meta_eval.ppi import draw_human_subset
+
+    return draw_human_subset(N, spec.fraction, spec.seed)
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    meta_eval.register(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["meta-eval", *argv])
+
+
+def test_cli_paired_report_and_ppi_flags(tmp_path, capsys):
+    for name, critic in (("oracle", gold_critic), ("coin", random_critic)):
+        pairwise_file(critic).to_json(tmp_path / f"{name}.jsonl", lines=True)
+    argv = ["--critiques", f"oracle/bench={tmp_path / 'oracle.jsonl'}", "--critiques", f"coin/bench={tmp_path / 'coin.jsonl'}",
+            "--output-dir", str(tmp_path / "out"), "--no-plots", "--paired-resamples", "300"]  # fmt: skip
+    args = parse([*argv, "--ppi", "--human-subset", "0.1"])
+    assert args.func(args) == 0
+    out = capsys.readouterr().out
+    assert "oracle vs coin: oracle better than coin on first-order agreement" in out
+    assert "| oracle | bench | all | PPI |" in out
+    with pytest.raises(ValueError, match="--ppi needs the human-labelled rows"):
+        args = parse([*argv, "--ppi", "--overwrite"])
+        args.func(args)
+    with pytest.raises(ValueError, match="add --ppi"):
+        args = parse([*argv, "--human-subset", "0.1", "--overwrite"])
+        args.func(args)
+    with pytest.raises(SystemExit):
+        parse([*argv, "--ppi", "--human-subset", "1.5"])
