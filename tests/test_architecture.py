@@ -29,7 +29,6 @@ FLOORS: dict[str, int] = {
     "prompts": 1,
     "parsing": 1,
     "verdicts": 1,
-    "reward_head": 1,
     # 2. what a critique needs around it: decoding, grammars, model files, benchmark loaders
     "decoding": 2,
     "grammars": 2,
@@ -43,18 +42,23 @@ FLOORS: dict[str, int] = {
     "meta_eval": 3,
     "criticbench": 3,  # CriticBench's prompts, files, scoring and report
     "testing": 3,
-    # 4. the critic and the Eval-Instruct pipeline
-    "critic": 4,
-    "eval_instruct": 4,
-    # 5. what uses a critic or its data
-    "judgments": 5,
-    "refine": 5,
-    "training": 5,
-    # 6. the command line
-    "commands": 6,
-    "cli": 7,
+    "reward_model": 3,  # sequence-classification reward models: detection, loading, input cut, calibration
+    # 4. the linear reward head on a frozen model's states
+    "reward_head": 4,
+    # 5. critiques from rewards (reward models, served ones, reward heads)
+    "reward_critic": 5,
+    # 6. the critic and the Eval-Instruct pipeline
+    "critic": 6,
+    "eval_instruct": 6,
+    # 7. what uses a critic or its data
+    "judgments": 7,
+    "refine": 7,
+    "training": 7,
+    # 8. the command line
+    "commands": 8,
+    "cli": 9,
     # the package root: the public names (hf_critic.Critic, metric_path), above everything
-    "hf_critic": 8,
+    "hf_critic": 10,
 }
 
 

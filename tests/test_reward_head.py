@@ -174,10 +174,14 @@ def test_critic_with_a_head_grades_and_compares_consistently(tiny_lm, tmp_path):
         for k in range(6)
     ]
     compared = critic.compare(pairs_rows, swap=True)
-    assert all(compared["critique_consistent"])  # mirrored distributions: the same verdict in both orders
+    assert (
+        "critique_consistent" not in compared.column_names
+    )  # order-free: no second pass, no consistency as if measured
     assert sum(label == 1 for label in compared["critique_label"]) >= 5
     with pytest.raises(ValueError, match="reward head"):
         Critic(backend, template="mtbench", head=head, verdict="text")
+    long_rows = [{"question": v_items[0][0], "response": "word " * 64}]  # over the head's 16 response tokens
+    assert critic.grade(long_rows)["critique_truncated"] == [True]  # issue 31: the head's cut is reported
 
 
 def test_summary_names_the_reward_head_as_the_verdict_source():
@@ -195,7 +199,7 @@ def test_summary_names_the_reward_head_as_the_verdict_source():
         "human_score": [2.0, 8.0, 3.0, 7.0], "critique_score": [3.0, 6.0, 6.0, 5.0],
         "critique_status": ["ok"] * 4, "critique_reward": [0.1, 0.5, 0.4, 0.3],
     })  # fmt: skip
-    (line,) = _figures(graded, argparse.Namespace(task="grade", human_score=None))
+    line = _figures(graded, argparse.Namespace(task="grade", human_score=None))[0]
     assert line.startswith("vs human_score (reward head): row-level Pearson")
     assert "within-question accuracy 50.0%" in line  # one of the two questions ordered right
     dist = [json.dumps({"response_1": 0.7, "response_2": 0.2, "tie": 0.1})] * 2

@@ -6,14 +6,12 @@ decoding aggregation -> critique columns added to the records (CritiqueLLM v2 §
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
 
 import datasets
-import numpy as np
 
 from . import schema
 from .backends.base import Backend
@@ -26,7 +24,8 @@ from .labels import swap_label
 from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
-from .reward_head import RewardHead, feature_key, response_features
+from .reward_critic import HeadScorer, RewardScorer, compare_columns, grade_columns, load_head, refuse_for_reward
+from .reward_head import RewardHead
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
@@ -34,7 +33,6 @@ from .verdicts import (
     VerdictPlan,
     VerdictReadout,
     aggregate_readouts,
-    entropy,
     resolve_verdict,
 )
 
@@ -78,14 +76,19 @@ class Critic:
             and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
             ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
-        head: a trained :class:`~hf_critic.reward_head.RewardHead` on the backend's model (a transformers backend):
-            every verdict then comes from the head (pointwise: the calibrated reward; pairwise: the Rao-Kupper
-            distribution of the two rewards), no text is generated and ``verdict`` must be ``"auto"`` or ``"head"``.
+        reward: an order-free reward critic (:class:`~hf_critic.reward_critic.RewardScorer`: a reward model, one
+            behind a server, or a reward head): every verdict then comes from rewards (pointwise: the calibrated
+            reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.reward_model`), no text
+            is generated, and every option it cannot honour (text or probability verdicts, explanations, decoding,
+            rubric criteria, grammars, verdict mass, a reference) is refused with a ValueError naming it.
+        head: a trained :class:`~hf_critic.reward_head.RewardHead` on ``backend``'s model: the same as
+            ``reward=HeadScorer(head, backend)``.
 
     Raises:
         ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric
             whose scores disagree with ``score_range``.
-        ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1].
+        ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1], and an option
+            a reward critic cannot honour.
 
     Example:
         >>> critic = Critic.from_pretrained()  # doctest: +SKIP
@@ -95,7 +98,7 @@ class Critic:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: Backend | None,
         *,
         template: str = DEFAULT_FAMILY,
         language: str = "en",
@@ -109,10 +112,14 @@ class Critic:
         rubric: Rubric | None = None,
         score_range: tuple[int, int] | None = None,
         head: RewardHead | None = None,
+        reward: RewardScorer | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
-        if constrain_verdict and not backend.supports_grammar:
+        self.reward = HeadScorer(head, backend) if head is not None else reward
+        if self.reward is not None:
+            refuse_for_reward(self.reward.kind, locals())
+        elif constrain_verdict and not backend.supports_grammar:
             raise ValueError(
                 f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
                 "--engine llamacpp or --base-url of a llama.cpp server"
@@ -126,17 +133,8 @@ class Critic:
             )
         self.constrain_verdict = constrain_verdict
         self.rubric, self.score_range = rubric, tuple(score_range) if score_range is not None else None
-        self.head = head
-        if head is not None:
-            if verdict not in ("auto", "head"):
-                raise ValueError(
-                    f"--verdict {verdict}: this critic's verdicts come from its trained reward head (use --verdict auto)"
-                )
-            if not hasattr(backend, "model"):
-                raise ValueError(
-                    f"a reward head needs the base's hidden states: a transformers backend, not {backend.name}"
-                )
-            self.plan = VerdictPlan(VerdictMode.HEAD, "none")
+        if self.reward is not None:
+            self.plan = VerdictPlan(VerdictMode.REWARD, "none")
         else:
             self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
         self.min_verdict_mass = min_verdict_mass
@@ -148,7 +146,7 @@ class Critic:
 
     @property
     def verdict(self) -> str:
-        """The resolved verdict mode: ``"text"``, ``"probability"``, ``"both"`` or ``"head"``."""
+        """The resolved verdict mode: ``"text"``, ``"probability"``, ``"both"`` or ``"reward"``."""
         return self.plan.mode.value
 
     @property
@@ -172,9 +170,10 @@ class Critic:
         """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
 
         Args:
-            model: local folder, Hub id (fails fast when offline and not cached), ``.gguf`` file, or the name of a
-                built-in trained critic (:data:`hf_critic.models.TRAINED_CRITICS`, e.g. ``"smollm2-135m-critic"``:
-                its base model plus its reward head, from the package's data, offline).
+            model: local folder, Hub id (fails fast when offline and not cached), ``.gguf`` file, PEFT adapter
+                folder, or the name of a built-in trained critic (:data:`hf_critic.models.TRAINED_CRITICS`, e.g.
+                ``"smollm2-135m-critic"``, from the package's data, offline). A one-label sequence classifier (a
+                reward model, :func:`hf_critic.reward_model.is_reward_model`) becomes a reward critic.
             engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
@@ -191,12 +190,27 @@ class Critic:
         """
         from .backends import load_backend
         from .models import trained_critic
+        from .reward_model import RewardModel, is_reward_model
 
         trained = trained_critic(model)
-        if trained is not None:  # a built-in trained critic: its base on transformers (hidden states) plus its head
+        if trained is not None and trained.head_folder:  # a reward head: its base on transformers plus its head
             if engine not in ("auto", "transformers"):
                 raise ValueError(f"{model} reads hidden states: it runs on --engine transformers, not {engine}")
-            model, engine, kwargs["head"] = trained.base, "transformers", trained.load_head()
+            model, engine, kwargs["head"] = trained.base, "transformers", load_head(trained)
+        elif trained is not None or is_reward_model(model):  # a sequence-classification reward model
+            if engine not in ("auto", "transformers"):
+                raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+            if trained is not None:
+                trained.note_licence()
+            reward = RewardModel.from_pretrained(
+                trained.folder if trained is not None else model,
+                dtype=dtype,
+                num_threads=num_threads,
+                trust_remote_code=trust_remote_code,
+                batch_size=batch_size,
+                progress=progress,
+            )
+            return cls(None, reward=reward, **kwargs)
         backend = load_backend(
             model,
             engine=engine,
@@ -249,11 +263,12 @@ class Critic:
             ContextLengthError: an input too long for the model with ``truncate="error"``.
         """
         dataset = _as_dataset(records)
+        if self.reward is not None:
+            return self._grade_with_rewards(dataset, referenced, source)
         setting = schema.Setting(schema.Task.POINTWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
-        if self.head is not None:
-            return self._grade_with_head(dataset, template)
+
         conversations, truncated = self._render(template, dataset, source, swap=False)
         judged = self._judge(template, conversations)
         parsed, raws = judged.parsed, judged.raws
@@ -309,11 +324,12 @@ class Critic:
             RecordError, ContextLengthError: as in :meth:`grade`.
         """
         dataset = _as_dataset(records)
+        if self.reward is not None:
+            return self._compare_with_rewards(dataset, referenced, swap, source)
         setting = schema.Setting(schema.Task.PAIRWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
-        if self.head is not None:
-            return self._compare_with_head(dataset, swap)
+
         conversations, truncated = self._render(template, dataset, source, swap=False)
         n = len(conversations)
         if swap:  # one generate call for both orders: better batches
@@ -353,88 +369,50 @@ class Critic:
         self.last_stats = stats
         return _add_columns(dataset, columns)
 
-    # ----------------------------------------------------------------------------------- reward head
-    def _grade_with_head(self, dataset: datasets.Dataset, template: PromptTemplate) -> datasets.Dataset:
-        """Pointwise grading by the reward head: the calibrated reward on the template's scale."""
-        rewards, hits = self._rewards([(r[schema.QUESTION], r[schema.RESPONSE]) for r in dataset])
-        scale = template.output.score_range if template.output.kind == "score" else None
-        scores = self.head.score(np.asarray(rewards), scale)
-        verdicts = [ProbabilityVerdict(schema.ParseStatus.OK, None, 1.0, None, float(s)) for s in scores]
-        columns = self._head_columns(len(dataset))
-        columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
-        columns[schema.CRITIQUE_REWARD] = [float(r) for r in rewards]
-        self.last_stats = self._head_stats(verdicts, sum(hits))
+    # ----------------------------------------------------------------------------------- reward critics
+    def _grade_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, source: str):
+        """Pointwise grading by rewards (:func:`hf_critic.reward_critic.grade_columns`) on the template's scale."""
+        template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
+        if template.output.kind != "score":
+            raise ValueError(f"template {template.name!r} does not grade on a score scale")
+        columns, self.last_stats = self._reward_call(
+            grade_columns, source, dataset[schema.QUESTION], dataset[schema.RESPONSE], template.output.score_range
+        )
         return _add_columns(dataset, columns)
 
-    def _compare_with_head(self, dataset: datasets.Dataset, swap: bool) -> datasets.Dataset:
-        """Pairwise comparison by the reward head: the Rao-Kupper distribution of the two responses' rewards. The
-        swapped order is the same two rewards the other way round, so it is consistent by construction."""
-        items = [(r[schema.QUESTION], r[f]) for r in dataset for f in (schema.RESPONSE_1, schema.RESPONSE_2)]
-        rewards, hits = self._rewards(items)
-        r1, r2 = rewards[0::2], rewards[1::2]
-        cached = sum(a and b for a, b in zip(hits[0::2], hits[1::2], strict=True)) * (2 if swap else 1)
-        ok = schema.ParseStatus.OK
-
-        def verdicts(first, second):
-            return [
-                ProbabilityVerdict(ok, d, 1.0, entropy(d))
-                for d in (self.head.distribution(a, b) for a, b in zip(first, second, strict=True))
-            ]
-
-        first = verdicts(r1, r2)
-        swapped = verdicts(r2, r1) if swap else None  # judged as (response 2, response 1)
-        columns = self._head_columns(len(dataset))
-        columns.update(pairwise_columns(first, swapped))
-        columns[schema.CRITIQUE_REWARD] = [float(a) for a in r1]
-        columns[schema.CRITIQUE_REWARD_2] = [float(b) for b in r2]
-        self.last_stats = self._head_stats(first + (swapped or []), cached)
+    def _compare_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
+        """Pairwise comparison by rewards (:func:`hf_critic.reward_critic.compare_columns`): order-free."""
+        self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
+        columns, self.last_stats = self._reward_call(
+            compare_columns,
+            source,
+            dataset[schema.QUESTION],
+            dataset[schema.RESPONSE_1],
+            dataset[schema.RESPONSE_2],
+            swap=swap,
+        )
         return _add_columns(dataset, columns)
 
-    def _head_columns(self, n: int) -> dict[str, list]:
-        return {
-            schema.CRITIQUE_EXPLANATION: [None] * n,
-            schema.CRITIQUE_GENERATION: [None] * n,
-            schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * n,
-            schema.CRITIQUE_TRUNCATED: [False] * n,
-        }
-
-    def _head_stats(self, verdicts: list[ProbabilityVerdict], cached: int) -> RunStats:
-        stats = RunStats(cached=cached, verdict="head")
-        for v in verdicts:
-            stats.count(v.status)
-        return stats
-
-    def _rewards(self, items: list[tuple[str, str]]) -> tuple[list[float], list[bool]]:
-        """The head's reward of each ``(question, response)`` and per item whether its features came from the cache.
-
-        The cache keeps the base model's features (float32, base64), not the rewards: they do not depend on the head,
-        so a retrained head reuses them, and a killed run keeps every finished batch.
-        """
-        head, backend = self.head, self.backend
-        keys = [cache_key(features=feature_key(q, r, head.spec, head.base)) for q, r in items]
-        done = self.cache.get_many(set(keys)) if self.cache is not None else {}
-        hits = [k in done for k in keys]
-        todo = list(dict.fromkeys(k for k in keys if k not in done))
-        where = {k: i for i, k in enumerate(keys)}
-        chunk = max(getattr(backend, "batch_size", 8) * 4, 1)
-        for start in range(0, len(todo), chunk):
-            part = todo[start : start + chunk]
-            features = response_features(
-                backend.model,
-                backend.tokenizer,
-                [items[where[k]] for k in part],
-                head.spec,
-                batch_size=backend.batch_size,
+    def _reward_setting(self, dataset, task: schema.Task, referenced: bool | None, source: str) -> PromptTemplate:
+        """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
+        if referenced:
+            raise ValueError(
+                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop --referenced)"
             )
-            fresh = {
-                k: base64.b64encode(f.astype(np.float32).tobytes()).decode()
-                for k, f in zip(part, features, strict=True)
-            }
-            if self.cache is not None:
-                self.cache.put_many(fresh)
-            done.update(fresh)
-        features = np.stack([np.frombuffer(base64.b64decode(done[k]), dtype=np.float32) for k in keys])
-        return [float(r) for r in head.reward(features)], hits
+        if schema.REFERENCE in dataset.column_names:
+            logger.warning("%s: the reference column is not shown to the %s (it reads no reference)", source,
+                           self.reward.kind)  # fmt: skip
+        setting = schema.Setting(task, False)
+        check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
+        return self.template_for(setting)
+
+    def _reward_call(self, build, source, *args, **kwargs):
+        try:
+            return build(self.reward, *args, truncate=self.truncate, cache=self.cache, **kwargs)
+        except OverflowError as err:
+            raise ContextLengthError(
+                f"{source}: {err} (--truncate middle cuts it, --truncate skip leaves it)"
+            ) from None
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):

@@ -41,8 +41,10 @@ class RunStats:
         cached_readouts: with both a generated critique and a probability read-out per input, the inputs whose
             read-outs all came from the cache (a run killed after its critiques resumes with those cached and the
             read-outs not); None otherwise.
-        verdict: ``"text"``, ``"probability"`` or ``"head"`` (a trained reward head): where the counted verdicts come
-            from.
+        verdict: ``"text"``, ``"probability"`` or ``"reward"`` (an order-free reward critic): where the counted
+            verdicts come from.
+        source: for ``"reward"``, which kind of reward critic (``"reward model"``, ``"served reward model"``,
+            ``"reward head"``).
         mass: verdict mass of every read-out input (probability only).
         unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
         min_mass: the ``--min-verdict-mass`` in force.
@@ -65,6 +67,7 @@ class RunStats:
     unseen: int = 0
     min_mass: float = DEFAULT_MIN_VERDICT_MASS
     text: RunStats | None = None
+    source: str = ""
 
     @property
     def parse_rate(self) -> float:
@@ -91,8 +94,8 @@ class RunStats:
         tail += f", from cache {self.cached}"
         if self.cached_readouts is not None:
             tail += f" critique(s) and {self.cached_readouts} read-out(s)"
-        if self.verdict == "head":
-            return f"{self.parsed}/{self.total} verdicts from the reward head, {tail}"
+        if self.verdict == "reward":
+            return f"{self.parsed}/{self.total} verdicts from the {self.source} (rewards, no explanation), {tail}"
         if self.verdict == "text":
             return (
                 f"{self.parsed}/{self.total} parsed ({100 * self.parse_rate:.1f}%), unparsed {self.unparsed}, "

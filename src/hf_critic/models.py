@@ -24,11 +24,13 @@ DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
 
 @dataclass(frozen=True)
 class TrainedCritic:
-    """A critic trained by this project and shipped in the wheel: a base model plus a reward head (package data).
+    """A critic trained by this project and shipped in the wheel (package data): a reward model as a PEFT adapter
+    (``adapter_config.json``, ``adapter_model.safetensors``, the tokenizer, ``hf_critic_reward.json``) or a reward
+    head on a base model (``head.safetensors``, ``head.json``), with its model card ``README.md``.
 
     Attributes:
         name: the ``--model`` name, e.g. ``"smollm2-135m-critic"``.
-        folder: package-data folder holding ``head.safetensors``, ``head.json`` and the model card ``README.md``.
+        folder: the package-data folder.
         base: the base model (None = the embedded default critic).
         licence_note: said when it loads: what its training data allow (empty when nothing restricts it).
     """
@@ -38,22 +40,15 @@ class TrainedCritic:
     base: str | None
     licence_note: str = ""
 
-    def load_head(self):
-        """The :class:`~hf_critic.reward_head.RewardHead`, after logging :attr:`licence_note` as a warning.
+    @property
+    def head_folder(self) -> bool:
+        """The critic is a reward head (``head.json``) rather than a reward model (a PEFT adapter folder)."""
+        return (self.folder / "head.json").is_file() or not (self.folder / "adapter_config.json").is_file()
 
-        Raises:
-            ModelNotFoundError: the head's files are not in the installed package.
-        """
-        from .reward_head import RewardHead
-
-        try:
-            head = RewardHead.load(self.folder)
-        except FileNotFoundError as err:
-            raise ModelNotFoundError(f"{self.name}: {err} (the package was installed without its data)") from err
+    def note_licence(self) -> None:
+        """Log :attr:`licence_note` as a warning (nothing when empty)."""
         if self.licence_note:
             logger.warning("%s: %s", self.name, self.licence_note)
-        head.info.setdefault("id", self.name)
-        return head
 
 
 #: Built-in trained critics, by ``--model`` name (see each folder's README.md, the model card).

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .reward_model import rao_kupper
 
 __all__ = [
     "FeatureStore",
@@ -195,30 +195,6 @@ def response_features(
         if progress is not None:
             progress(len(batch))
     return out
-
-
-def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
-    """The Rao-Kupper pairwise distribution (Rao & Kupper 1967) of two rewards with tie band ``tau``.
-
-    Args:
-        r1, r2: the two responses' rewards.
-        tau: tie band, >= 0 (0: no tie mass).
-
-    Returns:
-        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.labels.LABEL_NAMES`).
-
-    Raises:
-        ValueError: a negative ``tau``.
-    """
-    if tau < 0:
-        raise ValueError(f"tie band must be >= 0, got {tau}")
-    p1 = 1.0 / (1.0 + math.exp(-(r1 - r2 - tau)))
-    p2 = 1.0 / (1.0 + math.exp(-(r2 - r1 - tau)))
-    return {
-        LABEL_NAMES[RESPONSE_1_WINS]: p1,
-        LABEL_NAMES[RESPONSE_2_WINS]: p2,
-        LABEL_NAMES[TIE]: max(0.0, 1.0 - p1 - p2),
-    }
 
 
 @dataclass

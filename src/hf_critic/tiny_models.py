@@ -122,3 +122,31 @@ def build_tiny_model(path: str | Path, tokenizer=None, *, seed: int = 0, **confi
     tiny_llama(tokenizer, seed=seed, **config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def build_tiny_reward_model(path: str | Path, tokenizer=None, *, seed: int = 0, **config) -> Path:
+    """Save a randomly initialised one-label ``LlamaForSequenceClassification`` (a reward model's layout, as TRL's
+    ``RewardTrainer`` writes it) and its tokenizer to ``path``.
+
+    Args:
+        path: folder to write (created).
+        tokenizer: default :func:`chatml_tokenizer` ``()``.
+        seed, **config: as :func:`tiny_llama`.
+
+    Returns:
+        ``path`` as a ``Path``.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForSequenceClassification
+
+    path = Path(path)
+    tokenizer = tokenizer if tokenizer is not None else chatml_tokenizer()
+    causal = tiny_llama(tokenizer, seed=seed, **config)
+    config = LlamaConfig(**{**causal.config.to_dict(), "num_labels": 1})
+    torch.manual_seed(seed)
+    model = LlamaForSequenceClassification(config).eval()
+    with torch.no_grad():
+        model.score.weight.normal_(0, 1.0)  # rewards spread enough for labels to differ between responses
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

@@ -1,0 +1,330 @@
+"""Critiques from rewards: the order-free critics (reward models, served reward models, reward heads).
+
+A reward critic scores each (question, response) alone; pointwise grading maps the reward onto the template's scale
+and pairwise comparison reads the label from the two rewards (:mod:`hf_critic.reward_model`; CritiqueLLM v2 §3.1's
+two tasks, without an explanation). Three scorers share one interface (:class:`RewardScorer`):
+
+* :class:`~hf_critic.reward_model.RewardModel`: a local sequence-classification model (transformers / PEFT);
+* :class:`ServedRewardModel`: one behind vLLM's pooling endpoint (:mod:`hf_critic.backends.pooling`);
+* :class:`HeadScorer`: a reward head on a frozen causal LM (:mod:`hf_critic.reward_head`).
+
+Every reward goes through the critique cache under the scorer's identity and the exact input it scored, so a killed
+run restarted recomputes nothing it finished. The critique columns are those of the other critics: ``critique_score``
+or ``critique_label``, ``critique_status``, ``critique_truncated``, the read-out columns (``critique_distribution``
+...) and the raw ``critique_reward`` (``critique_reward_2`` for the second response); ``critique_explanation`` is None.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from . import schema
+from .cache import GenerationCache, cache_key
+from .critic_output import RunStats, distribution_columns
+from .decoding import DecodingConfig
+from .reward_model import RewardCalibration, pairwise_verdict, reward_conversation
+from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "HeadScorer",
+    "RewardRun",
+    "RewardScorer",
+    "ServedRewardModel",
+    "compare_columns",
+    "grade_columns",
+    "load_head",
+    "refuse_for_reward",
+    "score_responses",
+]
+
+#: What a reward critic honours of the critic options (the rest is refused by the command line, issue 31).
+ORDER_FREE_NOTE = "an order-free critic: both orders give the same rewards, so --swap makes no second pass"
+
+
+class RewardScorer(Protocol):
+    """What a reward critic needs of its scorer.
+
+    Attributes:
+        name: identity of the weights (part of every cache key).
+        kind: what it is, for messages ("reward model", "served reward model", "reward head").
+        calibration: the pointwise map and tie band (:class:`~hf_critic.reward_model.RewardCalibration`).
+    """
+
+    name: str
+    kind: str
+    calibration: RewardCalibration
+
+    def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
+        """The input scored for one response (JSON-serialisable; None when skipped) and whether it was cut."""
+
+    def score(self, inputs: Sequence[Any]) -> list[float]:
+        """One reward per input of :meth:`fit`."""
+
+
+@dataclass
+class RewardRun:
+    """Rewards of one batch of responses.
+
+    Attributes:
+        rewards: one per response (None: skipped as too long).
+        truncated: per response, whether its input was cut (or skipped) to fit the context.
+        cached: per response, whether the reward came from the cache.
+    """
+
+    rewards: list[float | None]
+    truncated: list[bool]
+    cached: list[bool]
+
+
+def score_responses(
+    scorer: RewardScorer,
+    items: Sequence[tuple[str, str]],
+    *,
+    truncate: str = "middle",
+    cache: GenerationCache | None = None,
+    chunk: int = 64,
+) -> RewardRun:
+    """The reward of every ``(question, response)``, through the cache, in chunks stored as they finish.
+
+    Raises:
+        OverflowError: an input too long under ``truncate="error"`` (the caller names the row).
+    """
+    fitted = [scorer.fit(q, r, truncate) for q, r in items]
+    keys = [None if x is None else cache_key(reward=scorer.name, input=x) for x, _ in fitted]
+    done = cache.get_many({k for k in keys if k}) if cache is not None else {}
+    cached = [k in done for k in keys]
+    todo = list(dict.fromkeys(k for k in keys if k and k not in done))
+    where = {k: i for i, k in enumerate(keys) if k}
+    for start in range(0, len(todo), chunk):
+        part = todo[start : start + chunk]
+        fresh = dict(zip(part, scorer.score([fitted[where[k]][0] for k in part]), strict=True))
+        if cache is not None:
+            cache.put_many(fresh)
+        done.update(fresh)
+    rewards = [None if k is None else float(done[k]) for k in keys]
+    return RewardRun(rewards, [cut for _, cut in fitted], cached)
+
+
+def _stats(statuses: Sequence[schema.ParseStatus], run: RewardRun, kind: str) -> RunStats:
+    stats = RunStats(verdict="reward", cached=sum(run.cached), truncated=sum(run.truncated), source=kind)
+    for status in statuses:
+        stats.count(status)
+    return stats
+
+
+def grade_columns(
+    scorer: RewardScorer, questions: Sequence[str], responses: Sequence[str], scale: tuple[float, float], **kwargs
+) -> tuple[dict[str, list], RunStats]:
+    """Pointwise grading by rewards: ``critique_score`` in ``[low, high]`` of ``scale`` and ``critique_reward``.
+
+    Args:
+        questions, responses: one per row, shape ``(n,)``.
+        scale: the template's ``(low, high)``.
+        **kwargs: ``truncate`` and ``cache`` of :func:`score_responses`.
+
+    Returns:
+        ``(columns, stats)``: the critique columns (lists of ``n``) and the run's counts.
+    """
+    run = score_responses(scorer, list(zip(questions, responses, strict=True)), **kwargs)
+    ok, skipped = schema.ParseStatus.OK, schema.ParseStatus.SKIPPED
+    statuses = [ok if r is not None else skipped for r in run.rewards]
+    columns = {
+        schema.CRITIQUE_SCORE: [None if r is None else scorer.calibration.score(r, scale) for r in run.rewards],
+        schema.CRITIQUE_REWARD: run.rewards,
+        schema.CRITIQUE_EXPLANATION: [None] * len(statuses),
+        schema.CRITIQUE_GENERATION: [None] * len(statuses),
+        schema.CRITIQUE_STATUS: [s.value for s in statuses],
+        schema.CRITIQUE_TRUNCATED: run.truncated,
+    }
+    return columns, _stats(statuses, run, scorer.kind)
+
+
+def compare_columns(
+    scorer: RewardScorer,
+    questions: Sequence[str],
+    first: Sequence[str],
+    second: Sequence[str],
+    *,
+    swap: bool = False,
+    **kwargs,
+) -> tuple[dict[str, list], RunStats]:
+    """Pairwise comparison by rewards: the label from ``r1 - r2`` and the tie band, the Rao-Kupper distribution.
+
+    Args:
+        questions, first, second: one per row, shape ``(n,)``.
+        swap: asked for the swapped order too: an order-free critic makes no second pass and says so (a log line);
+            no ``*_swapped`` column is written, so no consistency is reported as if measured.
+        **kwargs: ``truncate`` and ``cache`` of :func:`score_responses`.
+
+    Returns:
+        ``(columns, stats)``; a row with either response skipped has label None and status ``skipped``.
+    """
+    if swap:
+        logger.warning("%s: %s", scorer.kind, ORDER_FREE_NOTE)
+    items = [(q, r) for q, a, b in zip(questions, first, second, strict=True) for r in (a, b)]
+    run = score_responses(scorer, items, **kwargs)
+    tau = scorer.calibration.tie_margin
+    verdicts, labels = [], []
+    for r1, r2 in zip(run.rewards[0::2], run.rewards[1::2], strict=True):
+        if r1 is None or r2 is None:
+            verdicts.append(ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None))
+            labels.append(None)
+            continue
+        label, distribution = pairwise_verdict(r1, r2, tau)
+        verdicts.append(ProbabilityVerdict(schema.ParseStatus.OK, distribution, 1.0, entropy(distribution)))
+        labels.append(label)
+    pair_run = RewardRun(
+        run.rewards[0::2],
+        [a or b for a, b in zip(run.truncated[0::2], run.truncated[1::2], strict=True)],
+        [a and b for a, b in zip(run.cached[0::2], run.cached[1::2], strict=True)],
+    )
+    columns = {
+        schema.CRITIQUE_LABEL: labels,
+        schema.CRITIQUE_REWARD: run.rewards[0::2],
+        schema.CRITIQUE_REWARD_2: run.rewards[1::2],
+        schema.CRITIQUE_EXPLANATION: [None] * len(labels),
+        schema.CRITIQUE_GENERATION: [None] * len(labels),
+        schema.CRITIQUE_STATUS: [v.status.value for v in verdicts],
+        schema.CRITIQUE_TRUNCATED: pair_run.truncated,
+        **distribution_columns(verdicts),
+    }
+    return columns, _stats([v.status for v in verdicts], pair_run, scorer.kind)
+
+
+# ----------------------------------------------------------------------------------- the other two scorers
+class ServedRewardModel:
+    """A reward model behind vLLM's pooling endpoint (``vllm serve MODEL --runner pooling``).
+
+    The server applies the model's chat template and its own context limit, so ``--truncate`` cannot be honoured
+    here: :meth:`fit` refuses ``skip`` / ``error`` (the command line says so before a run).
+
+    Args:
+        client: a :class:`~hf_critic.backends.pooling.PoolingRewardClient`.
+        calibration: the pointwise map and tie band (default: not fitted, tie only on equal rewards).
+    """
+
+    kind = "served reward model"
+
+    def __init__(self, client, calibration: RewardCalibration | None = None):
+        self.client, self.calibration = client, calibration or RewardCalibration()
+        self.name = f"pooling:{client.base_url}:{client.model}"
+
+    def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
+        """The conversation sent (never cut here: the server's context applies)."""
+        return reward_conversation(question, response), False
+
+    def score(self, inputs: Sequence[Any]) -> list[float]:
+        """Rewards from the server, in input order."""
+        return self.client.rewards(list(inputs))
+
+
+class HeadScorer:
+    """A trained :class:`~hf_critic.reward_head.RewardHead` on a transformers backend's frozen model.
+
+    The head reads at most ``spec.max_question_tokens`` of the question and ``spec.max_response_tokens`` of the
+    response: a longer input is cut (reported as truncated), skipped or refused as ``--truncate`` says.
+
+    Args:
+        head: the trained head.
+        backend: a :class:`~hf_critic.backends.transformers.TransformersBackend` on the head's base model.
+    """
+
+    kind = "reward head"
+
+    def __init__(self, head, backend):
+        from .reward_head import RewardHead
+
+        self.head: RewardHead = head
+        self.backend = backend
+        # The head's own pointwise map (clip(a * r + c)) and Rao-Kupper tie band; its scale is the template's.
+        self.calibration = _HeadCalibration(head)
+        weights = hashlib.sha256(np.concatenate([head.mean, head.std, head.weight, [head.bias]]).tobytes()).hexdigest()
+        self.name = f"head:{head.base}:{head.spec.key()}:{weights[:16]}"
+
+    def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
+        """``[question, response]`` as the head reads them; cut when over the head's token budget."""
+        count = self.backend.count_tokens
+        spec = self.head.spec
+        over = count(question) > spec.max_question_tokens or count(response) > spec.max_response_tokens
+        if over and truncate == "error":
+            raise OverflowError(
+                f"over the reward head's budget of {spec.max_question_tokens} question and "
+                f"{spec.max_response_tokens} response tokens"
+            )
+        if over and truncate == "skip":
+            return None, True
+        return [question, response], over
+
+    def score(self, inputs: Sequence[Any]) -> list[float]:
+        """The head's reward of each ``[question, response]``."""
+        from .reward_head import response_features
+
+        features = response_features(
+            self.backend.model,
+            self.backend.tokenizer,
+            [tuple(x) for x in inputs],
+            self.head.spec,
+            batch_size=self.backend.batch_size,
+        )
+        return [float(r) for r in self.head.reward(np.asarray(features))]
+
+
+class _HeadCalibration:
+    """A reward head's calibration under the :class:`~hf_critic.reward_model.RewardCalibration` interface."""
+
+    def __init__(self, head):
+        self.head, self.tie_margin = head, float(head.tie_band)
+        self.source = "the head's fitted grade map"
+
+    def score(self, reward: float, scale: tuple[float, float]) -> float:
+        return float(self.head.score(np.asarray([reward]), scale)[0])
+
+
+def refuse_for_reward(kind: str, options: dict) -> None:
+    """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (issue 31: nothing ignored).
+
+    A reward critic honours ``template`` (its score scale), ``score_range``, ``truncate`` and ``cache_path``; the
+    verdict must be ``auto`` or ``reward``; everything else must keep its default.
+    """
+    if options["verdict"] not in ("auto", "reward", "head"):
+        raise ValueError(
+            f"--verdict {options['verdict']}: a {kind}'s verdicts come from its rewards (use --verdict auto)"
+        )
+    refused = {
+        "--explanation": options["explanation"] not in (None, "none"),
+        "--decoding / --num-samples / --temperature / --max-new-tokens": (options["decoding"] or DecodingConfig())
+        != DecodingConfig(),
+        "--constrain-verdict": options["constrain_verdict"],
+        "--rubric (a reward critic reads no criteria; --score-range sets the scale)": options["rubric"] is not None,
+        "--min-verdict-mass": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
+        "--language": options["language"] != "en",
+    }
+    for option, given in refused.items():
+        if given:
+            raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
+
+
+def load_head(trained):
+    """The reward head of a trained critic (:class:`hf_critic.models.TrainedCritic`), its licence note logged.
+
+    Raises:
+        hf_critic.models.ModelNotFoundError: the head's files are missing (the package was installed without them).
+    """
+    from .models import ModelNotFoundError
+    from .reward_head import RewardHead
+
+    try:
+        head = RewardHead.load(trained.folder)
+    except FileNotFoundError as err:
+        raise ModelNotFoundError(f"{trained.name}: {err} (the package was installed without its data)") from err
+    trained.note_licence()
+    head.info.setdefault("id", trained.name)
+    return head

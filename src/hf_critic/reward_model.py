@@ -1,0 +1,406 @@
+"""Reward models as critics: a sequence-classification checkpoint with one label scores (question, response).
+
+A reward model (the layout of TRL's ``RewardTrainer`` output, Skywork-Reward-V2, the OpenAssistant DeBERTa reward
+models) maps one response in its question's context to one scalar, trained with the Bradley-Terry loss on pairwise
+preferences (Ouyang et al. 2022 §3.5). hf-critic uses it in both CritiqueLLM tasks (v2 §3.1) without an explanation:
+
+* **input**: the model's own chat template with the question as the user turn and the response as the assistant
+  turn; an encoder without a chat template (DeBERTa) gets the (question, response) text pair. The reference is not
+  shown to a reward model: ``--referenced`` is refused and a ``reference`` column is ignored, which the summary says.
+* **pointwise grading**: ``critique_reward`` is the raw reward and ``critique_score`` its image on the template's
+  scale ``[low, high]`` through :class:`RewardCalibration`: a linear map fitted on graded validation data when the
+  model folder carries one (``hf_critic_reward.json``), else ``low + (high - low) * sigmoid(r)`` (documented as not
+  fitted: it keeps the order of the rewards, not a judge's scale).
+* **pairwise comparison**: the Rao-Kupper model (Rao & Kupper 1967) with tie band ``tau = tie_margin >= 0``:
+  ``P(response 1 better) = sigmoid(r1 - r2 - tau)``, ``P(response 2 better) = sigmoid(r2 - r1 - tau)``, the rest is
+  the tie (with ``tau = 0``: ``P(1) = sigmoid(r1 - r2)``, no tie mass). The label is a tie when ``|r1 - r2| <= tau``
+  (equal rewards at least), else the better reward. The two orders give the same rewards, so the critic is
+  order-free: it makes no second pass under ``--swap``.
+* **truncation**: the context is ``max_length`` of ``hf_critic_reward.json``, else the tokenizer's
+  ``model_max_length`` or the model's position limit; longer inputs are cut in the middle of the response, skipped or
+  refused (``--truncate``), and counted.
+
+Loading: a folder, a Hub id in the local cache, or a PEFT adapter folder (``adapter_config.json`` with task type
+``SEQ_CLS``) whose base is resolved offline (the embedded default critic by its name or its cache folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+
+__all__ = [
+    "REWARD_CONFIG",
+    "RewardCalibration",
+    "RewardModel",
+    "encode_ids",
+    "fit_ids",
+    "is_reward_model",
+    "pairwise_verdict",
+    "rao_kupper",
+    "reward_conversation",
+]
+
+#: hf-critic's file beside a reward model: calibration, tie band and context (written by ``recipes/reward.py``).
+REWARD_CONFIG = "hf_critic_reward.json"
+
+
+def _config_of(folder: Path) -> dict | None:
+    """The model config of ``folder`` (an adapter's base config where the folder holds an adapter), or None."""
+    if (folder / "config.json").is_file():
+        return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return None
+
+
+def is_reward_model(model: str | os.PathLike | None) -> bool:
+    """True when ``model`` is a local folder (or cached Hub snapshot) holding a one-label sequence classifier.
+
+    Detected from the files alone, without loading weights: ``config.json`` whose ``architectures`` end in
+    ``ForSequenceClassification`` with one label (``num_labels`` 1 or one ``id2label`` entry), or a PEFT
+    ``adapter_config.json`` with ``task_type: SEQ_CLS``.
+
+    Args:
+        model: ``--model`` as given (None: the embedded default critic, never a reward model).
+    """
+    if model is None:
+        return False
+    folder = Path(str(model)).expanduser()
+    if not folder.is_dir():
+        try:
+            from .models import resolve_model
+
+            folder = Path(resolve_model(model))
+        except (OSError, ValueError):
+            return False
+        if not folder.is_dir():
+            return False
+    adapter = folder / "adapter_config.json"
+    if adapter.is_file():
+        return json.loads(adapter.read_text(encoding="utf-8")).get("task_type") == "SEQ_CLS"
+    config = _config_of(folder)
+    if config is None:
+        return False
+    architectures = config.get("architectures") or []
+    labels = config.get("num_labels", len(config.get("id2label") or {}) or None)
+    return any(a.endswith("ForSequenceClassification") for a in architectures) and labels == 1
+
+
+def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
+    """The Rao-Kupper pairwise distribution (Rao & Kupper 1967) of two rewards with tie band ``tau``.
+
+    Args:
+        r1, r2: the two responses' rewards (any real numbers).
+        tau: tie band, >= 0 (0: no tie mass).
+
+    Returns:
+        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.labels.LABEL_NAMES`),
+        probabilities in [0, 1] summing to 1.
+
+    Raises:
+        ValueError: a negative ``tau``.
+    """
+    if tau < 0:
+        raise ValueError(f"tie band must be >= 0, got {tau}")
+    p1 = 1.0 / (1.0 + math.exp(-(r1 - r2 - tau)))
+    p2 = 1.0 / (1.0 + math.exp(-(r2 - r1 - tau)))
+    return {
+        LABEL_NAMES[RESPONSE_1_WINS]: p1,
+        LABEL_NAMES[RESPONSE_2_WINS]: p2,
+        LABEL_NAMES[TIE]: max(0.0, 1.0 - p1 - p2),
+    }
+
+
+def pairwise_verdict(r1: float, r2: float, tie_margin: float = 0.0) -> tuple[int, dict[str, float]]:
+    """The label and distribution of one pair from its two rewards (module docstring).
+
+    Returns:
+        ``(label, distribution)``: label 0 (response 1 better), 1 (response 2 better) or 2 (tie: ``|r1 - r2| <=
+        tie_margin``); the :func:`rao_kupper` distribution with ``tau = tie_margin``.
+
+    Raises:
+        ValueError: a negative tie margin.
+    """
+    distribution = rao_kupper(r1, r2, tie_margin)
+    if abs(r1 - r2) <= tie_margin:
+        label = TIE
+    else:
+        label = RESPONSE_1_WINS if r1 > r2 else RESPONSE_2_WINS
+    return label, distribution
+
+
+@dataclass(frozen=True)
+class RewardCalibration:
+    """How a reward becomes a pointwise score, and the pairwise tie band (module docstring).
+
+    Attributes:
+        slope, intercept: ``score = clip(slope * r + intercept, low, high)`` on a ``[fitted_low, fitted_high]``
+            scale, rescaled linearly onto the template's; None: not fitted, ``low + (high - low) * sigmoid(r)``.
+        fitted_low, fitted_high: the scale the linear map was fitted on (e.g. 1 and 10).
+        tie_margin: pairwise tie band ``tau >= 0`` in reward units (0: a tie only on equal rewards).
+        max_length: tokens of context the model was trained with (None: the model's own limit).
+        source: where the figures come from (e.g. "fitted on 77 validation grades"), said in the card and summary.
+    """
+
+    slope: float | None = None
+    intercept: float | None = None
+    fitted_low: float = 1.0
+    fitted_high: float = 10.0
+    tie_margin: float = 0.0
+    max_length: int | None = None
+    source: str = "not fitted: score = low + (high - low) * sigmoid(reward)"
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the pointwise map was fitted on graded data."""
+        return self.slope is not None and self.intercept is not None
+
+    def score(self, reward: float, scale: tuple[float, float]) -> float:
+        """The score of one reward on ``scale = (low, high)``, in ``[low, high]``."""
+        low, high = scale
+        if not self.fitted:
+            return low + (high - low) / (1.0 + math.exp(-reward))
+        fitted = self.slope * reward + self.intercept
+        share = (fitted - self.fitted_low) / (self.fitted_high - self.fitted_low)
+        return float(min(high, max(low, low + share * (high - low))))
+
+    def save(self, folder: str | os.PathLike) -> Path:
+        """Write :data:`REWARD_CONFIG` in ``folder``; returns its path."""
+        path = Path(folder) / REWARD_CONFIG
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> RewardCalibration:
+        """Read :data:`REWARD_CONFIG` from ``folder`` (the defaults when absent).
+
+        Raises:
+            ValueError: the file is not JSON or holds an unknown field (names the file).
+        """
+        path = Path(folder) / REWARD_CONFIG
+        if not path.is_file():
+            return cls()
+        try:
+            return cls(**json.loads(path.read_text(encoding="utf-8")))
+        except (json.JSONDecodeError, TypeError) as err:
+            raise ValueError(f"{path}: not a reward calibration ({err})") from None
+
+
+def reward_conversation(question: str, response: str) -> list[dict[str, str]]:
+    """The chat a reward model scores: the question as the user turn, the response as the assistant turn."""
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": response}]
+
+
+def encode_ids(tokenizer, question: str, response: str) -> list[int]:
+    """Token ids of one (question, response) as a reward model reads it: its chat template (question as the user turn,
+    response as the assistant turn), or the text pair for a tokenizer without one (encoder reward models)."""
+    if getattr(tokenizer, "chat_template", None):
+        encoded = tokenizer.apply_chat_template(
+            reward_conversation(question, response), tokenize=True, return_dict=True
+        )
+        return list(encoded["input_ids"])
+    return list(tokenizer(question, response)["input_ids"])
+
+
+def _cut_middle(tokenizer, text: str, remove: int) -> str:
+    """``text`` without ``remove`` tokens from its middle, the cut marked " ... "."""
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    keep = max(len(ids) - remove, 0)
+    head, tail = keep - keep // 2, keep // 2
+    return tokenizer.decode(ids[:head]) + " ... " + (tokenizer.decode(ids[-tail:]) if tail else "")
+
+
+def fit_ids(
+    tokenizer, question: str, response: str, limit: int | None, truncate: str
+) -> tuple[list[int] | None, bool]:
+    """The ids of one input within ``limit`` tokens: ``(ids, truncated)``, ``(None, True)`` for a skipped input.
+
+    ``"middle"`` cuts the response in the middle, down to no less than half the context; a question longer than the
+    rest is then cut in the middle too. The same cut at training (``recipes/reward.py``) and at judging time, so a
+    critic sees what it was trained on.
+
+    Args:
+        limit: the context in tokens (None: no limit).
+        truncate: ``"middle"``, ``"skip"`` (nothing scored) or ``"error"``.
+
+    Raises:
+        OverflowError: ``truncate="error"`` and the input is too long.
+    """
+    ids = encode_ids(tokenizer, question, response)
+    if limit is None or len(ids) <= limit:
+        return ids, False
+    if truncate == "error":
+        raise OverflowError(f"{len(ids)} tokens, {len(ids) - limit} over the reward model's context of {limit}")
+    if truncate == "skip":
+        return None, True
+    response_tokens = len(tokenizer(response, add_special_tokens=False)["input_ids"])
+    for _ in range(3):  # re-tokenisation at the seams can leave a few tokens over: cut again
+        excess = len(ids) - limit
+        if excess <= 0:
+            break
+        from_response = min(excess + 8, max(response_tokens - limit // 2, 0))
+        if from_response:
+            response = _cut_middle(tokenizer, response, from_response)
+            response_tokens -= from_response
+        if excess + 8 > from_response:
+            question = _cut_middle(tokenizer, question, excess + 8 - from_response)
+        ids = encode_ids(tokenizer, question, response)
+    return ids[:limit], True
+
+
+def _base_of_adapter(folder: Path) -> str:
+    """The adapter's base model as a local path: the embedded default critic by name or by its cache folder."""
+    from .models import DEFAULT_MODEL_NAME, default_model_dir, resolve_model
+
+    base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
+    if not base or base == DEFAULT_MODEL_NAME or Path(base).name == DEFAULT_MODEL_NAME and not Path(base).is_dir():
+        return str(default_model_dir())
+    return resolve_model(base)
+
+
+def _fingerprint(folder: Path) -> str:
+    """Identity of a model's weights for cache keys: names, sizes and modification times of its files."""
+    parts = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
+    return hashlib.sha256(json.dumps([str(folder.resolve()), parts]).encode()).hexdigest()[:16]
+
+
+class RewardModel:
+    """A loaded reward model: batched rewards of (question, response) pairs, truncation, calibration.
+
+    Args:
+        model: a sequence-classification model with one label (transformers or PEFT), in eval mode.
+        tokenizer: its tokenizer.
+        name: identity for cache keys and messages (the folder or Hub id, with a weights fingerprint).
+        calibration: the pointwise map, tie band and context (:class:`RewardCalibration`).
+        batch_size: sequences per forward pass (>= 1).
+        progress: show a progress bar.
+
+    Raises:
+        ValueError: ``batch_size`` < 1.
+    """
+
+    kind = "reward model"
+
+    def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
+                 batch_size: int = 8, progress: bool = True):  # fmt: skip
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.calibration = calibration or RewardCalibration()
+        self.batch_size, self.progress = batch_size, progress
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer.padding_side = "right"
+        if getattr(model.config, "pad_token_id", None) is None:  # the score is read at the last non-pad token
+            model.config.pad_token_id = tokenizer.pad_token_id
+        limits = [self.calibration.max_length, getattr(model.config, "max_position_embeddings", None)]
+        if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
+            limits.append(tokenizer.model_max_length)
+        self.context_length = min(n for n in limits if n) if any(limits) else None
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model: str | os.PathLike,
+        *,
+        dtype: str = "auto",
+        num_threads: int | None = None,
+        trust_remote_code: bool = False,
+        batch_size: int = 8,
+        progress: bool = True,
+    ) -> RewardModel:
+        """Load a reward model folder, cached Hub id or PEFT adapter folder (see :func:`is_reward_model`).
+
+        Args:
+            model: the folder or Hub id.
+            dtype: ``"auto"`` (:func:`hf_critic.models.inference_dtype`) or a torch dtype name.
+            num_threads: CPU threads (default one per physical core).
+            trust_remote_code: run the repository's code; only when asked.
+            batch_size: sequences per forward pass.
+            progress: show a progress bar.
+
+        Raises:
+            hf_critic.models.ModelNotFoundError: the model or an adapter's base is not on this machine.
+            ValueError: the model has more than one label, or a bad calibration file.
+        """
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from .models import default_num_threads, dequantized_gguf_config, inference_dtype, resolve_model
+
+        torch.set_num_threads(num_threads or default_num_threads())
+        folder = Path(resolve_model(model))
+        adapter = (folder / "adapter_config.json").is_file()
+        base = _base_of_adapter(folder) if adapter else str(folder)
+        torch_dtype = inference_dtype(dtype, batch_size)
+        config = dequantized_gguf_config(base)  # the embedded default critic: plain weights under a GGUF config
+        extra = {"config": config} if config is not None else {}
+        if config is not None:
+            config.num_labels = 1
+        lm = AutoModelForSequenceClassification.from_pretrained(
+            base,
+            dtype=torch_dtype,
+            trust_remote_code=trust_remote_code,
+            **(extra or ({"num_labels": 1} if adapter else {})),
+        )
+        if adapter:
+            from peft import PeftModel
+
+            lm = PeftModel.from_pretrained(lm, str(folder))
+        if lm.config.num_labels != 1:
+            raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
+        tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
+        if torch.cuda.is_available():
+            lm = lm.to("cuda")
+        lm.eval()
+        name = f"{model}@{_fingerprint(folder)}:{torch_dtype}"
+        return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,
+                   progress=progress)  # fmt: skip
+
+    # ----------------------------------------------------------------------------------- encoding
+    def fit(self, question: str, response: str, truncate: str) -> tuple[list[int] | None, bool]:
+        """The ids of one input within the model's context (:func:`fit_ids`)."""
+        return fit_ids(self.tokenizer, question, response, self.context_length, truncate)
+
+    # ----------------------------------------------------------------------------------- scoring
+    def score(self, inputs: Sequence[Sequence[int]]) -> list[float]:
+        """One reward per input of :meth:`fit` (token ids), batched (:class:`hf_critic.reward_critic.RewardScorer`)."""
+        return self.rewards_of_ids(inputs)
+
+    def rewards_of_ids(
+        self, encoded: Sequence[Sequence[int]], done: Callable[[int], None] | None = None
+    ) -> list[float]:
+        """One reward per token sequence, batched by length (longest first), float32 out.
+
+        Args:
+            encoded: token id lists, each within the context.
+            done: called with the number of sequences finished after each batch (progress).
+        """
+        import torch
+
+        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+        out = [0.0] * len(encoded)
+        device = next(self.model.parameters()).device
+        pad = self.tokenizer.pad_token_id
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(encoded[i]) for i in batch)
+            ids = torch.full((len(batch), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, i in enumerate(batch):
+                ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
+                mask[row, : len(encoded[i])] = 1
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            for row, i in enumerate(batch):
+                out[i] = float(logits[row, 0].float())
+            if done is not None:
+                done(len(batch))
+        return out

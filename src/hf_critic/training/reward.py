@@ -1,0 +1,399 @@
+"""Reward-model training with TRL's ``RewardTrainer``: the library half of ``recipes/reward.py``.
+
+A reward model is a critic that scores one response (Ouyang et al. 2022 §3.5; CritiqueLLM v2 §3.1's two tasks read
+off its rewards, :mod:`hf_critic.reward_model`). It is trained on pairwise judgments with the Bradley-Terry loss:
+
+* :func:`preference_pairs`: judgment rows (``question``, ``response_1``, ``response_2``, ``label``; the
+  ``pairwise_preference`` config ``recipes/smollm2-135m/build_judgment_data.py`` writes) become TRL's pre-tokenised
+  preference rows (``chosen_ids`` / ``rejected_ids``), each response in its question's chat and cut in the middle to
+  ``max_length`` exactly as :func:`hf_critic.reward_model.fit_ids` cuts at judging time; ties and the swapped copies
+  of swap augmentation are dropped (a reward model is order-free);
+* :class:`CriticRewardTrainer`: ``RewardTrainer`` whose evaluation returns each pair's two rewards and two lengths,
+  so :func:`reward_metrics` reports within-question accuracy (every pair is two answers to one question) and the
+  correlation of the reward difference with the length difference at every evaluation;
+* :class:`ThroughputCallback`: pairs/h, peak RSS and load average in every log line;
+* :func:`fit_calibration`: the pointwise map and the tie band saved beside the model (``hf_critic_reward.json``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import datasets
+import numpy as np
+from transformers import TrainerCallback
+from trl import RewardTrainer
+
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..reward_model import RewardCalibration, fit_ids
+
+__all__ = [
+    "CriticRewardTrainer",
+    "LengthCollator",
+    "base_model_path",
+    "calibrate",
+    "configure_peft",
+    "fit_tie_margin",
+    "load_base",
+    "load_pairs",
+    "point_adapter_at_base",
+    "RewardScriptArguments",
+    "ThroughputCallback",
+    "fit_calibration",
+    "preference_pairs",
+    "reward_metrics",
+]
+
+
+@dataclass
+class RewardScriptArguments:
+    """The data arguments of ``recipes/reward.py`` (TRL's ``RewardConfig`` and ``ModelConfig`` hold the rest).
+
+    Attributes:
+        dataset_name: a ``save_to_disk`` DatasetDict folder (or a parent holding ``dataset_config``) with ``train``
+            and a validation split of judgment pairs.
+        dataset_config: its sub-folder, e.g. ``pairwise_preference``.
+        dataset_train_split / dataset_test_split: split names.
+        max_train_pairs / max_eval_pairs: keep the first N pairs after a seeded shuffle (None: all).
+        grades_dataset: optional JSONL of graded single responses (``question``, ``response``, ``score``) the pointwise
+            map is fitted on after training; ``grades_scale`` their ``[low, high]``.
+        lora_layers_to_transform: LoRA adapters on these layers only (PEFT ``layers_to_transform``).
+        score_head_only: no LoRA at all: the frozen base with its score head trained (``modules_to_save``).
+    """
+
+    dataset_name: str = field(default="outputs/judgment_data", metadata={"help": "Judgment data folder."})
+    dataset_config: str | None = field(default="pairwise_preference", metadata={"help": "Config sub-folder."})
+    dataset_train_split: str = field(default="train", metadata={"help": "Training split."})
+    dataset_test_split: str = field(default="validation", metadata={"help": "Validation split (best checkpoint)."})
+    max_train_pairs: int | None = field(default=None, metadata={"help": "Train on the first N shuffled pairs."})
+    max_eval_pairs: int | None = field(default=None, metadata={"help": "Validate on the first N shuffled pairs."})
+    grades_dataset: str | None = field(
+        default=None, metadata={"help": "JSONL of graded responses (question, response, score) for the pointwise map."}
+    )
+    grades_scale: list[float] = field(default_factory=lambda: [1.0, 10.0], metadata={"help": "low, high of grades."})
+    lora_layers_to_transform: list[int] | None = field(
+        default=None, metadata={"help": "LoRA on these decoder layers only (e.g. the top 4: 26 27 28 29)."}
+    )
+    score_head_only: bool = field(
+        default=False, metadata={"help": "Frozen base: only the score head is trained (a PEFT modules_to_save)."}
+    )
+
+
+def preference_pairs(
+    dataset: datasets.Dataset, tokenizer, max_length: int | None, *, source: str = "data"
+) -> datasets.Dataset:
+    """Judgment pairs as TRL preference rows, tokenised and cut to ``max_length`` the way the critic cuts.
+
+    Args:
+        dataset: rows with ``question``, ``response_1``, ``response_2`` and ``label`` (0 / 1 / 2, see
+            :mod:`hf_critic.labels`); an optional boolean ``swapped`` marks swap-augmented copies.
+        tokenizer: the reward model's tokenizer (its chat template formats each response).
+        max_length: tokens per sequence (None: no cut).
+        source: the data's name in errors.
+
+    Returns:
+        Rows with ``chosen_ids``, ``rejected_ids`` (token id lists), ``chosen_length`` / ``rejected_length`` (the
+        responses' lengths in characters, for the length correlation) and ``truncated`` (either side cut); ties and
+        swapped copies dropped.
+
+    Raises:
+        ValueError: a missing column, or no pair left (names ``source``).
+    """
+    missing = {"question", "response_1", "response_2", "label"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(f"{source}: missing column(s) {', '.join(sorted(missing))} for preference pairs")
+    keep = dataset.filter(
+        lambda row: row["label"] in (RESPONSE_1_WINS, RESPONSE_2_WINS) and not row.get("swapped", False),
+        desc=f"{source}: dropping ties and swapped copies",
+    )
+    if len(keep) == 0:
+        raise ValueError(f"{source}: no pair with a winner (ties and swapped copies are dropped)")
+
+    def encode(row):
+        first = row["label"] == RESPONSE_1_WINS
+        chosen, rejected = (row["response_1"], row["response_2"]) if first else (row["response_2"], row["response_1"])
+        chosen_ids, cut_chosen = fit_ids(tokenizer, row["question"], chosen, max_length, "middle")
+        rejected_ids, cut_rejected = fit_ids(tokenizer, row["question"], rejected, max_length, "middle")
+        return {
+            "chosen_ids": chosen_ids,
+            "rejected_ids": rejected_ids,
+            "chosen_length": len(chosen),
+            "rejected_length": len(rejected),
+            "truncated": cut_chosen or cut_rejected,
+        }
+
+    return keep.map(encode, remove_columns=keep.column_names, desc=f"{source}: tokenising pairs")
+
+
+class CriticRewardTrainer(RewardTrainer):
+    """TRL's ``RewardTrainer`` whose evaluation hands :func:`reward_metrics` each pair's rewards and lengths.
+
+    ``prediction_step`` returns predictions of shape ``(batch, 2)`` (chosen, rejected rewards) and labels of shape
+    ``(batch, 2)`` (the responses' lengths in characters), so the metrics see whole pairs whatever the batch size or
+    the number of processes.
+    """
+
+    def _set_signature_columns_if_needed(self):
+        super()._set_signature_columns_if_needed()
+        self._signature_columns = [*self._signature_columns, "chosen_length", "rejected_length"]
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        inputs = {k: v for k, v in inputs.items() if k not in ("chosen_length", "rejected_length")}
+        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        import torch
+
+        inputs = self._prepare_inputs(inputs)
+        lengths = torch.stack([inputs["chosen_length"], inputs["rejected_length"]], dim=-1).float()
+        with torch.no_grad():
+            loss, outputs = self.compute_loss(model, inputs, return_outputs=True)
+        chosen, rejected = outputs.logits.squeeze(-1).float().chunk(2)
+        return loss.detach(), torch.stack([chosen, rejected], dim=-1), lengths
+
+
+class LengthCollator:
+    """TRL's reward collator plus the two length columns (kept as tensors for :class:`CriticRewardTrainer`)."""
+
+    def __init__(self, collator):
+        self.collator = collator
+
+    def __call__(self, examples):
+        import torch
+
+        batch = self.collator([{k: e[k] for k in ("chosen_ids", "rejected_ids")} for e in examples])
+        batch["chosen_length"] = torch.tensor([e["chosen_length"] for e in examples])
+        batch["rejected_length"] = torch.tensor([e["rejected_length"] for e in examples])
+        return batch
+
+
+def reward_metrics(prediction) -> dict[str, float]:
+    """Validation figures of a reward model from an ``EvalPrediction`` of :class:`CriticRewardTrainer`.
+
+    Returns:
+        ``within_question_accuracy`` (share of pairs whose chosen response gets the higher reward, in [0, 1]; equal
+        rewards count half), ``length_correlation`` (Pearson r of ``r_chosen - r_rejected`` with the difference of
+        the responses' lengths in characters, in [-1, 1]; how much the reward follows length) and
+        ``longer_wins_accuracy`` (the same pairs judged by length alone, ties half).
+    """
+    from scipy.stats import pearsonr
+
+    rewards, lengths = np.asarray(prediction.predictions), np.asarray(prediction.label_ids)
+    margin, longer = rewards[:, 0] - rewards[:, 1], lengths[:, 0] - lengths[:, 1]
+    accuracy = float(np.mean((margin > 0) + 0.5 * (margin == 0)))
+    longer_wins = float(np.mean((longer > 0) + 0.5 * (longer == 0)))
+    spread = np.std(margin) > 0 and np.std(longer) > 0
+    correlation = float(pearsonr(margin, longer)[0]) if spread else float("nan")
+    return {
+        "within_question_accuracy": accuracy,
+        "length_correlation": correlation,
+        "longer_wins_accuracy": longer_wins,
+    }
+
+
+class ThroughputCallback(TrainerCallback):
+    """Adds ``pairs_per_hour`` (training pairs since this run started, all processes), ``peak_rss_gb`` (this
+    process, GB) and ``load_average`` (1 minute) to every log line: what a CPU run needs to plan its hours."""
+
+    def __init__(self, pairs_per_step: int):
+        self.pairs_per_step, self.start, self.first_step = pairs_per_step, None, 0
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start, self.first_step = time.perf_counter(), state.global_step
+
+    def on_log(self, args, state, control, logs: Mapping | None = None, **kwargs):
+        if logs is None or self.start is None:
+            return
+        hours = (time.perf_counter() - self.start) / 3600
+        if hours > 0 and state.global_step > self.first_step:
+            logs["pairs_per_hour"] = round((state.global_step - self.first_step) * self.pairs_per_step / hours, 1)
+        logs["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
+        logs["load_average"] = round(os.getloadavg()[0], 2)
+
+
+def fit_calibration(
+    rewards: np.ndarray,
+    scores: np.ndarray,
+    scale: tuple[float, float],
+    *,
+    tie_margin: float = 0.0,
+    max_length: int | None = None,
+    source: str = "",
+) -> RewardCalibration:
+    """The pointwise map ``score ~ slope * reward + intercept`` fitted by least squares on graded responses.
+
+    Args:
+        rewards: the model's rewards, shape ``(n,)``.
+        scores: the gold grades of the same responses on ``scale``, shape ``(n,)``.
+        scale: ``(low, high)`` of the grades (e.g. ``(1, 10)``).
+        tie_margin: the pairwise tie band to store (reward units, >= 0).
+        max_length: the training context, stored so the critic cuts inputs the same way.
+        source: what the grades are, for the card (e.g. "77 Auto-J validation grades").
+
+    Raises:
+        ValueError: fewer than 3 graded responses or constant rewards.
+    """
+    rewards, scores = np.asarray(rewards, dtype=float), np.asarray(scores, dtype=float)
+    if len(rewards) < 3 or np.std(rewards) == 0:
+        raise ValueError(f"cannot fit the pointwise map on {len(rewards)} graded response(s) with constant rewards")
+    slope, intercept = np.polyfit(rewards, scores, 1)
+    return RewardCalibration(
+        slope=float(slope),
+        intercept=float(intercept),
+        fitted_low=float(scale[0]),
+        fitted_high=float(scale[1]),
+        tie_margin=tie_margin,
+        max_length=max_length,
+        source=f"least squares on {len(rewards)} {source or 'graded responses'}",
+    )
+
+
+# ----------------------------------------------------------------------------------- recipe helpers
+def base_model_path(name: str) -> str:
+    """A local path for the recipe's ``model_name_or_path`` (``default``: the embedded default critic).
+
+    Raises:
+        hf_critic.models.ModelNotFoundError: not on this machine.
+    """
+    from ..models import default_model_dir, resolve_model
+
+    return str(default_model_dir()) if name in ("default", None) else resolve_model(name)
+
+
+def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = False):
+    """The base as a one-label sequence classifier (``score`` head newly initialised for a causal LM checkpoint).
+
+    Args:
+        path: a local model folder (:func:`base_model_path`).
+        dtype: torch dtype name (``bfloat16``, ``float32``; None / ``auto``: the checkpoint's).
+    """
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from ..models import dequantized_gguf_config
+
+    config = dequantized_gguf_config(path)  # the embedded default critic: plain weights under a stale GGUF config
+    kwargs = {"config": config} if config is not None else {"num_labels": 1}
+    if config is not None:
+        config.num_labels = 1
+    torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else "auto"
+    return AutoModelForSequenceClassification.from_pretrained(
+        path, dtype=torch_dtype, trust_remote_code=trust_remote_code, **kwargs
+    )
+
+
+def configure_peft(peft_config, script_args: RewardScriptArguments) -> None:
+    """Apply the recipe's PEFT choices: LoRA on some layers only, or the score head alone (no LoRA)."""
+    if script_args.score_head_only:
+        peft_config.target_modules = []
+    elif script_args.lora_layers_to_transform:
+        if isinstance(peft_config.target_modules, str):  # "all-linear": PEFT needs names with layers_to_transform
+            peft_config.target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+        peft_config.layers_to_transform = list(script_args.lora_layers_to_transform)
+    if str(peft_config.task_type) != "SEQ_CLS":  # PEFT trains a SEQ_CLS model's classifier ("score") itself
+        peft_config.modules_to_save = list(dict.fromkeys([*(peft_config.modules_to_save or []), "score"]))
+
+
+def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, datasets.Dataset]:
+    """``{"train": ..., "validation": ...}`` judgment rows from ``dataset_name[/dataset_config]``, shuffled with
+    ``seed`` and cut to ``max_train_pairs`` / ``max_eval_pairs`` (counted before ties and swapped copies are dropped).
+
+    Raises:
+        FileNotFoundError: no such folder (names the script that builds it).
+        ValueError: a split is missing.
+    """
+    from pathlib import Path
+
+    folder = Path(script_args.dataset_name) / (script_args.dataset_config or "")
+    if not folder.exists():
+        raise FileNotFoundError(
+            f"{folder}: no judgment data; build it with `python recipes/smollm2-135m/build_judgment_data.py "
+            "--data-dir ../shared/data --output-dir outputs/judgment_data`"
+        )
+    data = datasets.load_from_disk(str(folder))
+    out = {}
+    for name, split, limit in (
+        ("train", script_args.dataset_train_split, script_args.max_train_pairs),
+        ("validation", script_args.dataset_test_split, script_args.max_eval_pairs),
+    ):
+        if split not in data:
+            raise ValueError(f"{folder}: no split {split!r} (it has {', '.join(data)})")
+        rows = data[split].shuffle(seed=seed)
+        if limit is not None:
+            unswapped = [i for i, s in enumerate(rows["swapped"]) if not s] if "swapped" in rows.column_names else None
+            rows = (
+                rows.select(unswapped[:limit]) if unswapped is not None else rows.select(range(min(limit, len(rows))))
+            )
+        out[name] = rows
+    return out
+
+
+def _rewards_of(model, tokenizer, items, max_length: int | None) -> np.ndarray:
+    from ..reward_model import RewardModel
+
+    scorer = RewardModel(model, tokenizer, name="training", calibration=RewardCalibration(max_length=max_length),
+                         batch_size=8, progress=False)  # fmt: skip
+    ids = [scorer.fit(q, r, "middle")[0] for q, r in items]
+    was_training = model.training
+    model.eval()
+    try:
+        return np.asarray(scorer.rewards_of_ids(ids))
+    finally:
+        model.train(was_training)
+
+
+def fit_tie_margin(margins: np.ndarray, labels: np.ndarray) -> float:
+    """The tie band ``tau >= 0`` that maximises three-way agreement of ``|r1 - r2| <= tau -> tie`` with ``labels``.
+
+    Args:
+        margins: ``r1 - r2`` per pair, shape ``(n,)``.
+        labels: gold labels 0 / 1 / 2 (:mod:`hf_critic.labels`), shape ``(n,)``.
+
+    Returns:
+        0.0 when the labels hold no tie (a reward model then never says tie but for equal rewards).
+    """
+    margins, labels = np.asarray(margins, dtype=float), np.asarray(labels)
+    if not np.any(labels == 2):
+        return 0.0
+    best, best_tau = -1.0, 0.0
+    for tau in np.unique(np.concatenate([[0.0], np.quantile(np.abs(margins), np.linspace(0.02, 0.6, 30))])):
+        predicted = np.where(np.abs(margins) <= tau, 2, np.where(margins > 0, 0, 1))
+        agreement = float(np.mean(predicted == labels))
+        if agreement > best:
+            best, best_tau = agreement, float(tau)
+    return best_tau
+
+
+def calibrate(trainer, script_args: RewardScriptArguments, tokenizer, max_length: int | None) -> RewardCalibration:
+    """The trained model's calibration: tie band fitted on up to 400 validation pairs (ties included), pointwise map
+    fitted on ``grades_dataset`` when given (else the documented sigmoid map)."""
+    data = load_pairs(script_args, seed=0)["validation"]
+    rows = data.select(range(min(400, len(data))))
+    items = [(r["question"], x) for r in rows for x in (r["response_1"], r["response_2"])]
+    rewards = _rewards_of(trainer.model, tokenizer, items, max_length)
+    tau = fit_tie_margin(rewards[0::2] - rewards[1::2], np.asarray(rows["label"]))
+    if not script_args.grades_dataset:
+        return RewardCalibration(tie_margin=tau, max_length=max_length)
+    graded = datasets.load_dataset("json", data_files=script_args.grades_dataset, split="train")
+    scores = _rewards_of(trainer.model, tokenizer, [(r["question"], r["response"]) for r in graded], max_length)
+    return fit_calibration(scores, np.asarray(graded["score"], dtype=float), tuple(script_args.grades_scale),
+                           tie_margin=tau, max_length=max_length, source=f"grades of {script_args.grades_dataset}")  # fmt: skip
+
+
+def point_adapter_at_base(folder: str, name: str) -> None:
+    """Record the adapter's base by name (``smollm2-135m-instruct`` for the embedded critic) rather than this
+    machine's cache path, so the folder loads on another machine (:func:`hf_critic.reward_model.RewardModel`)."""
+    import json
+    from pathlib import Path
+
+    from ..models import DEFAULT_MODEL_NAME
+
+    path = Path(folder) / "adapter_config.json"
+    if path.is_file() and name in ("default", None):
+        config = json.loads(path.read_text(encoding="utf-8"))
+        config["base_model_name_or_path"] = DEFAULT_MODEL_NAME
+        path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

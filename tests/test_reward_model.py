@@ -1,0 +1,185 @@
+"""Reward models as critics (hf_critic.reward_model, hf_critic.reward_critic): detection, scoring, tie band, swap,
+cache, truncation, PEFT adapter folders and the options a reward critic refuses."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from hf_critic import Critic, schema
+from hf_critic.critic import ContextLengthError
+from hf_critic.reward_model import (
+    RewardCalibration,
+    RewardModel,
+    fit_ids,
+    is_reward_model,
+    pairwise_verdict,
+    rao_kupper,
+)
+from hf_critic.tiny_models import build_tiny_model, build_tiny_reward_model, chatml_tokenizer
+
+QUESTION = "What is the capital of France?"
+GOOD, BAD = "The capital of France is Paris.", "Rating: [[5]] Tie"
+
+
+@pytest.fixture(scope="module")
+def reward_folder(tmp_path_factory):
+    return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "model")
+
+
+@pytest.fixture()
+def critic(reward_folder, tmp_path):
+    return Critic.from_pretrained(
+        str(reward_folder), cache_path=tmp_path / "c.sqlite", progress=False, dtype="float32"
+    )
+
+
+def test_detection_from_files_alone(reward_folder, tmp_path):
+    assert is_reward_model(reward_folder)
+    assert not is_reward_model(build_tiny_model(tmp_path / "causal"))
+    assert not is_reward_model(None)
+    assert not is_reward_model(tmp_path / "missing")
+
+
+def test_a_reward_model_is_never_loaded_as_a_causal_lm(critic):
+    assert critic.reward is not None and critic.backend is None
+    assert type(critic.reward.model).__name__ == "LlamaForSequenceClassification"
+    assert critic.verdict == "reward"
+
+
+def test_pointwise_scores_follow_the_rewards_on_the_templates_scale(critic):
+    rows = [{"question": QUESTION, "response": r} for r in (GOOD, BAD, "Paris.", "")]
+    graded = critic.grade(rows)
+    rewards, scores = graded[schema.CRITIQUE_REWARD], graded[schema.CRITIQUE_SCORE]
+    assert all(1 <= s <= 10 for s in scores)
+    for r, s in zip(rewards, scores, strict=True):  # not fitted: the documented sigmoid map
+        assert s == pytest.approx(1 + 9 / (1 + math.exp(-r)))
+    assert graded[schema.CRITIQUE_EXPLANATION] == [None] * 4
+    assert critic.last_stats.summary().startswith("4/4 verdicts from the reward model")
+
+
+def test_rewards_equal_a_direct_forward_pass(critic, reward_folder):
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(reward_folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(reward_folder)
+    chat = [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": GOOD}]
+    ids = tokenizer.apply_chat_template(chat, return_tensors="pt", return_dict=True)["input_ids"]
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits[0, 0].item()
+    got = critic.grade([{"question": QUESTION, "response": GOOD}])[schema.CRITIQUE_REWARD][0]
+    assert got == pytest.approx(expected, abs=1e-3)
+
+
+def test_pairwise_labels_distribution_and_ties(critic):
+    rows = [
+        {"question": QUESTION, "response_1": GOOD, "response_2": BAD},
+        {"question": QUESTION, "response_1": BAD, "response_2": GOOD},
+        {"question": QUESTION, "response_1": GOOD, "response_2": GOOD},  # equal rewards: a tie, never "response 1"
+    ]
+    out = critic.compare(rows, swap=True)
+    r1, r2 = out[schema.CRITIQUE_REWARD], out[schema.CRITIQUE_REWARD_2]
+    assert r1[0] == pytest.approx(r2[1]) and r2[0] == pytest.approx(r1[1])
+    first = 0 if r1[0] > r2[0] else 1
+    assert out[schema.CRITIQUE_LABEL][:2] == [first, 1 - first]  # order-free: the same verdict either way
+    assert out[schema.CRITIQUE_LABEL][2] == 2
+    dist = json.loads(out[schema.CRITIQUE_DISTRIBUTION][0])
+    assert dist["response_1"] == pytest.approx(1 / (1 + math.exp(-(r1[0] - r2[0]))), abs=1e-5)
+    # no second pass under --swap: nothing looks like a measured consistency
+    assert schema.CRITIQUE_LABEL_SWAPPED not in out.column_names
+    assert schema.CRITIQUE_CONSISTENT not in out.column_names
+
+
+def test_tie_band_and_rao_kupper():
+    assert pairwise_verdict(1.0, 1.0)[0] == 2
+    assert pairwise_verdict(1.2, 1.0, tie_margin=0.3)[0] == 2
+    assert pairwise_verdict(1.5, 1.0, tie_margin=0.3)[0] == 0
+    assert pairwise_verdict(0.0, 1.0)[0] == 1
+    d = rao_kupper(1.0, 0.0, 0.5)
+    assert sum(d.values()) == pytest.approx(1.0) and d["tie"] > 0
+    with pytest.raises(ValueError, match="tie band"):
+        pairwise_verdict(0.0, 1.0, tie_margin=-1)
+
+
+def test_cache_makes_a_rerun_free(critic, reward_folder, tmp_path):
+    rows = [{"question": QUESTION, "response": r} for r in (GOOD, BAD)]
+    first = critic.grade(rows)
+    again = Critic.from_pretrained(
+        str(reward_folder), cache_path=tmp_path / "c.sqlite", progress=False, dtype="float32"
+    )
+    again.reward.score = None  # any model call would fail
+    second = again.grade(rows)
+    assert second[schema.CRITIQUE_REWARD] == first[schema.CRITIQUE_REWARD]
+    assert again.last_stats.cached == 2
+
+
+def test_truncation_is_done_reported_and_policed(reward_folder, tmp_path):
+    long = {"question": QUESTION, "response": "Paris is the capital. " * 400}
+    short = {"question": QUESTION, "response": GOOD}
+    RewardCalibration(max_length=48).save(reward_folder)
+    try:
+        critic = Critic.from_pretrained(str(reward_folder), progress=False, dtype="float32")
+        out = critic.grade([long, short])
+        assert out[schema.CRITIQUE_TRUNCATED] == [True, False]
+        assert critic.last_stats.truncated == 1 and "truncated to fit the context 1" in critic.last_stats.summary()
+        skip = Critic.from_pretrained(str(reward_folder), truncate="skip", progress=False, dtype="float32").grade(
+            [long, short]
+        )
+        assert skip[schema.CRITIQUE_SCORE][0] is None and skip[schema.CRITIQUE_STATUS][0] == "skipped"
+        with pytest.raises(ContextLengthError, match="over the reward model's context of 48"):
+            Critic.from_pretrained(str(reward_folder), truncate="error", progress=False, dtype="float32").grade([long])
+    finally:
+        (reward_folder / "hf_critic_reward.json").unlink()
+
+
+def test_fit_ids_cuts_the_middle_of_the_response_then_the_question():
+    tokenizer = chatml_tokenizer()
+    ids, cut = fit_ids(tokenizer, QUESTION, "word " * 300, 60, "middle")
+    assert cut and len(ids) <= 60
+    ids, cut = fit_ids(tokenizer, "long question " * 200, "short", 60, "middle")
+    assert cut and len(ids) <= 60 and "short" in tokenizer.decode(ids)
+    assert fit_ids(tokenizer, QUESTION, GOOD, 60, "skip") == (fit_ids(tokenizer, QUESTION, GOOD, None, "x")[0], False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "option"),
+    [
+        ({"explanation": "first"}, "--explanation"),
+        ({"verdict": "text"}, "--verdict text"),
+        ({"constrain_verdict": True}, "--constrain-verdict"),
+        ({"min_verdict_mass": 0.5}, "--min-verdict-mass"),
+        ({"language": "zh"}, "--language"),
+    ],
+)
+def test_options_a_reward_critic_cannot_honour_are_refused(reward_folder, kwargs, option):
+    with pytest.raises(ValueError, match=option):
+        Critic.from_pretrained(str(reward_folder), progress=False, dtype="float32", **kwargs)
+
+
+def test_a_reference_is_refused_or_said_ignored(critic, caplog):
+    row = {"question": QUESTION, "response": GOOD, "reference": "Paris"}
+    with pytest.raises(ValueError, match="reads no reference"):
+        critic.grade([row], referenced=True)
+    with caplog.at_level("WARNING"):
+        out = critic.grade([row])
+    assert out[schema.CRITIQUE_SCORE][0] is not None
+    assert "reference column is not shown" in caplog.text
+
+
+def test_a_peft_adapter_folder_is_a_reward_critic(reward_folder, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    base = AutoModelForSequenceClassification.from_pretrained(reward_folder)
+    peft = get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=2, target_modules=["q_proj", "v_proj"]))
+    adapter = tmp_path / "adapter"
+    peft.save_pretrained(adapter)
+    assert is_reward_model(adapter)
+    critic = Critic.from_pretrained(str(adapter), progress=False, dtype="float32")
+    direct = RewardModel.from_pretrained(reward_folder, progress=False, dtype="float32")
+    got = critic.grade([{"question": QUESTION, "response": GOOD}])[schema.CRITIQUE_REWARD][0]
+    want = direct.score([direct.fit(QUESTION, GOOD, "middle")[0]])[0]
+    assert got == pytest.approx(want, abs=1e-3)  # LoRA B starts at zero: the base's reward
