@@ -268,3 +268,31 @@ def test_check_on_a_server_refusing_the_key_or_not_vllm(status, message):
     with StubPoolingServer(models_status=status) as server:
         with pytest.raises(EndpointError, match=message):
             PoolingRewardClient(server.url, "stub-rm", api_key_env=KEY_ENV).check()
+
+
+def test_compare_and_grade_through_a_served_reward_model(tmp_path, capsys):
+    """`hf-critic compare|grade --base-url URL --pooling`: an order-free reward critic on the server's rewards (here the
+    response's length), labels from the reward difference, a tie on equal rewards, no second pass under --swap."""
+    from hf_critic.cli import main
+
+    rows = [
+        {"question": "q1", "response_1": "a longer answer", "response_2": "short"},
+        {"question": "q2", "response_1": "short", "response_2": "a longer answer"},
+        {"question": "q3", "response_1": "same!", "response_2": "same?"},
+    ]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with StubPoolingServer() as server:
+        common = ["--base-url", server.url, "--pooling", "--model", "stub-rm", "--no-cache", "--no-progress"]
+        assert main(["compare", "--data", str(data), "--output", str(tmp_path / "c.jsonl"), "--swap", *common]) == 0
+        out = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+        assert [r["critique_label"] for r in out] == [0, 1, 2]
+        assert [r["critique_reward"] for r in out] == [15.0, 5.0, 5.0]
+        assert "critique_label_swapped" not in out[0]
+        assert len(server.bodies) == 1 + 6  # check()'s probe, then each response once: no second pass
+        graded = tmp_path / "g.jsonl"
+        graded.write_text(json.dumps({"question": "q", "response": "abc"}) + "\n")
+        assert main(["grade", "--data", str(graded), "--output", str(tmp_path / "g_out.jsonl"), *common]) == 0
+        (row,) = [json.loads(line) for line in (tmp_path / "g_out.jsonl").read_text().splitlines()]
+        assert row["critique_reward"] == 3.0 and 1 <= row["critique_score"] <= 10
+    assert "verdicts from the served reward model" in capsys.readouterr().out

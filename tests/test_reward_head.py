@@ -173,6 +173,9 @@ def test_critic_with_a_head_grades_and_compares_consistently(tiny_lm, tmp_path):
         {"question": v_items[2 * k][0], "response_1": v_items[2 * k][1], "response_2": v_items[2 * k + 1][1]}
         for k in range(6)
     ]
+    with pytest.raises(ValueError, match="--template mtbench: a reward head compares by rewards"):
+        critic.compare(pairs_rows)  # issue 31: a template a reward critic cannot use is refused, not ignored
+    critic = Critic(backend, head=head, cache_path=tmp_path / "c.sqlite")
     compared = critic.compare(pairs_rows, swap=True)
     assert (
         "critique_consistent" not in compared.column_names
@@ -200,7 +203,7 @@ def test_summary_names_the_reward_head_as_the_verdict_source():
         "critique_status": ["ok"] * 4, "critique_reward": [0.1, 0.5, 0.4, 0.3],
     })  # fmt: skip
     line = _figures(graded, argparse.Namespace(task="grade", human_score=None))[0]
-    assert line.startswith("vs human_score (reward head): row-level Pearson")
+    assert line.startswith("vs human_score (reward): row-level Pearson")
     assert "within-question accuracy 50.0%" in line  # one of the two questions ordered right
     dist = [json.dumps({"response_1": 0.7, "response_2": 0.2, "tie": 0.1})] * 2
     compared = datasets.Dataset.from_dict({
@@ -209,5 +212,5 @@ def test_summary_names_the_reward_head_as_the_verdict_source():
         "critique_reward": [0.3, 0.2], "critique_reward_2": [-0.4, -0.1],
     })  # fmt: skip
     lines = _figures(compared, argparse.Namespace(task="compare", human_label=None, two_way="auto"))
-    assert any(line.startswith("vs label (reward head, first order): ") for line in lines), lines
+    assert any(line.startswith("vs label (reward, order-free): ") for line in lines), lines
     assert not any("probability" in line for line in lines), lines

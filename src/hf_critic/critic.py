@@ -24,7 +24,15 @@ from .labels import swap_label
 from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
-from .reward_critic import HeadScorer, RewardScorer, compare_columns, grade_columns, load_head, refuse_for_reward
+from .reward_critic import (
+    HeadScorer,
+    RewardScorer,
+    compare_columns,
+    grade_columns,
+    load_head,
+    refuse_for_reward,
+    with_tie_margin,
+)
 from .reward_head import RewardHead
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
@@ -83,6 +91,7 @@ class Critic:
             rubric criteria, grammars, verdict mass, a reference) is refused with a ValueError naming it.
         head: a trained :class:`~hf_critic.reward_head.RewardHead` on ``backend``'s model: the same as
             ``reward=HeadScorer(head, backend)``.
+        tie_margin: a reward critic's tie band in reward units, >= 0 (None: its calibration's).
 
     Raises:
         ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric
@@ -113,12 +122,16 @@ class Critic:
         score_range: tuple[int, int] | None = None,
         head: RewardHead | None = None,
         reward: RewardScorer | None = None,
+        tie_margin: float | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
         self.reward = HeadScorer(head, backend) if head is not None else reward
         if self.reward is not None:
             refuse_for_reward(self.reward.kind, locals())
+            self.reward.calibration = with_tie_margin(self.reward.calibration, tie_margin)
+        elif tie_margin is not None:
+            raise ValueError("--tie-margin: only a reward critic (reward model or reward head) has a tie band")
         elif constrain_verdict and not backend.supports_grammar:
             raise ValueError(
                 f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
@@ -382,6 +395,10 @@ class Critic:
 
     def _compare_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
         """Pairwise comparison by rewards (:func:`hf_critic.reward_critic.compare_columns`): order-free."""
+        if self.template != DEFAULT_FAMILY:
+            raise ValueError(
+                f"--template {self.template}: a {self.reward.kind} compares by rewards and reads no template"
+            )
         self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
         columns, self.last_stats = self._reward_call(
             compare_columns,

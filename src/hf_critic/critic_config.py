@@ -107,6 +107,9 @@ class CriticConfig:
     min_verdict_mass: float | None = field(default=None, metadata=_help(
         "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
         "never scored (default: hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)"))  # fmt: skip
+    tie_margin: float | None = field(default=None, metadata=_help(
+        "reward critics (reward models, reward heads): a pair whose rewards differ by at most this is a tie "
+        "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"))  # fmt: skip
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **replace: Any) -> CriticConfig:
@@ -134,6 +137,7 @@ class CriticConfig:
             "verdict": self.verdict,
             "explanation": self.explanation,
             "min_verdict_mass": mass,
+            "tie_margin": self.tie_margin,
         }
 
     def load_rubric(self):

@@ -16,6 +16,7 @@ or ``critique_label``, ``critique_status``, ``critique_truncated``, the read-out
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -42,6 +43,7 @@ __all__ = [
     "grade_columns",
     "load_head",
     "refuse_for_reward",
+    "with_tie_margin",
     "score_responses",
 ]
 
@@ -215,7 +217,7 @@ class ServedRewardModel:
 
     def __init__(self, client, calibration: RewardCalibration | None = None):
         self.client, self.calibration = client, calibration or RewardCalibration()
-        self.name = f"pooling:{client.base_url}:{client.model}"
+        self.name = f"pooling:{client.display_url}:{client.model}"
 
     def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
         """The conversation sent (never cut here: the server's context applies)."""
@@ -328,3 +330,19 @@ def load_head(trained):
     trained.note_licence()
     head.info.setdefault("id", trained.name)
     return head
+
+
+def with_tie_margin(calibration, tie_margin: float | None):
+    """``calibration`` with its tie band replaced by ``tie_margin`` (None: unchanged).
+
+    Raises:
+        ValueError: a negative margin.
+    """
+    if tie_margin is None:
+        return calibration
+    if tie_margin < 0:
+        raise ValueError(f"--tie-margin must be >= 0, got {tie_margin}")
+    if isinstance(calibration, RewardCalibration):
+        return dataclasses.replace(calibration, tie_margin=float(tie_margin))
+    calibration.tie_margin = float(tie_margin)
+    return calibration

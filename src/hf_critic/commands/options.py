@@ -223,6 +223,12 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
         help="run the critic on an OpenAI-compatible server instead (vLLM, TGI, llama.cpp's server, OpenAI), e.g. "
         "http://127.0.0.1:8000/v1; --model names the served model",
     ),
+    "pooling": _option(
+        "--pooling",
+        action="store_true",
+        help="the server at --base-url serves a reward model as a pooling model (vLLM: vllm serve MODEL --runner "
+        "pooling): an order-free reward critic, scored through POST /pooling",
+    ),
     "api_key_env": _option(
         "--api-key-env",
         default="OPENAI_API_KEY",
@@ -361,7 +367,7 @@ def add_endpoint_args(parser: argparse.ArgumentParser):
         The argument group.
     """
     group = parser.add_argument_group("critic behind a server (instead of a local model)")
-    add_options(group, "base_url", "api_key_env", "concurrency", "request_timeout", "max_retries")
+    add_options(group, "base_url", "pooling", "api_key_env", "concurrency", "request_timeout", "max_retries")
     return group
 
 
@@ -513,6 +519,8 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
         "decoding": decoding_from_args(args),
         "cache_path": cache,
     }
+    if getattr(args, "pooling", False):
+        return Critic(None, reward=pooling_scorer(args, model), **options)
     if getattr(args, "base_url", None):
         return Critic(endpoint_backend(args, model, cache), **options)
     return Critic.from_pretrained(
@@ -559,6 +567,27 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
         language, why = have[0], f"{why}; its prompts are in {have[0]!r} only"
     print(f"--template auto: using template family {family!r} ({why})", file=sys.stderr)
     return family, language
+
+
+def pooling_scorer(args: argparse.Namespace, model: str | None):
+    """The :class:`~hf_critic.reward_critic.ServedRewardModel` of ``--base-url --pooling`` (checked first).
+
+    Raises:
+        ValueError: ``--pooling`` without ``--base-url``, or a local-engine option given with it.
+        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.pooling.PoolingRewardClient.check`.
+    """
+    from ..backends.pooling import PoolingRewardClient
+    from ..reward_critic import ServedRewardModel
+
+    if not getattr(args, "base_url", None):
+        raise ValueError("--pooling needs --base-url: the vLLM server serving the reward model")
+    if getattr(args, "engine", "auto") != "auto" or getattr(args, "dtype", "auto") != "auto":
+        raise ValueError("--engine and --dtype choose how a local model runs; the server at --base-url decides that")
+    client = PoolingRewardClient(
+        args.base_url, model, api_key_env=args.api_key_env, timeout=args.request_timeout, batch_size=args.concurrency
+    )
+    client.check()
+    return ServedRewardModel(client)
 
 
 def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):

@@ -257,12 +257,13 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
 def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = False) -> list[str]:
     """The figures of :func:`pointwise_verdict_figures` / :func:`pairwise_verdict_figures` as printed lines.
 
-    ``head``: the verdicts came from a reward head (a ``critique_reward`` column): named so, not "text" (its score
-    column) or "probability" (its distribution)."""
+    ``head``: the verdicts came from an order-free reward critic (a reward model or reward head: a ``critique_reward``
+    column): named "reward", not "text" (its score column) or "probability" (its distribution), and its one pass is
+    not called a "first order"."""
     if task == "grade":
         lines = []
         for source, f in figures.items():
-            what = "reward head" if head else f"{source} verdicts"
+            what = "reward" if head else f"{source} verdicts"
             if source == "length":
                 what = "baseline: the answer's length in words as its score"
             line = (f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
@@ -281,8 +282,9 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = F
                 line += f"; mode of the distribution = {column}: {100 * f['mode_accuracy']:.1f}%"
             lines.append(line)
         return lines
-    verdicts = "reward head" if head else "probability"
-    names = {"text": "text verdicts", "probability_first_order": f"{verdicts}, first order",
+    verdicts = "reward" if head else "probability"
+    names = {"text": "text verdicts",
+             "probability_first_order": "reward, order-free" if head else "probability, first order",
              "combined": f"{verdicts}, both orders combined", "always_response_1": "baseline always 'response 1'",
              "label_prior": "baseline label prior", "longer_wins": "baseline longer wins",
              "shorter_wins": "baseline shorter wins"}  # fmt: skip
