@@ -6,6 +6,13 @@ Then the cost of ``--bootstrap 1000`` (95% intervals, :mod:`hf_critic.meta_eval.
 pointwise figures (text- and system-level, 1,250 queries x 8 systems, queries resampled) and the pairwise ones
 (10,000 pairs judged in both orders, pairs resampled), each against the same call without intervals.
 
+Then what issue 30 adds to a 10,000-row meta-eval of two critics (``--comparison-rows``): the baselines, Cohen's kappa,
+Krippendorff's alpha of three annotators, the length terciles, the length-controlled agreement, the positional
+preference and PPI of each run (:mod:`hf_critic.meta_eval.critic_extras`), and the paired comparisons of the two
+critics and of each with length (``--paired-resamples 1000``), on 10,000 pairs (both orders, 5,000 questions) and on
+10,000 graded responses (1,250 questions x 8 systems); against the figures the same runs had before (pairwise
+agreement and critique correlation of both critics), timed in the same run. Goal: under 2 s added.
+
 The rows are 100,000 queries × 10 responses with integer human scores 1-5 and critic scores 1-10 (ties, constant
 groups), 1% unparsed critic scores, in shuffled order. The baseline is the obvious loop: for each query,
 ``scipy.stats.pearsonr``, ``spearmanr`` and ``kendalltau`` on its rows, then the mean over queries with a value.
@@ -111,6 +118,90 @@ def bootstrap_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
         print(f"--bootstrap {resamples}, {name}: {on:.3f} s (CI off: {off:.3f} s; +{on - off:.3f} s, {on / off:.0f}x)")
 
 
+def _comparison_data(rows: int, seed: int):
+    """A pairwise and a pointwise critique file of two critics each, ``rows`` rows, as ``datasets.Dataset``."""
+    import datasets
+
+    from hf_critic import schema
+
+    rng = np.random.default_rng(seed)
+    gold = rng.integers(0, 3, rows)
+    len_1, len_2 = rng.integers(5, 300, rows), rng.integers(5, 300, rows)
+    base = {
+        "question": [f"q{i // 2}" for i in range(rows)],
+        "response_1": ["w " * int(k) for k in len_1],
+        "response_2": ["w " * int(k) for k in len_2],
+        "label": gold.tolist(),
+    }
+    base.update({f"annotator{k}": np.where(rng.random(rows) < 0.8, gold, rng.integers(0, 3, rows)).tolist()
+                 for k in range(3)})  # fmt: skip
+    pairwise = []
+    for accuracy in (0.6, 0.55):
+        first = np.where(rng.random(rows) < accuracy, gold, rng.integers(0, 3, rows))
+        swapped = np.where(rng.random(rows) < 0.8, first, rng.integers(0, 3, rows))
+        columns = {schema.CRITIQUE_LABEL: first.tolist(), schema.CRITIQUE_LABEL_SWAPPED: swapped.tolist()}
+        pairwise.append(datasets.Dataset.from_dict({**base, **columns}))
+    systems = 8
+    human = rng.integers(1, 6, rows).astype(float)
+    point = {"query_id": (np.arange(rows) // systems).tolist(), "system_id": (np.arange(rows) % systems).tolist(),
+             "question": [f"q{i // systems}" for i in range(rows)], "response": ["w " * int(k) for k in len_1],
+             "human_score": human.tolist()}  # fmt: skip
+    pointwise = []
+    for noise in (2.0, 3.0):
+        critic = np.clip(np.rint(2 * human + rng.normal(0, noise, rows)), 1, 10)
+        pointwise.append(datasets.Dataset.from_dict({**point, schema.CRITIQUE_SCORE: critic.tolist()}))
+    return pairwise, pointwise
+
+
+def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
+    """Seconds that issue 30's figures add to a meta-eval of two critics on ``rows`` pairs and ``rows`` responses,
+    against the figures those runs computed before (pairwise agreement, critique correlation), in the same run."""
+    from hf_critic import schema
+    from hf_critic.meta_eval.critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
+    from hf_critic.meta_eval.critic_report import evaluate_critiques
+
+    pairwise, pointwise = _comparison_data(rows, seed)
+    annotators = ["annotator0", "annotator1", "annotator2"]
+    spec = PPISpec(fraction=0.1, seed=seed)
+    columns = {}
+    for k, d in enumerate(pairwise + pointwise):  # read once: both sides get the columns as numpy arrays
+        columns[k] = {c: np.asarray(d[c]) if c not in ("response_1", "response_2", "response", "question") else d[c]
+                      for c in d.column_names}  # fmt: skip
+
+    def before():
+        for k in range(2):
+            c = columns[k]
+            pairwise_agreement(c[schema.CRITIQUE_LABEL], c["label"], c[schema.CRITIQUE_LABEL_SWAPPED])
+            c = columns[2 + k]
+            critique_correlation(c[schema.CRITIQUE_SCORE], c["human_score"], query_ids=c["query_id"],
+                                 system_ids=c["system_id"])  # fmt: skip
+
+    def added():
+        for k in range(2):
+            c = columns[k]
+            pairwise_extras(
+                pairwise[k], label="label", first=c[schema.CRITIQUE_LABEL], swapped=c[schema.CRITIQUE_LABEL_SWAPPED],
+                unparsed="wrong", two_way="auto", distributions=None, combined=None, annotators=annotators, ppi=spec,
+            )  # fmt: skip
+            c = columns[2 + k]
+            pointwise_extras(pointwise[k], c[schema.CRITIQUE_SCORE].astype(float), c["human_score"], c["query_id"],
+                             c["system_id"], ppi=spec)  # fmt: skip
+
+    runs = [evaluate_critiques(d, f"critic-{k % 2}", "pairs" if k < 2 else "grades", annotators=annotators if k < 2 else ())
+            for k, d in enumerate(pairwise + pointwise)]  # fmt: skip
+    t_before = best_of(repeats, before)
+    t_extras = best_of(repeats, added)
+    t_paired = best_of(repeats, lambda: compare_critics(runs, resamples=resamples, seed=seed))
+    n_pairs = len(compare_critics(runs, resamples=10, seed=seed))
+    t_added = t_extras + t_paired
+    print(
+        f"issue 30 on {rows:,} pairs + {rows:,} graded responses, two critics each: baselines, kappa, alpha, length, "
+        f"position and PPI {t_extras:.3f} s + {n_pairs} paired comparisons ({resamples} resamples / permutations) "
+        f"{t_paired:.3f} s = {t_added:.3f} s added (best of {repeats}); the figures before: {t_before:.3f} s, "
+        f"ratio {t_added / t_before:.1f}x; goal < 2 s: {'PASS' if t_added < 2 else 'FAIL'}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=100_000)
@@ -120,8 +211,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap-rows", type=int, default=10_000, help="rows for the bootstrap cost")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples for the bootstrap cost (0: skip)")
+    parser.add_argument("--comparison-rows", type=int, default=10_000, help="rows for issue 30's cost (0: skip)")
+    parser.add_argument("--paired-resamples", type=int, default=1000, help="resamples of the paired comparisons")
+    parser.add_argument("--only-comparison", action="store_true", help="time issue 30's figures only")
     args = parser.parse_args()
     print(machine())
+    if args.only_comparison:
+        comparison_cost(args.comparison_rows, args.paired_resamples, args.repeats, args.seed)
+        print(machine().split("; ")[-1])
+        return
 
     critic, human, query = make_data(args.queries, args.responses, args.seed)
     print(f"rows: {len(critic):,} ({args.queries:,} queries x {args.responses} responses, shuffled, 1% unparsed)")
@@ -169,6 +267,8 @@ def main() -> None:
     print(f"speed-up: {ratio:.0f}x (target >= 20x): {'PASS' if ratio >= 20 and diff < 1e-9 and same_nan else 'FAIL'}")
     if args.bootstrap:
         bootstrap_cost(args.bootstrap_rows, args.bootstrap, args.repeats, args.seed)
+    if args.comparison_rows:
+        comparison_cost(args.comparison_rows, args.paired_resamples, args.repeats, args.seed)
     print(machine().split("; ")[-1])  # the load again: it moves while other jobs run
 
 

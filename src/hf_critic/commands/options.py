@@ -142,11 +142,11 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     "paired_resamples": _option(
         "--paired-resamples",
         type=positive_int,
-        default=2000,
+        default=1000,
         metavar="N",
         help="paired comparisons of critics on the same rows: N bootstrap resamples of the questions for the "
         "difference's 95%% interval, and N random swaps of the permutation tests (every swap when there are fewer; "
-        "default: 2000; seeded with --bootstrap-seed)",
+        "default: 1000; seeded with --bootstrap-seed)",
     ),
     "ppi": _option(
         "--ppi",

@@ -148,39 +148,55 @@ def pairwise_extras(
         ``{"baselines", "chance", "length", "ppi", "rows"}`` (see the module docstring); ``length`` is empty without
         the response texts.
     """
-    gold = dataset[label]
+    # Each column read once, as a list (a datasets Column iterates row by row) and the labels coded once.
+    gold = _codes(dataset[label], label)
+    first = _codes(first, "critique_label")
+    swapped = _codes(swapped, "critique_label_swapped") if swapped is not None else None
+    distributions, combined = _values(distributions), _values(combined)
     figures = {"unparsed": unparsed, "two_way": two_way, "distributions": distributions}
     credits = pairwise_credits(first, gold, swapped, combined_distributions=combined, **figures)
     counted = np.isfinite(credits["first_order_agreement"])
-    gold_codes = normalize_labels(gold, name=label)
     texts = [_column(dataset, c) for c in (schema.RESPONSE_1, schema.RESPONSE_2)]
     has_texts = all(t is not None for t in texts)
-    lengths = [response_lengths(t) for t in texts] if has_texts else [None, None]
-    baselines = pairwise_baselines(np.where(counted, gold_codes, -1), *lengths, two_way=two_way)
+    lengths = [response_lengths(_values(t)) for t in texts] if has_texts else [None, None]
+    baselines = pairwise_baselines(np.where(counted, gold, np.nan), *lengths, two_way=two_way)
     out: dict[str, Any] = {"baselines": baselines, "length": {}, "ppi": {}}
-    verdicts = normalize_labels(first, name="critique_label")
-    humans = {a: normalize_labels(dataset[a], name=a) for a in annotators}
-    out["chance"] = {"alpha": annotator_alpha(humans, verdicts, "nominal")} if len(humans) >= 2 else {}
-    decisions = two_way_decisions(first, distributions)
+    humans = {a: _codes(dataset[a], a) for a in annotators}
+    out["chance"] = {"alpha": annotator_alpha(humans, first, "nominal")} if len(humans) >= 2 else {}
+    length = length_credits(gold, *lengths, two_way=two_way) if has_texts else None
     if has_texts:  # the length-controlled fit is over the pairs whose gold is no tie
         out["length"] = {
-            "terciles": length_tercile_agreement(credits, *lengths, length_credits(gold, *lengths, two_way=two_way)),
-            "length_controlled": length_controlled_agreement(decisions, gold, *lengths),
+            "terciles": length_tercile_agreement(credits, *lengths, length),
+            "length_controlled": length_controlled_agreement(two_way_decisions(first, distributions), gold, *lengths),
         }
     out["length"]["positional"] = positional_preference(first, swapped, gold)
     if ppi is not None:
-        values, labelled, source = _ppi_rows(dataset, win_values(gold), ppi, win_values)
+        values, labelled, source = _ppi_rows(dataset, win_values(gold), ppi, lambda v: win_values(_values(v)))
         prediction = win_predictions(first, swapped, combined if combined is not None else distributions)
         out["ppi"] = {"target": "win rate of response 1 (a tie counts half)", "source": source,
                       "estimates": ppi_figures(values, prediction, labelled, None, ppi.confidence)}  # fmt: skip
-    groups = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
-    out["rows"] = {
-        "groups": np.asarray(groups, dtype=object),
-        "references": gold_codes,
-        "credits": credits,
-        "baseline": length_credits(gold, *lengths, two_way=two_way) if has_texts else None,
-    }
+    out["rows"] = {"groups": _questions(dataset), "references": gold, "credits": credits, "baseline": length}
     return out
+
+
+def _codes(values, name: str) -> np.ndarray:
+    """Pairwise labels as float codes 0 / 1 / 2, NaN where unparsed: read once, then fast for every function here."""
+    codes = normalize_labels(_values(values), name=name)
+    return np.where(codes >= 0, codes, np.nan)
+
+
+def _values(values):
+    """A column as a list (``datasets``' Column slices fast, iterates slowly); None and arrays stay as they are."""
+    if values is None or isinstance(values, (list, np.ndarray)):
+        return values
+    return values[:] if hasattr(values, "__getitem__") else list(values)
+
+
+def _questions(dataset) -> np.ndarray:
+    """The question of each row: the ``query_id`` column, else the question text's id."""
+    ids = _column(dataset, "query_id")
+    ids = _values(ids) if ids is not None else [schema.query_id(q) for q in _values(dataset[schema.QUESTION])]
+    return np.asarray(ids, dtype=object)
 
 
 def pointwise_extras(
@@ -205,16 +221,19 @@ def pointwise_extras(
     Returns:
         ``{"baselines", "chance", "length": {}, "ppi", "rows"}``.
     """
+    queries, systems = _values(queries), _values(systems)
     responses = _column(dataset, schema.RESPONSE)
+    lengths = response_lengths(_values(responses)) if responses is not None else None
     out: dict[str, Any] = {"length": {}, "ppi": {}, "chance": {}, "baselines": {}}
-    if responses is not None:
-        out["baselines"]["length_as_score"] = pointwise_length_baseline(responses, human, queries, systems)
+    if lengths is not None:
+        out["baselines"]["length_as_score"] = pointwise_length_baseline(lengths, human, queries, systems)
     if len(annotators) >= 2:
         binned = bin_to_scale(pred, human[np.isfinite(human)]) if np.isfinite(human).any() else pred
-        humans = {a: np.asarray(dataset[a], dtype=float) for a in annotators}
+        humans = {a: np.asarray(_values(dataset[a]), dtype=float) for a in annotators}
         out["chance"]["alpha"] = annotator_alpha(humans, binned, "interval")
     if ppi is not None:
-        values, labelled, source = _ppi_rows(dataset, human, ppi, lambda v: np.asarray(v, dtype=float))
+        to_float = lambda v: np.asarray([np.nan if x is None else x for x in _values(v)], dtype=float)  # noqa: E731
+        values, labelled, source = _ppi_rows(dataset, human, ppi, to_float)
         parsed = pred[np.isfinite(pred)]
         filled = np.where(np.isfinite(pred), pred, parsed.mean() if len(parsed) else 0.0)
         out["ppi"] = {"target": "mean human score", "source": source,
@@ -223,7 +242,7 @@ def pointwise_extras(
         "groups": np.asarray(queries, dtype=object),
         "references": human,
         "scores": pred,
-        "baseline": response_lengths(responses) if responses is not None else None,
+        "baseline": lengths,
     }
     return out
 
@@ -237,7 +256,7 @@ def _same_rows(a: dict, b: dict) -> bool:
     )
 
 
-def compare_critics(results: Sequence, *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> list:
+def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> list:
     """Paired comparisons of every two runs on the same rows of one dataset, and of each run with length.
 
     Args:

@@ -361,7 +361,7 @@ def write_report(
     title: str = "Meta-evaluation",
     plots: bool = True,
     *,
-    paired_resamples: int = 2000,
+    paired_resamples: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Write ``report.md``, ``report.json`` and (with ``plots``) the PNG plots into ``out_dir``.

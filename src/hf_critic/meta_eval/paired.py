@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import stats
@@ -42,6 +42,7 @@ __all__ = [
     "compare_pairwise",
     "compare_pointwise",
     "permutation_p_value",
+    "permutation_p_values",
     "verdict_line",
 ]
 
@@ -65,10 +66,11 @@ def _groups(groups: Sequence[Hashable] | np.ndarray | None, n: int) -> tuple[np.
     return codes, len(uniques)
 
 
-def _interval(statistic: Callable, n_units: int, resamples: int, seed: int, confidence: float) -> list[float]:
+def _intervals(statistic: Callable, n_units: int, resamples: int, seed: int, confidence: float, names) -> dict:
+    """``{figure: [low, high]}`` of one bootstrap shared by every figure (NaN without resamples or units)."""
     if not resamples or not n_units:
-        return [math.nan, math.nan]
-    return list(bootstrap_intervals(statistic, n_units, resamples, seed, confidence)["d"])
+        return {name: [math.nan, math.nan] for name in names}
+    return {k: list(v) for k, v in bootstrap_intervals(statistic, n_units, resamples, seed, confidence).items()}
 
 
 def _sign_blocks(n_units: int, resamples: int, seed: int):
@@ -87,33 +89,56 @@ def _sign_blocks(n_units: int, resamples: int, seed: int):
     return blocks, False
 
 
-def permutation_p_value(
-    statistic: Callable[[np.ndarray], np.ndarray], observed: float, n_units: int, resamples: int = 2000, seed: int = 0
-) -> float:
-    """Two-sided p-value of a paired permutation test (the two critics swapped at random within units).
+def permutation_p_values(
+    statistic: Callable[[np.ndarray], Mapping[str, np.ndarray]],
+    observed: Mapping[str, float],
+    n_units: int,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Two-sided p-values of paired permutation tests (the two critics swapped at random within units), several
+    figures on the same swap patterns.
 
     Args:
-        statistic: maps swap patterns ``(b, n_units)`` (1 = swap A and B in that unit) to the difference A - B on
-            each pattern ``(b,)``; a row of zeros must give ``observed``.
-        observed: the difference on the data.
+        statistic: maps swap patterns ``(b, n_units)`` (1 = swap A and B in that unit) to ``{figure: the difference A
+            - B on each pattern (b,)}``; a row of zeros must give ``observed``.
+        observed: ``{figure: the difference on the data}``.
         n_units: units swapped together (questions).
         resamples: random patterns; when ``2 ** n_units <= resamples`` every pattern is enumerated (exact test).
         seed: seed of the random patterns.
 
     Returns:
-        The p-value in (0, 1]: the share of patterns whose ``|difference|`` reaches ``|observed|`` (exact), or
-        ``(1 + hits) / (1 + resamples)`` (random, Phipson and Smyth, 2010); 1.0 when ``observed`` is 0 or NaN.
+        ``{figure: p}`` in (0, 1]: the share of patterns whose ``|difference|`` reaches ``|observed|`` (exact), or
+        ``(1 + hits) / (1 + resamples)`` (random, Phipson and Smyth, 2010); 1.0 when ``observed`` is 0 or there is
+        no unit, NaN when it is NaN.
     """
-    if not math.isfinite(observed) or n_units == 0:
-        return 1.0 if observed == 0 or n_units == 0 else math.nan
-    tolerance = 1e-9 * max(1.0, abs(observed))
-    hits = total = 0
-    blocks, exact = _sign_blocks(n_units, resamples, seed)
-    for patterns in blocks:
-        values = statistic(patterns)
-        hits += int((np.abs(np.nan_to_num(values, nan=0.0)) >= abs(observed) - tolerance).sum())
-        total += len(patterns)
-    return hits / total if exact else (1 + hits) / (1 + total)
+    hits = dict.fromkeys(observed, 0)
+    total = 0
+    if n_units:
+        blocks, exact = _sign_blocks(n_units, resamples, seed)
+        for patterns in blocks:
+            for name, values in statistic(patterns).items():
+                if name in hits and math.isfinite(observed[name]):
+                    tolerance = 1e-9 * max(1.0, abs(observed[name]))
+                    reached = np.abs(np.nan_to_num(values, nan=0.0)) >= abs(observed[name]) - tolerance
+                    hits[name] += int(reached.sum())
+            total += len(patterns)
+    out = {}
+    for name, value in observed.items():
+        if not n_units or value == 0:
+            out[name] = 1.0
+        elif not math.isfinite(value):
+            out[name] = math.nan
+        else:
+            out[name] = hits[name] / total if exact else (1 + hits[name]) / (1 + total)
+    return out
+
+
+def permutation_p_value(
+    statistic: Callable[[np.ndarray], np.ndarray], observed: float, n_units: int, resamples: int = 1000, seed: int = 0
+) -> float:
+    """:func:`permutation_p_values` of one figure: ``statistic`` maps swap patterns ``(b, n_units)`` to ``(b,)``."""
+    return permutation_p_values(lambda s: {"d": statistic(s)}, {"d": observed}, n_units, resamples, seed)["d"]
 
 
 def _mcnemar(a: np.ndarray, b: np.ndarray) -> tuple[float, int, int]:
@@ -129,7 +154,7 @@ def compare_pairwise(
     credits_b: Mapping[str, np.ndarray],
     groups: Sequence[Hashable] | np.ndarray | None = None,
     *,
-    resamples: int = 2000,
+    resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, dict[str, Any]]:
@@ -152,27 +177,31 @@ def compare_pairwise(
     Raises:
         ValueError: credits of different lengths.
     """
-    out = {}
-    for name in (k for k in FIGURE_NAMES if k in credits_a and k in credits_b):
+    names = [k for k in FIGURE_NAMES if k in credits_a and k in credits_b]
+    n = len(credits_a[names[0]]) if names else 0
+    gid, n_groups = _groups(None if groups is None else np.asarray(groups, dtype=object), n)
+    out, columns = {}, []
+    for name in names:
         a, b = np.asarray(credits_a[name], dtype=np.float64), np.asarray(credits_b[name], dtype=np.float64)
-        if a.shape != b.shape:
+        if a.shape != b.shape or len(a) != n:
             raise ValueError(f"{name}: the two critics' credits differ in length: {a.shape} != {b.shape}")
         both = np.isfinite(a) & np.isfinite(b)
-        gid, n_groups = _groups(None if groups is None else np.asarray(groups, dtype=object)[both], int(both.sum()))
+        # Per question: the credit difference and the pairs both critics count (a resample draws whole questions).
+        columns += [np.bincount(gid, weights=np.where(both, a - b, 0.0), minlength=n_groups),
+                    np.bincount(gid, weights=both.astype(np.float64), minlength=n_groups)]  # fmt: skip
         a, b = a[both], b[both]
-        sums = np.stack([np.bincount(gid, weights=v, minlength=n_groups) for v in (a - b, np.ones_like(a))], axis=1)
-
-        def statistic(w, sums=sums):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                total = w @ sums
-                return {"d": total[:, 0] / total[:, 1]}
-
         p, a_better, b_better = _mcnemar(a, b)
-        entry = {"a": _mean(a), "b": _mean(b), "difference": _mean(a - b)}
-        entry.update(ci=_interval(statistic, n_groups, resamples, seed, confidence), p_value=p, test="exact McNemar")
-        entry.update(n=int(both.sum()), a_better=a_better, b_better=b_better, significant=p < 1 - confidence)
-        out[name] = entry
-    return out
+        out[name] = {"a": _mean(a), "b": _mean(b), "difference": _mean(a - b), "p_value": p, "test": "exact McNemar"}
+        out[name].update(n=int(both.sum()), a_better=a_better, b_better=b_better, significant=p < 1 - confidence)
+    sums = np.stack(columns, axis=1) if columns else np.zeros((n_groups, 0))
+
+    def statistic(w):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            total = w @ sums
+            return {name: total[:, 2 * k] / total[:, 2 * k + 1] for k, name in enumerate(names)}
+
+    intervals = _intervals(statistic, n_groups, resamples, seed, confidence, names)
+    return {name: {**entry, "ci": intervals[name]} for name, entry in out.items()}
 
 
 def _mean(values: np.ndarray) -> float:
@@ -190,7 +219,7 @@ def compare_pointwise(
     references: Sequence[float] | np.ndarray,
     query_ids: Sequence[Hashable] | np.ndarray | None = None,
     *,
-    resamples: int = 2000,
+    resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, dict[str, Any]]:
@@ -209,7 +238,7 @@ def compare_pointwise(
         query_ids: the question of each row ``(n,)``, the unit of both the bootstrap and the permutation test; None:
             one question (the permutation test then has nothing to swap but the whole).
         resamples: bootstrap resamples and random swap patterns (0: no interval; the test then enumerates or draws
-            2000 patterns).
+            1000 patterns).
         seed: seed of both.
         confidence: the interval's coverage and ``1 -`` the test's level.
 
@@ -229,35 +258,49 @@ def compare_pointwise(
     queries = np.asarray(query_ids, dtype=object)[keep] if query_ids is not None else np.zeros(int(keep.sum()))
     gid, n_groups = _groups(queries, int(keep.sum()))
     x_a, x_b, y = _standardised(x_a[keep]), _standardised(x_b[keep]), y[keep]
-    permutations = resamples or 2000
-    common = {"resamples": resamples, "seed": seed, "confidence": confidence, "permutations": permutations}
-    out = {"text_pearson": _text_level(x_a, x_b, y, gid, n_groups, **common)}
-    out["pooled_pearson"] = _pooled(x_a, x_b, y, gid, n_groups, **common)
-    out["within_question_accuracy"] = _within(x_a, x_b, y, gid, n_groups, **common)
-    return out
+    parts = {
+        "text_pearson": _text_level(x_a, x_b, y, gid, n_groups),
+        "pooled_pearson": _pooled(x_a, x_b, y, gid, n_groups),
+        "within_question_accuracy": _within(x_a, x_b, y, gid, n_groups),
+    }
+    # One bootstrap and one set of swap patterns for the three figures.
+    intervals = _intervals(lambda w: {k: f.boot(w) for k, f in parts.items()}, n_groups, resamples, seed, confidence,
+                           parts)  # fmt: skip
+    p_values = permutation_p_values(lambda sw: {k: f.swap(sw) for k, f in parts.items()},
+                                    {k: f.observed for k, f in parts.items()}, n_groups, resamples or 1000, seed)  # fmt: skip
+    return {
+        k: {"a": f.a, "b": f.b, "difference": f.observed, "ci": intervals[k], "p_value": p_values[k],
+            "test": "paired permutation", "n": f.n, "significant": bool(p_values[k] < 1 - confidence)}
+        for k, f in parts.items()
+    }  # fmt: skip
 
 
-def _entry(a, b, d, ci, p, n, confidence) -> dict[str, Any]:
-    return {"a": a, "b": b, "difference": d, "ci": ci, "p_value": p, "test": "paired permutation", "n": n,
-            "significant": bool(p < 1 - confidence)}  # fmt: skip
+class _Figure(NamedTuple):
+    """One pointwise figure of two critics: their values, the difference, its count, and the difference on bootstrap
+    weights ``(b, questions) -> (b,)`` and on swap patterns ``(b, questions) -> (b,)``."""
+
+    a: float
+    b: float
+    observed: float
+    n: int
+    boot: Callable[[np.ndarray], np.ndarray]
+    swap: Callable[[np.ndarray], np.ndarray]
 
 
-def _text_level(x_a, x_b, y, gid, n_groups, *, resamples, seed, confidence, permutations):
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return num / den
+
+
+def _text_level(x_a, x_b, y, gid, n_groups) -> _Figure:
     """Mean per-question Pearson of A minus B over the questions where both have one; a swap flips the sign."""
     r_a, r_b = grouped_correlations(x_a, y, gid), grouped_correlations(x_b, y, gid)
     valid = (r_a.valid & r_b.valid).astype(np.float64)
     d = np.nan_to_num(r_a.pearson - r_b.pearson) * valid
     used = float(valid.sum())
-    observed = float(d.sum() / used) if used else math.nan
-
-    def boot(w):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return {"d": (w @ d) / (w @ valid)}
-
-    p = permutation_p_value(lambda s: ((1 - 2 * s) @ d) / used, observed, n_groups, permutations, seed)
     mean = lambda r: float(np.nan_to_num(r.pearson) @ valid / used) if used else math.nan  # noqa: E731
-    return _entry(mean(r_a), mean(r_b), observed, _interval(boot, n_groups, resamples, seed, confidence), p,
-                  int(used), confidence)  # fmt: skip
+    return _Figure(mean(r_a), mean(r_b), float(d.sum() / used) if used else math.nan, int(used),
+                   lambda w: _ratio(w @ d, w @ valid), lambda s: ((1 - 2 * s) @ d) / max(used, 1))  # fmt: skip
 
 
 def _pearson_from_sums(n, sx, sy, sxx, syy, sxy):
@@ -267,7 +310,7 @@ def _pearson_from_sums(n, sx, sy, sxx, syy, sxy):
                         cov / np.sqrt(vx * vy), np.nan)  # fmt: skip
 
 
-def _pooled(x_a, x_b, y, gid, n_groups, *, resamples, seed, confidence, permutations):
+def _pooled(x_a, x_b, y, gid, n_groups) -> _Figure:
     """Row-level Pearson of A minus B; per-question moment sums make a resample or a swap one matrix product."""
     yc = y - (y.mean() if len(y) else 0.0)
 
@@ -285,37 +328,29 @@ def _pooled(x_a, x_b, y, gid, n_groups, *, resamples, seed, confidence, permutat
 
     ones = np.ones((1, n_groups))
     r_a, r_b = float(pearson(ones @ shared, ones @ m_a)[0]), float(pearson(ones @ shared, ones @ m_b)[0])
-    observed = r_a - r_b
 
     def boot(w):
         s = w @ shared
-        return {"d": pearson(s, w @ m_a) - pearson(s, w @ m_b)}
+        return pearson(s, w @ m_a) - pearson(s, w @ m_b)
 
     def swapped(s):
-        total = ones @ shared
+        total = np.repeat(ones @ shared, len(s), axis=0)
         first = ones @ m_a + s @ (m_b - m_a)  # swapped questions take B's scores as "A", and A's as "B"
         second = ones @ m_b + s @ (m_a - m_b)
-        return pearson(np.repeat(total, len(s), axis=0), first) - pearson(np.repeat(total, len(s), axis=0), second)
+        return pearson(total, first) - pearson(total, second)
 
-    p = permutation_p_value(swapped, observed, n_groups, permutations, seed)
-    return _entry(r_a, r_b, observed, _interval(boot, n_groups, resamples, seed, confidence), p, len(y), confidence)
+    return _Figure(r_a, r_b, r_a - r_b, len(y), boot, swapped)
 
 
-def _within(x_a, x_b, y, gid, n_groups, *, resamples, seed, confidence, permutations):
+def _within(x_a, x_b, y, gid, n_groups) -> _Figure:
     """Within-question accuracy of A minus B on the same pairs; a swap flips a question's credit difference."""
     c_a, pairs, _, _ = _within_question_parts(x_a, y, gid, n_groups)
     c_b, _, _, _ = _within_question_parts(x_b, y, gid, n_groups)
     total = float(pairs.sum())
     d = c_a - c_b
-    observed = float(d.sum() / total) if total else math.nan
-
-    def boot(w):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return {"d": (w @ d) / (w @ pairs)}
-
-    p = permutation_p_value(lambda s: ((1 - 2 * s) @ d) / total, observed, n_groups, permutations, seed)
     a, b = (float(c.sum() / total) if total else math.nan for c in (c_a, c_b))
-    return _entry(a, b, observed, _interval(boot, n_groups, resamples, seed, confidence), p, int(total), confidence)
+    return _Figure(a, b, float(d.sum() / total) if total else math.nan, int(total),
+                   lambda w: _ratio(w @ d, w @ pairs), lambda s: ((1 - 2 * s) @ d) / max(total, 1))  # fmt: skip
 
 
 def verdict_line(
