@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import datasets
@@ -134,7 +133,7 @@ class CriticRewardTrainer(RewardTrainer):
 
     ``prediction_step`` returns predictions of shape ``(batch, 2)`` (chosen, rejected rewards) and labels of shape
     ``(batch, 2)`` (the responses' lengths in characters), so the metrics see whole pairs whatever the batch size or
-    the number of processes.
+    the number of processes; training log lines carry a :class:`ThroughputCallback`'s figures.
     """
 
     def _set_signature_columns_if_needed(self):
@@ -144,6 +143,13 @@ class CriticRewardTrainer(RewardTrainer):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         inputs = {k: v for k, v in inputs.items() if k not in ("chosen_length", "rejected_length")}
         return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if "loss" in logs:  # a training log line: add the run's speed (ThroughputCallback)
+            for callback in self.callback_handler.callbacks:
+                if isinstance(callback, ThroughputCallback):
+                    logs.update(callback.figures(self.state.global_step))
+        super().log(logs, start_time)
 
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         import torch
@@ -196,8 +202,13 @@ def reward_metrics(prediction) -> dict[str, float]:
 
 
 class ThroughputCallback(TrainerCallback):
-    """Adds ``pairs_per_hour`` (training pairs since this run started, all processes), ``peak_rss_gb`` (this
-    process, GB) and ``load_average`` (1 minute) to every log line: what a CPU run needs to plan its hours."""
+    """Training speed for every log line of :class:`CriticRewardTrainer`: ``pairs_per_hour`` (training pairs since
+    this run started or resumed, all processes), ``peak_rss_gb`` (this process, GB) and ``load_average`` (1 minute):
+    what a CPU run needs to plan its hours.
+
+    Args:
+        pairs_per_step: pairs per optimiser step (batch x accumulation x processes).
+    """
 
     def __init__(self, pairs_per_step: int):
         self.pairs_per_step, self.start, self.first_step = pairs_per_step, None, 0
@@ -205,14 +216,16 @@ class ThroughputCallback(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs):
         self.start, self.first_step = time.perf_counter(), state.global_step
 
-    def on_log(self, args, state, control, logs: Mapping | None = None, **kwargs):
-        if logs is None or self.start is None:
-            return
-        hours = (time.perf_counter() - self.start) / 3600
-        if hours > 0 and state.global_step > self.first_step:
-            logs["pairs_per_hour"] = round((state.global_step - self.first_step) * self.pairs_per_step / hours, 1)
-        logs["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
-        logs["load_average"] = round(os.getloadavg()[0], 2)
+    def figures(self, step: int) -> dict[str, float]:
+        """The three figures at optimiser step ``step`` (no ``pairs_per_hour`` before the first step)."""
+        out = {
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2),
+            "load_average": round(os.getloadavg()[0], 2),
+        }
+        hours = (time.perf_counter() - self.start) / 3600 if self.start is not None else 0
+        if hours > 0 and step > self.first_step:
+            out["pairs_per_hour"] = round((step - self.first_step) * self.pairs_per_step / hours, 1)
+        return out
 
 
 def fit_calibration(
