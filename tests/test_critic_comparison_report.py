@@ -129,3 +129,35 @@ def test_cli_paired_report_and_ppi_flags(tmp_path, capsys):
         args.func(args)
     with pytest.raises(SystemExit):
         parse([*argv, "--ppi", "--human-subset", "1.5"])
+
+
+def pointwise_file(noise, seed=0):
+    """1,000 graded responses (125 questions x 8 systems), human 1-5, a critic 1-10 with ``noise``."""
+    rng = np.random.default_rng(seed)
+    human = rng.integers(1, 6, 1000).astype(float)
+    critic = np.clip(np.rint(2 * human + np.random.default_rng(seed + int(10 * noise)).normal(0, noise, 1000)), 1, 10)
+    return datasets.Dataset.from_dict({
+        "query_id": (np.arange(1000) // 8).tolist(), "system_id": [f"s{k % 8}" for k in range(1000)],
+        "question": [f"Q{k // 8}" for k in range(1000)], "response": ["w " * int(h * 10) for h in human],
+        "human_score": human.tolist(), schema.CRITIQUE_SCORE: critic.tolist(),
+    })  # fmt: skip
+
+
+def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path):
+    spec = PPISpec(fraction=0.2, seed=0)
+    runs = [evaluate_critiques(pointwise_file(1.0), "sharp", "grades", ppi=spec),
+            evaluate_critiques(pointwise_file(6.0), "blunt", "grades", ppi=spec)]  # fmt: skip
+    paired = write_report(runs, tmp_path, plots=False, paired_resamples=300)["paired"]
+    first = next(c for c in paired if (c["a"], c["b"]) == ("sharp", "blunt"))
+    assert set(first["figures"]) == {"text_pearson", "pooled_pearson", "within_question_accuracy"}
+    assert all(f["p_value"] < 0.01 and f["difference"] > 0 for f in first["figures"].values())
+    assert first["line"].startswith("sharp vs blunt: sharp better than blunt on text-level Pearson")
+    # Length here is the human score itself (10 words per point): length as score beats both critics.
+    assert runs[0].baselines["length_as_score"]["within_question_accuracy"] == 1.0
+    estimates = runs[0].ppi["estimates"]
+    assert set(estimates) == {"all", *(f"s{k}" for k in range(8))}
+    tuned = estimates["all"]["ppi_tuned"]
+    low, high = tuned["ppi"]["ci"]
+    assert low <= estimates["all"]["all_rows"] <= high and tuned["width_ratio"] < 1
+    assert 0 <= runs[0].metrics["quadratic_weighted_kappa"] <= 1
+    assert "| sharp | grades | s0 | PPI++ |" in (tmp_path / "report.md").read_text()
