@@ -8,6 +8,17 @@
   the label spellings both read are in :mod:`hf_critic.labels`;
 * :mod:`~hf_critic.meta_eval.verdict_sources`: one critique file's verdicts compared by source (text, probability,
   both orders combined), with baselines and calibration, for the command line and the report;
+* :mod:`~hf_critic.meta_eval.chance`: agreement beyond chance, Cohen's kappa (weighted for scores binned to the gold's
+  scale) and Krippendorff's alpha among annotators, with and without the critic;
+* :mod:`~hf_critic.meta_eval.length`: the baselines a critic must beat (always "response 1", label prior, longer /
+  shorter wins, length as score), agreement by length-ratio tercile, the length-controlled agreement (AlpacaEval's
+  recipe), positional preference;
+* :mod:`~hf_critic.meta_eval.paired`: is critic A better than critic B? paired bootstrap over questions, exact McNemar
+  and paired permutation tests, one plain line per pair;
+* :mod:`~hf_critic.meta_eval.ppi`: prediction-powered inference (Angelopoulos et al., Science 2023) and PPI++: human
+  win rates and mean scores from a few human labels and the critic's verdicts on all rows;
+* :mod:`~hf_critic.meta_eval.critic_extras` (those figures per run and across runs),
+  :mod:`~hf_critic.meta_eval.comparison_markdown` (their report sections), :mod:`~hf_critic.meta_eval.markdown_tables`;
 * :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.critic_markdown` and
   :mod:`~hf_critic.meta_eval.critic_plots`: the report of one or more critics behind ``hf-critic meta-eval``
   (not to be confused with :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct
