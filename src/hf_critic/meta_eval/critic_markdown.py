@@ -192,7 +192,11 @@ def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
         for dataset, _ in pairwise:
             r = by_key.get((critic, dataset))
             keys = keys_of[dataset]
-            row += [_fci(r.metrics, k, percent=True) for k in keys] if r else [""] * len(keys)
+            order_free = r is not None and (r.verdicts or {}).get("verdict_source") == "reward"
+            cells = [_fci(r.metrics, k, percent=True) for k in keys] if r else [""] * len(keys)
+            if order_free:  # a reward critic judges once: consistency under swap is true by construction, not measured
+                cells = ["n/a (order-free)" if k == "consistency" else c for k, c in zip(keys, cells, strict=True)]
+            row += cells
         rows.append(row)
     out += _table(header, rows, sub)
     out += [
@@ -389,8 +393,11 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
             for key, name in names.items():
                 f = r.verdicts.get(key)
                 if f is not None:
+                    reward = r.verdicts.get("verdict_source") == "reward" and key == "probability_first_order"
+                    name = "reward, order-free" if reward else name
+                    consistency = "n/a (order-free)" if reward else _f(f.get("consistency"), percent=True)
                     row = [r.critic, r.dataset, name, _f(f.get("agreement"), percent=True),
-                           _f(f.get("consistency"), percent=True), _f(f.get("first_order_agreement"), percent=True)]  # fmt: skip
+                           consistency, _f(f.get("first_order_agreement"), percent=True)]  # fmt: skip
                     if two_way:
                         row += [_f(f.get(k), percent=True) for k in ("two_way_accuracy", "two_way_accuracy_combined")]
                     rows.append(row)

@@ -174,7 +174,9 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
         "combined": {"agreement"}?, "always_response_1": {"first_order_agreement"}, "label_prior":
         {"first_order_agreement", "label"}, "longer_wins": {...}?, "shorter_wins": {...}? (with the response texts:
         the longer / shorter response as the verdict, :func:`~hf_critic.meta_eval.length.pairwise_baselines`),
-        "calibration": expected_calibration_error(...)?, "n": pairs}``; figures
+        "calibration": expected_calibration_error(...)?, "n": pairs, "verdict_source": "reward"?}`` (the last for an
+        order-free reward critic, a ``critique_reward_2`` column: its one pass sits under ``probability_first_order``
+        and it has no consistency to measure); figures
         are shares in [0, 1]. With the two-way figures (the critic's choice between response 1 and response 2
         alone, see :func:`~hf_critic.meta_eval.agreement.two_way_decisions`), also ``two_way_n`` (pairs without a
         gold tie, the only ones they count) and: ``two_way_accuracy`` in ``text`` (a tie verdict counts half),
@@ -192,6 +194,8 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     keep = human >= 0  # unparsed / missing labels are -1
     n = int(keep.sum())
     out: dict[str, Any] = {"n": n}
+    if schema.CRITIQUE_REWARD_2 in columns:  # an order-free reward critic: one pass, consistency not applicable
+        out["verdict_source"] = "reward"
     labels = human[keep].astype(int)
     counts = np.bincount(labels, minlength=3) if n else np.zeros(3, dtype=int)
     on = two_way == "on" or (two_way == "auto" and n > 0 and counts[TIE] == 0)
