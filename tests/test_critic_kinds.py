@@ -122,3 +122,25 @@ def test_tie_margin_is_refused_for_a_generative_critic(tiny_model_dir, files, tm
     argv = ["compare", "--data", str(files["compare"]), "--output", str(tmp_path / "o.jsonl"), "--no-cache"]
     assert main([*argv, "--model", str(tiny_model_dir), "--tie-margin", "0.5", "--no-progress"]) == 2
     assert "--tie-margin: only a reward critic" in capsys.readouterr().err
+
+
+GENERATIVE = [
+    (["--verdict", "text", "--explanation", "first"], "--explanation first: applies to probability read-outs"),
+    (["--verdict", "text", "--min-verdict-mass", "0.5"], "--min-verdict-mass: applies to probability read-outs"),
+]
+
+
+@pytest.mark.parametrize(("extra", "words"), GENERATIVE, ids=[" ".join(g[0]) for g in GENERATIVE])
+def test_a_generative_critic_refuses_what_its_verdict_mode_ignores(tiny_model_dir, tmp_path, capsys, extra, words):
+    data = _write(tmp_path / "short.jsonl", [{"question": "2+2?", "response": "4"}])
+    argv = ["grade", "--data", str(data), "--output", str(tmp_path / "o.jsonl"), "--template", "mtbench"]
+    assert main([*argv, "--model", str(tiny_model_dir), "--no-cache", "--no-progress", *extra]) == 2
+    assert words in capsys.readouterr().err and not (tmp_path / "o.jsonl").exists()
+
+
+def test_decoding_options_without_decoding_are_said_ignored(tiny_model_dir, tmp_path, caplog):
+    data = _write(tmp_path / "short.jsonl", [{"question": "2+2?", "response": "4"}])
+    argv = ["grade", "--data", str(data), "--output", str(tmp_path / "o.jsonl"), "--template", "mtbench"]
+    extra = ["--verdict", "probability", "--explanation", "none", "--max-new-tokens", "32"]
+    assert main([*argv, "--model", str(tiny_model_dir), "--no-cache", "--no-progress", *extra]) == 0
+    assert "decoding options ignored" in caplog.text

@@ -150,6 +150,7 @@ class Critic:
             self.plan = VerdictPlan(VerdictMode.REWARD, "none")
         else:
             self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
+            _check_plan_options(self.plan, explanation, min_verdict_mass, decoding)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
@@ -678,3 +679,22 @@ def _add_columns(dataset: datasets.Dataset, columns: dict[str, list]) -> dataset
     for name, values in columns.items():
         dataset = dataset.add_column(name, values)
     return dataset
+
+
+def _check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:
+    """Refuse what a generative critic's verdict plan would silently ignore (issue 31), warn where it runs on.
+
+    Raises:
+        ValueError: ``explanation`` or a non-default ``min_verdict_mass`` with text verdicts (both apply to
+            probability read-outs only).
+    """
+    if plan.mode is VerdictMode.TEXT and explanation is not None:
+        raise ValueError(f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
+                         "from the whole critique (use --verdict probability or both)")  # fmt: skip
+    if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
+        raise ValueError(
+            "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
+        )
+    if not plan.generates and decoding is not None and decoding != DecodingConfig():
+        logger.warning("decoding options ignored: --explanation none reads the verdict right after the prompt, "
+                       "nothing is generated (use --explanation first to write a critique)")  # fmt: skip

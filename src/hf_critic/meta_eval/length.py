@@ -132,8 +132,9 @@ def pairwise_baselines(
         verdicts["longer_wins"] = length_verdicts(response_1, response_2)
         verdicts["shorter_wins"] = length_verdicts(response_1, response_2, longer=False)
     out: dict[str, Any] = {}
+    gold = np.where(ref >= 0, ref, np.nan)  # the missing labels as missing, not as the code -1 (no label value)
     for name, codes in verdicts.items():
-        r = pairwise_agreement(codes, ref, two_way=two_way)
+        r = pairwise_agreement(codes, gold, two_way=two_way)
         out[name] = {k: r[k] for k in (*_BASELINE_KEYS, "two_way_n") if k in r}
     out["label_prior"]["label"] = LABEL_NAMES[prior]
     out["n"] = int((ref >= 0).sum())

@@ -122,7 +122,7 @@ class CritiquePearsonCallback(TrainerCallback):
             language=self.language,
             decoding=self.decoding,
             verdict=self.plan.mode.value,
-            explanation=self.plan.explanation,
+            explanation=self.plan.explanation if self.plan.reads_probabilities else None,
         )
         try:
             graded = critic.grade(self.records.select(indices), referenced=self.referenced, source="validation")
