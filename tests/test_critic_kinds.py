@@ -144,3 +144,31 @@ def test_decoding_options_without_decoding_are_said_ignored(tiny_model_dir, tmp_
     extra = ["--verdict", "probability", "--explanation", "none", "--max-new-tokens", "32"]
     assert main([*argv, "--model", str(tiny_model_dir), "--no-cache", "--no-progress", *extra]) == 0
     assert "decoding options ignored" in caplog.text
+
+
+def test_a_broken_head_folder_is_named_with_its_cause(files, tmp_path, capsys):
+    """A corrupt head.json or a missing head.safetensors: one line naming the file and what is wrong with it."""
+    import shutil
+
+    from hf_critic.models import TRAINED_CRITICS
+
+    shipped = TRAINED_CRITICS["smollm2-135m-critic"].folder
+    corrupt, partial = tmp_path / "corrupt", tmp_path / "partial"
+    shutil.copytree(shipped, corrupt)
+    (corrupt / "head.json").write_text("{not json")
+    partial.mkdir()
+    shutil.copy2(shipped / "head.json", partial / "head.json")
+    argv = [
+        "grade",
+        "--data",
+        str(files["grade"]),
+        "--output",
+        str(tmp_path / "o.jsonl"),
+        "--no-cache",
+        "--no-progress",
+    ]
+    assert main([*argv, "--model", str(corrupt)]) == 2
+    assert f"{corrupt / 'head.json'}: not a reward head's configuration" in capsys.readouterr().err
+    assert main([*argv, "--model", str(partial)]) == 2
+    err = capsys.readouterr().err
+    assert "no head.safetensors" in err and "installed without its data" not in err

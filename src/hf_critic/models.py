@@ -71,12 +71,18 @@ def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
             ``recipes/smollm2-135m/train_head.py``; its ``base`` names the base model: the embedded critic's name or
             a model folder / Hub id). Any other value, including a folder of a built-in name without a head, is a
             plain model.
+
+    Raises:
+        ValueError: a ``head.json`` that is not a JSON object (names the file).
     """
     if model is None:
         return None
     folder = Path(str(model)).expanduser()
     if (folder / "head.json").is_file():
-        base = json.loads((folder / "head.json").read_text()).get("base", DEFAULT_MODEL_NAME)
+        try:
+            base = json.loads((folder / "head.json").read_text()).get("base", DEFAULT_MODEL_NAME)
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
+            raise ValueError(f"{folder / 'head.json'}: not a reward head's configuration ({err})") from None
         return TrainedCritic(str(model), folder, None if base == DEFAULT_MODEL_NAME else base)
     if folder.exists():
         return None

@@ -318,15 +318,19 @@ def load_head(trained):
     """The reward head of a trained critic (:class:`hf_critic.models.TrainedCritic`), its licence note logged.
 
     Raises:
-        hf_critic.models.ModelNotFoundError: the head's files are missing (the package was installed without them).
+        hf_critic.models.ModelNotFoundError: a head file is missing (a built-in critic's: the package was installed
+            without its data).
+        ValueError: a head file that cannot be read (names the file).
     """
-    from .models import ModelNotFoundError
+    from .models import TRAINED_CRITICS, ModelNotFoundError
     from .reward_head import RewardHead
 
     try:
         head = RewardHead.load(trained.folder)
     except FileNotFoundError as err:
-        raise ModelNotFoundError(f"{trained.name}: {err} (the package was installed without its data)") from err
+        built_in = TRAINED_CRITICS.get(trained.name) is trained
+        why = " (the package was installed without its data)" if built_in else ""
+        raise ModelNotFoundError(f"{err}{why}") from None
     trained.note_licence()
     head.info.setdefault("id", trained.name)
     return head

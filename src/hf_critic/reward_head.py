@@ -268,7 +268,9 @@ class RewardHead:
         folder = Path(folder)
         for name in (HEAD_CONFIG, HEAD_WEIGHTS):
             if not (folder / name).is_file():
-                raise FileNotFoundError(f"{folder}: no {name}; not a reward head folder")
+                raise FileNotFoundError(
+                    f"{folder}: no {name}; a reward head folder holds {HEAD_CONFIG} and {HEAD_WEIGHTS}"
+                )
         config = json.loads((folder / HEAD_CONFIG).read_text())
         tensors = load_file(str(folder / HEAD_WEIGHTS))
         if len({tensors[name].shape for name in WEIGHTS}) != 1:
