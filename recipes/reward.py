@@ -81,7 +81,7 @@ def main(script_args, training_args, model_args):
     model.config.pad_token_id = tokenizer.pad_token_id
     peft_config = get_peft_config(model_args)
     if peft_config is not None:
-        reward.configure_peft(peft_config, script_args)
+        reward.configure_peft(peft_config, script_args, model.config.num_hidden_layers)
 
     ###############################
     # Data: judgment pairs, cut to max_length as the critic cuts

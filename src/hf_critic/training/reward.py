@@ -60,7 +60,7 @@ class RewardScriptArguments:
         max_train_pairs / max_eval_pairs: keep the first N pairs after a seeded shuffle (None: all).
         grades_dataset: optional JSONL of graded single responses (``question``, ``response``, ``score``) the pointwise
             map is fitted on after training; ``grades_scale`` their ``[low, high]``.
-        lora_layers_to_transform: LoRA adapters on these layers only (PEFT ``layers_to_transform``).
+        lora_top_layers: LoRA adapters on the top N decoder layers only (PEFT ``layers_to_transform``; 0: all).
         score_head_only: no LoRA at all: the frozen base with its score head trained (``modules_to_save``).
     """
 
@@ -74,8 +74,8 @@ class RewardScriptArguments:
         default=None, metadata={"help": "JSONL of graded responses (question, response, score) for the pointwise map."}
     )
     grades_scale: list[float] = field(default_factory=lambda: [1.0, 10.0], metadata={"help": "low, high of grades."})
-    lora_layers_to_transform: list[int] | None = field(
-        default=None, metadata={"help": "LoRA on these decoder layers only (e.g. the top 4: 26 27 28 29)."}
+    lora_top_layers: int = field(
+        default=0, metadata={"help": "LoRA on the top N decoder layers only (0: on every layer)."}
     )
     score_head_only: bool = field(
         default=False, metadata={"help": "Frozen base: only the score head is trained (a PEFT modules_to_save)."}
@@ -299,14 +299,21 @@ def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = 
     )
 
 
-def configure_peft(peft_config, script_args: RewardScriptArguments) -> None:
-    """Apply the recipe's PEFT choices: LoRA on some layers only, or the score head alone (no LoRA)."""
+def configure_peft(peft_config, script_args: RewardScriptArguments, num_layers: int) -> None:
+    """Apply the recipe's PEFT choices: LoRA on the top layers only, or the score head alone (no LoRA).
+
+    Raises:
+        ValueError: ``lora_top_layers`` outside ``[0, num_layers]``.
+    """
+    top = script_args.lora_top_layers
+    if not 0 <= top <= num_layers:
+        raise ValueError(f"lora_top_layers must be in [0, {num_layers}] (the model's layers), got {top}")
     if script_args.score_head_only:
         peft_config.target_modules = []
-    elif script_args.lora_layers_to_transform:
+    elif top:
         if isinstance(peft_config.target_modules, str):  # "all-linear": PEFT needs names with layers_to_transform
             peft_config.target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        peft_config.layers_to_transform = list(script_args.lora_layers_to_transform)
+        peft_config.layers_to_transform = list(range(num_layers - top, num_layers))
     if str(peft_config.task_type) != "SEQ_CLS":  # PEFT trains a SEQ_CLS model's classifier ("score") itself
         peft_config.modules_to_save = list(dict.fromkeys([*(peft_config.modules_to_save or []), "score"]))
 
