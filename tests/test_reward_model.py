@@ -183,3 +183,22 @@ def test_a_peft_adapter_folder_is_a_reward_critic(reward_folder, tmp_path):
     got = critic.grade([{"question": QUESTION, "response": GOOD}])[schema.CRITIQUE_REWARD][0]
     want = direct.score([direct.fit(QUESTION, GOOD, "middle")[0]])[0]
     assert got == pytest.approx(want, abs=1e-3)  # LoRA B starts at zero: the base's reward
+
+
+def test_meta_eval_names_an_order_free_critic_and_measures_no_consistency(critic, tmp_path):
+    from hf_critic.cli import main
+    from hf_critic.io import save_records
+
+    rows = [
+        {"question": QUESTION, "response_1": GOOD, "response_2": BAD, "label": 0},
+        {"question": QUESTION, "response_1": BAD, "response_2": GOOD, "label": 1},
+        {"question": QUESTION, "response_1": "Paris.", "response_2": "", "label": 0},
+    ]
+    out = critic.compare(rows, swap=True)
+    save_records(out, tmp_path / "c.jsonl")
+    code = main(["meta-eval", "--critiques", f"rm/demo={tmp_path / 'c.jsonl'}", "--output-dir", str(tmp_path / "me"),
+                 "--no-plots"])  # fmt: skip
+    report = (tmp_path / "me" / "report.md").read_text()
+    assert code == 0
+    assert "| rm | demo | reward, order-free |" in report and "n/a (order-free)" in report
+    assert "probability, first order" not in report
