@@ -371,8 +371,12 @@ class RewardModel:
 
     # ----------------------------------------------------------------------------------- scoring
     def score(self, inputs: Sequence[Sequence[int]]) -> list[float]:
-        """One reward per input of :meth:`fit` (token ids), batched (:class:`hf_critic.reward_critic.RewardScorer`)."""
-        return self.rewards_of_ids(inputs)
+        """One reward per input of :meth:`fit` (token ids), batched, with a progress bar in responses/s when
+        ``progress`` (:class:`hf_critic.reward_critic.RewardScorer`)."""
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(inputs), desc="rewards", unit="response", disable=not self.progress) as bar:
+            return self.rewards_of_ids(inputs, done=bar.update)
 
     def rewards_of_ids(
         self, encoded: Sequence[Sequence[int]], done: Callable[[int], None] | None = None
