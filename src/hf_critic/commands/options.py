@@ -191,8 +191,8 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
     # -------------------------------------------------------------------------------------------------- model
     "model": _option(
         "--model",
-        help="local folder, Hub id or .gguf file (default: the embedded SmolLM2-135M-Instruct); with --base-url, "
-        "the model name the server serves",
+        help="local folder, Hub id, .gguf file or PEFT adapter folder (default: the embedded SmolLM2-135M-Instruct); "
+        "a one-label sequence classifier is judged as a reward model; with --base-url, the model name the server serves",
     ),
     "engine": _option(
         "--engine",
