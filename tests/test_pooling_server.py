@@ -5,20 +5,20 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from hf_critic.backends.pooling import PoolingRewardClient
 from hf_critic.backends.retry import EndpointError, FatalAPIError, RequestsFailedError, RetryPolicy
-from hf_critic.testing import free_port
+from hf_critic.testing import _Base, free_port
 
 FAST = RetryPolicy(max_retries=2, initial_backoff=0.01, max_backoff=0.02)
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
 KEY_ENV = "HF_CRITIC_TEST_KEY"
 
 
-class StubPoolingServer:
+class StubPoolingServer(_Base):
     """``vllm serve MODEL --runner pooling`` in miniature: ``GET /v1/models`` and ``POST /pooling`` (chat-style).
 
     The reward of a conversation is the length of its last assistant message's content, as ``data: [reward]``.
@@ -73,15 +73,7 @@ class StubPoolingServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        self._serve(Handler, 0)
 
     @property
     def pooled(self) -> list[dict]:
@@ -97,14 +89,6 @@ class StubPoolingServer:
         if custom is not None:
             return custom
         return 200, {}, pooling_response(body["model"], [float(len(body["messages"][-1]["content"]))])
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5)
 
 
 def pooling_response(model, data):
