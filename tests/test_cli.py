@@ -10,7 +10,9 @@ import pytest
 
 from hf_critic import schema
 from hf_critic.cli import build_parser, main
-from hf_critic.commands.options import OPTIONS, add_options, decoding_from_args
+from hf_critic.commands import option_groups
+from hf_critic.commands.options import decoding_from_args
+from hf_critic.critic_config import add_dataclass_args
 from hf_critic.decoding import DecodingConfig
 from hf_critic.io import RecordError, load_records, parse_columns
 
@@ -90,12 +92,43 @@ def test_shared_options_keep_each_commands_defaults():
 
 
 def test_options_are_declared_with_help_and_overrides_must_match():
-    assert all(kwargs.get("help") for _, kwargs in OPTIONS.values())
+    groups = [getattr(option_groups, name) for name in option_groups.__all__ if name.endswith("Options")]
+    assert len(groups) == 8
+    assert all(f.metadata.get("help") for cls in groups for f in dataclasses.fields(cls))
     parser = argparse.ArgumentParser()
     with pytest.raises(KeyError, match="not added"):
-        add_options(parser, "limit", split={"default": "test"})
-    add_options(parser, "limit", limit={"help": "rows per benchmark"})
+        add_dataclass_args(parser, option_groups.DataOptions, only=["limit"], overrides={"split": {"default": "t"}})
+    with pytest.raises(KeyError, match="not DataOptions fields"):
+        add_dataclass_args(parser, option_groups.DataOptions, only=["limits"])
+    add_dataclass_args(parser, option_groups.DataOptions, only=["limit"], overrides={"limit": {"help": "rows"}})
     assert parser.parse_args(["--limit", "3"]).limit == 3
+    with pytest.raises(SystemExit):  # positive_int, from the field's metadata
+        parser.parse_args(["--limit", "0"])
+
+
+def test_generated_options_required_lists_and_refusals():
+    """A field without a default is a required option, a list default is fresh per parse, and a field without help
+    or with type=bool is refused when the parser is built."""
+    parser = argparse.ArgumentParser()
+    add_dataclass_args(parser, option_groups.DataOptions, only=["data", "output"])
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--data", "x.jsonl"])
+    verdicts = argparse.ArgumentParser()
+    add_dataclass_args(verdicts, option_groups.VerdictOptions)
+    first = verdicts.parse_args(["--verdicts", "a.jsonl", "--verdicts", "b.jsonl"])
+    assert first.verdicts == ["a.jsonl", "b.jsonl"] and verdicts.parse_args([]).verdicts == []
+
+    @dataclasses.dataclass
+    class NoHelp:
+        flag: bool = False
+
+    @dataclasses.dataclass
+    class BoolType:
+        flag: str = dataclasses.field(default="no", metadata={"help": "a flag", "type": bool})
+
+    for cls, message in ((NoHelp, "needs help text"), (BoolType, "type=bool")):
+        with pytest.raises(ValueError, match=message):
+            add_dataclass_args(argparse.ArgumentParser(), cls)
 
 
 def test_grade_end_to_end_with_tiny_model(tiny_model_dir, tmp_path, capsys):

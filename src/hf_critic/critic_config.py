@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CriticConfig", "add_dataclass_args", "parse_score_range"]
+__all__ = ["CriticConfig", "add_dataclass_args", "dataclass_from_args", "parse_score_range"]
 
 
 def _help(text: str, **more: Any) -> dict[str, Any]:
@@ -114,8 +114,7 @@ class CriticConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace, **replace: Any) -> CriticConfig:
         """The config of the parsed options (an option a command does not offer keeps its default)."""
-        values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-        return cls(**{**values, **replace})
+        return dataclass_from_args(cls, args, **replace)
 
     def critic_kwargs(self) -> dict[str, Any]:
         """:class:`~hf_critic.critic.Critic`'s keyword arguments: the rubric loaded, the scale parsed, the default
@@ -192,42 +191,84 @@ def add_dataclass_args(
     *,
     only: Iterable[str] | None = None,
     defaults: Mapping[str, object] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
     show_default: bool = False,
 ) -> None:
     """One option per field of the dataclass ``cls``, generated from the fields (as TRL's parser does).
 
-    The flag is ``--<field-name>`` (or ``metadata["flag"]``); the help, ``choices``, ``metavar`` and ``action`` come
-    from the field's metadata; a bool field without an ``action`` becomes a ``BooleanOptionalAction``; otherwise the
-    type is the field's annotation (``X | None`` reads as ``X``). ``args.<field_name>`` holds the value.
+    The flag is ``--<field-name>`` (or ``metadata["flag"]``); the help, ``choices``, ``metavar``, ``type`` and
+    ``action`` come from the field's metadata; a bool field without an ``action`` becomes a
+    ``BooleanOptionalAction``; otherwise the type is the field's annotation (``X | None`` reads as ``X``). A field
+    without a default is a required option; a ``default_factory`` gives each parse its own default.
+    ``args.<field_name>`` holds the value. Options are added in the order of the fields.
 
     Args:
         parser: a parser or argument group.
         cls: the dataclass.
         only: field names to offer (default: all).
         defaults: per field name, a default replacing the dataclass's.
+        overrides: per field name, ``add_argument`` keyword arguments replacing the generated ones (a command's own
+            help text, ``action="append"``).
         show_default: append ``(default: %(default)s)`` to each help text.
 
     Raises:
-        KeyError: a name in ``only`` or ``defaults`` that is not a field.
+        KeyError: a name in ``only``, ``defaults`` or ``overrides`` that is not a field, or an override for a field
+            not offered.
+        ValueError: a field without help text, or with ``type=bool`` (it would read "False" as True).
     """
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = (set(only or ()) | set(defaults or {})) - set(fields)
+    unknown = (set(only or ()) | set(defaults or {}) | set(overrides or {})) - set(fields)
     if unknown:
         raise KeyError(f"not {cls.__name__} fields: {sorted(unknown)}")
+    if only is not None and set(overrides or {}) - set(only):
+        raise KeyError(f"overrides for options not added: {sorted(set(overrides) - set(only))}")
     hints = typing.get_type_hints(cls)
     for name, f in fields.items():
-        if only is not None and name not in only:
-            continue
-        meta = dict(f.metadata)
-        flag = meta.pop("flag", "--" + name.replace("_", "-"))
-        text = meta.pop("help") + (" (default: %(default)s)" if show_default else "")
-        kwargs: dict[str, Any] = {"dest": name, "default": (defaults or {}).get(name, f.default), "help": text}
-        kind = _plain(hints[name])
-        if "action" in meta:
-            kwargs["action"] = meta.pop("action")
-        elif kind is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = kind
-        kwargs.update((k, v) for k, v in meta.items() if v is not None)
-        parser.add_argument(flag, **kwargs)
+        if only is None or name in only:
+            kwargs = _field_kwargs(f, hints[name], defaults or {}, show_default)
+            kwargs.update((overrides or {}).get(name, {}))
+            flag = f.metadata.get("flag", "--" + name.replace("_", "-"))
+            parser.add_argument(flag, **kwargs)
+
+
+def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], show_default: bool) -> dict[str, Any]:
+    """``add_argument`` keyword arguments of one dataclass field (see :func:`add_dataclass_args`).
+
+    Raises:
+        ValueError: no help text in the metadata, or ``type=bool``.
+    """
+    meta = {k: v for k, v in f.metadata.items() if k != "flag"}
+    if not meta.get("help"):
+        raise ValueError(f"field {f.name!r} needs help text in its metadata")
+    if meta.get("type") is bool:
+        raise ValueError(f"field {f.name!r}: type=bool reads 'False' as True; use a bool annotation")
+    kwargs: dict[str, Any] = {"dest": f.name}
+    kwargs["help"] = meta.pop("help") + (" (default: %(default)s)" if show_default else "")
+    if f.name in defaults:
+        kwargs["default"] = defaults[f.name]
+    elif f.default is not dataclasses.MISSING:
+        kwargs["default"] = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        kwargs["default"] = f.default_factory()
+    else:
+        kwargs["required"] = True
+    kind = _plain(hint)
+    if "action" in meta:
+        kwargs["action"] = meta.pop("action")
+    elif kind is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    else:
+        kwargs["type"] = kind
+    kwargs.update((k, v) for k, v in meta.items() if v is not None)
+    return kwargs
+
+
+def dataclass_from_args(cls: type, args: argparse.Namespace, **replace: Any):
+    """An instance of the dataclass ``cls`` from the parsed options of :func:`add_dataclass_args` (a field the command
+    does not offer keeps its default; ``replace`` sets fields outright).
+
+    Raises:
+        TypeError: a field without a default that neither ``args`` nor ``replace`` gives.
+    """
+    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **replace})

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .options import add_cache_args, add_options
+from ..critic_config import add_dataclass_args
+from .option_groups import DataOptions, ModelOptions
+from .options import add_cache_args
 
 EPILOG = """\
 Every teacher and generator answer is cached (SQLite, <output_dir>/cache.sqlite by default): a killed run started
@@ -36,10 +38,11 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
     parser.add_argument("--output-dir", help="override the recipe's output_dir")
-    add_options(parser, "overwrite")
+    add_dataclass_args(parser, DataOptions, only=["overwrite"])
     add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)
     parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the datasets and card to this Hub repository")
-    add_options(parser, "progress", progress={"default": None, "help": "progress bars (default: the recipe's)"})
+    progress = {"default": None, "help": "progress bars (default: the recipe's)"}
+    add_dataclass_args(parser, ModelOptions, only=["progress"], overrides={"progress": progress})
     parser.set_defaults(func=run)
 
 

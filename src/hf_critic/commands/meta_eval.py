@@ -6,8 +6,9 @@ import argparse
 import re
 from pathlib import Path
 
+from ..critic_config import add_dataclass_args
+from .option_groups import DataOptions, option_help
 from .options import (
-    OPTIONS,
     add_cache_args,
     add_comparison_args,
     add_critic_args,
@@ -16,7 +17,6 @@ from .options import (
     add_figure_args,
     add_gold_args,
     add_model_args,
-    add_options,
     add_verdict_args,
     critic_from_args,
     select_rows,
@@ -94,15 +94,15 @@ def register(subparsers) -> None:
         metavar="[NAME=]DIR",
         help="CriticEval-format prediction folder to score on the criticbench --benchmark",
     )
-    add_options(
+    add_dataclass_args(
         inputs,
-        "columns",
-        "limit",
-        "sample",
-        "sample_seed",
-        columns={"help": OPTIONS["columns"][1]["help"] + " (for --benchmark generic:...)"},
-        limit={"help": "only the first N rows of each benchmark (at least 1)"},
-        sample={"help": "a seeded random sample of N rows of each benchmark (shuffled with --sample-seed)"},
+        DataOptions,
+        only=["columns", "limit", "sample", "sample_seed"],
+        overrides={
+            "columns": {"help": option_help(DataOptions, "columns") + " (for --benchmark generic:...)"},
+            "limit": {"help": "only the first N rows of each benchmark (at least 1)"},
+            "sample": {"help": "a seeded random sample of N rows of each benchmark (shuffled with --sample-seed)"},
+        },
     )
     add_gold_args(inputs)
     inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
@@ -124,7 +124,7 @@ def register(subparsers) -> None:
 
     out = parser.add_argument_group("report")
     out.add_argument("--output-dir", required=True, help="folder for report.md, report.json and the plots")
-    add_options(out, "overwrite")
+    add_dataclass_args(out, DataOptions, only=["overwrite"])
     out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
     out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
     add_figure_args(out)

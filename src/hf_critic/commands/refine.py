@@ -5,14 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .options import (
-    add_cache_args,
-    add_critic_args,
-    add_decoding_args,
-    add_endpoint_args,
-    add_options,
-    critic_from_args,
-)
+from ..critic_config import add_dataclass_args
+from .option_groups import DataOptions, ModelOptions
+from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
 EPILOG = """\
 For each record every --critic writes a reference-free critique, the --generator rewrites the response with it
@@ -43,17 +38,15 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     data = parser.add_argument_group("data")
-    add_options(
+    add_dataclass_args(
         data,
-        "data",
-        "columns",
-        "format",
-        "split",
-        "limit",
-        data={
-            "required": True,
-            "help": "records with question and response (and optionally reference, category): "
-            "a JSONL / JSON / CSV / parquet file, a Hub dataset id, or a benchmark folder with --format",
+        DataOptions,
+        only=["data", "columns", "format", "split", "limit"],
+        overrides={
+            "data": {
+                "help": "records with question and response (and optionally reference, category): "
+                "a JSONL / JSON / CSV / parquet file, a Hub dataset id, or a benchmark folder with --format"
+            }
         },
     )
     data.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for --format fastchat (default: 1)")
@@ -88,7 +81,9 @@ def register(subparsers) -> None:
         choices=["none", "first"],
         help="the judge's --explanation (default: --explanation); none = one prefill per verdict, no text",
     )
-    add_options(roles, "engine", "trust_remote_code", "batch_size", "threads", "dtype", "progress")
+    add_dataclass_args(
+        roles, ModelOptions, only=["engine", "trust_remote_code", "batch_size", "threads", "dtype", "progress"]
+    )
     add_critic_args(roles)
     add_cache_args(roles)
     add_endpoint_args(parser)
@@ -96,7 +91,7 @@ def register(subparsers) -> None:
 
     out = parser.add_argument_group("report")
     out.add_argument("--output-dir", required=True, help="folder for rows.jsonl, report.md and report.json")
-    add_options(out, "overwrite")
+    add_dataclass_args(out, DataOptions, only=["overwrite"])
     out.add_argument("--title", default="Critiques as feedback", help="title of report.md")
     parser.set_defaults(func=run_refine)
 
