@@ -128,6 +128,67 @@ def test_the_check_finds_an_upward_import():
     assert any(line.startswith("hf_critic.loaders.generic:") and "hf_critic.labels" in line for line in found)
 
 
+def import_graph() -> dict[str, dict[str, int]]:
+    """``{module: {imported module: line}}`` over src/hf_critic: every hf_critic import at any depth (function-level
+    too), inside a package as well as between units, resolved to the module it loads (``from .x import name`` ->
+    ``x``; a name from a package's ``__init__`` -> the package)."""
+    modules = _modules()
+    graph: dict[str, dict[str, int]] = {m: {} for m in modules}
+    for module, line, target in _imports(modules):
+        while target not in modules and "." in target:
+            target = target.rsplit(".", 1)[0]
+        if target in modules and target != module:
+            graph[module].setdefault(target, line)
+    return graph
+
+
+def import_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The import cycles of ``graph``: each strongly connected set of two or more modules (Tarjan), sorted, as
+    ``["a:line imports b", ...]`` for the imports inside it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            members = stack[stack.index(node) :]
+            del stack[stack.index(node) :]
+            if len(members) > 1:
+                cycles.append(
+                    sorted(f"{a}:{graph[a][b]} imports {b}" for a in members for b in graph[a] if b in members)
+                )
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+def test_no_import_cycle():
+    """No module imports, directly or through others, one that imports it (issue 29 item 4): not at module level,
+    not inside a function, not inside a package (meta_eval's report, Markdown and plots were such a knot)."""
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_check_finds_an_import_cycle():
+    """The check can fail: critic_report -> critic_markdown plus an import of critic_report from critic_markdown (as
+    it was, with the way back hidden in a function) is a cycle."""
+    graph = import_graph()
+    graph["hf_critic.meta_eval.critic_markdown"]["hf_critic.meta_eval.critic_report"] = 1
+    (cycle,) = import_cycles(graph)
+    assert "hf_critic.meta_eval.critic_markdown:1 imports hf_critic.meta_eval.critic_report" in cycle
+    assert any(line.startswith("hf_critic.meta_eval.critic_report:") for line in cycle)
+
+
 @pytest.mark.parametrize(
     "old",
     [
@@ -146,6 +207,7 @@ def test_the_check_finds_an_upward_import():
         "hf_critic.schema:TIE",
         "hf_critic.eval_instruct:swap_critique",
         "hf_critic.loaders.selfeval:precomputed_table",  # -> hf_critic.meta_eval.selfeval
+        "hf_critic.meta_eval.critic_report:RunResult",  # -> hf_critic.meta_eval.run_result (issue 29 item 4: no cycle)
     ],
 )
 def test_moved_names_are_gone_from_their_old_homes(old):

@@ -19,10 +19,10 @@
   win rates and mean scores from a few human labels and the critic's verdicts on all rows;
 * :mod:`~hf_critic.meta_eval.critic_extras` (those figures per run and across runs),
   :mod:`~hf_critic.meta_eval.comparison_markdown` (their report sections), :mod:`~hf_critic.meta_eval.markdown_tables`;
-* :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.critic_markdown` and
-  :mod:`~hf_critic.meta_eval.critic_plots`: the report of one or more critics behind ``hf-critic meta-eval``
-  (not to be confused with :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct
-  run);
+* :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.run_result` (one run's
+  figures), :mod:`~hf_critic.meta_eval.critic_markdown` and :mod:`~hf_critic.meta_eval.critic_plots`: the report of
+  one or more critics behind ``hf-critic meta-eval`` (not to be confused with
+  :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct run);
 * :mod:`~hf_critic.meta_eval.selfeval`: the glass-box paper's correlation tables on the SelfEval release;
 * :mod:`~hf_critic.meta_eval.modules`: the ``evaluate`` modules wrapping the maths (``metrics/`` of the
   checkout, shipped as ``hf_critic._metrics``): their path and their offline install.

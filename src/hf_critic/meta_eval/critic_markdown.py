@@ -12,10 +12,10 @@ import numpy as np
 from .. import schema
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .comparison_markdown import comparison_sections
-from .critic_report import _LABEL_SHORT, RunResult
 from .markdown_tables import number as _f
 from .markdown_tables import table as _table
 from .markdown_tables import with_interval as _fci
+from .run_result import LABEL_SHORT, RunResult
 
 __all__ = ["render_markdown"]
 
@@ -264,7 +264,7 @@ def _human_rates(result: RunResult) -> dict[str, float]:
     rows = dict(zip(result.confusion.get("rows", []), counts, strict=True)) if result.confusion else {}
     total = sum(rows.values()) or math.nan
     names = {"win_rate": RESPONSE_1_WINS, "tie_rate": TIE, "lose_rate": RESPONSE_2_WINS}
-    return {k: rows.get(_LABEL_SHORT[code], 0) / total for k, code in names.items()}
+    return {k: rows.get(LABEL_SHORT[code], 0) / total for k, code in names.items()}
 
 
 def _systems_section(results: Sequence[RunResult]) -> list[str]:

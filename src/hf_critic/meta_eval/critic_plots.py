@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import schema
-from .critic_report import RunResult
+from .run_result import RunResult
 
 __all__ = ["plot_confusions", "plot_per_category", "plot_reliability"]
 

@@ -20,7 +20,8 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
   plus an "unparsed" column); for pairwise runs, human label against verdict.
 
 :func:`evaluate_critiques` turns one critique dataset (the output of :meth:`hf_critic.critic.Critic.grade` /
-``compare``, or a file written by ``hf-critic grade`` / ``compare``) into a :class:`RunResult`;
+``compare``, or a file written by ``hf-critic grade`` / ``compare``) into a
+:class:`~hf_critic.meta_eval.run_result.RunResult`;
 :func:`write_report` writes ``report.md``, ``report.json`` and the plots for a list of them.
 """
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -37,78 +38,17 @@ import numpy as np
 
 from .. import schema
 from ..io import write_text
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels, swap_codes
+from ..labels import normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
 from .critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
+from .critic_markdown import render_markdown
+from .critic_plots import plot_confusions, plot_per_category, plot_reliability
+from .run_result import LABEL_SHORT, RunResult
 from .verdict_sources import pairwise_verdict_figures, pointwise_verdict_figures
 
-__all__ = ["PPISpec", "RunResult", "evaluate_critiques", "write_report"]
-
-_LABEL_SHORT = {RESPONSE_1_WINS: "resp. 1", RESPONSE_2_WINS: "resp. 2", TIE: "tie"}
-
-
-@dataclass
-class RunResult:
-    """The meta-evaluation of one critic on one dataset.
-
-    Attributes:
-        critic: the critic's name (column of the side-by-side tables).
-        dataset: the dataset's name.
-        task: ``"pointwise"`` or ``"pairwise"``.
-        referenced: whether the critic saw a reference answer (a ``reference`` column was present).
-        n_rows: rows (responses or pairs) evaluated.
-        n_critiques: critiques generated (pairs × 2 when both orders were judged).
-        n_unparsed: critiques without a score / label; ``parse_failure_rate = n_unparsed / n_critiques``.
-        metrics: :func:`hf_critic.meta_eval.correlation.critique_correlation` (pointwise) or
-            :func:`hf_critic.meta_eval.agreement.pairwise_agreement` (pairwise) output, without ``per_group``.
-        per_category: ``{category: {...}}``: text-level r / ρ / τ and query counts, or agreement / consistency / n.
-        confusion: ``{"rows", "columns", "counts", "row_title", "column_title"}`` for the heat map.
-        unparsed: the ``--unparsed`` policy the pairwise figures follow (``wrong``, ``tie`` or ``drop``).
-        bootstrap: bootstrap resamples behind the confidence intervals in ``metrics["ci"]`` (0: none).
-        ceiling: several annotators' agreement with their aggregate (the human ceiling), ``{annotator:
-            {"agreement" or "text_pearson", "n"}}`` plus ``"mean"``; empty with one gold column.
-        verdicts: for critique files with probability read-outs (``--verdict probability`` / ``both``): the verdict
-            sources side by side, :func:`hf_critic.meta_eval.verdict_sources.pointwise_verdict_figures` /
-            :func:`~hf_critic.meta_eval.verdict_sources.pairwise_verdict_figures` (baselines and calibration included);
-            empty otherwise.
-        baselines: verdicts that need no critic on the same rows: "always response 1", the label prior, "longer wins",
-            "shorter wins" (pairwise), the length as the score (pointwise); see :mod:`~hf_critic.meta_eval.length`.
-        chance: agreement beyond chance: Krippendorff's alpha among the annotators with and without the critic
-            (Cohen's kappa is in ``metrics``: ``cohen_kappa``, ``quadratic_weighted_kappa``).
-        length: pairwise: agreement within terciles of the length ratio, the length-controlled agreement, the
-            positional preference.
-        ppi: with ``--ppi``, the prediction-powered estimates beside the human-only ones
-            (:func:`~hf_critic.meta_eval.critic_extras.ppi_figures`).
-        rows: per-row values for the paired comparisons (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`);
-            not written to report.json.
-    """
-
-    critic: str
-    dataset: str
-    task: str
-    referenced: bool
-    n_rows: int
-    n_critiques: int
-    n_unparsed: int
-    metrics: dict[str, Any]
-    per_category: dict[str, dict[str, Any]] = field(default_factory=dict)
-    confusion: dict[str, Any] = field(default_factory=dict)
-    unparsed: str = "wrong"
-    bootstrap: int = 0
-    ceiling: dict[str, dict[str, Any]] = field(default_factory=dict)
-    verdicts: dict[str, Any] = field(default_factory=dict)
-    baselines: dict[str, Any] = field(default_factory=dict)
-    chance: dict[str, Any] = field(default_factory=dict)
-    length: dict[str, Any] = field(default_factory=dict)
-    ppi: dict[str, Any] = field(default_factory=dict)
-    rows: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
-
-    @property
-    def parse_failure_rate(self) -> float:
-        """Share of critiques without a score / label, in [0, 1] (NaN when there are none)."""
-        return self.n_unparsed / self.n_critiques if self.n_critiques else math.nan
+__all__ = ["PPISpec", "evaluate_critiques", "write_report"]
 
 
 def _column(dataset, name: str | None) -> list | None:
@@ -141,8 +81,8 @@ def _label_confusion(human: np.ndarray, verdict: np.ndarray) -> dict[str, Any]:
     keep = human >= 0
     np.add.at(counts, (human[keep], np.where(verdict[keep] >= 0, verdict[keep], 3)), 1)
     return {
-        "rows": [_LABEL_SHORT[k] for k in range(3)],
-        "columns": [_LABEL_SHORT[k] for k in range(3)] + ["unparsed"],
+        "rows": [LABEL_SHORT[k] for k in range(3)],
+        "columns": [LABEL_SHORT[k] for k in range(3)] + ["unparsed"],
         "counts": counts.tolist(),
         "row_title": "human label",
         "column_title": "critic verdict (original order)",
@@ -379,9 +319,6 @@ def write_report(
     """
     if not results:
         raise ValueError("no meta-evaluation results to report")
-    from .critic_markdown import render_markdown
-    from .critic_plots import plot_confusions, plot_per_category, plot_reliability
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     images = (
