@@ -9,6 +9,7 @@ Validation results (CritiqueLLM v1 §4.3), Framework versions, Citation.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from ..prompts import DEFAULT_FAMILY
 from .mixture import MixtureResult
 
-__all__ = ["MODEL_CARD_TEMPLATE", "model_card"]
+__all__ = ["MODEL_CARD_TEMPLATE", "model_card", "sft_model_card"]
 
 _CITATION = """@inproceedings{ke-etal-2024-critiquellm,
     title = "{C}ritique{LLM}: Towards an Informative Critique Generation Model for Evaluation of Large Language Model Generation",
@@ -201,3 +202,27 @@ def model_card(
         citation=_CITATION,
     )
     return str(card)
+
+
+def sft_model_card(trainer, model_args, script_args, validation_args, mixture: MixtureResult, pearson=None) -> str:
+    """The :func:`model_card` of a finished SFT run of ``recipes/sft.py``: named after ``hub_model_id`` or the output
+    folder, its selected checkpoint from ``trainer.state``, the validation history of the ``pearson`` callback
+    (:class:`~hf_critic.training.callbacks.CritiquePearsonCallback`, or None), and a usage example on the Hub repo
+    (when pushed) or the output folder with the validation template (else the recipe's)."""
+    args, state = trainer.args, trainer.state
+    return model_card(
+        model_name=args.hub_model_id or os.path.basename(os.path.normpath(args.output_dir)),
+        base_model=model_args.model_name_or_path,
+        training_args=args,
+        model_args=model_args,
+        mixture=mixture,
+        validation=pearson.history if pearson else (),
+        best={
+            "checkpoint": state.best_model_checkpoint,
+            "metric": args.metric_for_best_model,
+            "value": state.best_metric,
+        },
+        world_size=args.world_size,
+        usage_template=validation_args.validation_template or script_args.template,
+        usage_model=args.hub_model_id if args.push_to_hub else args.output_dir,
+    )
