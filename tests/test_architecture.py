@@ -223,14 +223,73 @@ def test_moved_names_are_gone_from_their_old_homes(old):
         assert name not in getattr(mod, "__all__", ()) and (hasattr(mod, "__all__") or not hasattr(mod, name))
 
 
+def _sizes(path: Path) -> tuple[int, dict[str, int]]:
+    """``(lines, {function name: lines})`` of a Python file (a function's lines from ``def`` to its end, docstring
+    included; a name defined twice keeps the longer)."""
+    text = path.read_text(encoding="utf-8")
+    functions: dict[str, int] = {}
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions[node.name] = max(functions.get(node.name, 0), node.end_lineno - node.lineno + 1)
+    return text.count("\n"), functions
+
+
+def oversized(paths, *, file_lines: int, function_lines: int, root: Path) -> list[str]:
+    """Files over ``file_lines`` lines and functions over ``function_lines`` lines among ``paths``, as
+    ``"path: N lines"`` / ``"path name: N lines"`` (paths relative to ``root``)."""
+    found = []
+    for path in paths:
+        lines, functions = _sizes(path)
+        if lines > file_lines:
+            found.append(f"{path.relative_to(root)}: {lines} lines")
+        found += [f"{path.relative_to(root)} {n}: {k} lines" for n, k in functions.items() if k > function_lines]
+    return found
+
+
 def test_no_file_over_700_lines_and_no_function_over_100():
     """Rooms a newcomer can read: every module at most 700 lines, every function (docstring included) at most 100."""
-    long_files, long_functions = [], []
-    for path in (SRC / "hf_critic").rglob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        if text.count("\n") > 700:
-            long_files.append(f"{path.relative_to(SRC)}: {text.count(chr(10))} lines")
-        for node in ast.walk(ast.parse(text)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
-                long_functions.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name}")
-    assert long_files == [] and long_functions == []
+    assert oversized((SRC / "hf_critic").rglob("*.py"), file_lines=700, function_lines=100, root=SRC) == []
+
+
+REPO = SRC.parent
+#: Recipes not yet thin (issue 29 item 3 is pending for them): sized as scripts until they are.
+NOT_YET_THIN = {
+    "recipes/reward.py",  # issue 29 item 3, pending: its tokenizer / model / pair building still live in the script
+}
+#: Scripts over the caps, each with why; drop the entry when the file is split or removed.
+OVER_THE_CAPS = {
+    "recipes/smollm2-135m/train_head.py": "main is 121 lines; the reward-head work in progress removes the file",
+}
+
+
+@pytest.mark.parametrize("folder", ["recipes", "scripts", "benchmarks"])
+def test_scripts_recipes_and_benchmarks_are_sized_too(folder):
+    """The checkout's scripts are rooms too (issue 29 item 3): every file at most 700 lines, every function at most
+    100."""
+    paths = [p for p in sorted((REPO / folder).rglob("*.py")) if str(p.relative_to(REPO)) not in OVER_THE_CAPS]
+    assert paths and oversized(paths, file_lines=700, function_lines=100, root=REPO) == []
+
+
+def test_training_recipes_are_thin():
+    """The training scripts at the top of recipes/ (``accelerate launch recipes/<name>.py``) are thin, as TRL's and
+    alignment-handbook's are: under 150 lines with a ``main`` under 60; the tokenizer, model and data helpers live in
+    :mod:`hf_critic.training` (issue 29 item 3). The data-building scripts in recipes' subfolders are sized as
+    scripts."""
+    recipes = [p for p in sorted((REPO / "recipes").glob("*.py")) if str(p.relative_to(REPO)) not in NOT_YET_THIN]
+    assert "recipes/sft.py" in [str(p.relative_to(REPO)) for p in recipes]
+    fat = []
+    for path in recipes:
+        lines, functions = _sizes(path)
+        if lines >= 150 or functions.get("main", 0) >= 60:
+            fat.append(f"{path.relative_to(REPO)}: {lines} lines, main {functions.get('main', 0)} lines")
+    assert fat == []
+    assert all((REPO / name).exists() for name in NOT_YET_THIN), "a pending recipe is gone: drop it from NOT_YET_THIN"
+
+
+def test_the_size_check_finds_a_long_function(tmp_path):
+    """The check can fail: a 101-line function and a 6-line file over a 5-line cap."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(100))
+    path = tmp_path / "long.py"
+    path.write_text(f"def long():\n{body}", encoding="utf-8")
+    assert oversized([path], file_lines=700, function_lines=100, root=tmp_path) == ["long.py long: 101 lines"]
+    assert oversized([path], file_lines=5, function_lines=200, root=tmp_path) == ["long.py: 101 lines"]
