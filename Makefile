@@ -50,8 +50,10 @@ quality: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# Each script prints its figure and the ratio against a baseline measured in the same run.
+# Each script prints its figure and the ratio against a baseline measured in the same run; bench_roofline first:
+# the compute peak and memory bandwidth of this machine and each engine's share of them (issue 28).
 bench: install
+	$(PY) benchmarks/bench_roofline.py
 	$(PY) benchmarks/bench_generate.py
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_teacher.py
