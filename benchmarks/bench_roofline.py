@@ -178,7 +178,8 @@ def on_fresh(make, job) -> tuple[float, object]:
 
 
 def flatness(args, model, tokenizer, template, sizes: list[int]) -> None:
-    """Seconds per row of the read-out on the first A, B, ... rows: llama.cpp and transformers float32."""
+    """Seconds per row of the read-out on the first A, B, ... rows, llama.cpp and transformers float32, each size on
+    a fresh backend (llama.cpp would find the earlier rows' prompts in its caches)."""
     from hf_critic.backends.transformers import TransformersBackend
 
     rows, source = mt_bench_rows(max(sizes))
@@ -186,20 +187,21 @@ def flatness(args, model, tokenizer, template, sizes: list[int]) -> None:
     prefix, values = template.output.verdict_prefix, list(template.output.verdict_values())
     print(f"read-out cost per row over a run, {source}")
     engines = {
-        "transformers float32": TransformersBackend(
+        "transformers float32": lambda: TransformersBackend(
             model, tokenizer, name="bench", batch_size=args.batch, progress=False
         ),
-        "llama.cpp": llamacpp_backend(args),
+        "llama.cpp": lambda: llamacpp_backend(args),
     }
-    for name, backend in engines.items():
+    for name, make in engines.items():
         per_row = []
         for n in sizes:
-            seconds, _ = timed(lambda b=backend, n=n: b.verdict_probabilities(conversations[:n], [prefix] * n, values))
+            seconds, _ = on_fresh(
+                make, lambda b, n=n: b.verdict_probabilities(conversations[:n], [prefix] * n, values)
+            )
             per_row.append(seconds / n)
             print(f"{name:<22} {n:4d} rows {seconds:7.1f} s  {n / seconds:6.2f} rows/s  {load_line()}", flush=True)
-        print(
-            f"{name:<22} {sizes[-1]} rows took {per_row[-1] * sizes[-1] / (per_row[0] * sizes[0]):.1f}x the time of {sizes[0]}"
-        )
+        ratio = per_row[-1] * sizes[-1] / (per_row[0] * sizes[0])
+        print(f"{name:<22} {sizes[-1]} rows took {ratio:.1f}x the time of {sizes[0]}")
 
 
 def main() -> None:
