@@ -7,8 +7,8 @@ DEMO_OUT ?= outputs/demo
 # default critic follows best (README, Results), its verdicts read from its probabilities (no decoding). A reward
 # critic reads no template or decoding options (it refuses them), so none are passed to it.
 DEMO_ARGS ?= $(if $(DEMO_MODEL),,--template mtbench)
-# The demo judges with the best critic the licences allow here: the project's trained critic (a reward head on the
-# embedded model, shipped in the package). It is not the default critic: its training data (AlpacaEval, CC BY-NC 4.0;
+# The demo judges with the best critic the licences allow here: the project's trained critic (a reward model: a PEFT
+# adapter on the embedded model, shipped in the package). It is not the default critic: its training data (AlpacaEval, CC BY-NC 4.0;
 # Auto-J, no licence stated) allow non-commercial research use only, which a demo is. `make demo DEMO_MODEL=` runs
 # the untrained default critic instead.
 DEMO_MODEL ?= smollm2-135m-critic

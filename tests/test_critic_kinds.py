@@ -1,5 +1,5 @@
-"""Issue 31: nothing a critic cannot do is silently ignored. Every option a reward critic (a reward model, the shipped
-reward head) cannot honour ends in one line and exit 2 with the input intact; what it does honour (truncation, ties,
+"""Issue 31: nothing a critic cannot do is silently ignored. Every option a reward critic (a reward-model folder, the shipped
+critic as a PEFT adapter) cannot honour ends in one line and exit 2 with the input intact; what it does honour (truncation, ties,
 one pass under --swap, the reference said ignored) gives the right rows. New critic kinds add their rows here."""
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ LONG = "Four is the answer, as two plus two makes four. " * 300
 
 @pytest.fixture(scope="module")
 def kinds(tmp_path_factory):
-    """``--model`` values of each reward-critic kind: a reward-model folder and the shipped reward-head critic."""
+    """``--model`` values of each reward-critic kind: a reward-model folder and the shipped critic (a PEFT adapter)."""
     return {
         "reward model": [str(build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "model")), "--dtype", "float32"],
-        "reward head": ["smollm2-135m-critic"],
+        "shipped adapter": ["smollm2-135m-critic"],  # a PEFT adapter on the embedded model
     }
 
 
@@ -68,7 +68,7 @@ def _snapshot(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("kind", ["reward model", "reward head"])
+@pytest.mark.parametrize("kind", ["reward model", "shipped adapter"])
 @pytest.mark.parametrize(("command", "data", "extra", "words"), REFUSED, ids=[" ".join(c[2]) for c in REFUSED])
 def test_an_option_a_reward_critic_cannot_honour_is_one_line_and_exit_2(
     kinds, files, tmp_path, capsys, kind, command, data, extra, words
@@ -90,7 +90,7 @@ def test_an_option_a_reward_critic_cannot_honour_is_one_line_and_exit_2(
     assert _snapshot(files[data]) == before and not (tmp_path / "out.jsonl").exists()
 
 
-@pytest.mark.parametrize("kind", ["reward model", "reward head"])
+@pytest.mark.parametrize("kind", ["reward model", "shipped adapter"])
 def test_what_a_reward_critic_honours_gives_the_right_rows(kinds, files, tmp_path, capsys, caplog, kind):
     def run(command, data, *extra):
         out = tmp_path / f"{command}-{len(extra)}.jsonl"
@@ -146,18 +146,16 @@ def test_decoding_options_without_decoding_are_said_ignored(tiny_model_dir, tmp_
     assert "decoding options ignored" in caplog.text
 
 
-def test_a_broken_head_folder_is_named_with_its_cause(files, tmp_path, capsys):
-    """A corrupt head.json or a missing head.safetensors: one line naming the file and what is wrong with it."""
-    import shutil
+def test_a_broken_reward_critic_folder_is_named_with_its_cause(files, tmp_path, capsys, monkeypatch):
+    """A corrupt adapter_config.json, or the built-in critic installed without its data: one line naming the file
+    and what is wrong with it."""
+    import dataclasses
 
-    from hf_critic.models import TRAINED_CRITICS
+    from hf_critic import models
 
-    shipped = TRAINED_CRITICS["smollm2-135m-critic"].folder
-    corrupt, partial = tmp_path / "corrupt", tmp_path / "partial"
-    shutil.copytree(shipped, corrupt)
-    (corrupt / "head.json").write_text("{not json")
-    partial.mkdir()
-    shutil.copy2(shipped / "head.json", partial / "head.json")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "adapter_config.json").write_text("{not json")
     argv = [
         "grade",
         "--data",
@@ -168,7 +166,10 @@ def test_a_broken_head_folder_is_named_with_its_cause(files, tmp_path, capsys):
         "--no-progress",
     ]
     assert main([*argv, "--model", str(corrupt)]) == 2
-    assert f"{corrupt / 'head.json'}: not a reward head's configuration" in capsys.readouterr().err
-    assert main([*argv, "--model", str(partial)]) == 2
+    assert f"{corrupt / 'adapter_config.json'}: not valid JSON" in capsys.readouterr().err
+    name = "smollm2-135m-critic"
+    empty = dataclasses.replace(models.TRAINED_CRITICS[name], folder=tmp_path / "no-data")
+    monkeypatch.setitem(models.TRAINED_CRITICS, name, empty)
+    assert main([*argv, "--model", name]) == 2
     err = capsys.readouterr().err
-    assert "no head.safetensors" in err and "installed without its data" not in err
+    assert "adapter_config.json, adapter_model.safetensors missing" in err and "installed without its data" in err

@@ -25,15 +25,12 @@ from .parsing import ParsedCritique, parse_output
 from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
 from .reward_critic import (
-    HeadScorer,
     RewardScorer,
     compare_columns,
     grade_columns,
-    load_head,
     refuse_for_reward,
     with_tie_margin,
 )
-from .reward_head import RewardHead
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
@@ -85,12 +82,10 @@ class Critic:
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
             ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
         reward: an order-free reward critic (:class:`~hf_critic.reward_critic.RewardScorer`: a reward model, one
-            behind a server, or a reward head): every verdict then comes from rewards (pointwise: the calibrated
+            behind a server): every verdict then comes from rewards (pointwise: the calibrated
             reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.reward_model`), no text
             is generated, and every option it cannot honour (text or probability verdicts, explanations, decoding,
             rubric criteria, grammars, verdict mass, a reference) is refused with a ValueError naming it.
-        head: a trained :class:`~hf_critic.reward_head.RewardHead` on ``backend``'s model: the same as
-            ``reward=HeadScorer(head, backend)``.
         tie_margin: a reward critic's tie band in reward units, >= 0 (None: its calibration's).
 
     Raises:
@@ -120,18 +115,17 @@ class Critic:
         min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS,
         rubric: Rubric | None = None,
         score_range: tuple[int, int] | None = None,
-        head: RewardHead | None = None,
         reward: RewardScorer | None = None,
         tie_margin: float | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
-        self.reward = HeadScorer(head, backend) if head is not None else reward
+        self.reward = reward
         if self.reward is not None:
             refuse_for_reward(self.reward.kind, locals())
             self.reward.calibration = with_tie_margin(self.reward.calibration, tie_margin)
         elif tie_margin is not None:
-            raise ValueError("--tie-margin: only a reward critic (reward model or reward head) has a tie band")
+            raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
         elif constrain_verdict and not backend.supports_grammar:
             raise ValueError(
                 f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
@@ -207,17 +201,14 @@ class Critic:
         from .reward_model import RewardModel, is_reward_model
 
         trained = trained_critic(model)
-        if trained is not None and trained.head_folder:  # a reward head: its base on transformers plus its head
-            if engine not in ("auto", "transformers"):
-                raise ValueError(f"{model} reads hidden states: it runs on --engine transformers, not {engine}")
-            model, engine, kwargs["head"] = trained.base, "transformers", load_head(trained)
-        elif trained is not None or is_reward_model(model):  # a sequence-classification reward model
+        if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
                 raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
             if trained is not None:
+                model = trained.check_installed()
                 trained.note_licence()
             reward = RewardModel.from_pretrained(
-                trained.folder if trained is not None else model,
+                model,
                 dtype=dtype,
                 num_threads=num_threads,
                 trust_remote_code=trust_remote_code,

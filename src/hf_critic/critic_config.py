@@ -108,7 +108,7 @@ class CriticConfig:
         "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
         "never scored (default: hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)"))  # fmt: skip
     tie_margin: float | None = field(default=None, metadata=_help(
-        "reward critics (reward models, reward heads): a pair whose rewards differ by at most this is a tie "
+        "reward critics (reward models): a pair whose rewards differ by at most this is a tie "
         "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"))  # fmt: skip
 
     @classmethod

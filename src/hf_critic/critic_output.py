@@ -43,8 +43,7 @@ class RunStats:
             read-outs not); None otherwise.
         verdict: ``"text"``, ``"probability"`` or ``"reward"`` (an order-free reward critic): where the counted
             verdicts come from.
-        source: for ``"reward"``, which kind of reward critic (``"reward model"``, ``"served reward model"``,
-            ``"reward head"``).
+        source: for ``"reward"``, which kind of reward critic (``"reward model"``, ``"served reward model"``).
         mass: verdict mass of every read-out input (probability only).
         unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
         min_mass: the ``--min-verdict-mass`` in force.

@@ -25,30 +25,37 @@ DEFAULT_MODEL_NAME = "smollm2-135m-instruct"
 @dataclass(frozen=True)
 class TrainedCritic:
     """A critic trained by this project and shipped in the wheel (package data): a reward model as a PEFT adapter
-    (``adapter_config.json``, ``adapter_model.safetensors``, the tokenizer, ``hf_critic_reward.json``) or a reward
-    head on a base model (``head.safetensors``, ``head.json``), with its model card ``README.md``.
+    on the embedded default critic (``adapter_config.json``, ``adapter_model.safetensors``, ``hf_critic_reward.json``)
+    with its model card ``README.md``.
 
     Attributes:
         name: the ``--model`` name, e.g. ``"smollm2-135m-critic"``.
         folder: the package-data folder.
-        base: the base model (None = the embedded default critic).
         licence_note: said when it loads: what its training data allow (empty when nothing restricts it).
     """
 
     name: str
     folder: Path
-    base: str | None
     licence_note: str = ""
-
-    @property
-    def head_folder(self) -> bool:
-        """The critic is a reward head (``head.json``) rather than a reward model (a PEFT adapter folder)."""
-        return (self.folder / "head.json").is_file() or not (self.folder / "adapter_config.json").is_file()
 
     def note_licence(self) -> None:
         """Log :attr:`licence_note` as a warning (nothing when empty)."""
         if self.licence_note:
             logger.warning("%s: %s", self.name, self.licence_note)
+
+    def check_installed(self) -> Path:
+        """The folder, once its adapter is known to be there.
+
+        Raises:
+            ModelNotFoundError: the adapter files are missing (the package was installed without its data).
+        """
+        missing = [f for f in ("adapter_config.json", "adapter_model.safetensors") if not (self.folder / f).is_file()]
+        if missing:
+            raise ModelNotFoundError(
+                f"{self.name}: {', '.join(missing)} missing from {self.folder} (the package was installed without its "
+                "data; reinstall hf-critic)"
+            )
+        return self.folder
 
 
 #: Built-in trained critics, by ``--model`` name (see each folder's README.md, the model card).
@@ -56,7 +63,6 @@ TRAINED_CRITICS = {
     "smollm2-135m-critic": TrainedCritic(
         "smollm2-135m-critic",
         Path(__file__).parent / "critics" / "smollm2_135m_critic",
-        None,
         "trained on AlpacaEval GPT-4-turbo judgments (CC BY-NC 4.0) and Auto-J's GPT-4 critiques (no licence "
         "stated): for non-commercial research use only (model card: hf_critic/critics/smollm2_135m_critic/README.md)",
     ),
@@ -64,27 +70,12 @@ TRAINED_CRITICS = {
 
 
 def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
-    """The reward-head critic ``model`` names, or None (a plain model).
+    """The built-in trained critic ``model`` names (:data:`TRAINED_CRITICS`), or None.
 
-    Args:
-        model: a built-in name (:data:`TRAINED_CRITICS`), or a folder holding ``head.json`` (a head trained with
-            ``recipes/smollm2-135m/train_head.py``; its ``base`` names the base model: the embedded critic's name or
-            a model folder / Hub id). Any other value, including a folder of a built-in name without a head, is a
-            plain model.
-
-    Raises:
-        ValueError: a ``head.json`` that is not a JSON object (names the file).
+    A folder of a built-in critic's name is a model folder, not the built-in critic; any other value is a plain model
+    (a reward model folder of one's own is recognised by :func:`hf_critic.reward_model.is_reward_model`).
     """
-    if model is None:
-        return None
-    folder = Path(str(model)).expanduser()
-    if (folder / "head.json").is_file():
-        try:
-            base = json.loads((folder / "head.json").read_text()).get("base", DEFAULT_MODEL_NAME)
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
-            raise ValueError(f"{folder / 'head.json'}: not a reward head's configuration ({err})") from None
-        return TrainedCritic(str(model), folder, None if base == DEFAULT_MODEL_NAME else base)
-    if folder.exists():
+    if model is None or Path(str(model)).expanduser().exists():
         return None
     return TRAINED_CRITICS.get(str(model))
 

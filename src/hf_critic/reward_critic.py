@@ -1,12 +1,11 @@
-"""Critiques from rewards: the order-free critics (reward models, served reward models, reward heads).
+"""Critiques from rewards: the order-free critics (reward models, local or served).
 
 A reward critic scores each (question, response) alone; pointwise grading maps the reward onto the template's scale
 and pairwise comparison reads the label from the two rewards (:mod:`hf_critic.reward_model`; CritiqueLLM v2 §3.1's
-two tasks, without an explanation). Three scorers share one interface (:class:`RewardScorer`):
+two tasks, without an explanation). Two scorers share one interface (:class:`RewardScorer`):
 
 * :class:`~hf_critic.reward_model.RewardModel`: a local sequence-classification model (transformers / PEFT);
-* :class:`ServedRewardModel`: one behind vLLM's pooling endpoint (:mod:`hf_critic.backends.pooling`);
-* :class:`HeadScorer`: a reward head on a frozen causal LM (:mod:`hf_critic.reward_head`).
+* :class:`ServedRewardModel`: one behind vLLM's pooling endpoint (:mod:`hf_critic.backends.pooling`).
 
 Every reward goes through the critique cache under the scorer's identity and the exact input it scored, so a killed
 run restarted recomputes nothing it finished. The critique columns are those of the other critics: ``critique_score``
@@ -17,13 +16,10 @@ or ``critique_label``, ``critique_status``, ``critique_truncated``, the read-out
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-import numpy as np
 
 from . import schema
 from .cache import GenerationCache, cache_key
@@ -35,13 +31,11 @@ from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "HeadScorer",
     "RewardRun",
     "RewardScorer",
     "ServedRewardModel",
     "compare_columns",
     "grade_columns",
-    "load_head",
     "refuse_for_reward",
     "with_tie_margin",
     "score_responses",
@@ -56,7 +50,7 @@ class RewardScorer(Protocol):
 
     Attributes:
         name: identity of the weights (part of every cache key).
-        kind: what it is, for messages ("reward model", "served reward model", "reward head").
+        kind: what it is, for messages ("reward model", "served reward model").
         calibration: the pointwise map and tie band (:class:`~hf_critic.reward_model.RewardCalibration`).
     """
 
@@ -228,75 +222,13 @@ class ServedRewardModel:
         return self.client.rewards(list(inputs))
 
 
-class HeadScorer:
-    """A trained :class:`~hf_critic.reward_head.RewardHead` on a transformers backend's frozen model.
-
-    The head reads at most ``spec.max_question_tokens`` of the question and ``spec.max_response_tokens`` of the
-    response: a longer input is cut (reported as truncated), skipped or refused as ``--truncate`` says.
-
-    Args:
-        head: the trained head.
-        backend: a :class:`~hf_critic.backends.transformers.TransformersBackend` on the head's base model.
-    """
-
-    kind = "reward head"
-
-    def __init__(self, head, backend):
-        from .reward_head import RewardHead
-
-        self.head: RewardHead = head
-        self.backend = backend
-        # The head's own pointwise map (clip(a * r + c)) and Rao-Kupper tie band; its scale is the template's.
-        self.calibration = _HeadCalibration(head)
-        weights = hashlib.sha256(np.concatenate([head.mean, head.std, head.weight, [head.bias]]).tobytes()).hexdigest()
-        self.name = f"head:{head.base}:{head.spec.key()}:{weights[:16]}"
-
-    def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
-        """``[question, response]`` as the head reads them; cut when over the head's token budget."""
-        count = self.backend.count_tokens
-        spec = self.head.spec
-        over = count(question) > spec.max_question_tokens or count(response) > spec.max_response_tokens
-        if over and truncate == "error":
-            raise OverflowError(
-                f"over the reward head's budget of {spec.max_question_tokens} question and "
-                f"{spec.max_response_tokens} response tokens"
-            )
-        if over and truncate == "skip":
-            return None, True
-        return [question, response], over
-
-    def score(self, inputs: Sequence[Any]) -> list[float]:
-        """The head's reward of each ``[question, response]``."""
-        from .reward_head import response_features
-
-        features = response_features(
-            self.backend.model,
-            self.backend.tokenizer,
-            [tuple(x) for x in inputs],
-            self.head.spec,
-            batch_size=self.backend.batch_size,
-        )
-        return [float(r) for r in self.head.reward(np.asarray(features))]
-
-
-class _HeadCalibration:
-    """A reward head's calibration under the :class:`~hf_critic.reward_model.RewardCalibration` interface."""
-
-    def __init__(self, head):
-        self.head, self.tie_margin = head, float(head.tie_band)
-        self.source = "the head's fitted grade map"
-
-    def score(self, reward: float, scale: tuple[float, float]) -> float:
-        return float(self.head.score(np.asarray([reward]), scale)[0])
-
-
 def refuse_for_reward(kind: str, options: dict) -> None:
     """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (issue 31: nothing ignored).
 
     A reward critic honours ``template`` (its score scale), ``score_range``, ``truncate`` and ``cache_path``; the
     verdict must be ``auto`` or ``reward``; everything else must keep its default.
     """
-    if options["verdict"] not in ("auto", "reward", "head"):
+    if options["verdict"] not in ("auto", "reward"):
         raise ValueError(
             f"--verdict {options['verdict']}: a {kind}'s verdicts come from its rewards (use --verdict auto)"
         )
@@ -314,28 +246,6 @@ def refuse_for_reward(kind: str, options: dict) -> None:
             raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
 
 
-def load_head(trained):
-    """The reward head of a trained critic (:class:`hf_critic.models.TrainedCritic`), its licence note logged.
-
-    Raises:
-        hf_critic.models.ModelNotFoundError: a head file is missing (a built-in critic's: the package was installed
-            without its data).
-        ValueError: a head file that cannot be read (names the file).
-    """
-    from .models import TRAINED_CRITICS, ModelNotFoundError
-    from .reward_head import RewardHead
-
-    try:
-        head = RewardHead.load(trained.folder)
-    except FileNotFoundError as err:
-        built_in = TRAINED_CRITICS.get(trained.name) is trained
-        why = " (the package was installed without its data)" if built_in else ""
-        raise ModelNotFoundError(f"{err}{why}") from None
-    trained.note_licence()
-    head.info.setdefault("id", trained.name)
-    return head
-
-
 def with_tie_margin(calibration, tie_margin: float | None):
     """``calibration`` with its tie band replaced by ``tie_margin`` (None: unchanged).
 
@@ -346,7 +256,4 @@ def with_tie_margin(calibration, tie_margin: float | None):
         return calibration
     if tie_margin < 0:
         raise ValueError(f"--tie-margin must be >= 0, got {tie_margin}")
-    if isinstance(calibration, RewardCalibration):
-        return dataclasses.replace(calibration, tie_margin=float(tie_margin))
-    calibration.tie_margin = float(tie_margin)
-    return calibration
+    return dataclasses.replace(calibration, tie_margin=float(tie_margin))

@@ -26,6 +26,7 @@ Loading: a folder, a Hub id in the local cache, or a PEFT adapter folder (``adap
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -52,10 +53,21 @@ __all__ = [
 REWARD_CONFIG = "hf_critic_reward.json"
 
 
+def _read_json(path: Path) -> dict:
+    """A JSON object file; ValueError naming the file when it is not one."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return value
+
+
 def _config_of(folder: Path) -> dict | None:
     """The model config of ``folder`` (an adapter's base config where the folder holds an adapter), or None."""
     if (folder / "config.json").is_file():
-        return json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        return _read_json(folder / "config.json")
     return None
 
 
@@ -68,6 +80,9 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
 
     Args:
         model: ``--model`` as given (None: the embedded default critic, never a reward model).
+
+    Raises:
+        ValueError: a ``config.json`` or ``adapter_config.json`` that is not a JSON object (names the file).
     """
     if model is None:
         return False
@@ -83,7 +98,7 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
             return False
     adapter = folder / "adapter_config.json"
     if adapter.is_file():
-        return json.loads(adapter.read_text(encoding="utf-8")).get("task_type") == "SEQ_CLS"
+        return _read_json(adapter).get("task_type") == "SEQ_CLS"
     config = _config_of(folder)
     if config is None:
         return False
@@ -258,10 +273,24 @@ def _base_of_adapter(folder: Path) -> str:
     """The adapter's base model as a local path: the embedded default critic by name or by its cache folder."""
     from .models import DEFAULT_MODEL_NAME, default_model_dir, resolve_model
 
-    base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8")).get("base_model_name_or_path")
+    base = _read_json(folder / "adapter_config.json").get("base_model_name_or_path")
     if not base or base == DEFAULT_MODEL_NAME or Path(base).name == DEFAULT_MODEL_NAME and not Path(base).is_dir():
         return str(default_model_dir())
     return resolve_model(base)
+
+
+@contextlib.contextmanager
+def _quiet_transformers(quiet: bool):
+    """transformers' warnings (its load report) silenced within the block when ``quiet``."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    if quiet:
+        hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 def _fingerprint(folder: Path) -> str:
@@ -343,12 +372,13 @@ class RewardModel:
         extra = {"config": config} if config is not None else {}
         if config is not None:
             config.num_labels = 1
-        lm = AutoModelForSequenceClassification.from_pretrained(
-            base,
-            dtype=torch_dtype,
-            trust_remote_code=trust_remote_code,
-            **(extra or ({"num_labels": 1} if adapter else {})),
-        )
+        with _quiet_transformers(adapter):  # an adapter's base has no score head by design: the adapter brings it
+            lm = AutoModelForSequenceClassification.from_pretrained(
+                base,
+                dtype=torch_dtype,
+                trust_remote_code=trust_remote_code,
+                **(extra or ({"num_labels": 1} if adapter else {})),
+            )
         if adapter:
             from peft import PeftModel
 

@@ -79,7 +79,7 @@ class VerdictMode(str, enum.Enum):
     TEXT = "text"  # parsed from the generated critique
     PROBABILITY = "probability"  # read from the next-token distribution after the verdict prefix
     BOTH = "both"  # probability, with the text verdict kept in its own columns
-    REWARD = "reward"  # an order-free reward critic: reward model or reward head (hf_critic.reward_critic)
+    REWARD = "reward"  # an order-free reward critic: a reward model (hf_critic.reward_critic)
 
 
 class VerdictPlan(NamedTuple):

@@ -133,16 +133,16 @@ def _figures(result, args) -> list[str]:
     from .. import schema
     from ..meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
-    head = schema.CRITIQUE_REWARD in result.column_names  # verdicts of a reward head: named so
+    reward = schema.CRITIQUE_REWARD in result.column_names  # verdicts of a reward critic: named so
     if args.task == "grade":
         # Per-system figures and the tables come from `hf-critic meta-eval`.
         column = args.human_score or ("human_score" if "human_score" in result.column_names else None)
         if not column:
             return []
         figures = pointwise_verdict_figures(result, column, bootstrap=SUMMARY_BOOTSTRAP)
-        return figure_lines(figures, "grade", column, head=head)
+        return figure_lines(figures, "grade", column, reward=reward)
     column = args.human_label or ("label" if "label" in result.column_names else None)
     two_way = getattr(args, "two_way", "auto")
     if not column:
         return []
-    return figure_lines(pairwise_verdict_figures(result, column, two_way=two_way), "compare", column, head=head)
+    return figure_lines(pairwise_verdict_figures(result, column, two_way=two_way), "compare", column, reward=reward)

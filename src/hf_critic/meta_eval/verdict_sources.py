@@ -258,16 +258,16 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
     return out
 
 
-def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = False) -> list[str]:
+def figure_lines(figures: dict[str, Any], task: str, column: str, reward: bool = False) -> list[str]:
     """The figures of :func:`pointwise_verdict_figures` / :func:`pairwise_verdict_figures` as printed lines.
 
-    ``head``: the verdicts came from an order-free reward critic (a reward model or reward head: a ``critique_reward``
+    ``reward``: the verdicts came from an order-free reward critic (a reward model: a ``critique_reward``
     column): named "reward", not "text" (its score column) or "probability" (its distribution), and its one pass is
     not called a "first order"."""
     if task == "grade":
         lines = []
         for source, f in figures.items():
-            what = "reward" if head else f"{source} verdicts"
+            what = "reward" if reward else f"{source} verdicts"
             if source == "length":
                 what = "baseline: the answer's length in words as its score"
             line = (f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
@@ -286,9 +286,9 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, head: bool = F
                 line += f"; mode of the distribution = {column}: {100 * f['mode_accuracy']:.1f}%"
             lines.append(line)
         return lines
-    verdicts = "reward" if head else "probability"
+    verdicts = "reward" if reward else "probability"
     names = {"text": "text verdicts",
-             "probability_first_order": "reward, order-free" if head else "probability, first order",
+             "probability_first_order": "reward, order-free" if reward else "probability, first order",
              "combined": f"{verdicts}, both orders combined", "always_response_1": "baseline always 'response 1'",
              "label_prior": "baseline label prior", "longer_wins": "baseline longer wins",
              "shorter_wins": "baseline shorter wins"}  # fmt: skip

@@ -62,6 +62,7 @@ class RewardScriptArguments:
             map is fitted on after training; ``grades_scale`` their ``[low, high]``.
         lora_top_layers: LoRA adapters on the top N decoder layers only (PEFT ``layers_to_transform``; 0: all).
         score_head_only: no LoRA at all: the frozen base with its score head trained (``modules_to_save``).
+        full_top_layers: no LoRA: the top N decoder layers trained in full with the score head (``modules_to_save``).
     """
 
     dataset_name: str = field(default="outputs/judgment_data", metadata={"help": "Judgment data folder."})
@@ -79,6 +80,9 @@ class RewardScriptArguments:
     )
     score_head_only: bool = field(
         default=False, metadata={"help": "Frozen base: only the score head is trained (a PEFT modules_to_save)."}
+    )
+    full_top_layers: int = field(
+        default=0, metadata={"help": "No LoRA: the top N decoder layers are trained in full (PEFT modules_to_save)."}
     )
 
 
@@ -300,16 +304,22 @@ def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = 
 
 
 def configure_peft(peft_config, script_args: RewardScriptArguments, num_layers: int) -> None:
-    """Apply the recipe's PEFT choices: LoRA on the top layers only, or the score head alone (no LoRA).
+    """Apply the recipe's PEFT choices: LoRA on the top layers only, the top layers trained in full, or the score
+    head alone (no LoRA).
 
     Raises:
-        ValueError: ``lora_top_layers`` outside ``[0, num_layers]``.
+        ValueError: ``lora_top_layers`` or ``full_top_layers`` outside ``[0, num_layers]``.
     """
-    top = script_args.lora_top_layers
-    if not 0 <= top <= num_layers:
-        raise ValueError(f"lora_top_layers must be in [0, {num_layers}] (the model's layers), got {top}")
-    if script_args.score_head_only:
-        peft_config.target_modules = []
+    top, full = script_args.lora_top_layers, script_args.full_top_layers
+    for name, value in (("lora_top_layers", top), ("full_top_layers", full)):
+        if not 0 <= value <= num_layers:
+            raise ValueError(f"{name} must be in [0, {num_layers}] (the model's layers), got {value}")
+    if script_args.score_head_only or full:
+        from peft.utils.constants import DUMMY_TARGET_MODULES  # PEFT's "no LoRA, only modules_to_save"
+
+        peft_config.target_modules = DUMMY_TARGET_MODULES
+        full_layers = [f"model.layers.{i}" for i in range(num_layers - full, num_layers)]
+        peft_config.modules_to_save = list(dict.fromkeys([*(peft_config.modules_to_save or []), *full_layers]))
     elif top:
         if isinstance(peft_config.target_modules, str):  # "all-linear": PEFT needs names with layers_to_transform
             peft_config.target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
