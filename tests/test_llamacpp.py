@@ -275,16 +275,16 @@ def test_verdict_walk_ends_and_is_exact_where_llamacpp_sends_empty_and_repeated_
     (it looped forever on ``""``) and its verdict probabilities equal transformers' exact read-out over the same
     weights (the last-listed ``" "``, a partial character, used to replace the space and lose its mass)."""
     raw: list[list[dict]] = []
-    ask = backend.next_token_logprobs
+    chat = backend.chat
 
-    def bounded(conversation, assistant, slot=None):
-        top = ask(conversation, assistant, slot)
-        raw.append(top)
+    def bounded(bodies, desc="generating"):
+        answers = chat(bodies, desc)
+        raw.extend(a["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for a in answers)
         if len(raw) > 60:
             raise RuntimeError(f"the verdict walk did not end: {len(raw)} positions asked")
-        return top
+        return answers
 
-    monkeypatch.setattr(backend, "next_token_logprobs", bounded)
+    monkeypatch.setattr(backend, "chat", bounded)
     hi = [{"role": "user", "content": "Hi"}]
     rate = [{"role": "user", "content": "Rate the number five on a scale of 1 to 10."}]
     conversations, prefixes = [hi, rate, hi, rate], ["Rating:", "Rating:", "[[", "Rating: [[5]]"]

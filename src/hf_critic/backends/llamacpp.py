@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import signal
 import threading
 import urllib.request
@@ -339,79 +338,29 @@ class LlamaCppBackend(Backend):
         probabilities, before sampling), and :func:`hf_critic.verdicts.walk_top_logprobs` extends multi-token
         verdicts (``"10"``) with further requests. Verdicts outside the top-k are reported unseen (probability 0).
 
-        Each row's walk runs to its end on one slot (``id_slot``), ``parallel`` rows at a time: the walk's further
-        requests then find the row's prompt in that slot's KV cache and prefill one token each, and the template's
-        shared prefix stays cached from the slot's previous row. (Issue 28: walked round by round over all rows, a
-        row's extension went to whichever slot was free and re-read its prompt or a copy of it from the host-memory
-        prompt cache.)
-
-        Args:
-            conversations: the prompts, one per row.
-            continuations: the assistant text after which each row's verdict is read (e.g. ``"Rating: [["``).
-            verdicts: the allowed verdict strings.
-
-        Returns:
-            One :class:`VerdictReadout` per row, in input order.
-
         Raises:
             ValueError: not one continuation per conversation.
             RuntimeError: an error answered by llama.cpp.
         """
         if len(continuations) != len(conversations):
             raise ValueError("verdict_probabilities needs one continuation per conversation")
-        from tqdm.auto import tqdm
+        config = DecodingConfig(max_new_tokens=1)
 
-        slots: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for slot in range(self.parallel):
-            slots.put(slot)
-        bar = tqdm(total=len(conversations), unit="verdict", disable=not self.progress, desc="reading verdicts")
+        def next_tokens(positions: Sequence[tuple[int, str]]) -> list[list[dict[str, Any]]]:
+            bodies = [
+                llamacpp_request(
+                    [*conversations[row], {"role": "assistant", "content": continuations[row] + text}],
+                    config,
+                    top_logprobs=self.top_logprobs,
+                )
+                for row, text in positions
+            ]
+            answers = self.chat(bodies, "reading verdicts")
+            # the entries as llama.cpp sends them (token, logprob, bytes, id): several tokens share one string (a
+            # partial character is written without its bytes), so only the walk's top_k_table can tell them apart
+            return [a["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for a in answers]
 
-        def walk(row: int) -> VerdictReadout:
-            slot = slots.get()
-            try:
-                ask = lambda positions: [  # noqa: E731
-                    self.next_token_logprobs(conversations[row], continuations[row] + text, slot)
-                    for _, text in positions
-                ]
-                readout = walk_top_logprobs(ask, 1, verdicts)[0]
-            finally:
-                slots.put(slot)
-            bar.update(1)
-            return readout
-
-        with ThreadPoolExecutor(self.parallel) as pool:
-            readouts = list(pool.map(walk, range(len(conversations))))
-        bar.close()
-        return readouts
-
-    def next_token_logprobs(self, conversation: Messages, assistant: str, slot: int | None = None) -> list[dict]:
-        """The :attr:`top_logprobs` most likely next tokens after ``conversation`` with the assistant turn prefilled
-        by ``assistant``, as llama.cpp sends them (``token``, ``logprob``, ``bytes``, ``id``; several tokens can
-        share one string, a partial character being written without its bytes).
-
-        Args:
-            conversation: the prompt.
-            assistant: the prefilled start of the assistant turn.
-            slot: the llama.cpp slot to run on (its cached prompt is reused), or None for any free slot.
-
-        Returns:
-            ``top_logprobs`` entries, most likely first.
-
-        Raises:
-            RuntimeError: an error answered by llama.cpp.
-        """
-        body = llamacpp_request(
-            [*conversation, {"role": "assistant", "content": assistant}],
-            DecodingConfig(max_new_tokens=1),
-            top_logprobs=self.top_logprobs,
-        )
-        if slot is not None:
-            body["id_slot"] = slot
-        answer = self.server.handle_chat_completions(body)
-        if "error" in answer:
-            error = answer["error"]
-            raise RuntimeError(f"llama.cpp ({self.path.name}): {error.get('message', error)}")
-        return answer["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+        return walk_top_logprobs(next_tokens, len(conversations), verdicts)
 
     def close(self) -> None:
         """Stop llama.cpp's server and free the model (idempotent)."""
