@@ -10,8 +10,8 @@ from hf_critic.tiny_models import build_tiny_reward_model
 from hf_critic.training.reward import RewardScriptArguments, configure_peft
 
 
-def _trained(tmp_path, **choices) -> set[str]:
-    """Names of the trainable parameters' modules (layer index and module) after the recipe's PEFT choices."""
+def _trained(tmp_path, **choices) -> tuple[set[tuple[str, str]], int]:
+    """The trainable parameters as (module, "lora" | "full") after the recipe's PEFT choices, and the layer count."""
     model = AutoModelForSequenceClassification.from_pretrained(build_tiny_reward_model(tmp_path / "rm"))
     layers = model.config.num_hidden_layers
     config = LoraConfig(task_type="SEQ_CLS", r=4, target_modules="all-linear")
