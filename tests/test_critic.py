@@ -166,10 +166,12 @@ def test_cache_makes_reruns_free_and_resumes(tmp_path):
     Critic(backend, template="mtbench", cache_path=cache).grade(POINT[:2])
     assert backend.calls == 2
     critic = Critic(backend, template="mtbench", cache_path=cache)
-    out = critic.grade(POINT)  # two finished, one new
+    out, stats = critic.grade(POINT, return_stats=True)  # two finished, one new; the counts come with the result
     assert backend.calls == 3
-    assert critic.last_stats.cached == 2
+    assert stats.cached == 2 and stats.total == 3 and critic.last_stats is stats
     assert out[schema.CRITIQUE_SCORE] == [9.0, 2.0, None]
+    again = critic.grade(POINT, return_stats=True)
+    assert again.stats.cached == 3 and again.critiques[schema.CRITIQUE_SCORE] == out[schema.CRITIQUE_SCORE]
     # Another decoding configuration is another cache entry.
     Critic(backend, template="mtbench", cache_path=cache, decoding=DecodingConfig(strategy="beam")).grade(POINT[:1])
     assert backend.calls == 4

@@ -107,7 +107,7 @@ class Backend:
 
 
 def test_the_cache_acceptance_rule_re_asks_bad_entries_and_keeps_cut_off_ones(tmp_path):
-    from hf_critic.cache import generate_through_cache
+    from hf_critic.backends.cached import CachedBackend
 
     cache = GenerationCache(tmp_path / "c.sqlite")
     decoding = DecodingConfig()
@@ -121,10 +121,10 @@ def test_the_cache_acceptance_rule_re_asks_bad_entries_and_keeps_cut_off_ones(tm
     )
     check = lambda text: None if re.search(r"\[\[\d+\]\]", text) else "unparsed"  # noqa: E731
     backend = Backend({"a": ("Rating: [[7]]", False), "b": ("x", False), "c": ("x", False)})
-    made = generate_through_cache(backend, conversations, decoding, cache, check=check)
+    made = CachedBackend(backend, cache).generate(conversations, decoding, check=check)
     assert made.texts == [["Rating: [[7]]"], ["Rating: [[4]]"], ["Rati"]] and backend.asked == ["a"]
     assert (made.cached, made.reasked) == (2, 1) and made.cut_off == [[False], None, [True]]
     assert cache.get(key["a"]) == {"texts": ["Rating: [[7]]"], "cut_off": [False]}  # replaced
     # without a check every stored entry is read back, whatever it holds (local engines)
-    plain = generate_through_cache(backend, conversations, decoding, cache)
+    plain = CachedBackend(backend, cache).generate(conversations, decoding)
     assert plain.cached == 3 and plain.reasked == 0 and backend.asked == ["a"]

@@ -15,8 +15,18 @@ import datasets
 
 from . import schema
 from .backends.base import Backend
-from .cache import GenerationCache, Generations, cache_key, generate_through_cache
-from .critic_output import Judged, RunStats, distribution_columns, pairwise_columns, run_stats
+from .backends.cached import CachedBackend, Generations
+from .cache import GenerationCache, cache_key
+from .critic_output import (
+    CritiqueRun,
+    Judged,
+    RunStats,
+    add_columns,
+    as_dataset,
+    distribution_columns,
+    pairwise_columns,
+    run_stats,
+)
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
@@ -247,8 +257,13 @@ class Critic:
 
     # ----------------------------------------------------------------------------------- public API
     def grade(
-        self, records: datasets.Dataset | Sequence[Mapping], *, referenced: bool | None = None, source: str = "data"
-    ) -> datasets.Dataset:
+        self,
+        records: datasets.Dataset | Sequence[Mapping],
+        *,
+        referenced: bool | None = None,
+        source: str = "data",
+        return_stats: bool = False,
+    ) -> datasets.Dataset | CritiqueRun:
         """Pointwise grading: a score (float in the template's range, e.g. [1, 10]) and explanation per response.
 
         Args:
@@ -256,9 +271,12 @@ class Critic:
             referenced: force the referenced (True) or reference-free (False) setting; None = referenced
                 exactly when a ``reference`` column is present.
             source: name of the data used in error messages.
+            return_stats: also return the run's counts (parsed, unparsed, truncated, cached, ...).
 
         Returns:
-            The input rows plus ``critique_score``, ``critique_explanation``, ``critique_generation``,
+            With ``return_stats``, a :class:`~hf_critic.critic_output.CritiqueRun` ``(critiques, stats)``; else the
+            critiques alone (the same counts are then in ``critic.last_stats`` until the next call). The critiques are
+            the input rows plus ``critique_score``, ``critique_explanation``, ``critique_generation``,
             ``critique_status``, ``critique_dimensions`` (JSON or None), ``critique_truncated`` and, under
             self-consistency, ``critique_samples``. Unparsed rows have score None and status
             ``unparsed`` / ``out_of_range``; they are never given a default score.
@@ -267,9 +285,9 @@ class Critic:
             RecordError: a missing column or empty field (names the row and field).
             ContextLengthError: an input too long for the model with ``truncate="error"``.
         """
-        dataset = _as_dataset(records)
+        dataset = as_dataset(records)
         if self.reward is not None:
-            return self._grade_with_rewards(dataset, referenced, source)
+            return self._result(dataset, *self._grade_with_rewards(dataset, referenced, source), return_stats)
         setting = schema.Setting(schema.Task.POINTWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
@@ -299,8 +317,7 @@ class Critic:
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
             columns.update(distribution_columns(verdicts))
             stats = self._probability_stats(verdicts, truncated, judged, text=stats)
-        self.last_stats = stats
-        return _add_columns(dataset, columns)
+        return self._result(dataset, columns, stats, return_stats)
 
     def compare(
         self,
@@ -309,7 +326,8 @@ class Critic:
         referenced: bool | None = None,
         swap: bool = False,
         source: str = "data",
-    ) -> datasets.Dataset:
+        return_stats: bool = False,
+    ) -> datasets.Dataset | CritiqueRun:
         """Pairwise comparison: a label (0 = response 1 better, 1 = response 2 better, 2 = tie) and explanation.
 
         Args:
@@ -318,9 +336,11 @@ class Critic:
             swap: also judge every pair with the responses in swapped order (position bias, CritiqueLLM v2
                 §4.4.2); the swapped verdict is mapped back to the original order.
             source: name of the data used in error messages.
+            return_stats: as in :meth:`grade`.
 
         Returns:
-            The input rows plus ``critique_label`` (int or None), ``critique_explanation``,
+            As in :meth:`grade` (:class:`~hf_critic.critic_output.CritiqueRun` with ``return_stats``); the critiques
+            are the input rows plus ``critique_label`` (int or None), ``critique_explanation``,
             ``critique_generation``, ``critique_status``, ``critique_truncated`` and, with ``swap``,
             ``critique_label_swapped`` (mapped back), ``critique_generation_swapped``,
             ``critique_status_swapped`` and ``critique_consistent`` (None when either order is unparsed).
@@ -328,9 +348,9 @@ class Critic:
         Raises:
             RecordError, ContextLengthError: as in :meth:`grade`.
         """
-        dataset = _as_dataset(records)
+        dataset = as_dataset(records)
         if self.reward is not None:
-            return self._compare_with_rewards(dataset, referenced, swap, source)
+            return self._result(dataset, *self._compare_with_rewards(dataset, referenced, swap, source), return_stats)
         setting = schema.Setting(schema.Task.PAIRWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
@@ -371,28 +391,33 @@ class Critic:
                     columns[schema.text_column(name)] = columns[name]
             columns.update(pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
             stats = self._probability_stats(judged.verdicts, truncated, judged, text=stats)
+        return self._result(dataset, columns, stats, return_stats)
+
+    def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool):
         self.last_stats = stats
-        return _add_columns(dataset, columns)
+        critiques = add_columns(dataset, columns)
+        return CritiqueRun(critiques, stats) if return_stats else critiques
 
     # ----------------------------------------------------------------------------------- reward critics
     def _grade_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, source: str):
-        """Pointwise grading by rewards (:func:`hf_critic.reward_critic.grade_columns`) on the template's scale."""
+        """Pointwise grading by rewards (:func:`hf_critic.reward_critic.grade_columns`) on the template's scale:
+        ``(columns, stats)``."""
         template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
         if template.output.kind != "score":
             raise ValueError(f"template {template.name!r} does not grade on a score scale")
-        columns, self.last_stats = self._reward_call(
+        return self._reward_call(
             grade_columns, source, dataset[schema.QUESTION], dataset[schema.RESPONSE], template.output.score_range
         )
-        return _add_columns(dataset, columns)
 
     def _compare_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
-        """Pairwise comparison by rewards (:func:`hf_critic.reward_critic.compare_columns`): order-free."""
+        """Pairwise comparison by rewards (:func:`hf_critic.reward_critic.compare_columns`), order-free:
+        ``(columns, stats)``."""
         if self.template != DEFAULT_FAMILY:
             raise ValueError(
                 f"--template {self.template}: a {self.reward.kind} compares by rewards and reads no template"
             )
         self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
-        columns, self.last_stats = self._reward_call(
+        return self._reward_call(
             compare_columns,
             source,
             dataset[schema.QUESTION],
@@ -400,7 +425,6 @@ class Critic:
             dataset[schema.RESPONSE_2],
             swap=swap,
         )
-        return _add_columns(dataset, columns)
 
     def _reward_setting(self, dataset, task: schema.Task, referenced: bool | None, source: str) -> PromptTemplate:
         """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
@@ -604,8 +628,8 @@ class Critic:
             return None if status is schema.ParseStatus.OK else status.value
 
         reask = hasattr(self.backend, "generate_checked") and self.plan.parses_text and not self.constrain_verdict
-        made = generate_through_cache(
-            self.backend, conversations, self.decoding, self.cache, check=check if reask else None
+        made = CachedBackend(self.backend, self.cache).generate(
+            conversations, self.decoding, check=check if reask else None
         )
         fresh = sum(c is not None for c in conversations) - made.cached
         if fresh:
@@ -653,23 +677,8 @@ def _continuation(explanation: str, prefix: str) -> str:
     return f"{explanation}\n\n{prefix}" if explanation else prefix
 
 
-def _as_dataset(records) -> datasets.Dataset:
-    if isinstance(records, datasets.Dataset):
-        return records
-    return datasets.Dataset.from_list([dict(r) for r in records])
-
-
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:
     return schema.REFERENCE in dataset.column_names if referenced is None else referenced
-
-
-def _add_columns(dataset: datasets.Dataset, columns: dict[str, list]) -> datasets.Dataset:
-    existing = [c for c in columns if c in dataset.column_names]
-    if existing:  # re-grading a file that already holds critiques: the new ones replace the old
-        dataset = dataset.remove_columns(existing)
-    for name, values in columns.items():
-        dataset = dataset.add_column(name, values)
-    return dataset
 
 
 def _check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+import datasets
 import numpy as np
 
 from . import schema
@@ -110,6 +112,19 @@ class RunStats:
         return line + (f"; text verdicts: {self.text.summary()}" if self.text else "")
 
 
+class CritiqueRun(NamedTuple):
+    """What :meth:`hf_critic.Critic.grade` / :meth:`~hf_critic.Critic.compare` return with ``return_stats=True``:
+    the run's statistics with its result, not through the critic's state.
+
+    Attributes:
+        critiques: the input rows plus the critique columns.
+        stats: the :class:`RunStats` of that call.
+    """
+
+    critiques: datasets.Dataset
+    stats: RunStats
+
+
 def _json(distribution: dict | None) -> str | None:
     return None if distribution is None else json.dumps({k: round(p, 6) for k, p in distribution.items()})
 
@@ -202,3 +217,21 @@ def run_stats(parsed: list[ParsedCritique], truncated: list[bool], judged: Judge
     for p in parsed:
         stats.count(p.status)
     return stats
+
+
+def as_dataset(records) -> datasets.Dataset:
+    """``records`` (a Dataset, or a sequence of mappings) as a :class:`datasets.Dataset`."""
+    if isinstance(records, datasets.Dataset):
+        return records
+    return datasets.Dataset.from_list([dict(r) for r in records])
+
+
+def add_columns(dataset: datasets.Dataset, columns: dict[str, list]) -> datasets.Dataset:
+    """``dataset`` plus ``columns`` (``{name: one value per row}``); a column it already has is replaced (re-grading a
+    file that already holds critiques: the new ones replace the old)."""
+    existing = [c for c in columns if c in dataset.column_names]
+    if existing:
+        dataset = dataset.remove_columns(existing)
+    for name, values in columns.items():
+        dataset = dataset.add_column(name, values)
+    return dataset

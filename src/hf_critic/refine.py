@@ -9,7 +9,7 @@ mean of the judge's scores, with the win / tie / lose of each rewrite against it
 rate. A judge verdict that did not parse (or, read as a probability, carried too little mass) is counted and left out
 of every mean and comparison, never replaced by a score.
 
-Every generation (critic, generator, judge) goes through the same SQLite cache (:func:`hf_critic.cache.cached_generate`),
+Every generation (critic, generator, judge) goes through the same SQLite cache (:class:`hf_critic.backends.cached.CachedBackend`),
 so a killed run started again repeats no finished generation; :attr:`RefineResult.cache` counts the hits per stage.
 """
 
@@ -26,7 +26,8 @@ from typing import Any
 import datasets
 
 from . import schema
-from .cache import GenerationCache, cached_generate
+from .backends.cached import CachedBackend
+from .cache import GenerationCache
 from .critic import Critic
 from .decoding import DecodingConfig
 from .io import RecordError, check_fields
@@ -207,10 +208,10 @@ def _critique(critic: Critic, questions: list[str], responses: list[str | None],
     data = datasets.Dataset.from_dict(
         {schema.QUESTION: [questions[i] for i in keep], schema.RESPONSE: [responses[i] for i in keep]}
     )
-    graded = critic.grade(data, referenced=False, source=source)
+    graded, stats = critic.grade(data, referenced=False, source=source, return_stats=True)
     for i, row in zip(keep, graded, strict=True):
         out[i] = row
-    return out, critic.last_stats.cached
+    return out, stats.cached
 
 
 def _judge(judge: Critic, rows: list[dict], source: str) -> int:
@@ -223,8 +224,10 @@ def _judge(judge: Critic, rows: list[dict], source: str) -> int:
         columns = {schema.QUESTION: [r["question"] for r in mine], schema.RESPONSE: [r["response"] for r in mine]}
         if referenced:
             columns[schema.REFERENCE] = [r["reference"] for r in mine]
-        graded = judge.grade(datasets.Dataset.from_dict(columns), referenced=referenced, source=source)
-        cached += judge.last_stats.cached
+        graded, stats = judge.grade(
+            datasets.Dataset.from_dict(columns), referenced=referenced, source=source, return_stats=True
+        )
+        cached += stats.cached
         for r, g in zip(mine, graded, strict=True):
             ok = g[schema.CRITIQUE_STATUS] == schema.ParseStatus.OK.value
             r.update(
@@ -331,9 +334,9 @@ def refine(
                 else prompt.messages({"question": questions[i], "response": current[i], "critique": text})
                 for i, text in enumerate(feedback)
             ]
-            generations, cached = cached_generate(generator, conversations, decoding, cache)
-            counts["rewrite"].add(sum(c is not None for c in conversations), cached)
-            rewrites = [None if g is None else g[0].strip() for g in generations]
+            made = CachedBackend(generator, cache).generate(conversations, decoding)
+            counts["rewrite"].add(sum(c is not None for c in conversations), made.cached)
+            rewrites = [None if g is None else g[0].strip() for g in made.texts]
             skipped = schema.ParseStatus.SKIPPED.value
             rows += [
                 row(i, name, round_, rewrites[i], critiqued=current[i], critique=feedback[i],

@@ -102,12 +102,13 @@ def run(args: argparse.Namespace) -> int:
     critic = critic_from_args(args, args.model, inputs=prompts * decoding_from_args(args).num_return_sequences)
     started = time.perf_counter()
     if args.task == "grade":
-        result = critic.grade(records, referenced=args.referenced, source=args.data)
+        result, stats = critic.grade(records, referenced=args.referenced, source=args.data, return_stats=True)
     else:
-        result = critic.compare(records, referenced=args.referenced, swap=args.swap, source=args.data)
+        result, stats = critic.compare(
+            records, referenced=args.referenced, swap=args.swap, source=args.data, return_stats=True
+        )
     elapsed = time.perf_counter() - started
     save_records(result, args.output)
-    stats = critic.last_stats
     print(f"wrote {len(result)} rows to {args.output} in {elapsed:.1f} s")
     print(f"critiques: {stats.summary()}")
     for line in _figures(result, args):

@@ -284,13 +284,13 @@ def _critic_runs(args, benchmarks):
         critic = critic_from_args(args, model)
         for name, data, _ in benchmarks:
             if "response_1" in data.column_names:
-                critique = critic.compare(data, swap=args.swap, source=name)
+                critique, stats = critic.compare(data, swap=args.swap, source=name, return_stats=True)
             else:
-                critique = critic.grade(data, source=name)
+                critique, stats = critic.grade(data, source=name, return_stats=True)
             path = save_records(
                 critique, Path(args.output_dir) / "critiques" / _slug(critic_name) / f"{_slug(name)}.jsonl"
             )
-            print(f"{critic_name} on {name}: {critic.last_stats.summary()} -> {path}")
+            print(f"{critic_name} on {name}: {stats.summary()} -> {path}")
             runs.append((critic_name, name, critique))
     return runs
 

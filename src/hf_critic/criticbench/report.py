@@ -18,7 +18,7 @@ from typing import Any
 
 import datasets
 
-from ..cache import cached_generate
+from ..backends.cached import CachedBackend
 from ..io import RecordError
 from .loaders import load_criticbench, load_criticbench_predictions
 from .scoring import consistency_by_task, objective_scores, parse_rates
@@ -107,10 +107,10 @@ def answer_prompts(backend, decoding, cache, prompts: datasets.Dataset) -> tuple
         answers came from the cache.
     """
     conversations = [[{"role": "user", "content": m}] for m in prompts["message"]]
-    generations, cached = cached_generate(backend, conversations, decoding, cache)
-    answers = [texts[0] for texts in generations]
+    made = CachedBackend(backend, cache).generate(conversations, decoding)
+    answers = [texts[0] for texts in made.texts]
     predictions = prompts.add_column("origin_prompt", list(prompts["message"])).add_column("prediction", answers)
-    return predictions, cached
+    return predictions, made.cached
 
 
 def write_predictions(predictions: datasets.Dataset, folder: str | os.PathLike) -> Path:

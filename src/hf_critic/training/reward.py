@@ -43,8 +43,12 @@ __all__ = [
     "RewardScriptArguments",
     "ThroughputCallback",
     "fit_calibration",
+    "get_pairs",
+    "get_tokenizer_and_model",
+    "get_trainer",
     "preference_pairs",
     "reward_metrics",
+    "save_reward_model",
 ]
 
 
@@ -427,3 +431,106 @@ def point_adapter_at_base(folder: str, name: str) -> None:
         config = json.loads(path.read_text(encoding="utf-8"))
         config["base_model_name_or_path"] = DEFAULT_MODEL_NAME
         path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------------- the recipe's steps
+def get_tokenizer_and_model(model_args, training_args):
+    """The recipe's tokenizer and one-label sequence classifier (:func:`load_base`), with a pad token (the EOS token
+    when the tokenizer has none) set on both.
+
+    Args:
+        model_args: TRL's ``ModelConfig`` (``model_name_or_path``: a local folder, a cached Hub id or ``default``;
+            ``dtype``).
+        training_args: TRL's ``RewardConfig`` (``trust_remote_code``).
+
+    Returns:
+        ``(tokenizer, model)``.
+
+    Raises:
+        hf_critic.models.ModelNotFoundError: the model is not on this machine.
+    """
+    from transformers import AutoTokenizer
+
+    path = base_model_path(model_args.model_name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training_args.trust_remote_code)
+    model = load_base(path, dtype=model_args.dtype, trust_remote_code=training_args.trust_remote_code)
+    tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
+    model.config.pad_token_id = tokenizer.pad_token_id
+    return tokenizer, model
+
+
+def get_pairs(
+    script_args: RewardScriptArguments, tokenizer, training_args, logger=None
+) -> dict[str, datasets.Dataset]:
+    """``{"train": ..., "validation": ...}`` preference rows (:func:`load_pairs` then :func:`preference_pairs`, cut
+    to ``training_args.max_length`` as the critic cuts), each split's size and cut count logged.
+
+    Raises:
+        FileNotFoundError, ValueError: as :func:`load_pairs`.
+    """
+    data = load_pairs(script_args, seed=training_args.seed)
+    pairs = {
+        split: preference_pairs(
+            rows, tokenizer, training_args.max_length, source=f"{script_args.dataset_name}:{split}"
+        )
+        for split, rows in data.items()
+    }
+    for split, rows in pairs.items():
+        if logger is not None:
+            logger.info(
+                f"{split}: {len(rows)} pairs, {sum(rows['truncated'])} cut to {training_args.max_length} tokens"
+            )
+    return pairs
+
+
+def get_trainer(
+    model, tokenizer, pairs: dict[str, datasets.Dataset], training_args, peft_config
+) -> CriticRewardTrainer:
+    """A :class:`CriticRewardTrainer` over ``pairs`` with the length-keeping collator, :func:`reward_metrics` at every
+    evaluation and a :class:`ThroughputCallback` (pairs/h, peak RSS, load average)."""
+    from trl.trainer.reward_trainer import DataCollatorForPreference
+
+    trainer = CriticRewardTrainer(
+        model=model,
+        args=training_args,
+        train_dataset=pairs["train"],
+        eval_dataset=pairs.get("validation"),
+        processing_class=tokenizer,
+        data_collator=LengthCollator(DataCollatorForPreference(pad_token_id=tokenizer.pad_token_id)),
+        compute_metrics=reward_metrics,
+        peft_config=peft_config,
+    )
+    args = training_args
+    trainer.add_callback(
+        ThroughputCallback(args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size)
+    )
+    return trainer
+
+
+def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, tokenizer, logger=None) -> None:
+    """Save the trained model (a PEFT adapter with its score head when PEFT was used), its calibration
+    (``hf_critic_reward.json``: :func:`calibrate`), the adapter's base by name (:func:`point_adapter_at_base`) and
+    ``training_summary.json`` (best checkpoint and metric, every evaluation, train pairs, calibration source) in
+    ``output_dir``; the calibration and summary on the main process only."""
+    import json
+
+    args = trainer.args
+    trainer.save_model(args.output_dir)
+    if not trainer.accelerator.is_main_process:
+        return
+    calibration = calibrate(trainer, script_args, tokenizer, args.max_length)
+    calibration.save(args.output_dir)
+    point_adapter_at_base(args.output_dir, model_args.model_name_or_path)
+    state = trainer.state
+    summary = {
+        "best_checkpoint": state.best_model_checkpoint,
+        "best_metric": state.best_metric,
+        "evaluations": [log for log in state.log_history if "eval_within_question_accuracy" in log],
+        "train_pairs": len(trainer.train_dataset),
+        "calibration": calibration.source,
+    }
+    with open(os.path.join(args.output_dir, "training_summary.json"), "w") as handle:
+        json.dump(summary, handle, indent=2, default=float)
+    if logger is not None:
+        logger.info(f"best validation within-question accuracy {state.best_metric}; saved {args.output_dir}")
+        logger.info(f"pointwise map: {calibration.source}; tie band {calibration.tie_margin:.3f}")
