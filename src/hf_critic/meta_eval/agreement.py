@@ -59,7 +59,7 @@ import numpy as np
 
 from hf_critic.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED, normalize_labels, swap_codes
 
-from .correlation import _factorize
+from .grouped import _factorize
 
 __all__ = [
     "UNPARSED_POLICIES",

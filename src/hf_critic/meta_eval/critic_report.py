@@ -7,7 +7,7 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
   each critic's pointwise grades against human scores, one column group per dataset (e.g. AlignBench
   referenced and reference-free);
 * **within-question pairwise accuracy** of pointwise grades (does the critic score a question's better answer
-  above its worse one? :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`), beside text-level and
+  above its worse one? :func:`~hf_critic.meta_eval.within_question.within_question_accuracy`), beside text-level and
   row-level (pooled) correlation;
 * **Table 3 layout** (v2 §4.4.2): agreement and consistency of pairwise verdicts under order swap, per dataset;
   where the human labels have no tie, also the **two-way accuracy** (response 1 or response 2, the tie option

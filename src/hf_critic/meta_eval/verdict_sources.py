@@ -5,8 +5,9 @@ A critique file written with ``--verdict probability`` or ``both`` carries, besi
 was read from (:mod:`hf_critic.verdicts`). This module puts the verdict sources of one file side by side:
 
 * pointwise grading: pooled Pearson / Spearman / Kendall of the expected score and of the text score with the human
-  scores, their within-question pairwise accuracy (:func:`~hf_critic.meta_eval.correlation.within_question_accuracy`),
-  and the accuracy of the distribution's mode where the human scores lie on the critic's scale;
+  scores, their within-question pairwise accuracy
+  (:func:`~hf_critic.meta_eval.within_question.within_question_accuracy`), and the accuracy of the distribution's
+  mode where the human scores lie on the critic's scale;
 * pairwise comparison (CritiqueLLM v2 §4.4.2, Auto-J's protocol): agreement, consistency and first-order-only
   agreement of the text verdicts and of the first-order probability verdicts, the agreement of the combined
   distribution (both orders averaged before deciding, Wang et al. 2025 §3.2), next to the always-"response 1" and
@@ -27,8 +28,9 @@ import numpy as np
 from .. import schema
 from ..labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
-from .correlation import critique_correlation, within_question_accuracy
+from .correlation import critique_correlation
 from .length import pairwise_baselines, pointwise_length_baseline
+from .within_question import within_question_accuracy
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
 
@@ -111,7 +113,7 @@ def pointwise_verdict_figures(
         column. ``pearson`` / ``spearman`` / ``kendall`` are pooled
         (row-level: all rows one sample, in [-1, 1]); with query ids, ``text_pearson`` is the text-level Pearson
         (mean over the ``n_queries_used`` queries, CritiqueLLM v2 §4.4.1); the within-question
-        accuracy (in [0, 1], :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`) orders every pair of
+        accuracy (in [0, 1], :func:`~hf_critic.meta_eval.within_question.within_question_accuracy`) orders every pair of
         one query's responses with different human scores, a critic tie counting half; ``ci``:
         ``{"within_question_accuracy": [low, high]}`` with ``bootstrap``. ``mode_accuracy`` (share of rows whose
         most probable verdict equals the human score) only when every human score is one of the allowed verdicts.
