@@ -9,7 +9,7 @@ Two small HTTP servers on ``127.0.0.1`` (standard library only, one thread per c
   429, 500, a garbage body, or only after a delay instead: the failures a long Eval-Instruct run meets
   against a paid API; and, as :data:`CONTENT_FAULTS`, well-formed 200 answers whose text is garbage
   (``"garbled"``) or cut off with ``finish_reason: "length"`` (``"length"``): bad answers that look like good ones. It logs every request with the ``X-HF-Critic-Cache-Key`` and ``X-HF-Critic-Stage``
-  headers that :class:`hf_critic.backends.openai.OpenAIClient` sends, so a test can tell which work was
+  headers that :class:`hf_critic.backends.openai_client.OpenAIClient` sends, so a test can tell which work was
   requested again after a restart.
 
 The stub runs on asyncio, the proxy on threads. Both bind to an ephemeral port by default and are context managers; leaving the block shuts them down.

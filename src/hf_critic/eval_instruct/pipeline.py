@@ -27,7 +27,7 @@ from typing import Any
 import datasets
 
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
-from ..backends.openai import OpenAIClient
+from ..backends.openai_client import OpenAIClient
 from ..cache import GenerationCache
 from ..grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
@@ -204,8 +204,8 @@ def make_client(
     seed: int = 0,
     stage_params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> OpenAIClient:
-    """An :class:`~hf_critic.backends.openai.OpenAIClient` for an endpoint of the recipe (``stage_params``: see
-    :class:`~hf_critic.backends.openai.OpenAIClient`)."""
+    """An :class:`~hf_critic.backends.openai_client.OpenAIClient` for an endpoint of the recipe (``stage_params``: see
+    :class:`~hf_critic.backends.openai_client.OpenAIClient`)."""
     return OpenAIClient(
         endpoint.base_url,
         endpoint.model,
