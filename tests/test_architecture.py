@@ -206,6 +206,12 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.eval_instruct:swap_critique",
         "hf_critic.loaders.selfeval:precomputed_table",  # -> hf_critic.meta_eval.selfeval
         "hf_critic.meta_eval.critic_report:RunResult",  # -> hf_critic.meta_eval.run_result (issue 29 item 4: no cycle)
+        # issue 29 item 6, split by idea:
+        "hf_critic.meta_eval.correlation:grouped_correlations",  # -> hf_critic.meta_eval.grouped
+        "hf_critic.meta_eval.correlation:GroupedCorrelation",
+        "hf_critic.meta_eval.correlation:KENDALL_PAIRWISE_MAX_GROUP",
+        "hf_critic.meta_eval.correlation:within_question_accuracy",  # -> hf_critic.meta_eval.within_question
+        "hf_critic.backends.openai:OpenAIClient",  # -> hf_critic.backends.openai_client
     ],
 )
 def test_moved_names_are_gone_from_their_old_homes(old):
@@ -222,13 +228,22 @@ def test_moved_names_are_gone_from_their_old_homes(old):
 
 
 def _sizes(path: Path) -> tuple[int, dict[str, int]]:
-    """``(lines, {function name: lines})`` of a Python file (a function's lines from ``def`` to its end, docstring
-    included; a name defined twice keeps the longer)."""
+    """``(lines, {function: lines})`` of a Python file: a function's lines from ``def`` to its end, docstring included,
+    named by its qualified name (``Class.method``, ``outer.inner``); a name defined twice keeps the longer."""
     text = path.read_text(encoding="utf-8")
     functions: dict[str, int] = {}
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[node.name] = max(functions.get(node.name, 0), node.end_lineno - node.lineno + 1)
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    functions[name] = max(functions.get(name, 0), child.end_lineno - child.lineno + 1)
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(text), "")
     return text.count("\n"), functions
 
 
@@ -245,8 +260,67 @@ def oversized(paths, *, file_lines: int, function_lines: int, root: Path) -> lis
 
 
 def test_no_file_over_700_lines_and_no_function_over_100():
-    """Rooms a newcomer can read: every module at most 700 lines, every function (docstring included) at most 100."""
+    """Rooms a newcomer can read: every module at most 700 lines, every function (docstring included) at most 100;
+    the modules and functions in :data:`NOT_YET_SPLIT` too, until they meet the caps below."""
     assert oversized((SRC / "hf_critic").rglob("*.py"), file_lines=700, function_lines=100, root=SRC) == []
+
+
+#: Library modules (``hf_critic/<path>``) and functions (``hf_critic/<path> <Class.function>``) still over the caps of
+#: issue 29 item 6 (600 lines a module, 80 a function), each with why. They are held to 700 / 100 meanwhile (the test
+#: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
+NOT_YET_SPLIT: dict[str, str] = {
+    # Reworked by issue 29's other items while this one was done (one critic-format registry, the critic as one
+    # package, thin recipes): split them with that work.
+    "hf_critic/critic.py": "items 1 and 5: the critic's modules become one package",
+    "hf_critic/parsing/grammar.py": "item 1: verdict closings and grammars move to the format registry",
+    "hf_critic/prompts/template.py template_from_mapping": "item 1: the format registry declares templates",
+    "hf_critic/refine.py refine": "items 4 and 5: run statistics with the result, the critic as one package",
+    # Not split yet (item 6 pending for them).
+    "hf_critic/criticbench/scoring.py objective_scores": "item 6 pending",
+    "hf_critic/eval_instruct/hub.py render_card": "item 6 pending",
+    "hf_critic/eval_instruct/pipeline.py run_eval_instruct": "item 6 pending",
+    "hf_critic/eval_instruct/stages/queries.py augment_queries": "item 6 pending",
+    "hf_critic/glassbox/evaluator.py GlassBoxEvaluator.score": "item 6 pending",
+    "hf_critic/judgments/published.py build_published_judgment_data": "item 6 pending",
+    "hf_critic/judgments/published_hub.py save_published_judgment_data": "item 6 pending",
+    "hf_critic/labels.py normalize_labels": "item 6 pending",
+    "hf_critic/loaders/alpacaeval.py load_alpacaeval": "item 6 pending",
+    "hf_critic/loaders/generic.py load_generic": "item 6 pending",
+    "hf_critic/loaders/generic.py gold_labels": "item 6 pending",
+    "hf_critic/loaders/prometheus.py load_prometheus": "item 6 pending",
+    "hf_critic/meta_eval/agreement.py pairwise_agreement": "item 6 pending",
+    "hf_critic/meta_eval/critic_report.py evaluate_critiques": "item 6 pending",
+    "hf_critic/meta_eval/verdict_sources.py pairwise_verdict_figures": "item 6 pending",
+    "hf_critic/testing.py FaultInjectionProxy.__init__": "item 6 pending",
+}
+
+
+def _over_the_caps(found: list[str]) -> list[str]:
+    """The entries of :func:`oversized`'s list that :data:`NOT_YET_SPLIT` does not name (the part before ``:``)."""
+    return [line for line in found if line.partition(":")[0] not in NOT_YET_SPLIT]
+
+
+def test_no_file_over_600_lines_and_no_function_over_80():
+    """Room to grow (issue 29 item 6): every module at most 600 lines and every function at most 80, split by idea;
+    only :data:`NOT_YET_SPLIT` is over, and each entry there still is (else drop it)."""
+    found = oversized(sorted((SRC / "hf_critic").rglob("*.py")), file_lines=600, function_lines=80, root=SRC)
+    assert _over_the_caps(found) == []
+    assert sorted(NOT_YET_SPLIT) == sorted(line.partition(":")[0] for line in found), "drop the entry: it is split"
+
+
+def test_the_600_and_80_caps_find_a_new_offender(tmp_path):
+    """The check can fail: an 81-line function and a 601-line module not in :data:`NOT_YET_SPLIT` are reported; an
+    entry of the allow-list is let through."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (tmp_path / "hf_critic").mkdir()
+    long = tmp_path / "hf_critic" / "long.py"
+    long.write_text(f"class Room:\n    def grown(self):\n{body.replace('    ', '        ')}", encoding="utf-8")
+    big = tmp_path / "hf_critic" / "big.py"
+    big.write_text("x = 1\n" * 601, encoding="utf-8")
+    found = oversized([long, big], file_lines=600, function_lines=80, root=tmp_path)
+    assert found == ["hf_critic/long.py Room.grown: 81 lines", "hf_critic/big.py: 601 lines"]
+    assert _over_the_caps(found) == found
+    assert _over_the_caps(["hf_critic/critic.py: 691 lines"]) == []
 
 
 REPO = SRC.parent
