@@ -281,8 +281,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     "hf_critic/eval_instruct/pipeline.py run_eval_instruct": "item 6 pending",
     "hf_critic/eval_instruct/stages/queries.py augment_queries": "item 6 pending",
     "hf_critic/glassbox/evaluator.py GlassBoxEvaluator.score": "item 6 pending",
-    "hf_critic/judgments/published.py build_published_judgment_data": "item 6 pending",
-    "hf_critic/judgments/published_hub.py save_published_judgment_data": "item 6 pending",
     "hf_critic/meta_eval/critic_report.py evaluate_critiques": "item 6 pending",
     "hf_critic/meta_eval/verdict_sources.py pairwise_verdict_figures": "item 6 pending",
     "hf_critic/testing.py FaultInjectionProxy.__init__": "item 6 pending",
