@@ -282,7 +282,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     "hf_critic/glassbox/evaluator.py GlassBoxEvaluator.score": "item 6 pending",
     "hf_critic/meta_eval/critic_report.py evaluate_critiques": "item 6 pending",
     "hf_critic/meta_eval/verdict_sources.py pairwise_verdict_figures": "item 6 pending",
-    "hf_critic/testing.py FaultInjectionProxy.__init__": "item 6 pending",
 }
 
 
