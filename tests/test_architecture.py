@@ -278,7 +278,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     # Not split yet (item 6 pending for them).
     "hf_critic/eval_instruct/pipeline.py run_eval_instruct": "item 6 pending",
     "hf_critic/eval_instruct/stages/queries.py augment_queries": "item 6 pending",
-    "hf_critic/meta_eval/verdict_sources.py pairwise_verdict_figures": "item 6 pending",
 }
 
 

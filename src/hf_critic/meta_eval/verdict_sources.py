@@ -233,19 +233,34 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
             out["combined"] = {"agreement": agreement(dataset[schema.CRITIQUE_LABEL], None)["first_order_agreement"]}
             if combined_two_way is not None:
                 out["combined"]["two_way_accuracy_combined"] = combined_two_way
-        column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
-        names = [LABEL_NAMES[k] for k in sorted(LABEL_NAMES)]
-        conf, correct = [], []
-        for d, decided, h in zip(_distributions(dataset[column]), dataset[schema.CRITIQUE_LABEL], human, strict=True):
-            if d is None or decided is None or h < 0:
-                continue
-            conf.append(d[names[decided]])
-            correct.append(decided == int(h))
-        out["calibration"] = expected_calibration_error(conf, correct, n_bins)
+        out["calibration"] = _pairwise_calibration(dataset, human, swap, n_bins)
     if schema.RESPONSE_1 in columns and schema.RESPONSE_2 in columns:  # length needs no critic either
         lengths = pairwise_baselines(human, dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2], two_way=mode)
         for key in ("longer_wins", "shorter_wins"):
             out[key] = {k: v for k, v in lengths[key].items() if k in ("first_order_agreement", "two_way_accuracy")}
+    out.update(_label_baselines(counts, n, on))
+    return out
+
+
+def _pairwise_calibration(dataset, human: np.ndarray, swap: bool, n_bins: int) -> dict[str, Any]:
+    """:func:`expected_calibration_error` of the decided verdicts' probabilities (both orders combined with
+    ``swap``) against the human labels; rows without a distribution, a verdict or a human label left out."""
+    column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
+    names = [LABEL_NAMES[k] for k in sorted(LABEL_NAMES)]
+    conf, correct = [], []
+    for d, decided, h in zip(_distributions(dataset[column]), dataset[schema.CRITIQUE_LABEL], human, strict=True):
+        if d is None or decided is None or h < 0:
+            continue
+        conf.append(d[names[decided]])
+        correct.append(decided == int(h))
+    return expected_calibration_error(conf, correct, n_bins)
+
+
+def _label_baselines(counts: np.ndarray, n: int, on: bool) -> dict[str, Any]:
+    """The baselines that need no critic, from the human labels' ``counts`` over ``n`` pairs: ``always_response_1``
+    and ``label_prior`` (their first-order agreement; with the two-way figures ``on``, their two-way accuracy and
+    ``two_way_n``, the pairs without a gold tie)."""
+    out: dict[str, Any] = {}
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
     out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),
