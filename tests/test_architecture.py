@@ -276,7 +276,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     "hf_critic/prompts/template.py template_from_mapping": "item 1: the format registry declares templates",
     "hf_critic/refine.py refine": "items 4 and 5: run statistics with the result, the critic as one package",
     # Not split yet (item 6 pending for them).
-    "hf_critic/eval_instruct/pipeline.py run_eval_instruct": "item 6 pending",
     "hf_critic/eval_instruct/stages/queries.py augment_queries": "item 6 pending",
 }
 
