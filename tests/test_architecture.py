@@ -275,8 +275,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     "hf_critic/parsing/grammar.py": "item 1: verdict closings and grammars move to the format registry",
     "hf_critic/prompts/template.py template_from_mapping": "item 1: the format registry declares templates",
     "hf_critic/refine.py refine": "items 4 and 5: run statistics with the result, the critic as one package",
-    # Not split yet (item 6 pending for them).
-    "hf_critic/eval_instruct/stages/queries.py augment_queries": "item 6 pending",
 }
 
 
