@@ -389,7 +389,8 @@ class FaultInjectionProxy(_Base):
             fault = "500"
         status = 0
         try:
-            status = self._answer(handler, raw, body, fault, pause)
+            status, payload, headers = self._answer(handler, raw, body, fault, pause)
+            _send(handler, status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
             status = 0
         finally:
@@ -397,29 +398,27 @@ class FaultInjectionProxy(_Base):
                 self.log.append(ProxyRecord(key, stage, fault, status))
                 self.in_flight -= 1
 
-    def _answer(self, handler: BaseHTTPRequestHandler, raw: bytes, body: dict, fault: str | None, pause: float) -> int:
-        """Send the answer to one POST under ``fault`` (None: the upstream's answer, as it is); returns its status."""
+    def _answer(
+        self, handler: BaseHTTPRequestHandler, raw: bytes, body: dict, fault: str | None, pause: float
+    ) -> tuple[int, bytes, dict[str, str] | None]:
+        """``(status, payload, headers)`` of the answer to one POST under ``fault`` (None: the upstream's answer, as
+        it is)."""
         if fault == "429":
-            _send(handler, 429, b'{"error": {"message": "rate limited (injected)"}}', {"Retry-After": "0"})
-            return 429
+            return 429, b'{"error": {"message": "rate limited (injected)"}}', {"Retry-After": "0"}
         if fault == "500":
-            _send(handler, 500, b'{"error": {"message": "internal error (injected)"}}')
-            return 500
+            return 500, b'{"error": {"message": "internal error (injected)"}}', None
         if fault == "garbage":
-            _send(handler, 200, b"<html>\x00 not json {{", {"Content-Type": "application/json"})
-            return 200
+            return 200, b"<html>\x00 not json {{", {"Content-Type": "application/json"}
         if fault == "garbled":
             noise = "".join(self._rng.choice("#@~^}{[]|\\ 01") for _ in range(40))
-            _send(handler, 200, chat_completion_body(GARBLED_MARK + noise, str(body.get("model")), 1, 10))
-            return 200
+            return 200, chat_completion_body(GARBLED_MARK + noise, str(body.get("model")), 1, 10), None
         if fault == "delay":
             time.sleep(pause)
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
         status, out_headers, payload = self._forward("POST", handler.path, raw, headers)
         if fault == "length" and status == 200:
             payload = _truncated(payload)
-        _send(handler, status, payload, out_headers)
-        return status
+        return status, payload, out_headers
 
     def _forward(self, method: str, path: str, body: bytes, headers: dict[str, Any]) -> tuple[int, dict, bytes]:
         """Send one request upstream; a connection failure becomes a 502."""
