@@ -30,7 +30,7 @@ from hf_critic.labels import TIE
 from hf_critic.loaders import FORMATS, load_benchmark
 from hf_critic.loaders._rows import field
 from hf_critic.loaders.generic import row_verdicts, rows_by_source
-from hf_critic.meta_eval.correlation import within_question_accuracy
+from hf_critic.meta_eval.within_question import within_question_accuracy
 
 PAIRWISE = ("response_1", "response_2", "label")
 POINTWISE = ("response", "human_score", "query_id")

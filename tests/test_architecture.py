@@ -209,6 +209,12 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate (item 4)
         "hf_critic.cache:cached_generate",  # -> hf_critic.backends.cached.CachedBackend.generate
         "hf_critic.cache:Generations",  # -> hf_critic.backends.cached
+        # issue 29 item 6, split by idea:
+        "hf_critic.meta_eval.correlation:grouped_correlations",  # -> hf_critic.meta_eval.grouped
+        "hf_critic.meta_eval.correlation:GroupedCorrelation",
+        "hf_critic.meta_eval.correlation:KENDALL_PAIRWISE_MAX_GROUP",
+        "hf_critic.meta_eval.correlation:within_question_accuracy",  # -> hf_critic.meta_eval.within_question
+        "hf_critic.backends.openai:OpenAIClient",  # -> hf_critic.backends.openai_client
     ],
 )
 def test_moved_names_are_gone_from_their_old_homes(old):
@@ -225,13 +231,22 @@ def test_moved_names_are_gone_from_their_old_homes(old):
 
 
 def _sizes(path: Path) -> tuple[int, dict[str, int]]:
-    """``(lines, {function name: lines})`` of a Python file (a function's lines from ``def`` to its end, docstring
-    included; a name defined twice keeps the longer)."""
+    """``(lines, {function: lines})`` of a Python file: a function's lines from ``def`` to its end, docstring included,
+    named by its qualified name (``Class.method``, ``outer.inner``); a name defined twice keeps the longer."""
     text = path.read_text(encoding="utf-8")
     functions: dict[str, int] = {}
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            functions[node.name] = max(functions.get(node.name, 0), node.end_lineno - node.lineno + 1)
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    functions[name] = max(functions.get(name, 0), child.end_lineno - child.lineno + 1)
+                visit(child, name + ".")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(text), "")
     return text.count("\n"), functions
 
 
@@ -248,13 +263,53 @@ def oversized(paths, *, file_lines: int, function_lines: int, root: Path) -> lis
 
 
 def test_no_file_over_700_lines_and_no_function_over_100():
-    """Rooms a newcomer can read: every module at most 700 lines, every function (docstring included) at most 100."""
+    """Rooms a newcomer can read: every module at most 700 lines, every function (docstring included) at most 100;
+    the modules and functions in :data:`NOT_YET_SPLIT` too, until they meet the caps below."""
     assert oversized((SRC / "hf_critic").rglob("*.py"), file_lines=700, function_lines=100, root=SRC) == []
 
 
+#: Library modules (``hf_critic/<path>``) and functions (``hf_critic/<path> <Class.function>``) still over the caps of
+#: issue 29 item 6 (600 lines a module, 80 a function), each with why. They are held to 700 / 100 meanwhile (the test
+#: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
+NOT_YET_SPLIT: dict[str, str] = {
+    # Reworked by issue 29's other items while this one was done (one critic-format registry, the critic as one
+    # package, thin recipes): split them with that work.
+    "hf_critic/critic.py": "items 1 and 5: the critic's modules become one package",
+    "hf_critic/parsing/grammar.py": "item 1: verdict closings and grammars move to the format registry",
+    "hf_critic/prompts/template.py template_from_mapping": "item 1: the format registry declares templates",
+    "hf_critic/refine.py refine": "items 4 and 5: run statistics with the result, the critic as one package",
+}
+
+
+def _over_the_caps(found: list[str]) -> list[str]:
+    """The entries of :func:`oversized`'s list that :data:`NOT_YET_SPLIT` does not name (the part before ``:``)."""
+    return [line for line in found if line.partition(":")[0] not in NOT_YET_SPLIT]
+
+
+def test_no_file_over_600_lines_and_no_function_over_80():
+    """Room to grow (issue 29 item 6): every module at most 600 lines and every function at most 80, split by idea;
+    only :data:`NOT_YET_SPLIT` is over, and each entry there still is (else drop it)."""
+    found = oversized(sorted((SRC / "hf_critic").rglob("*.py")), file_lines=600, function_lines=80, root=SRC)
+    assert _over_the_caps(found) == []
+    assert sorted(NOT_YET_SPLIT) == sorted(line.partition(":")[0] for line in found), "drop the entry: it is split"
+
+
+def test_the_600_and_80_caps_find_a_new_offender(tmp_path):
+    """The check can fail: an 81-line function and a 601-line module not in :data:`NOT_YET_SPLIT` are reported; an
+    entry of the allow-list is let through."""
+    body = "".join(f"    x{i} = {i}\n" for i in range(80))
+    (tmp_path / "hf_critic").mkdir()
+    long = tmp_path / "hf_critic" / "long.py"
+    long.write_text(f"class Room:\n    def grown(self):\n{body.replace('    ', '        ')}", encoding="utf-8")
+    big = tmp_path / "hf_critic" / "big.py"
+    big.write_text("x = 1\n" * 601, encoding="utf-8")
+    found = oversized([long, big], file_lines=600, function_lines=80, root=tmp_path)
+    assert found == ["hf_critic/long.py Room.grown: 81 lines", "hf_critic/big.py: 601 lines"]
+    assert _over_the_caps(found) == found
+    assert _over_the_caps(["hf_critic/critic.py: 691 lines"]) == []
+
+
 REPO = SRC.parent
-#: Recipes not yet thin (issue 29 item 3 is pending for them): sized as scripts until they are.
-NOT_YET_THIN: set[str] = set()
 #: Scripts over the caps, each with why; drop the entry when the file is split or removed.
 OVER_THE_CAPS: dict[str, str] = {}
 
@@ -272,15 +327,14 @@ def test_training_recipes_are_thin():
     alignment-handbook's are: under 150 lines with a ``main`` under 60; the tokenizer, model and data helpers live in
     :mod:`hf_critic.training` (issue 29 item 3). The data-building scripts in recipes' subfolders are sized as
     scripts."""
-    recipes = [p for p in sorted((REPO / "recipes").glob("*.py")) if str(p.relative_to(REPO)) not in NOT_YET_THIN]
-    assert "recipes/sft.py" in [str(p.relative_to(REPO)) for p in recipes]
+    recipes = sorted((REPO / "recipes").glob("*.py"))
+    assert {"recipes/sft.py", "recipes/reward.py"} <= {str(p.relative_to(REPO)) for p in recipes}
     fat = []
     for path in recipes:
         lines, functions = _sizes(path)
         if lines >= 150 or functions.get("main", 0) >= 60:
             fat.append(f"{path.relative_to(REPO)}: {lines} lines, main {functions.get('main', 0)} lines")
     assert fat == []
-    assert all((REPO / name).exists() for name in NOT_YET_THIN), "a pending recipe is gone: drop it from NOT_YET_THIN"
 
 
 def test_the_size_check_finds_a_long_function(tmp_path):

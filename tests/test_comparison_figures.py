@@ -24,13 +24,14 @@ from scipy import stats
 from hf_critic import schema
 from hf_critic.commands import critique as critique_command
 from hf_critic.commands import meta_eval
-from hf_critic.meta_eval import correlation
+from hf_critic.meta_eval import within_question
 from hf_critic.meta_eval.agreement import pairwise_agreement, two_way_decisions
 from hf_critic.meta_eval.bootstrap import resample_counts
-from hf_critic.meta_eval.correlation import critique_correlation, within_question_accuracy
+from hf_critic.meta_eval.correlation import critique_correlation
 from hf_critic.meta_eval.critic_markdown import render_markdown
 from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
 from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
+from hf_critic.meta_eval.within_question import within_question_accuracy
 
 # 3 questions x 3 responses. Human scores and critic scores per question:
 #   q1: human 1, 2, 3   critic 3, 5, 9     -> 3 pairs, all ordered right                     -> 3
@@ -101,11 +102,11 @@ def test_within_question_accuracy_missing_human_scores_and_no_pairs():
     assert math.isnan(one_each["within_question_accuracy"]) and one_each["within_question_queries"] == 0
 
 
-@pytest.mark.parametrize("max_group", [correlation.KENDALL_PAIRWISE_MAX_GROUP, 3])
+@pytest.mark.parametrize("max_group", [within_question.KENDALL_PAIRWISE_MAX_GROUP, 3])
 def test_within_question_accuracy_matches_pair_enumeration(monkeypatch, max_group):
     """Random data with ties, NaN on both sides and uneven groups; ``max_group=3`` sends most groups through the
     O(n log n) path (tie counts and scipy's tau-b)."""
-    monkeypatch.setattr(correlation, "KENDALL_PAIRWISE_MAX_GROUP", max_group)
+    monkeypatch.setattr(within_question, "KENDALL_PAIRWISE_MAX_GROUP", max_group)  # the name _pair_counts reads
     rng = np.random.default_rng(7)
     for _ in range(25):
         n = int(rng.integers(0, 70))

@@ -12,7 +12,7 @@ from pathlib import Path
 import datasets
 
 from hf_critic import schema
-from hf_critic.backends.openai import OpenAIClient
+from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.eval_instruct import stages

@@ -365,7 +365,7 @@ def server(tmp_path_factory):
 
 @pytest.mark.slow
 def test_server_reports_top_logprobs_and_checks_the_model_name(server, tmp_path, capsys):
-    from hf_critic.backends.openai import OpenAIClient
+    from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.backends.retry import EndpointError
 
     assert OpenAIClient(server.url, server.alias).check() == [server.alias]
@@ -446,7 +446,7 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
 def test_teacher_sends_each_stage_its_grammar(tmp_path):
     """`teacher.grammar: true`: every request of a stage carries that stage's grammar, and the cache key includes it."""
     from hf_critic.backends.chat import ChatRequest
-    from hf_critic.backends.openai import OpenAIClient
+    from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.cache import GenerationCache
     from hf_critic.eval_instruct.pipeline import teacher_grammars
     from hf_critic.testing import StubOpenAIServer

@@ -14,15 +14,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from hf_critic.labels import UNPARSED, normalize_labels, swap_label
-from hf_critic.meta_eval import correlation
+from hf_critic.meta_eval import grouped
 from hf_critic.meta_eval.agreement import map_groups, pairwise_agreement
-from hf_critic.meta_eval.correlation import (
-    KENDALL_PAIRWISE_MAX_GROUP,
-    critique_correlation,
-    grouped_correlations,
-    system_level_correlation,
-    text_level_correlation,
-)
+from hf_critic.meta_eval.correlation import critique_correlation, system_level_correlation, text_level_correlation
+from hf_critic.meta_eval.grouped import KENDALL_PAIRWISE_MAX_GROUP, grouped_correlations
 
 SCIPY = {"pearson": stats.pearsonr, "spearman": stats.spearmanr, "kendall": stats.kendalltau}
 
@@ -142,7 +137,7 @@ def test_kendall_large_group_and_chunked_pairs(monkeypatch):
     y = np.r_[rng.integers(1, 6, n), rng.integers(1, 6, 300)].astype(float)
     g = np.r_[np.zeros(n, int), rng.integers(1, 40, 300)]
     oracle = scipy_per_group(x, y, g)
-    monkeypatch.setattr(correlation, "_PAIR_CHUNK", 7)  # many chunks of small groups
+    monkeypatch.setattr(grouped, "_PAIR_CHUNK", 7)  # many chunks of small groups
     res = grouped_correlations(x, y, g)
     expected = np.array([oracle["kendall"][k] for k in res.groups.tolist()])
     np.testing.assert_allclose(res.kendall, expected, rtol=0, atol=1e-12)

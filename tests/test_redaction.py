@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hf_critic.backends.chat import ChatRequest
-from hf_critic.backends.openai import OpenAIClient
+from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
 from hf_critic.redaction import RedactingFilter, redact_text, redact_url, register_secret, split_url_credentials
 from hf_critic.testing import StubOpenAIServer

@@ -250,7 +250,8 @@ def test_cli_runs_three_roles_on_one_local_model(tmp_path, tiny_model_dir, capsy
 @pytest.mark.slow
 def test_the_loop_over_a_real_openai_compatible_server(tmp_path):
     """`transformers serve` on 127.0.0.1 (real HTTP) with a scripted tiny model as critic and generator; judge too."""
-    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+    from hf_critic.backends.openai import OpenAIBackend
+    from hf_critic.backends.openai_client import OpenAIClient
 
     model = build_scripted_model(tmp_path / "model")
     proc, url = start_transformers_serve(model, tmp_path / "serve.log")

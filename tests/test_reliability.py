@@ -11,7 +11,7 @@ import datasets
 import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest
-from hf_critic.backends.openai import OpenAIClient
+from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.decoding import DecodingConfig

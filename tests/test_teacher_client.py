@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from hf_critic.backends.chat import BackendSource, ChatRequest, ChatResult, Pricing, UsageLedger, chat_cache_key
-from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+from hf_critic.backends.openai import OpenAIBackend
+from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import FatalAPIError, RequestsFailedError, RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.critic import Critic

@@ -171,7 +171,8 @@ def test_walk_counts_empty_whitespace_and_duplicate_tokens_exactly():
 
 def test_walk_over_a_server_sending_empty_and_duplicate_tokens():
     """The same walk through the OpenAI client against a local server answering llama.cpp-shaped top-k lists."""
-    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+    from hf_critic.backends.openai import OpenAIBackend
+    from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.backends.retry import RetryPolicy
     from hf_critic.testing import StubOpenAIServer, chat_completion_body
 
@@ -552,7 +553,8 @@ def test_openai_logprob_readout_against_llamacpp_server(tmp_path):
     """The OpenAI-compatible path against llama.cpp's real server (top_logprobs; "10" through a second request),
     next to the in-process transformers read-out of the same weights (GGUF Q4_1 vs its float32 de-quantisation)."""
     pytest.importorskip("xllamacpp")
-    from hf_critic.backends.openai import OpenAIBackend, OpenAIClient
+    from hf_critic.backends.openai import OpenAIBackend
+    from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.backends.transformers import TransformersBackend
     from hf_critic.testing import LlamaCppServerProcess
 

@@ -243,12 +243,7 @@ def normalize_labels(
     if arr.dtype.kind == "b":
         raise ValueError(f"{name}[0] = {arr[0]!r}: booleans are not pairwise labels")
     if label_map is None and arr.dtype.kind in "iuf":  # fast path: numeric codes
-        v = arr.astype(np.float64)
-        bad = np.isfinite(v) & ~np.isin(v, (0.0, 1.0, 2.0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
-        return np.where(np.isfinite(v), v, UNPARSED).astype(np.int64)
+        return _numeric_codes(arr, name)
     try:
         codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
     except TypeError:  # an unhashable value: a list or an object from a JSON row
@@ -260,20 +255,7 @@ def normalize_labels(
         return int(np.flatnonzero(codes == k)[0])
 
     if label_map is not None:
-        lookup = {_map_key(k) if not isinstance(k, str) else k.strip().lower(): v for k, v in label_map.items()}
-        targets = {k: _label_of(v, "label") for k, v in lookup.items()}
-        wrong = [k for k, code in targets.items() if code == -2]
-        if wrong:
-            raise ValueError(f"label map: {lookup[wrong[0]]!r} (for {wrong[0]!r}) is not a pairwise label")
-        mapped_list = []
-        for k, u in enumerate(uniques):
-            key = _map_key(u)
-            if key not in targets:
-                raise ValueError(
-                    f"{name}[{first(k)}] = {u!r} is not in the label map (its keys: {', '.join(map(repr, lookup))})"
-                )
-            mapped_list.append(targets[key])
-        return np.array(mapped_list + [UNPARSED], dtype=np.int64)[codes]
+        return _mapped_codes(uniques, label_map, name, first)[codes]
     kinds = [isinstance(u, str) for u in uniques]
     if digits == "position" and any(kinds) and any(_is_number(u) for u in uniques):
         k = next(k for k, u in enumerate(uniques) if _is_number(u) != _is_number(uniques[0]))
@@ -290,6 +272,35 @@ def normalize_labels(
             "hf_critic.labels.LABEL_ALIASES (e.g. 'Assistant 1', 'response_2', 'tie')"
         )
     return mapped[codes]  # codes == -1 (NA) picks the appended UNPARSED
+
+
+def _numeric_codes(arr: np.ndarray, name: str) -> np.ndarray:
+    """:func:`normalize_labels` of a numeric array: 0 / 1 / 2 kept, NaN -> :data:`UNPARSED`, anything else an error."""
+    v = arr.astype(np.float64)
+    bad = np.isfinite(v) & ~np.isin(v, (0.0, 1.0, 2.0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
+    return np.where(np.isfinite(v), v, UNPARSED).astype(np.int64)
+
+
+def _mapped_codes(uniques: list, label_map: Mapping[Any, Any], name: str, first) -> np.ndarray:
+    """The code of each distinct value through ``label_map`` (see :func:`normalize_labels`), then :data:`UNPARSED`
+    for the missing ones (index -1); ``first(k)`` is the row of the ``k``-th distinct value, for messages."""
+    lookup = {_map_key(k) if not isinstance(k, str) else k.strip().lower(): v for k, v in label_map.items()}
+    targets = {k: _label_of(v, "label") for k, v in lookup.items()}
+    wrong = [k for k, code in targets.items() if code == -2]
+    if wrong:
+        raise ValueError(f"label map: {lookup[wrong[0]]!r} (for {wrong[0]!r}) is not a pairwise label")
+    mapped_list = []
+    for k, u in enumerate(uniques):
+        key = _map_key(u)
+        if key not in targets:
+            raise ValueError(
+                f"{name}[{first(k)}] = {u!r} is not in the label map (its keys: {', '.join(map(repr, lookup))})"
+            )
+        mapped_list.append(targets[key])
+    return np.array(mapped_list + [UNPARSED], dtype=np.int64)
 
 
 _SWAP = re.compile(

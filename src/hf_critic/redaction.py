@@ -59,7 +59,7 @@ def register_secret(value: str | None) -> None:
         value: a key; None, empty and short values (< :data:`MIN_SECRET_LENGTH` characters, e.g. the placeholder
             ``"EMPTY"``) are ignored.
 
-    Source: the OpenAI client calls it with the key it sends (:meth:`hf_critic.backends.openai.OpenAIClient`).
+    Source: the OpenAI client calls it with the key it sends (:meth:`hf_critic.backends.openai_client.OpenAIClient`).
     """
     if value and len(value) >= MIN_SECRET_LENGTH:
         with _lock:

@@ -9,7 +9,7 @@ Two small HTTP servers on ``127.0.0.1`` (standard library only, one thread per c
   429, 500, a garbage body, or only after a delay instead: the failures a long Eval-Instruct run meets
   against a paid API; and, as :data:`CONTENT_FAULTS`, well-formed 200 answers whose text is garbage
   (``"garbled"``) or cut off with ``finish_reason: "length"`` (``"length"``): bad answers that look like good ones. It logs every request with the ``X-HF-Critic-Cache-Key`` and ``X-HF-Critic-Stage``
-  headers that :class:`hf_critic.backends.openai.OpenAIClient` sends, so a test can tell which work was
+  headers that :class:`hf_critic.backends.openai_client.OpenAIClient` sends, so a test can tell which work was
   requested again after a restart.
 
 The stub runs on asyncio, the proxy on threads. Both bind to an ephemeral port by default and are context managers; leaving the block shuts them down.
@@ -366,51 +366,59 @@ class FaultInjectionProxy(_Base):
                 _send(self, status, payload, headers)
 
             def do_POST(self):
-                raw = _read_body(self)
-                key, stage = self.headers.get(KEY_HEADER, ""), self.headers.get(STAGE_HEADER, "")
-                with proxy._lock:
-                    proxy.in_flight += 1
-                    fault = proxy._rng.choice(proxy.faults) if proxy._rng.random() < proxy.fault_rate else None
-                    if proxy.stages is not None and stage not in proxy.stages:
-                        fault = None
-                    pause = proxy._rng.uniform(*proxy.delay)
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    body = {}
-                if proxy.always_fail is not None and proxy.always_fail(body):
-                    fault = "500"
-                status = 0
-                try:
-                    if fault == "429":
-                        status = 429
-                        _send(self, 429, b'{"error": {"message": "rate limited (injected)"}}', {"Retry-After": "0"})
-                    elif fault == "500":
-                        status = 500
-                        _send(self, 500, b'{"error": {"message": "internal error (injected)"}}')
-                    elif fault == "garbage":
-                        status = 200
-                        _send(self, 200, b"<html>\x00 not json {{", {"Content-Type": "application/json"})
-                    elif fault == "garbled":
-                        status = 200
-                        noise = "".join(proxy._rng.choice("#@~^}{[]|\\ 01") for _ in range(40))
-                        _send(self, 200, chat_completion_body(GARBLED_MARK + noise, str(body.get("model")), 1, 10))
-                    else:
-                        if fault == "delay":
-                            time.sleep(pause)
-                        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                        status, out_headers, payload = proxy._forward("POST", self.path, raw, headers)
-                        if fault == "length" and status == 200:
-                            payload = _truncated(payload)
-                        _send(self, status, payload, out_headers)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
-                    status = 0
-                finally:
-                    with proxy._lock:
-                        proxy.log.append(ProxyRecord(key, stage, fault, status))
-                        proxy.in_flight -= 1
+                proxy._post(self)
 
         self._serve(Handler, port)
+
+    def _post(self, handler: BaseHTTPRequestHandler) -> None:
+        """Answer one POST: a fault drawn (or none), then injected or the request forwarded; logged with its status
+        (0: the client left before the answer)."""
+        raw = _read_body(handler)
+        key, stage = handler.headers.get(KEY_HEADER, ""), handler.headers.get(STAGE_HEADER, "")
+        with self._lock:
+            self.in_flight += 1
+            fault = self._rng.choice(self.faults) if self._rng.random() < self.fault_rate else None
+            if self.stages is not None and stage not in self.stages:
+                fault = None
+            pause = self._rng.uniform(*self.delay)
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            body = {}
+        if self.always_fail is not None and self.always_fail(body):
+            fault = "500"
+        status = 0
+        try:
+            status, payload, headers = self._answer(handler, raw, body, fault, pause)
+            _send(handler, status, payload, headers)
+        except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
+            status = 0
+        finally:
+            with self._lock:
+                self.log.append(ProxyRecord(key, stage, fault, status))
+                self.in_flight -= 1
+
+    def _answer(
+        self, handler: BaseHTTPRequestHandler, raw: bytes, body: dict, fault: str | None, pause: float
+    ) -> tuple[int, bytes, dict[str, str] | None]:
+        """``(status, payload, headers)`` of the answer to one POST under ``fault`` (None: the upstream's answer, as
+        it is)."""
+        if fault == "429":
+            return 429, b'{"error": {"message": "rate limited (injected)"}}', {"Retry-After": "0"}
+        if fault == "500":
+            return 500, b'{"error": {"message": "internal error (injected)"}}', None
+        if fault == "garbage":
+            return 200, b"<html>\x00 not json {{", {"Content-Type": "application/json"}
+        if fault == "garbled":
+            noise = "".join(self._rng.choice("#@~^}{[]|\\ 01") for _ in range(40))
+            return 200, chat_completion_body(GARBLED_MARK + noise, str(body.get("model")), 1, 10), None
+        if fault == "delay":
+            time.sleep(pause)
+        headers = {k: v for k, v in handler.headers.items() if k.lower() not in ("host", "connection")}
+        status, out_headers, payload = self._forward("POST", handler.path, raw, headers)
+        if fault == "length" and status == 200:
+            payload = _truncated(payload)
+        return status, payload, out_headers
 
     def _forward(self, method: str, path: str, body: bytes, headers: dict[str, Any]) -> tuple[int, dict, bytes]:
         """Send one request upstream; a connection failure becomes a 502."""

@@ -2,8 +2,8 @@
 
 A *chat source* turns :class:`ChatRequest` items into :class:`ChatResult` items, through a persistent cache, and
 books what it did per stage in a :class:`UsageLedger` (requests, retries, cache hits, tokens, cost). Two exist:
-:class:`~hf_critic.backends.openai.OpenAIClient` (any OpenAI-compatible HTTP server: the teacher of CritiqueLLM v2
-§3.2 / v1 §3.2, and generators behind endpoints) and :class:`BackendSource` (any local
+:class:`~hf_critic.backends.openai_client.OpenAIClient` (any OpenAI-compatible HTTP server: the teacher of
+CritiqueLLM v2 §3.2 / v1 §3.2, and generators behind endpoints) and :class:`BackendSource` (any local
 :class:`~hf_critic.backends.base.Backend`, e.g. a transformers model used as a generator, v2 §3.2.1).
 
 A failed item is a result with ``error`` set, never dropped; only results that pass are cached, so a rerun asks

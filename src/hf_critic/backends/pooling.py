@@ -90,7 +90,8 @@ class PoolingRewardClient:
     Args:
         base_url: as given to ``--base-url``, ``http://host:8000/v1`` or ``http://host:8000`` (``/pooling`` is at the
             root, ``/v1/models`` under it). A key in it (``http://user:KEY@host/v1``) is taken out of the URL and sent
-            as the bearer key, as :class:`~hf_critic.backends.openai.OpenAIClient` does; :attr:`display_url` masks it.
+            as the bearer key, as :class:`~hf_critic.backends.openai_client.OpenAIClient` does; :attr:`display_url`
+            masks it.
         model: the served model name; None = the only model the server serves (resolved by :meth:`check`).
         api_key_env: the environment variable holding the key (vLLM's ``--api-key``; unset: none is sent). The key
             travels only in the ``Authorization: Bearer`` header, never in a log line or a message.

@@ -3,7 +3,8 @@
 :class:`RetryPolicy` says when and how long to wait before retrying a failed attempt (exponential backoff with
 jitter, ``Retry-After`` honoured); :data:`RETRYABLE_STATUS` / :data:`FATAL_STATUS` sort HTTP statuses; the errors
 (:class:`FatalAPIError`, :class:`EndpointError`, :class:`RequestsFailedError`) are one line each and never hold a key.
-Used by :class:`hf_critic.backends.openai.OpenAIClient` for the Eval-Instruct teacher and for critics behind a server.
+Used by :class:`hf_critic.backends.openai_client.OpenAIClient` for the Eval-Instruct teacher and for critics behind a
+server.
 """
 
 from __future__ import annotations

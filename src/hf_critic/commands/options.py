@@ -250,7 +250,7 @@ def cache_from_args(args: argparse.Namespace) -> Path | None:
 def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
     endpoint, critic, cache and decoding options: on the server at ``--base-url`` when given (through
-    :class:`~hf_critic.backends.openai.OpenAIClient`: retries, timeouts, a per-request cache in the same file),
+    :class:`~hf_critic.backends.openai_client.OpenAIClient`: retries, timeouts, a per-request cache in the same file),
     else locally on ``--engine``.
 
     ``inputs`` (the number of prompts the run will generate for, when known) caps the batch size, so ``--dtype
@@ -358,7 +358,7 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
 
     Raises:
         ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``) given with ``--base-url``.
-        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai.OpenAIClient.check`.
+        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai_client.OpenAIClient.check`.
     """
     from ..backends.openai import OpenAIBackend
 

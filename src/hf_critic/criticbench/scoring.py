@@ -492,7 +492,7 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
         tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}}, "meta_feedback": spearman dict, "overall": float or
         None}``; a dimension without predictions is None.
     """
-    from .loaders import OBJECTIVE_CORRECTION_TASKS, load_criticbench
+    from .loaders import load_criticbench
 
     mine = predictions.filter(lambda r: r["split"] == split and r["evaluation"] == "obj")
     answers = {(r["file"], r["index"]): r["prediction"] for r in mine}
@@ -537,20 +537,7 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
             )
     records = gold("correction")
     if records is not None:
-        by_task: dict[str, dict[str, Any]] = {}
-        for task in OBJECTIVE_CORRECTION_TASKS:
-            outcomes = [
-                correction_passed(text, task, r, timeout=timeout) for r, text in matched(records) if r["task"] == task
-            ]
-            if outcomes:
-                by_task[task] = {
-                    "pass_rate": 100.0 * sum(ok for ok, _ in outcomes) / len(outcomes),
-                    "n": len(outcomes),
-                    "reasons": dict(Counter(reason.split(":")[0] for _, reason in outcomes)),
-                }
-        if by_task:
-            mean = sum(t["pass_rate"] for t in by_task.values()) / len(by_task)
-            result["correction"] = {"pass_rate": mean, "by_task": by_task}
+        result["correction"] = _correction_scores(matched(records), timeout)
     scores = {
         "feedback": result["feedback"] and result["feedback"]["spearman"],
         "comparison": result["comparison"] and result["comparison"]["accuracy"],
@@ -560,3 +547,22 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
     given = {k: v for k, v in scores.items() if v is not None and not math.isnan(v)}
     result["overall"] = overall_objective(**given) if given else None
     return result
+
+
+def _correction_scores(pairs, timeout: float) -> dict[str, Any] | None:
+    """``{"pass_rate": mean over tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}}`` of the objective
+    corrections ``pairs`` (``(gold record, prediction)``), each program run in the sandbox; None without any."""
+    from .loaders import OBJECTIVE_CORRECTION_TASKS
+
+    by_task: dict[str, dict[str, Any]] = {}
+    for task in OBJECTIVE_CORRECTION_TASKS:
+        outcomes = [correction_passed(text, task, r, timeout=timeout) for r, text in pairs if r["task"] == task]
+        if outcomes:
+            by_task[task] = {
+                "pass_rate": 100.0 * sum(ok for ok, _ in outcomes) / len(outcomes),
+                "n": len(outcomes),
+                "reasons": dict(Counter(reason.split(":")[0] for _, reason in outcomes)),
+            }
+    if not by_task:
+        return None
+    return {"pass_rate": sum(t["pass_rate"] for t in by_task.values()) / len(by_task), "by_task": by_task}

@@ -9,7 +9,7 @@
 - :mod:`~hf_critic.eval_instruct.config`: the recipe file; :mod:`~hf_critic.eval_instruct.stage_report`: per-stage counts;
 - :mod:`~hf_critic.eval_instruct.hub`: save, dataset card, push to the Hub.
 
-The teacher client is :class:`hf_critic.backends.openai.OpenAIClient`.
+The teacher client is :class:`hf_critic.backends.openai_client.OpenAIClient`.
 """
 
 from .config import EvalInstructConfig, load_config

@@ -86,19 +86,6 @@ def render_card(
     language = info.get("language", "en")
     card_data = _card_header(dataset, license=license, pretty_name=pretty_name, language=language)
     settings = {s.name: s for s in SETTINGS}
-    stages = [
-        {
-            "name": s.name,
-            "items_in": s.items_in,
-            "unit": s.unit,
-            "items_out": s.items_out,
-            "failed": s.failed,
-            "rejected": ", ".join(f"{k}={v}" for k, v in sorted(s.rejected.items())) or "-",
-        }
-        for s in report.stages
-    ]
-    usage = report.total_usage()
-    share = next((s.notes.get("filtered_share") for s in report.stages if "filtered_share" in s.notes), None)
     kwargs: dict[str, Any] = {
         "pretty_name": pretty_name,
         "repo_id": repo_id or "<your-repo>",
@@ -124,6 +111,33 @@ def render_card(
         "reference_generator": info.get("reference_generator", "?"),
         "revisions": info.get("revisions", False),
         "prompts": info.get("prompts", []),
+        **_run_figures(report),
+        "version": __version__,
+        "fingerprint": info.get("fingerprint", "?"),
+        "date": info.get("date", datetime.date.today().isoformat()),
+        "license": license,
+    }
+    path = Path(template_path) if template_path else default_card_template()
+    return DatasetCard.from_template(card_data, template_path=str(path), **kwargs)
+
+
+def _run_figures(report: PipelineReport) -> dict[str, Any]:
+    """The card's figures of the run: requests, cache hits, tokens and cost, rejections by reason, failures, the
+    cross-validation share filtered, and one row per stage."""
+    stages = [
+        {
+            "name": s.name,
+            "items_in": s.items_in,
+            "unit": s.unit,
+            "items_out": s.items_out,
+            "failed": s.failed,
+            "rejected": ", ".join(f"{k}={v}" for k, v in sorted(s.rejected.items())) or "-",
+        }
+        for s in report.stages
+    ]
+    usage = report.total_usage()
+    share = next((s.notes.get("filtered_share") for s in report.stages if "filtered_share" in s.notes), None)
+    return {
         "requests": usage.requests,
         "cache_hits": usage.cache_hits,
         "prompt_tokens": usage.prompt_tokens,
@@ -136,13 +150,7 @@ def render_card(
         "failed": len(report.failures),
         "cross_validation": f"{100 * share:.1f}%" if share is not None else None,
         "stages": stages,
-        "version": __version__,
-        "fingerprint": info.get("fingerprint", "?"),
-        "date": info.get("date", datetime.date.today().isoformat()),
-        "license": license,
     }
-    path = Path(template_path) if template_path else default_card_template()
-    return DatasetCard.from_template(card_data, template_path=str(path), **kwargs)
 
 
 def _card_header(dataset: datasets.DatasetDict, *, license: str, pretty_name: str, language: str):

@@ -27,7 +27,7 @@ from typing import Any
 import datasets
 
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
-from ..backends.openai import OpenAIClient
+from ..backends.openai_client import OpenAIClient
 from ..cache import GenerationCache
 from ..grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
@@ -204,8 +204,8 @@ def make_client(
     seed: int = 0,
     stage_params: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> OpenAIClient:
-    """An :class:`~hf_critic.backends.openai.OpenAIClient` for an endpoint of the recipe (``stage_params``: see
-    :class:`~hf_critic.backends.openai.OpenAIClient`)."""
+    """An :class:`~hf_critic.backends.openai_client.OpenAIClient` for an endpoint of the recipe (``stage_params``: see
+    :class:`~hf_critic.backends.openai_client.OpenAIClient`)."""
     return OpenAIClient(
         endpoint.base_url,
         endpoint.model,
@@ -330,14 +330,7 @@ def run_eval_instruct(
     family = "critiquellm_v2" if v2 else "critiquellm_v1"
     pipeline = check_pipeline(pipeline if pipeline is not None else V2_PIPELINE if v2 else V1_PIPELINE, config)
     if teacher is None:
-        max_tokens = int(config.teacher.sampling.get("max_tokens") or 2048)
-        aug = config.queries.augmentation
-        aug_tokens = int((aug.sampling or {}).get("max_tokens") or max_tokens) if aug else max_tokens
-        spec = GrammarSpec(config.language, family, max_tokens, aug_tokens)
-        per_stage = stage_grammars(pipeline, spec) if config.teacher.grammar else None
-        teacher = make_client(
-            config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed, stage_params=per_stage
-        )
+        teacher = _recipe_teacher(config, pipeline, family, cache, ledger)
     if generators is None:
         generators = {
             g.name: make_generator(g, cache=cache, ledger=ledger, progress=config.progress) for g in config.generators
@@ -353,14 +346,7 @@ def run_eval_instruct(
     dataset = _output_configs(named, family=family, language=lang, teacher=teacher_name)
     report.counts = {name: len(split) for name, split in dataset.items()}
     report.info = _info(config, teacher_name, v2, family, queries=len(seeds))
-    paths: dict[str, Any] = {
-        "report": write_text(out_dir / "report.json", report.to_json()),
-        # every item a stage did not pass on, by stage, id, kind (failed / rejected / left_out) and reason
-        "failures": write_text(
-            out_dir / "failures.jsonl",
-            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in report.named_losses()),
-        ),
-    }
+    paths = _write_report(report, out_dir)
     problem = report.shortfall(config.max_rejected_share)
     if problem is not None:  # an empty dataset is never saved as a result, nor carded, nor pushed
         cache.close()
@@ -380,6 +366,30 @@ def run_eval_instruct(
         )
     cache.close()
     return EvalInstructResult(dataset, report, paths)
+
+
+def _recipe_teacher(config: EvalInstructConfig, pipeline: Sequence[Stage], family: str, cache, ledger) -> ChatSource:
+    """The recipe's teacher endpoint as a client, with a GBNF grammar per stage when ``teacher.grammar`` is on."""
+    max_tokens = int(config.teacher.sampling.get("max_tokens") or 2048)
+    aug = config.queries.augmentation
+    aug_tokens = int((aug.sampling or {}).get("max_tokens") or max_tokens) if aug else max_tokens
+    spec = GrammarSpec(config.language, family, max_tokens, aug_tokens)
+    per_stage = stage_grammars(pipeline, spec) if config.teacher.grammar else None
+    return make_client(
+        config.teacher, cache=cache, ledger=ledger, name="teacher", seed=config.seed, stage_params=per_stage
+    )
+
+
+def _write_report(report: PipelineReport, out_dir: Path) -> dict[str, Any]:
+    """``report.json`` and ``failures.jsonl`` written in ``out_dir``: ``{"report": path, "failures": path}``."""
+    return {
+        "report": write_text(out_dir / "report.json", report.to_json()),
+        # every item a stage did not pass on, by stage, id, kind (failed / rejected / left_out) and reason
+        "failures": write_text(
+            out_dir / "failures.jsonl",
+            "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in report.named_losses()),
+        ),
+    }
 
 
 def _output_configs(

@@ -212,18 +212,7 @@ class GlassBoxEvaluator:
 
         # 4. one cell per column and scored turn, read through the _COLUMNS table
         passes = _Passes(results, ref_results, prm_values, dec_values, illustrated, combo_norm)
-        out = ds
-        for name in _output_names(feats, groups, illustration, calibrate):
-            col = column_name(name)
-            cells = []
-            read = _COLUMNS[name]
-            for row in range(len(ds)):
-                per_turn = [None if k is None else read(passes, (row, k), name) for k in slots[row]]
-                cells.append(per_turn if turn == "all" else per_turn[0])
-            if col in out.column_names:
-                out = out.remove_columns(col)
-            out = out.add_column(col, cells)
-        return out
+        return _add_columns(ds, passes, _output_names(feats, groups, illustration, calibrate), slots, turn)
 
     # ---------------------------------------------------------------- internals
 
@@ -529,6 +518,24 @@ def _turn_slots(n: int, turn: str | int) -> list[int | None]:
     if turn == "all":
         return list(range(n))
     return [turn - 1 if turn <= n else None]
+
+
+def _add_columns(ds, passes: _Passes, names, slots: list, turn: str | int):
+    """``ds`` with one column per output name (replacing one of the same name), read through :data:`_COLUMNS` from
+    ``passes``: per row, one cell per scored turn (``slots[row]``; None where the row has no such turn), a list of
+    them with ``turn="all"``."""
+    out = ds
+    for name in names:
+        col = column_name(name)
+        cells = []
+        read = _COLUMNS[name]
+        for row in range(len(ds)):
+            per_turn = [None if k is None else read(passes, (row, k), name) for k in slots[row]]
+            cells.append(per_turn if turn == "all" else per_turn[0])
+        if col in out.column_names:
+            out = out.remove_columns(col)
+        out = out.add_column(col, cells)
+    return out
 
 
 def _output_names(feats, groups, illustration: bool, calibrate: bool) -> list[str]:

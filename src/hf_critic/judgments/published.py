@@ -335,18 +335,7 @@ def build_published_judgment_data(
             and line).
         RecordError: a malformed source or benchmark file (names file, row and field).
     """
-    unknown = [s for s in sources if s not in PUBLISHED_SOURCES]
-    if unknown:
-        raise ValueError(f"unknown source(s) {unknown}; expected some of {tuple(PUBLISHED_SOURCES)}")
-    if not 0 <= validation_fraction < 1:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
-    pair_template = get_template(pairwise_family, "pairwise_reference_free", "en")
-    if pair_template.output.kind != "label" or len(pair_template.output.labels or ()) < 3:
-        raise ValueError(f"template {pair_template.name} has no tie verdict; AlpacaEval has ties")
-    verdict_text(pair_template.output, 0)  # raises for a format whose verdict opens the critique
-    names = _response_names(pair_template.output)
-    point_template = get_template("autoj", "pointwise_reference_free", "en")
-
+    pair_template, point_template, names = _checked_templates(sources, validation_fraction, pairwise_family)
     report = PublishedBuildReport(
         settings={
             "pairwise_template": f"{pair_template.name}@{pair_template.version}",
@@ -376,6 +365,22 @@ def build_published_judgment_data(
 
     out = _rows_by_config(kept, assignment, report, point_template, pair_template, names, swap)
     return _as_datasets(out, report), report
+
+
+def _checked_templates(sources: Sequence[str], validation_fraction: float, pairwise_family: str):
+    """``(pairwise template, pointwise template, response names)`` of :func:`build_published_judgment_data`, its
+    arguments checked first (ValueError: see there)."""
+    unknown = [s for s in sources if s not in PUBLISHED_SOURCES]
+    if unknown:
+        raise ValueError(f"unknown source(s) {unknown}; expected some of {tuple(PUBLISHED_SOURCES)}")
+    if not 0 <= validation_fraction < 1:
+        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
+    pair_template = get_template(pairwise_family, "pairwise_reference_free", "en")
+    if pair_template.output.kind != "label" or len(pair_template.output.labels or ()) < 3:
+        raise ValueError(f"template {pair_template.name} has no tie verdict; AlpacaEval has ties")
+    verdict_text(pair_template.output, 0)  # raises for a format whose verdict opens the critique
+    names = _response_names(pair_template.output)
+    return pair_template, get_template("autoj", "pointwise_reference_free", "en"), names
 
 
 def _rows_by_config(kept, assignment, report, point_template, pair_template, names, swap) -> dict[str, dict]:

@@ -154,47 +154,23 @@ def save_published_judgment_data(
     Returns:
         ``{name: path}`` for every config folder, ``hub``, ``report`` and each validation file.
     """
-    import shutil
-    import tempfile
-
     from ..io import write_text
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: dict[str, Path] = {}
-
-    def replace(target: Path, write) -> None:
-        tmp = Path(tempfile.mkdtemp(dir=out_dir, prefix=f".{target.name}-"))
-        try:
-            write(tmp)
-            if target.exists():
-                shutil.rmtree(target) if target.is_dir() else target.unlink()
-            tmp.rename(target)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-
     quiet = not datasets.are_progress_bars_disabled()
     if quiet:
         datasets.disable_progress_bars()
     try:
         for config, splits in configs.items():
             shards = {s: 1 for s, d in splits.items() if len(d) == 0}
-            replace(
+            _replace_folder(
                 out_dir / config,
                 lambda tmp, splits=splits, shards=shards: splits.save_to_disk(str(tmp), num_shards=shards),
             )
             written[config] = out_dir / config
-
-        def write_hub(tmp: Path) -> None:
-            for config, splits in configs.items():
-                (tmp / config).mkdir(parents=True)
-                for split, data in splits.items():
-                    data.to_parquet(str(tmp / config / f"{split}-00000-of-00001.parquet"))
-            if card is not None:
-                (tmp / "README.md").write_text(str(card), encoding="utf-8")
-            (tmp / "LICENSE").write_text(_licence_text(report), encoding="utf-8")
-
-        replace(out_dir / "hub", write_hub)
+        _replace_folder(out_dir / "hub", lambda tmp: _write_hub(tmp, configs, report, card))
         written["hub"] = out_dir / "hub"
     finally:
         if quiet:
@@ -210,6 +186,34 @@ def save_published_judgment_data(
         written[f"validation_{config}"] = path
     written["report"] = write_text(out_dir / "build_report.json", json.dumps(report.to_dict(), indent=2) + "\n")
     return written
+
+
+def _replace_folder(target: Path, write) -> None:
+    """``write(tmp)`` into a new temporary folder beside ``target``, then that folder renamed onto ``target`` (which
+    is removed first); the temporary folder is removed if anything fails."""
+    import shutil
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        write(tmp)
+        if target.exists():
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        tmp.rename(target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_hub(tmp: Path, configs: Mapping[str, datasets.DatasetDict], report: PublishedBuildReport, card) -> None:
+    """The Hub folder into ``tmp``: one parquet file per config and split, ``README.md`` (``card``, when given) and
+    ``LICENSE``."""
+    for config, splits in configs.items():
+        (tmp / config).mkdir(parents=True)
+        for split, data in splits.items():
+            data.to_parquet(str(tmp / config / f"{split}-00000-of-00001.parquet"))
+    if card is not None:
+        (tmp / "README.md").write_text(str(card), encoding="utf-8")
+    (tmp / "LICENSE").write_text(_licence_text(report), encoding="utf-8")
 
 
 def push_published_judgment_data(out_dir: str | Path, repo_id: str, *, private: bool = True, api: Any = None) -> str:

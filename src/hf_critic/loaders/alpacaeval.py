@@ -194,17 +194,10 @@ def load_alpacaeval(source: str | os.PathLike, *, skipped: Counter | None = None
             completion = parse_raw_completion(raw.get("raw_completion"), where)
             names, tie = None, False
             if completion is not None:
-                names = _names(raw, completion["ranks"], where)
-                by_position = {names[n]: r for n, r in completion["ranks"].items() if n in names}
-                if len(by_position) == 2:
-                    if by_position[1] == by_position[2]:
-                        tie = label != TIE
-                        label, preference = TIE, 0.5
-                    elif (RESPONSE_1_WINS if by_position[1] < by_position[2] else RESPONSE_2_WINS) != label:
-                        raise RecordError(
-                            f"{where}: field 'preference' = {published} contradicts 'raw_completion' ordered_models "
-                            f"(output_{1 if by_position[1] < by_position[2] else 2} ranked first)"
-                        )
+                names, both_first = _ranking(raw, completion, label, published, where)
+                if both_first:
+                    tie = label != TIE
+                    label, preference = TIE, 0.5
                 if tie:
                     skipped["gpt-4 ranked both outputs first: labelled tie"] += 1
             rows.append(
@@ -227,3 +220,20 @@ def load_alpacaeval(source: str | os.PathLike, *, skipped: Counter | None = None
                 }
             )
     return as_dataset(rows, _FEATURES)
+
+
+def _ranking(raw: dict, completion: dict, label: int, published: float, where: str) -> tuple[dict, bool]:
+    """``(names, both_first)`` from the judge's ``ordered_models``: which response each name refers to, and whether
+    both outputs are ranked first; RecordError when a strict ranking contradicts the published ``label``."""
+    names = _names(raw, completion["ranks"], where)
+    by_position = {names[n]: r for n, r in completion["ranks"].items() if n in names}
+    if len(by_position) != 2:
+        return names, False
+    if by_position[1] == by_position[2]:
+        return names, True
+    if (RESPONSE_1_WINS if by_position[1] < by_position[2] else RESPONSE_2_WINS) != label:
+        raise RecordError(
+            f"{where}: field 'preference' = {published} contradicts 'raw_completion' ordered_models "
+            f"(output_{1 if by_position[1] < by_position[2] else 2} ranked first)"
+        )
+    return names, False

@@ -83,8 +83,19 @@ def load_generic(
         raise ValueError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
     mapping = parse_columns(columns) if isinstance(columns, str) or columns is None else dict(columns)
     dataset = load_records(source, mapping, split=split, coerce_text=coerce_text)
+    _check_texts(dataset, task, source, mapping)
+    dataset = gold_labels(
+        dataset, task, label_map=label_map, digits=digits, label_columns=label_columns, aggregate=aggregate,
+        source=str(source), columns=mapping,
+    )  # fmt: skip
+    return _with_ids(dataset, "human_score" if task == "pointwise" else "label")
+
+
+def _check_texts(dataset: datasets.Dataset, task: str, source, mapping: Mapping[str, str]) -> None:
+    """RecordError unless the question (and a reference, if any) is non-empty text and the task's responses are
+    text (an empty answer is a (bad) answer, not an error)."""
     check_fields(dataset, ["question"], source=str(source), columns=mapping)
-    for name in _REQUIRED[task][1:]:  # responses must be text; an empty answer is a (bad) answer, not an error
+    for name in _REQUIRED[task][1:]:
         if name not in dataset.column_names:
             raise RecordError(f"{source}: required column {name!r} missing (have {dataset.column_names})")
         for row, value in enumerate(dataset[name]):
@@ -92,12 +103,11 @@ def load_generic(
                 raise RecordError(f"{source}: row {row}, field {name!r}: not text: {repr(value)[:40]}")
     if "reference" in dataset.column_names:
         check_fields(dataset, ["reference"], source=str(source), columns=mapping)
-    dataset = gold_labels(
-        dataset, task, label_map=label_map, digits=digits, label_columns=label_columns, aggregate=aggregate,
-        source=str(source), columns=mapping,
-    )  # fmt: skip
-    target = "human_score" if task == "pointwise" else "label"
 
+
+def _with_ids(dataset: datasets.Dataset, target: str) -> datasets.Dataset:
+    """``query_id`` as text (derived from the question where the data has none), ``system_id`` as text, and the
+    canonical columns first (``target``: the gold column)."""
     if "query_id" in dataset.column_names:
         ids = [str(v) for v in dataset["query_id"]]
         dataset = dataset.remove_columns("query_id")
@@ -178,33 +188,14 @@ def gold_labels(
             )
         raise RecordError(f"{source}: --label-columns {missing} not found; the data has {dataset.column_names}")
 
-    def where(name: str) -> str:
-        original = (columns or {}).get(name, name)
-        return f"field {name!r}" + (f" (column {original!r} of the data)" if original != name else "")
-
-    values = {}
-    for name in names:
-        try:
-            if task == "pairwise":
-                values[name] = normalize_labels(dataset[name], name=name, digits=digits, label_map=label_map or None)
-            else:
-                values[name] = _scores(dataset[name], name)
-        except ValueError as err:
-            raise RecordError(f"{source}: {_row_message(err, name, where(name))}") from None
+    values = _gold_values(dataset, task, names, digits, label_map, source, columns)
     if label_columns:
-        how = aggregate or ("majority" if task == "pairwise" else "mean")
-        stacked = np.stack([values[n] for n in names], axis=1)
-        gold = aggregate_labels(stacked, how) if task == "pairwise" else aggregate_scores(stacked, how)
-        feature = datasets.Value("int64") if task == "pairwise" else datasets.Value("float64")
-        for name in names:
-            codes = values[name]
-            kept = [None if v < 0 else int(v) for v in codes] if task == "pairwise" else codes.tolist()
-            dataset = dataset.remove_columns(name).add_column(name, kept, feature=feature)
+        dataset, gold = _aggregate_annotators(dataset, task, names, values, aggregate)
     else:
         gold = values[target]
     unlabelled = np.flatnonzero(gold < 0) if task == "pairwise" else np.flatnonzero(~np.isfinite(gold))
     if len(unlabelled) and (required or label_columns):
-        what = f"no annotator of {names} gave a label" if label_columns else f"{where(target)} is missing"
+        what = f"no annotator of {names} gave a label" if label_columns else f"{_where(target, columns)} is missing"
         raise RecordError(f"{source}: row {int(unlabelled[0])}: {what} ({len(unlabelled)} such row(s))")
     # Without gold options a row without a human judgement is still judged; the figures leave it out and count it
     # (e.g. FastChat's -1 "no grade" in MT-Bench).
@@ -214,6 +205,41 @@ def gold_labels(
     if target in dataset.column_names:
         dataset = dataset.remove_columns(target)
     return dataset.add_column(target, cleaned, feature=feature)
+
+
+def _where(name: str, columns: Mapping[str, str] | None) -> str:
+    """``field 'name'``, with the column of the data it was mapped from (``--columns``), for messages."""
+    original = (columns or {}).get(name, name)
+    return f"field {name!r}" + (f" (column {original!r} of the data)" if original != name else "")
+
+
+def _gold_values(dataset, task: str, names, digits: str, label_map, source: str, columns) -> dict[str, np.ndarray]:
+    """``{column: codes}`` (pairwise: :func:`~hf_critic.labels.normalize_labels`) or ``{column: floats}``
+    (pointwise) of each gold column; RecordError naming the row and the field of a bad value."""
+    values = {}
+    for name in names:
+        try:
+            if task == "pairwise":
+                values[name] = normalize_labels(dataset[name], name=name, digits=digits, label_map=label_map or None)
+            else:
+                values[name] = _scores(dataset[name], name)
+        except ValueError as err:
+            raise RecordError(f"{source}: {_row_message(err, name, _where(name, columns))}") from None
+    return values
+
+
+def _aggregate_annotators(dataset, task: str, names, values: dict[str, np.ndarray], aggregate: str | None):
+    """``(dataset, gold)``: the annotators' aggregate (``aggregate``; None: majority for labels, mean for scores),
+    each annotator column kept as codes (None where unlabelled) or floats."""
+    how = aggregate or ("majority" if task == "pairwise" else "mean")
+    stacked = np.stack([values[n] for n in names], axis=1)
+    gold = aggregate_labels(stacked, how) if task == "pairwise" else aggregate_scores(stacked, how)
+    feature = datasets.Value("int64") if task == "pairwise" else datasets.Value("float64")
+    for name in names:
+        codes = values[name]
+        kept = [None if v < 0 else int(v) for v in codes] if task == "pairwise" else codes.tolist()
+        dataset = dataset.remove_columns(name).add_column(name, kept, feature=feature)
+    return dataset, gold
 
 
 def _scores(values: list, name: str) -> np.ndarray:

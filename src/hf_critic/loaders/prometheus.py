@@ -79,45 +79,9 @@ def load_prometheus(
         elif row_kind != kind:
             raise RecordError(f"{where}: a {row_kind} row in a {kind} file")
         if kind == "pointwise":
-            parts = split_prometheus_prompt(field(raw, "instruction", where), f"{where}: field 'instruction'")
-            scores = raw.get("gpt4_score")
-            if not isinstance(scores, list) or not scores:
-                raise RecordError(f"{where}: field 'gpt4_score' must be a non-empty list of scores")
-            values = [field({"gpt4_score": s}, "gpt4_score", where, kind="score") for s in scores]
-            rows.append(
-                {
-                    "query_id": str(field(raw, "idx", where, kind="any")),
-                    "system_id": str(field(raw, "response_source", where, kind="any")),
-                    "question": parts["question"],
-                    "reference": parts["reference"],
-                    "response": parts["response"],
-                    "human_score": sum(values) / len(values),
-                    "category": field(raw, "category", where, default=None),
-                    "rubric": parts["rubric"],
-                    "gpt4_scores": values,
-                }
-            )
+            rows.append(_pointwise_row(raw, where))
         else:
-            chosen = split_prometheus_prompt(
-                field(raw, "chosen_instruction", where), f"{where}: field 'chosen_instruction'"
-            )
-            rejected = split_prometheus_prompt(
-                field(raw, "rejected_instruction", where), f"{where}: field 'rejected_instruction'"
-            )
-            if chosen["question"] != rejected["question"]:
-                raise RecordError(f"{where}: chosen and rejected prompts ask different questions")
-            swap = order == "alternate" and len(rows) % 2 == 1
-            rows.append(
-                {
-                    "query_id": str(len(rows)),
-                    "question": chosen["question"],
-                    "response_1": rejected["response"] if swap else chosen["response"],
-                    "response_2": chosen["response"] if swap else rejected["response"],
-                    "label": 1 if swap else 0,
-                    "category": field(raw, "source", where, default=None),
-                    "rubric": chosen["rubric"],
-                }
-            )
+            rows.append(_pairwise_row(raw, where, len(rows), swap=order == "alternate" and len(rows) % 2 == 1))
     if kind == "pointwise" and all(row["reference"] is None for row in rows):
         for row in rows:
             del row["reference"]
@@ -127,3 +91,43 @@ def load_prometheus(
     return as_dataset(
         rows, {"rubric": datasets.Value("string"), "gpt4_scores": datasets.Sequence(datasets.Value("float64"))}
     )
+
+
+def _pointwise_row(raw: dict, where: str) -> dict:
+    """One absolute grading item as a pointwise record (``human_score``: the mean of its GPT-4 scores)."""
+    parts = split_prometheus_prompt(field(raw, "instruction", where), f"{where}: field 'instruction'")
+    scores = raw.get("gpt4_score")
+    if not isinstance(scores, list) or not scores:
+        raise RecordError(f"{where}: field 'gpt4_score' must be a non-empty list of scores")
+    values = [field({"gpt4_score": s}, "gpt4_score", where, kind="score") for s in scores]
+    return {
+        "query_id": str(field(raw, "idx", where, kind="any")),
+        "system_id": str(field(raw, "response_source", where, kind="any")),
+        "question": parts["question"],
+        "reference": parts["reference"],
+        "response": parts["response"],
+        "human_score": sum(values) / len(values),
+        "category": field(raw, "category", where, default=None),
+        "rubric": parts["rubric"],
+        "gpt4_scores": values,
+    }
+
+
+def _pairwise_row(raw: dict, where: str, index: int, swap: bool) -> dict:
+    """One HHH chosen / rejected item as the pairwise record number ``index`` (``swap``: the chosen response
+    second, label 1)."""
+    chosen = split_prometheus_prompt(field(raw, "chosen_instruction", where), f"{where}: field 'chosen_instruction'")
+    rejected = split_prometheus_prompt(
+        field(raw, "rejected_instruction", where), f"{where}: field 'rejected_instruction'"
+    )
+    if chosen["question"] != rejected["question"]:
+        raise RecordError(f"{where}: chosen and rejected prompts ask different questions")
+    return {
+        "query_id": str(index),
+        "question": chosen["question"],
+        "response_1": rejected["response"] if swap else chosen["response"],
+        "response_2": chosen["response"] if swap else rejected["response"],
+        "label": 1 if swap else 0,
+        "category": field(raw, "source", where, default=None),
+        "rubric": chosen["rubric"],
+    }

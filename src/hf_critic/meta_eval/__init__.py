@@ -1,8 +1,9 @@
 """Meta-evaluation: how well a critic agrees with humans (CritiqueLLM v2 §4.4).
 
 * :mod:`~hf_critic.meta_eval.correlation`: pointwise grading, text-level, system-level and row-level (pooled)
-  Pearson / Spearman / Kendall (Table 2), and the within-question pairwise accuracy (does the critic score a
-  question's better answer above its worse one?);
+  Pearson / Spearman / Kendall (Table 2), on the vectorised per-group coefficients of
+  :mod:`~hf_critic.meta_eval.grouped`; :mod:`~hf_critic.meta_eval.within_question`: the within-question pairwise
+  accuracy (does the critic score a question's better answer above its worse one?);
 * :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
   (Table 3) and the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped);
   the label spellings both read are in :mod:`hf_critic.labels`;

@@ -59,7 +59,7 @@ import numpy as np
 
 from hf_critic.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED, normalize_labels, swap_codes
 
-from .correlation import _factorize
+from .grouped import _factorize
 
 __all__ = [
     "UNPARSED_POLICIES",
@@ -306,40 +306,20 @@ def pairwise_agreement(
             ``unparsed`` policy or ``two_way`` mode, or ``combined_distributions`` without ``swapped_predictions``.
     """
     _check_modes(unparsed, two_way, combined_distributions is not None and swapped_predictions is None)
-    pred, ref, swapped = _codes(predictions, references, swapped_predictions, digits, swapped_mapped_back)
-    n_all = len(pred)
-    gid, uniques = _factorize(groups, "groups", n_all) if groups is not None else (None, None)
-    has_ref = ref >= 0
-    n_missing = int((~has_ref).sum())
-    on = two_way == "on" or (two_way == "auto" and bool(has_ref.any()) and not (ref[has_ref] == TIE).any())
-    first_dist = _objects(distributions, n_all, "distributions")
-    combined_dist = _objects(combined_distributions, n_all, "combined_distributions")
-    pred, ref, swapped, gid, first_dist, combined_dist = _select(
-        has_ref, pred, ref, swapped, gid, first_dist, combined_dist
+    codes = _codes(predictions, references, swapped_predictions, digits, swapped_mapped_back)
+    pred, ref, swapped, gid, uniques, first_dist, combined_dist, n_missing, on = _referenced(
+        *codes, groups, distributions, combined_distributions, two_way
     )
     counts = _unparsed_counts(pred, swapped)
-    # Parsed in both orders, before the policy reads unparsed verdicts as ties (a low-mass read-out keeps a
-    # distribution, but no verdict: it is no two-way choice either).
-    pred_parsed = pred >= 0
-    parsed = pred_parsed & (swapped >= 0 if swapped is not None else True)
-    keep = np.ones(len(pred), dtype=bool)
-    if unparsed == "tie":
-        pred = np.where(pred < 0, TIE, pred)
-        swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
-    elif unparsed == "drop":
-        keep = parsed
-        pred, ref, pred_parsed, parsed, swapped, gid, first_dist, combined_dist = _select(
-            keep, pred, ref, pred_parsed, parsed, swapped, gid, first_dist, combined_dist
-        )
+    pred, ref, swapped, gid, first_dist, combined_dist, pred_parsed, parsed, n_dropped = _unparsed_policy(
+        unparsed, pred, ref, swapped, gid, first_dist, combined_dist
+    )
     credits = _two_way_credits(on, pred, ref, swapped, pred_parsed, parsed, first_dist, combined_dist, unparsed)
     out = _figures(pred, ref, swapped, bootstrap, seed, confidence, credits)
-    out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=int((~keep).sum()), unparsed=unparsed)
+    out.update(n=len(ref), **counts, n_missing_references=n_missing, n_dropped=n_dropped, unparsed=unparsed)
     if credits:
-        out.update(
-            two_way_n=int((ref != TIE).sum()),
-            two_way_n_gold_ties=int((ref == TIE).sum()),
-            two_way_source="distribution" if distributions is not None else "labels",
-        )
+        out.update(two_way_n=int((ref != TIE).sum()), two_way_n_gold_ties=int((ref == TIE).sum()))
+        out["two_way_source"] = "distribution" if distributions is not None else "labels"
     if gid is not None:
         out["per_group"] = _per_group(pred, ref, swapped, gid, uniques, credits, bootstrap, seed, confidence)
     return out
@@ -406,6 +386,23 @@ def _check_modes(unparsed: str, two_way: str, combined_without_swap: bool) -> No
         raise ValueError("combined_distributions are of both orders: give swapped_predictions too")
 
 
+def _unparsed_policy(unparsed: str, pred, ref, swapped, gid, first_dist, combined_dist):
+    """The pairs under the ``unparsed`` policy: ``(pred, ref, swapped, gid, first_dist, combined_dist, pred_parsed,
+    parsed, n_dropped)``, unparsed verdicts read as ties (``"tie"``) or the pairs not parsed in both orders left out
+    (``"drop"``, counted in ``n_dropped``). ``pred_parsed`` and ``parsed`` (in both orders) are taken before the
+    policy reads unparsed verdicts as ties (a low-mass read-out keeps a distribution, but no verdict: it is no two-way
+    choice either)."""
+    pred_parsed = pred >= 0
+    parsed = pred_parsed & (swapped >= 0 if swapped is not None else True)
+    if unparsed == "drop":
+        kept = _select(parsed, pred, ref, swapped, gid, first_dist, combined_dist, pred_parsed, parsed)
+        return (*kept, int((~parsed).sum()))
+    if unparsed == "tie":
+        pred = np.where(pred < 0, TIE, pred)
+        swapped = np.where(swapped < 0, TIE, swapped) if swapped is not None else None
+    return pred, ref, swapped, gid, first_dist, combined_dist, pred_parsed, parsed, 0
+
+
 def _unparsed_counts(pred: np.ndarray, swapped: np.ndarray | None) -> dict[str, int]:
     """``n_unparsed`` (and ``n_unparsed_swapped`` with a swapped order): verdicts coded :data:`UNPARSED`."""
     counts = {"n_unparsed": int((pred < 0).sum())}
@@ -428,6 +425,23 @@ def _codes(predictions, references, swapped_predictions, digits: str, swapped_ma
         if not swapped_mapped_back:
             swapped = swap_codes(swapped)
     return pred, ref, swapped
+
+
+def _referenced(pred, ref, swapped, groups, distributions, combined_distributions, two_way: str):
+    """The pairs with a human label: ``(pred, ref, swapped, gid, uniques, first_dist, combined_dist, n_missing,
+    on)``, the groups' codes and the distributions read (:func:`_objects`) and restricted to them, with the unique
+    group ids (None without groups), the number of pairs left out for a missing label, and whether the two-way
+    figures are computed (``two_way``: ``"on"``, or ``"auto"`` and no human tie among them)."""
+    n_all = len(pred)
+    gid, uniques = _factorize(groups, "groups", n_all) if groups is not None else (None, None)
+    has_ref = ref >= 0
+    first_dist = _objects(distributions, n_all, "distributions")
+    combined_dist = _objects(combined_distributions, n_all, "combined_distributions")
+    pred, ref, swapped, gid, first_dist, combined_dist = _select(
+        has_ref, pred, ref, swapped, gid, first_dist, combined_dist
+    )
+    on = two_way == "on" or (two_way == "auto" and len(ref) > 0 and not (ref == TIE).any())
+    return pred, ref, swapped, gid, uniques, first_dist, combined_dist, int((~has_ref).sum()), on
 
 
 def _select(mask: np.ndarray, *arrays):

@@ -7,7 +7,7 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
   each critic's pointwise grades against human scores, one column group per dataset (e.g. AlignBench
   referenced and reference-free);
 * **within-question pairwise accuracy** of pointwise grades (does the critic score a question's better answer
-  above its worse one? :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`), beside text-level and
+  above its worse one? :func:`~hf_critic.meta_eval.within_question.within_question_accuracy`), beside text-level and
   row-level (pooled) correlation;
 * **Table 3 layout** (v2 §4.4.2): agreement and consistency of pairwise verdicts under order swap, per dataset;
   where the human labels have no tie, also the **two-way accuracy** (response 1 or response 2, the tie option
@@ -140,38 +140,15 @@ def evaluate_critiques(
         ValueError: no critique column, or the human column is missing.
     """
     columns = dataset.column_names
-    referenced = schema.REFERENCE in columns
     categories = _column(dataset, category)
     figures = {"bootstrap": bootstrap, "seed": seed}
-    probability = schema.CRITIQUE_DISTRIBUTION in columns
     if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
-        queries = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
-        systems = _column(dataset, "system_id") or _column(dataset, "model")
-        pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
-        human = np.asarray(dataset[human_score], dtype=float)
-        metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
-        per_category = _per_category_correlation(pred, human, categories, queries, figures)
-        ceiling = _annotator_correlation(dataset, annotators, human, queries)
-        extras = pointwise_extras(dataset, pred, human, queries, systems, annotators=annotators, ppi=ppi)
-        return RunResult(
-            critic=critic,
-            dataset=name,
-            task="pointwise",
-            referenced=referenced,
-            n_rows=len(pred),
-            n_critiques=len(pred),
-            n_unparsed=int(metrics["n_unparsed"]),
-            metrics=metrics,
-            per_category=per_category,
-            confusion=_score_confusion(human, pred),
-            unparsed=unparsed,
-            bootstrap=bootstrap,
-            ceiling=ceiling,
-            verdicts=pointwise_verdict_figures(dataset, human_score, query_ids=queries) if probability else {},
-            **extras,
-        )
+        return _pointwise_run(
+            dataset, critic, name, human_score=human_score, categories=categories, unparsed=unparsed,
+            bootstrap=bootstrap, figures=figures, annotators=annotators, ppi=ppi,
+        )  # fmt: skip
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
@@ -212,6 +189,39 @@ def _annotator_correlation(dataset, annotators: Sequence[str], human, queries) -
     if ceiling:
         ceiling["mean"] = {"text_pearson": float(np.nanmean([v["text_pearson"] for v in ceiling.values()]))}
     return ceiling
+
+
+def _pointwise_run(
+    dataset, critic, name, *, human_score, categories, unparsed, bootstrap, figures, annotators, ppi=None
+) -> RunResult:
+    """The :class:`RunResult` of a pointwise critique file (see :func:`evaluate_critiques`)."""
+    referenced = schema.REFERENCE in dataset.column_names
+    probability = schema.CRITIQUE_DISTRIBUTION in dataset.column_names
+    queries = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
+    systems = _column(dataset, "system_id") or _column(dataset, "model")
+    pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
+    human = np.asarray(dataset[human_score], dtype=float)
+    metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
+    per_category = _per_category_correlation(pred, human, categories, queries, figures)
+    ceiling = _annotator_correlation(dataset, annotators, human, queries)
+    extras = pointwise_extras(dataset, pred, human, queries, systems, annotators=annotators, ppi=ppi)
+    return RunResult(
+        critic=critic,
+        dataset=name,
+        task="pointwise",
+        referenced=referenced,
+        n_rows=len(pred),
+        n_critiques=len(pred),
+        n_unparsed=int(metrics["n_unparsed"]),
+        metrics=metrics,
+        per_category=per_category,
+        confusion=_score_confusion(human, pred),
+        unparsed=unparsed,
+        bootstrap=bootstrap,
+        ceiling=ceiling,
+        verdicts=pointwise_verdict_figures(dataset, human_score, query_ids=queries) if probability else {},
+        **extras,
+    )
 
 
 def _pairwise_run(

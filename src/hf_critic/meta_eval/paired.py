@@ -35,7 +35,8 @@ import numpy as np
 from scipy import stats
 
 from .bootstrap import MAX_CELLS, bootstrap_intervals
-from .correlation import _factorize, _within_question_parts, grouped_correlations
+from .grouped import _factorize, grouped_correlations
+from .within_question import _within_question_parts
 
 __all__ = [
     "FIGURE_NAMES",
@@ -229,7 +230,7 @@ def compare_pointwise(
     Only the rows both critics graded (and the humans scored) count, so both figures are of the same rows:
     ``text_pearson`` averages over the questions where both critics have a correlation; ``pooled_pearson`` is over all
     those rows; ``within_question_accuracy`` over the same pairs of one question's responses (CritiqueLLM v2 §4.4.1;
-    :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`).
+    :func:`~hf_critic.meta_eval.within_question.within_question_accuracy`).
 
     Args:
         scores_a: critic A's scores ``(n,)``; None / NaN = unparsed.

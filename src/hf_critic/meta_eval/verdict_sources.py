@@ -5,8 +5,9 @@ A critique file written with ``--verdict probability`` or ``both`` carries, besi
 was read from (:mod:`hf_critic.verdicts`). This module puts the verdict sources of one file side by side:
 
 * pointwise grading: pooled Pearson / Spearman / Kendall of the expected score and of the text score with the human
-  scores, their within-question pairwise accuracy (:func:`~hf_critic.meta_eval.correlation.within_question_accuracy`),
-  and the accuracy of the distribution's mode where the human scores lie on the critic's scale;
+  scores, their within-question pairwise accuracy
+  (:func:`~hf_critic.meta_eval.within_question.within_question_accuracy`), and the accuracy of the distribution's
+  mode where the human scores lie on the critic's scale;
 * pairwise comparison (CritiqueLLM v2 §4.4.2, Auto-J's protocol): agreement, consistency and first-order-only
   agreement of the text verdicts and of the first-order probability verdicts, the agreement of the combined
   distribution (both orders averaged before deciding, Wang et al. 2025 §3.2), next to the always-"response 1" and
@@ -27,8 +28,9 @@ import numpy as np
 from .. import schema
 from ..labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
-from .correlation import critique_correlation, within_question_accuracy
+from .correlation import critique_correlation
 from .length import pairwise_baselines, pointwise_length_baseline
+from .within_question import within_question_accuracy
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
 
@@ -111,7 +113,7 @@ def pointwise_verdict_figures(
         column. ``pearson`` / ``spearman`` / ``kendall`` are pooled
         (row-level: all rows one sample, in [-1, 1]); with query ids, ``text_pearson`` is the text-level Pearson
         (mean over the ``n_queries_used`` queries, CritiqueLLM v2 §4.4.1); the within-question
-        accuracy (in [0, 1], :func:`~hf_critic.meta_eval.correlation.within_question_accuracy`) orders every pair of
+        accuracy (in [0, 1], :func:`~hf_critic.meta_eval.within_question.within_question_accuracy`) orders every pair of
         one query's responses with different human scores, a critic tie counting half; ``ci``:
         ``{"within_question_accuracy": [low, high]}`` with ``bootstrap``. ``mode_accuracy`` (share of rows whose
         most probable verdict equals the human score) only when every human score is one of the allowed verdicts.
@@ -231,19 +233,34 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
             out["combined"] = {"agreement": agreement(dataset[schema.CRITIQUE_LABEL], None)["first_order_agreement"]}
             if combined_two_way is not None:
                 out["combined"]["two_way_accuracy_combined"] = combined_two_way
-        column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
-        names = [LABEL_NAMES[k] for k in sorted(LABEL_NAMES)]
-        conf, correct = [], []
-        for d, decided, h in zip(_distributions(dataset[column]), dataset[schema.CRITIQUE_LABEL], human, strict=True):
-            if d is None or decided is None or h < 0:
-                continue
-            conf.append(d[names[decided]])
-            correct.append(decided == int(h))
-        out["calibration"] = expected_calibration_error(conf, correct, n_bins)
+        out["calibration"] = _pairwise_calibration(dataset, human, swap, n_bins)
     if schema.RESPONSE_1 in columns and schema.RESPONSE_2 in columns:  # length needs no critic either
         lengths = pairwise_baselines(human, dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2], two_way=mode)
         for key in ("longer_wins", "shorter_wins"):
             out[key] = {k: v for k, v in lengths[key].items() if k in ("first_order_agreement", "two_way_accuracy")}
+    out.update(_label_baselines(counts, n, on))
+    return out
+
+
+def _pairwise_calibration(dataset, human: np.ndarray, swap: bool, n_bins: int) -> dict[str, Any]:
+    """:func:`expected_calibration_error` of the decided verdicts' probabilities (both orders combined with
+    ``swap``) against the human labels; rows without a distribution, a verdict or a human label left out."""
+    column = schema.CRITIQUE_DISTRIBUTION_COMBINED if swap else schema.CRITIQUE_DISTRIBUTION
+    names = [LABEL_NAMES[k] for k in sorted(LABEL_NAMES)]
+    conf, correct = [], []
+    for d, decided, h in zip(_distributions(dataset[column]), dataset[schema.CRITIQUE_LABEL], human, strict=True):
+        if d is None or decided is None or h < 0:
+            continue
+        conf.append(d[names[decided]])
+        correct.append(decided == int(h))
+    return expected_calibration_error(conf, correct, n_bins)
+
+
+def _label_baselines(counts: np.ndarray, n: int, on: bool) -> dict[str, Any]:
+    """The baselines that need no critic, from the human labels' ``counts`` over ``n`` pairs: ``always_response_1``
+    and ``label_prior`` (their first-order agreement; with the two-way figures ``on``, their two-way accuracy and
+    ``two_way_n``, the pairs without a gold tie)."""
+    out: dict[str, Any] = {}
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
     out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),

@@ -24,7 +24,7 @@ class CritiquePearsonCallback(TrainerCallback):
     scores using the ``critique_correlation`` ``evaluate`` module, logs ``eval_<metric_name>`` (Pearson) plus
     Spearman, Kendall, the within-question pairwise accuracy (``eval_<metric_name>_within_question_accuracy``: the
     share of pairs of one query's responses with different gold scores that the critic's scores order the same way,
-    a critic tie counting half; :func:`hf_critic.meta_eval.correlation.within_question_accuracy`), its number of
+    a critic tie counting half; :func:`hf_critic.meta_eval.within_question.within_question_accuracy`), its number of
     pairs and the parse rate, and adds the Pearson to the evaluation metrics, so
     ``metric_for_best_model: <metric_name>`` with ``load_best_model_at_end: true`` keeps the best checkpoint.
 

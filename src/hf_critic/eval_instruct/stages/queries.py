@@ -144,19 +144,7 @@ def augment_queries(
     """
     report = _report(report, stage, "rounds", conserved=False)
     seed_rows = _seed_rows(seeds, source)
-    prompt = get_instruction_prompt("query_generation", language)
-    requests = []
-    for r in range(rounds if seed_rows else 0):
-        rng = random.Random(seed * 1_000_003 + r)
-        shown = [rng.choice(seed_rows) for _ in range(examples)]
-        formatted = [rng.choice(seed_rows) for _ in range(format_examples)]
-        values = {
-            "examples": "\n".join(f"{i}.{row['question']}" for i, row in enumerate(shown, start=1)),
-            "format_examples": "\n".join(
-                f"@@{row['question']}@@ &&{category_name(row['category'], language)}&&" for row in formatted
-            ),
-        }
-        requests.append(ChatRequest(f"round-{r}", prompt.render(values), {**dict(params or {}), "seed": seed + r}))
+    requests = _generation_requests(seed_rows, language, rounds, examples, format_examples, params, seed)
     check = lambda text: None if parse_generated_queries(text) else "unparseable"  # noqa: E731
     results = teacher.complete_many(requests, stage=stage, progress=progress, check=check) if requests else []
     report.items_in = len(requests)
@@ -175,25 +163,55 @@ def augment_queries(
             continue
         for question, written in items:
             candidates += 1
-            category = normalize_category(written)
-            name = query_id(question)  # a candidate is named by the id it would have had
-            if category is None:
-                report.reject("unknown_category", name)
-            elif _norm_question(question) in seen:
-                report.reject("duplicate", name)
-            elif rouge.rejects(question):
-                report.reject("rouge_l_seed", name)
-            elif not bleu.offer(question):
-                report.reject("self_bleu", name)
-            else:
-                seen.add(_norm_question(question))
-                kept.append(
-                    {"query_id": query_id(question), "question": question, "category": category, "source": "augmented"}
-                )
+            row = _filtered(question, written, seen, rouge, bleu, report)
+            if row is not None:
+                kept.append(row)
     report.items_out = len(kept)
     report.notes["candidates"] = candidates
     rows = ([{**row, "source": "seed"} for row in seed_rows] if keep_seeds else []) + kept
     return _dataset(rows, ("query_id", "question", "category", "source"))
+
+
+def _generation_requests(
+    seed_rows: list[dict], language: str, rounds: int, examples: int, format_examples: int, params, seed: int
+) -> list[ChatRequest]:
+    """One generation prompt per round (none without seed rows): ``examples`` seed questions and ``format_examples``
+    seed ``@@question@@ &&category&&`` lines drawn at random (seeded per round), the round's ``seed`` a request
+    parameter."""
+    prompt = get_instruction_prompt("query_generation", language)
+    requests = []
+    for r in range(rounds if seed_rows else 0):
+        rng = random.Random(seed * 1_000_003 + r)
+        shown = [rng.choice(seed_rows) for _ in range(examples)]
+        formatted = [rng.choice(seed_rows) for _ in range(format_examples)]
+        values = {
+            "examples": "\n".join(f"{i}.{row['question']}" for i, row in enumerate(shown, start=1)),
+            "format_examples": "\n".join(
+                f"@@{row['question']}@@ &&{category_name(row['category'], language)}&&" for row in formatted
+            ),
+        }
+        requests.append(ChatRequest(f"round-{r}", prompt.render(values), {**dict(params or {}), "seed": seed + r}))
+    return requests
+
+
+def _filtered(question: str, written: str, seen: set, rouge, bleu, report: StageReport) -> dict | None:
+    """The augmented row of one generated item, or None when a filter rejects it (booked in ``report`` under the
+    candidate's would-be id): unknown category, duplicate, ROUGE-L with a seed, Self-BLEU, in that order; a kept
+    question joins ``seen`` (and the Self-BLEU pool)."""
+    category = normalize_category(written)
+    name = query_id(question)  # a candidate is named by the id it would have had
+    if category is None:
+        report.reject("unknown_category", name)
+    elif _norm_question(question) in seen:
+        report.reject("duplicate", name)
+    elif rouge.rejects(question):
+        report.reject("rouge_l_seed", name)
+    elif not bleu.offer(question):
+        report.reject("self_bleu", name)
+    else:
+        seen.add(_norm_question(question))
+        return {"query_id": query_id(question), "question": question, "category": category, "source": "augmented"}
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ 2. difficulty

@@ -1,0 +1,12 @@
+"""The two errors of reading and writing: bad input data (:class:`RecordError`) and an output that cannot or must not
+be written (:class:`OutputError`)."""
+
+from __future__ import annotations
+
+
+class RecordError(ValueError):
+    """Bad input data: the message names the source, the row (0-based) or line (1-based), and the field."""
+
+
+class OutputError(ValueError):
+    """An output that cannot or must not be written: the message names the path and the fix."""
