@@ -18,11 +18,12 @@ from .backends.base import Backend
 from .cache import GenerationCache, Generations, cache_key, generate_through_cache
 from .critic_output import Judged, RunStats, distribution_columns, pairwise_columns, run_stats
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
+from .formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
 from .labels import swap_label
-from .parsing import ParsedCritique, parse_output
-from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
+from .parsing import ParsedCritique
+from .prompts import RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
 from .reward_critic import (
     RewardScorer,
@@ -55,8 +56,8 @@ class Critic:
 
     Args:
         backend: where generations come from (e.g. :class:`~hf_critic.backends.transformers.TransformersBackend`).
-        template: a template family (``"critiquellm_v2"``, ``"critiquellm_v1"``, ``"mtbench"``), a built-in
-            template name, or a path to the user's own YAML template. A family is resolved per setting.
+        template: a registered family (:mod:`hf_critic.formats`: ``"critiquellm_v2"``, ``"mtbench"``), a built-in
+            template name, or a user's YAML file; resolved per setting (``"auto"``: see :meth:`from_pretrained`).
         language: language of the critique for family resolution ("en" or "zh").
         decoding: the decoding strategy (greedy, beam, sampling, self-consistency).
         truncate: what to do with an input longer than the context: ``"middle"`` cuts the response(s)
@@ -190,7 +191,8 @@ class Critic:
                 CUDA) or a torch dtype name.
             progress: show progress bars.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
-                constrain_verdict, verdict, explanation, min_verdict_mass).
+                constrain_verdict, verdict, explanation, min_verdict_mass); ``template="auto"`` picks the family of a
+                known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
@@ -199,6 +201,11 @@ class Critic:
         from .backends import load_backend
         from .models import trained_critic
         from .reward_model import RewardModel, is_reward_model
+
+        if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
+            pick = pick_family(model, kwargs.get("language", "en"))
+            logger.info(pick.message)
+            kwargs.update(template=pick.family, language=pick.language)
 
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model

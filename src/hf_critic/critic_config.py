@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .formats import DEFAULT_FAMILY, builtin_template_families
+
 __all__ = ["CriticConfig", "add_dataclass_args", "dataclass_from_args", "parse_score_range"]
 
 
@@ -45,9 +47,9 @@ class CriticConfig:
     template: str | None = field(
         default=None,
         metadata=_help(
-            "template family (critiquellm_v2, critiquellm_v1, critiquellm_6b, mtbench, prometheus2, autoj, judgelm, "
-            "pandalm), 'auto' (the family of a known published critic, from the --model id or folder name; else "
-            "critiquellm_v2), a built-in template name, or your own YAML file (default: critiquellm_v2)"
+            f"template family ({', '.join(builtin_template_families())}), 'auto' (the family of a known published "
+            f"critic, from the --model id or folder name; else {DEFAULT_FAMILY}), a built-in template name, or your "
+            f"own YAML file (default: {DEFAULT_FAMILY})"
         ),
     )
     rubric: str | None = field(
