@@ -25,26 +25,28 @@ FLOORS: dict[str, int] = {
     "redaction": 0,
     "sandbox": 0,
     "tiny_models": 0,  # tiny models for tests and benchmarks
-    # 1. reading and writing one critique
-    "prompts": 1,
+    # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "verdicts": 1,
-    # 2. what a critique needs around it: decoding, grammars, model files, benchmark loaders
+    # 2. what a critique needs around it: the critic families (one module each, and their registry), decoding, model
+    # files, benchmark loaders
+    "formats": 2,  # each critic family declared once: settings, templates, verdict formats and parsers, wrapper, names
     "decoding": 2,
-    "grammars": 2,
-    "critic_output": 2,
-    "critic_config": 2,  # the critic's options, as a dataclass the command line is generated from  # run statistics and read-out columns of a critic run
+    "critic_output": 2,  # run statistics and read-out columns of a critic run
     "models": 2,
     "loaders": 2,  # published benchmark formats -> records
-    # 3. engines and measurements
+    # 3. the prompt templates (looked up through the family registry), engines and measurements
+    "prompts": 3,
     "backends": 3,
     "glassbox": 3,
     "meta_eval": 3,
-    "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
     "testing": 3,
     "reward_model": 3,  # sequence-classification reward models: detection, loading, input cut, calibration
-    # 4. critiques from rewards (reward models, local or served)
+    # 4. critiques from rewards (reward models, local or served); what reads a template: verdict grammars, options
+    "grammars": 4,
+    "critic_config": 4,  # the critic's options, as a dataclass the command line is generated from
     "reward_critic": 4,
+    "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
     # 5. the critic and the Eval-Instruct pipeline
     "critic": 5,
     "eval_instruct": 5,
@@ -215,6 +217,23 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.meta_eval.correlation:KENDALL_PAIRWISE_MAX_GROUP",
         "hf_critic.meta_eval.correlation:within_question_accuracy",  # -> hf_critic.meta_eval.within_question
         "hf_critic.backends.openai:OpenAIClient",  # -> hf_critic.backends.openai_client
+        # issue 29 item 1: one home per critic family (hf_critic.formats)
+        "hf_critic.parsing.families",  # -> the families' modules hf_critic.formats.<family>
+        "hf_critic.parsing:FAMILY_PARSERS",  # -> hf_critic.formats.verdict_format(name).parser
+        "hf_critic.parsing:parse_output",  # -> hf_critic.formats
+        "hf_critic.parsing:parse_prometheus",  # -> hf_critic.formats.prometheus2
+        "hf_critic.parsing:parse_autoj_rating",  # -> hf_critic.formats.autoj
+        "hf_critic.parsing:parse_autoj_decision",
+        "hf_critic.parsing:parse_judgelm",  # -> hf_critic.formats.judgelm
+        "hf_critic.parsing:parse_pandalm",  # -> hf_critic.formats.pandalm
+        "hf_critic.prompts:FORMATS",  # -> hf_critic.formats.output_formats()
+        "hf_critic.prompts.template:FORMATS",
+        "hf_critic.prompts:KNOWN_CRITICS",  # -> hf_critic.formats.known_critics()
+        "hf_critic.prompts:DEFAULT_FAMILY",  # -> hf_critic.formats
+        "hf_critic.prompts:AUTO",
+        "hf_critic.prompts:family_for_model",
+        "hf_critic.prompts:published_chat_format",
+        "hf_critic.grammars:_VERDICT_CLOSINGS",  # -> hf_critic.formats.VerdictFormat.closing (grammars.verdict_ending)
     ],
 )
 def test_moved_names_are_gone_from_their_old_homes(old):

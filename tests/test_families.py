@@ -20,13 +20,11 @@ from hf_critic.cache import cache_key
 from hf_critic.commands.options import template_from_args
 from hf_critic.critic import Critic
 from hf_critic.critic_config import parse_score_range
+from hf_critic.formats import family_for_model, known_critics, parse_output
 from hf_critic.loaders.prometheus import split_prometheus_prompt
-from hf_critic.parsing import parse_output
 from hf_critic.prompts import (
-    KNOWN_CRITICS,
     Rubric,
     TemplateFieldError,
-    family_for_model,
     get_template,
     list_families,
     list_templates,
@@ -736,7 +734,7 @@ def test_template_auto_says_which_family_it_picked(capsys):
         "mtbench",
         "en",
     )
-    assert set(KNOWN_CRITICS.values()) <= set(list_families())
+    assert set(known_critics().values()) <= set(list_families())
 
 
 @pytest.mark.parametrize("name", NAMES)

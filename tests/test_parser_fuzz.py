@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hf_critic.eval_instruct.stages import parse_difficulties, parse_generated_queries
+from hf_critic.formats import parse_output, read_general, verdict_format
 from hf_critic.labels import swap_critique
-from hf_critic.parsing import FAMILY_PARSERS, parse_label, parse_output, parse_score
+from hf_critic.parsing import parse_label, parse_score
 from hf_critic.prompts import list_templates, load_template
 from hf_critic.schema import ParseStatus
 
@@ -47,7 +48,7 @@ PARSERS = {
 _FAMILY_OUTPUTS = {}
 for _name in list_templates():
     _out = load_template(_name).output
-    if _out.format in FAMILY_PARSERS:
+    if verdict_format(_out.format).parser is not read_general:
         _FAMILY_OUTPUTS.setdefault(f"{_out.format}_{_out.kind}_{_name.rsplit('_', 1)[1]}", _out)
 for _key, _out in _FAMILY_OUTPUTS.items():
     PARSERS[_key] = lambda text, out=_out: parse_output(text, out)

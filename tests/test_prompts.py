@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hf_critic.formats import DEFAULT_FAMILY
 from hf_critic.prompts import (
-    DEFAULT_FAMILY,
     LANGUAGES,
     RESPONSE_FIELDS,
     PromptTemplate,

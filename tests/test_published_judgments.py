@@ -14,6 +14,7 @@ from pathlib import Path
 import datasets
 import pytest
 
+from hf_critic.formats import parse_output
 from hf_critic.io import RecordError
 from hf_critic.judgments import (
     PUBLISHED_CONFIGS,
@@ -29,7 +30,6 @@ from hf_critic.judgments import (
     verdict_text,
 )
 from hf_critic.loaders import load_alpacaeval, load_autoj_single, load_benchmark
-from hf_critic.parsing import parse_output
 from hf_critic.prompts import get_template
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -17,6 +17,7 @@ from . import schema
 from .backends.base import Backend
 from .backends.cached import CachedBackend, Generations
 from .cache import GenerationCache, cache_key
+from .critic_config import check_plan_options
 from .critic_output import (
     CritiqueRun,
     Judged,
@@ -28,11 +29,12 @@ from .critic_output import (
     run_stats,
 )
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
+from .formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from .grammars import verdict_grammar
 from .io import RecordError, check_fields
 from .labels import swap_label
-from .parsing import ParsedCritique, parse_output
-from .prompts import DEFAULT_FAMILY, RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
+from .parsing import ParsedCritique
+from .prompts import RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
 from .prompts.rubric import Rubric
 from .reward_critic import (
     RewardScorer,
@@ -65,8 +67,8 @@ class Critic:
 
     Args:
         backend: where generations come from (e.g. :class:`~hf_critic.backends.transformers.TransformersBackend`).
-        template: a template family (``"critiquellm_v2"``, ``"critiquellm_v1"``, ``"mtbench"``), a built-in
-            template name, or a path to the user's own YAML template. A family is resolved per setting.
+        template: a registered family (:mod:`hf_critic.formats`: ``"critiquellm_v2"``, ``"mtbench"``), a built-in
+            template name, or a user's YAML file; resolved per setting (``"auto"``: see :meth:`from_pretrained`).
         language: language of the critique for family resolution ("en" or "zh").
         decoding: the decoding strategy (greedy, beam, sampling, self-consistency).
         truncate: what to do with an input longer than the context: ``"middle"`` cuts the response(s)
@@ -154,7 +156,7 @@ class Critic:
             self.plan = VerdictPlan(VerdictMode.REWARD, "none")
         else:
             self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
-            _check_plan_options(self.plan, explanation, min_verdict_mass, decoding)
+            check_plan_options(self.plan, explanation, min_verdict_mass, decoding)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
@@ -200,7 +202,8 @@ class Critic:
                 CUDA) or a torch dtype name.
             progress: show progress bars.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
-                constrain_verdict, verdict, explanation, min_verdict_mass).
+                constrain_verdict, verdict, explanation, min_verdict_mass); ``template="auto"`` picks the family of a
+                known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
@@ -209,6 +212,11 @@ class Critic:
         from .backends import load_backend
         from .models import trained_critic
         from .reward_model import RewardModel, is_reward_model
+
+        if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
+            pick = pick_family(model, kwargs.get("language", "en"))
+            logger.info(pick.message)
+            kwargs.update(template=pick.family, language=pick.language)
 
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
@@ -679,22 +687,3 @@ def _continuation(explanation: str, prefix: str) -> str:
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:
     return schema.REFERENCE in dataset.column_names if referenced is None else referenced
-
-
-def _check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:
-    """Refuse what a generative critic's verdict plan would silently ignore (issue 31), warn where it runs on.
-
-    Raises:
-        ValueError: ``explanation`` or a non-default ``min_verdict_mass`` with text verdicts (both apply to
-            probability read-outs only).
-    """
-    if plan.mode is VerdictMode.TEXT and explanation is not None:
-        raise ValueError(f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
-                         "from the whole critique (use --verdict probability or both)")  # fmt: skip
-    if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
-        raise ValueError(
-            "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
-        )
-    if not plan.generates and decoding is not None and decoding != DecodingConfig():
-        logger.warning("decoding options ignored: --explanation none reads the verdict right after the prompt, "
-                       "nothing is generated (use --explanation first to write a critique)")  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -19,7 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CriticConfig", "add_dataclass_args", "dataclass_from_args", "parse_score_range"]
+from .decoding import DecodingConfig
+from .formats import DEFAULT_FAMILY, builtin_template_families
+from .verdicts import DEFAULT_MIN_VERDICT_MASS, VerdictMode, VerdictPlan
+
+__all__ = [
+    "CriticConfig",
+    "add_dataclass_args",
+    "check_plan_options",
+    "dataclass_from_args",
+    "parse_score_range",
+]
+
+logger = logging.getLogger(__name__)
 
 
 def _help(text: str, **more: Any) -> dict[str, Any]:
@@ -45,9 +58,9 @@ class CriticConfig:
     template: str | None = field(
         default=None,
         metadata=_help(
-            "template family (critiquellm_v2, critiquellm_v1, critiquellm_6b, mtbench, prometheus2, autoj, judgelm, "
-            "pandalm), 'auto' (the family of a known published critic, from the --model id or folder name; else "
-            "critiquellm_v2), a built-in template name, or your own YAML file (default: critiquellm_v2)"
+            f"template family ({', '.join(builtin_template_families())}), 'auto' (the family of a known published "
+            f"critic, from the --model id or folder name; else {DEFAULT_FAMILY}), a built-in template name, or your "
+            f"own YAML file (default: {DEFAULT_FAMILY})"
         ),
     )
     rubric: str | None = field(
@@ -272,3 +285,28 @@ def dataclass_from_args(cls: type, args: argparse.Namespace, **replace: Any):
     """
     values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
     return cls(**{**values, **replace})
+
+
+def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:
+    """Refuse what a generative critic's verdict plan would silently ignore (issue 31), warn where it runs on.
+
+    Args:
+        plan: the resolved :class:`~hf_critic.verdicts.VerdictPlan`.
+        explanation: the ``--explanation`` asked for (None: not asked).
+        min_verdict_mass: in [0, 1].
+        decoding: the :class:`~hf_critic.decoding.DecodingConfig` asked for, or None.
+
+    Raises:
+        ValueError: ``explanation`` or a non-default ``min_verdict_mass`` with text verdicts (both apply to
+            probability read-outs only).
+    """
+    if plan.mode is VerdictMode.TEXT and explanation is not None:
+        raise ValueError(f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
+                         "from the whole critique (use --verdict probability or both)")  # fmt: skip
+    if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
+        raise ValueError(
+            "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
+        )
+    if not plan.generates and decoding is not None and decoding != DecodingConfig():
+        logger.warning("decoding options ignored: --explanation none reads the verdict right after the prompt, "
+                       "nothing is generated (use --explanation first to write a critique)")  # fmt: skip

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 
+from .formats import verdict_format
 from .prompts import OutputSpec
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "gbnf_literal",
     "query_generation_grammar",
     "score_values",
+    "verdict_ending",
     "verdict_grammar",
 ]
 
@@ -49,18 +51,6 @@ def score_values(score_range: tuple[float, float]) -> list[str]:
     return sorted((str(v) for v in range(low, high + 1)), key=lambda v: (-len(v), v))
 
 
-# What closes the verdict in each format that ends a critique with it (the opening is the template's verdict prefix).
-_VERDICT_CLOSINGS = {
-    "rating_brackets": "]]",
-    "autoj_rating": "]]",
-    "pair_brackets": "]]",
-    "score_dict": "}",
-    "comparison_dict": "'}",
-    "prometheus_result": "",
-    "autoj_decision": ".",  # "So, the final decision is Response 1."
-}
-
-
 def verdict_grammar(output: OutputSpec) -> str:
     """The GBNF grammar of one verdict line in ``output``'s format, starting on a new line.
 
@@ -79,29 +69,36 @@ def verdict_grammar(output: OutputSpec) -> str:
     Raises:
         ValueError: a format whose verdict opens the critique (JudgeLM's and PandaLM's first lines).
     """
-    prefix = output.verdict_prefix if output.verdict_prefix is not None else _default_prefix(output)
-    if output.format not in _VERDICT_CLOSINGS or not prefix:  # JudgeLM's and PandaLM's verdicts open the critique
+    ending = verdict_ending(output)
+    if ending is None:  # JudgeLM's and PandaLM's verdicts open the critique
         raise ValueError(
             f"no verdict grammar for output format {output.format!r}: its verdict comes first, not after the explanation"
         )
+    prefix, closing = ending
     if prefix[-1].isascii() and prefix[-1] not in "['":  # "Score:", "[RESULT]", "is" take a space before the value
         prefix += " "
     values = output.verdicts or (output.labels if output.kind == "label" else score_values(output.score_range))
     value = " | ".join(gbnf_literal(v) for v in sorted(values, key=lambda v: (-len(v), v)))
-    closing = f" {gbnf_literal(_VERDICT_CLOSINGS[output.format])}" if _VERDICT_CLOSINGS[output.format] else ""
+    closing = f" {gbnf_literal(closing)}" if closing else ""
     return f'root ::= "\\n" {gbnf_literal(prefix)} value{closing}\nvalue ::= {value}\n'
 
 
-def _default_prefix(output: OutputSpec) -> str | None:
-    """The verdict prefix of a format, for templates that declare none (the Eval-Instruct teacher prompts)."""
-    return {
-        "rating_brackets": "[[",
-        "autoj_rating": "[[",
-        "pair_brackets": "[[",
-        "prometheus_result": "[RESULT]",
-        "score_dict": f"{{{output.overall_key!r}:",
-        "comparison_dict": f"{{{output.overall_key!r}: '",
-    }.get(output.format)
+def verdict_ending(output: OutputSpec) -> tuple[str, str] | None:
+    """How a verdict in ``output``'s format ends a critique: ``(prefix, closing)``, e.g. ``("Rating: [[", "]]")``.
+
+    The prefix is the template's ``verdict_prefix``, else its verdict format's default opening (the Eval-Instruct
+    teacher prompts declare none: ``[[``, ``[RESULT]``, ``{'Overall Score':``); the closing is the one its format
+    declares (:class:`hf_critic.formats.VerdictFormat`).
+
+    Returns:
+        ``(prefix, closing)``; None when the format's verdict opens the critique (JudgeLM, PandaLM), the format is not
+        registered, or there is no prefix.
+    """
+    fmt = verdict_format(output.format)
+    if fmt is None or fmt.closing is None:
+        return None
+    prefix = output.verdict_prefix if output.verdict_prefix is not None else fmt.prefix_for(output.overall_key)
+    return (prefix, fmt.closing) if prefix else None
 
 
 def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
@@ -119,9 +116,9 @@ def critique_grammar(output: OutputSpec, max_explanation_chars: int) -> str:
     Returns:
         A GBNF grammar with rule ``root``.
     """
-    opening = (
-        "\\[" if output.format in ("rating_brackets", "pair_brackets", "prometheus_result", "autoj_rating") else "{"
-    )
+    fmt = verdict_format(output.format)
+    opening = fmt.opening if fmt is not None else "{"
+    opening = f"\\{opening}" if opening in "[]\\^-" else opening  # escaped in a GBNF character class
     verdict = verdict_grammar(output).replace("root ::=", "verdict ::=", 1)
     return (
         f"root ::= explanation verdict\nexplanation ::= [^{opening}]{{10,{max(10, max_explanation_chars)}}}\n{verdict}"

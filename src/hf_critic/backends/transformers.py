@@ -15,8 +15,8 @@ from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
 from ..decoding import DecodingConfig
+from ..formats import published_chat_format
 from ..models import default_num_threads, load_model
-from ..prompts import published_chat_format
 from ..verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from .base import Backend, Messages
 
@@ -99,7 +99,7 @@ class TransformersBackend(Backend):
             **kwargs: ``batch_size`` (also decides ``"auto"``), ``progress``.
 
         A known published critic (Prometheus 2, Auto-J, JudgeLM, PandaLM, by its id or folder name) is wrapped in the
-        input format it was trained on (:func:`hf_critic.prompts.published_chat_format`) instead of its tokenizer's
+        input format it was trained on (:func:`hf_critic.formats.published_chat_format`) instead of its tokenizer's
         chat template, which those checkpoints lack or which refuses their system message.
 
         Raises:
@@ -114,7 +114,7 @@ class TransformersBackend(Backend):
         if published is not None:  # a known critic gets the input format it was trained on (part of the cache key)
             family, tokenizer.chat_template = published
             name += f"|chat:{family}"
-            logger.info("%s: using the published %s input format (hf_critic/prompts/chat_formats.yaml)", model, family)
+            logger.info("%s: using the published %s input format (hf_critic.formats)", model, family)
         return cls(lm, tokenizer, name=name, **kwargs)
 
     def _prompt_text(self, conversation: Messages) -> str:

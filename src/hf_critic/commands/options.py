@@ -299,8 +299,8 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
 
 def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str, str]:
     """The template spec and critique language of ``--template`` / ``--language``; ``--template auto`` picks the family
-    of a known published critic from ``model`` (:func:`~hf_critic.prompts.family_for_model`), else the default family,
-    and prints which it picked (to stderr). A family written in one language only (critiquellm_6b: zh) switches
+    of a known published critic from ``model`` (:func:`hf_critic.formats.pick_family`), else the default family, and
+    prints which it picked (to stderr). A family written in one language only (critiquellm_6b: zh) switches
     ``--language`` to it, saying so.
 
     Returns:
@@ -308,27 +308,14 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
     """
     import sys
 
-    from ..prompts import AUTO, DEFAULT_FAMILY, LANGUAGES, family_for_model, list_templates
+    from ..formats import AUTO, DEFAULT_FAMILY, pick_family
 
     template, language = getattr(args, "template", None) or DEFAULT_FAMILY, getattr(args, "language", "en")
     if template != AUTO:
         return template, language
-    family = family_for_model(model)
-    why = (
-        f"a known critic's name in {model!r}"
-        if family
-        else f"no known critic's name in {model or 'the default critic'!r}"
-    )
-    family = family or DEFAULT_FAMILY
-    have = [
-        lang
-        for lang in LANGUAGES
-        if any(n.startswith(family + "_") and n.endswith("_" + lang) for n in list_templates())
-    ]
-    if language not in have and len(have) == 1:
-        language, why = have[0], f"{why}; its prompts are in {have[0]!r} only"
-    print(f"--template auto: using template family {family!r} ({why})", file=sys.stderr)
-    return family, language
+    pick = pick_family(model, language)
+    print(pick.message, file=sys.stderr)
+    return pick.family, pick.language
 
 
 def pooling_scorer(args: argparse.Namespace, model: str | None):

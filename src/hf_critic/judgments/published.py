@@ -32,7 +32,7 @@ from typing import Any
 
 import datasets
 
-from ..grammars import _VERDICT_CLOSINGS, _default_prefix
+from ..grammars import verdict_ending
 from ..labels import swap_label
 from ..prompts import OutputSpec, get_template
 from ..schema import QUESTION, RESPONSE
@@ -126,9 +126,10 @@ def verdict_text(output: OutputSpec, value: int | float) -> str:
         ValueError: a format whose verdict opens the critique, or a label the template has no verdict for
             (Prometheus 2's pairwise templates know no tie).
     """
-    prefix = output.verdict_prefix if output.verdict_prefix is not None else _default_prefix(output)
-    if output.format not in _VERDICT_CLOSINGS or not prefix:
+    ending = verdict_ending(output)
+    if ending is None:
         raise ValueError(f"output format {output.format!r} does not end a critique with its verdict")
+    prefix, closing = ending
     if output.kind == "label":
         if not 0 <= int(value) < len(output.labels or ()):
             raise ValueError(f"label {value!r} has no verdict in this template (labels {output.labels})")
@@ -136,7 +137,7 @@ def verdict_text(output: OutputSpec, value: int | float) -> str:
     else:
         shown = str(int(value)) if float(value).is_integer() else str(value)
     space = " " if prefix[-1].isascii() and prefix[-1] not in "['" else ""
-    return f"{prefix}{space}{shown}{_VERDICT_CLOSINGS[output.format]}"
+    return f"{prefix}{space}{shown}{closing}"
 
 
 def _response_names(output: OutputSpec) -> tuple[str, str]:
@@ -466,7 +467,7 @@ def _read_sources(data_dir: str | Path, sources: Sequence[str], report: Publishe
 def _autoj_row(record: dict, template) -> dict:
     """One Auto-J critique as a ``pointwise_reference_free`` row; its prompt re-rendered by ``template`` must be the
     published one, byte for byte."""
-    from ..parsing import parse_output
+    from ..formats import parse_output
 
     prompt = template.render({QUESTION: record["question"], RESPONSE: record["response"]})
     if prompt[-1]["content"] != record["prompt"]:

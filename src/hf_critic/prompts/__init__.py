@@ -4,7 +4,8 @@ A template turns one record (``question``, ``reference``, ``response`` or ``resp
 see :mod:`hf_critic.schema`) into the chat messages a critic model sees, and declares in :class:`OutputSpec`
 the verdict format it asks for, so that parsing never has to guess.
 
-Built-in files are named ``<family>_<setting>_<language>.yaml``:
+Built-in files are named ``<family>_<setting>_<language>.yaml``; each family is declared once, in its own module of
+:mod:`hf_critic.formats` (its settings and languages, verdict formats and parsers, input wrapper, model names):
 
 - ``critiquellm_v1``: CritiqueLLM v1 (Ke et al., 2023) Appendix C, Table 7 (pointwise only).
 - ``critiquellm_v2``: CritiqueLLM v2 (Ke et al., 2024) §3.2 and Appendix B; AlignBench-style multi-dimension
@@ -21,7 +22,7 @@ Built-in files are named ``<family>_<setting>_<language>.yaml``:
 - ``pandalm``: PandaLM (Wang et al., 2024): pairwise, "1" / "2" / "Tie" on the first line, reference-free.
 
 The published critics' templates name their models (``models``) and licence (``license``); ``--template auto`` picks
-the family from a model's id or folder name (:func:`family_for_model`).
+the family from a model's id or folder name (:func:`hf_critic.formats.pick_family`).
 
 Each file's ``source`` key says exactly which table or file it copies and what, if anything, was adapted.
 
@@ -42,15 +43,10 @@ literal braces doubled, ``{{ }}``).
 """
 
 from .registry import (
-    AUTO,
-    DEFAULT_FAMILY,
-    KNOWN_CRITICS,
-    family_for_model,
     get_template,
     list_families,
     list_templates,
     load_template,
-    published_chat_format,
     resolve_template,
 )
 from .rubric import Rubric, load_rubric
@@ -63,18 +59,12 @@ from .teacher import (
     get_teacher_template,
     list_eval_instruct_prompts,
 )
-from .template import FORMATS, LANGUAGES, RESPONSE_FIELDS, OutputSpec, PromptTemplate, TemplateFieldError
+from .template import LANGUAGES, RESPONSE_FIELDS, OutputSpec, PromptTemplate, TemplateFieldError
 
 __all__ = [
-    "AUTO",
-    "DEFAULT_FAMILY",
-    "KNOWN_CRITICS",
     "Rubric",
-    "family_for_model",
     "load_rubric",
-    "published_chat_format",
     "EVAL_INSTRUCT_PREFIX",
-    "FORMATS",
     "INSTRUCTION_OUTPUTS",
     "LANGUAGES",
     "RESPONSE_FIELDS",

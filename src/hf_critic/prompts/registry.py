@@ -1,25 +1,21 @@
-"""The built-in critic templates (``prompts/templates/<family>_<setting>_<language>.yaml``) and how a template
-is chosen: by family, setting and language (:func:`get_template`), by name or file (:func:`load_template`), or from
-either kind of spec (:func:`resolve_template`, what the critic and training use).
+"""The critic templates (``prompts/templates/<family>_<setting>_<language>.yaml`` for the built-in families) and how a
+template is chosen: by family, setting and language (:func:`get_template`), by name or file (:func:`load_template`), or
+from either kind of spec (:func:`resolve_template`, what the critic and training use). Which families exist, and which
+templates each has, is declared in :mod:`hf_critic.formats` (one module per family).
 """
 
 from __future__ import annotations
 
 import importlib.resources
-import re
 from functools import cache
 from pathlib import Path
 
-from hf_critic.schema import SETTINGS, Setting
+from hf_critic.formats import families, get_family
+from hf_critic.schema import Setting
 
-from .template import LANGUAGES, PromptTemplate, parse_template
+from .template import PromptTemplate, parse_template
 
 __all__ = [
-    "AUTO",
-    "DEFAULT_FAMILY",
-    "KNOWN_CRITICS",
-    "family_for_model",
-    "published_chat_format",
     "get_template",
     "list_families",
     "list_templates",
@@ -29,20 +25,7 @@ __all__ = [
     "yaml_names",
 ]
 
-DEFAULT_FAMILY = "critiquellm_v2"
 _TEMPLATE_DIR = "templates"
-#: ``--template auto``: the family is picked from the model's id or folder name.
-AUTO = "auto"
-#: A published critic's name as it appears in its Hub ids, folder and GGUF file names (lower case, letters and digits
-#: only) -> the family of the prompts it was trained on. Every id a family's templates list under ``models`` maps back
-#: to that family (tests/test_families.py).
-KNOWN_CRITICS = {
-    "prometheus": "prometheus2",
-    "autoj": "autoj",
-    "judgelm": "judgelm",
-    "pandalm": "pandalm",
-    "critiquellm": "critiquellm_6b",
-}
 
 
 def yaml_names(folder: str) -> list[str]:
@@ -62,9 +45,8 @@ def list_templates() -> list[str]:
 
 
 def list_families() -> list[str]:
-    """Template families among the built-ins: names with the ``_<setting>_<language>`` suffix removed, sorted."""
-    suffixes = [f"_{s.name}_{lang}" for s in SETTINGS for lang in LANGUAGES]
-    return sorted({n[: -len(sfx)] for n in list_templates() for sfx in suffixes if n.endswith(sfx)})
+    """The registered template families (:func:`hf_critic.formats.families` with templates), sorted."""
+    return sorted(f.name for f in families() if f.templates)
 
 
 @cache
@@ -100,26 +82,32 @@ def load_template(name_or_path: str | Path) -> PromptTemplate:
 
 
 def get_template(family: str, setting: Setting | str, language: str = "en") -> PromptTemplate:
-    """The built-in template ``<family>_<setting.name>_<language>``.
+    """The template ``<family>_<setting.name>_<language>`` of a registered family (:mod:`hf_critic.formats`).
 
     Args:
-        family: a name from :func:`list_families`, e.g. :data:`DEFAULT_FAMILY`, ``"mtbench"``.
+        family: a name from :func:`list_families`, e.g. :data:`hf_critic.formats.DEFAULT_FAMILY`, ``"mtbench"``.
         setting: a :class:`~hf_critic.schema.Setting` or its name (``"pairwise_reference_free"``).
         language: ``"en"`` or ``"zh"``: the language of the critique.
+
+    Returns:
+        The :class:`PromptTemplate`, read from the family's ``template_dir`` (the built-ins are cached).
 
     Raises:
         ValueError: for an unknown family (the message lists the families), or a family without a template
             for that setting and language (the message lists the templates the family has).
     """
     setting = Setting.from_name(setting) if isinstance(setting, str) else setting
-    if family not in list_families():
+    declared = get_family(family)
+    if not declared.templates:
         raise ValueError(f"unknown template family {family!r}; available families: {list_families()}")
     name = f"{family}_{setting.name}_{language}"
-    if name not in list_templates():
-        candidates = {f"{family}_{s.name}_{lang}" for s in SETTINGS for lang in LANGUAGES}
-        have = [n for n in list_templates() if n in candidates]
+    if not declared.has_template(setting.name, language):
+        have = declared.template_names()
         raise ValueError(f"family {family!r} has no template for {setting.name!r} in {language!r}; it has: {have}")
-    return _builtin(name)
+    if declared.template_dir is None:
+        return _builtin(name)
+    path = Path(declared.template_dir) / f"{name}.yaml"
+    return parse_template(path.read_text(encoding="utf-8"), name, str(path))
 
 
 def resolve_template(spec: str | Path, setting: Setting, language: str = "en") -> PromptTemplate:
@@ -147,47 +135,3 @@ def resolve_template(spec: str | Path, setting: Setting, language: str = "en") -
             )
         return template
     return get_template(str(spec), setting, language)
-
-
-def family_for_model(model: str | Path | None) -> str | None:
-    """The template family of a known published critic, from its Hub id, folder or file name; None when unknown.
-
-    The last path component is compared in lower case with everything but letters and digits removed, so
-    ``prometheus-eval/prometheus-7b-v2.0``, ``/models/Prometheus_7B``, ``GAIR/autoj-13b``, ``auto-j-13b.Q4_K_M.gguf``
-    and ``BAAI/JudgeLM-7B-v1.0`` are recognised (see :data:`KNOWN_CRITICS`).
-
-    Args:
-        model: a Hub id, a local folder or file, or None (the embedded default critic: None).
-
-    Returns:
-        A family name from :func:`list_families`, or None.
-    """
-    if model is None:
-        return None
-    name = re.sub(r"[^a-z0-9]", "", Path(str(model).rstrip("/\\")).name.lower())
-    return next((family for key, family in KNOWN_CRITICS.items() if key in name), None)
-
-
-@cache
-def _chat_formats() -> dict[str, dict[str, str]]:
-    from .template import read_yaml
-
-    return read_yaml(
-        importlib.resources.files("hf_critic.prompts").joinpath("chat_formats.yaml").read_text(encoding="utf-8"),
-        "built-in chat_formats.yaml",
-    )["formats"]
-
-
-def published_chat_format(model: str | Path | None) -> tuple[str, str] | None:
-    """The published input wrapper of a known critic: ``(family, Jinja chat template)``, or None.
-
-    The wrappers (``prompts/chat_formats.yaml``, each with its source) are the formats the critics were trained and
-    evaluated with: Llama 2's ``[INST] ... [/INST]`` for Auto-J, FastChat's Mistral format with the system line for
-    Prometheus 2, the raw prompt after BOS for JudgeLM and PandaLM.
-
-    Args:
-        model: a Hub id, folder or file name (see :func:`family_for_model`).
-    """
-    family = family_for_model(model)
-    formats = _chat_formats()
-    return (family, formats[family]["template"]) if family in formats else None

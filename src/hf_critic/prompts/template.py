@@ -18,24 +18,12 @@ from typing import Any
 
 import yaml
 
+from hf_critic.formats import output_formats
 from hf_critic.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
 
 # Responses may be empty strings: a model that answered nothing is graded, not rejected.
 RESPONSE_FIELDS = frozenset({RESPONSE, RESPONSE_1, RESPONSE_2})
 LANGUAGES = ("en", "zh")
-# Verdict format -> the output kinds it carries. The first four are read by the general parsers
-# (hf_critic.parsing.parse_score / parse_label); the published critics' formats each by its own strict parser.
-FORMATS = {
-    "rating_brackets": ("score",),  # "Rating: [[8]]"
-    "score_dict": ("score",),  # {'Overall Score': 7} / {'综合得分': 7}, optionally with per-dimension keys
-    "pair_brackets": ("label",),  # [[A]] / [[B]] / [[C]]
-    "comparison_dict": ("label",),  # {'Overall Comparison Result': 'Assistant 1'} / {'综合比较结果': '助手1'}
-    "prometheus_result": ("score", "label"),  # Prometheus 2: "(feedback) [RESULT] 4" / "[RESULT] A"
-    "autoj_rating": ("score",),  # Auto-J single-response: "Rating: [[5]]" (zh: "评分: [[5]]")
-    "autoj_decision": ("label",),  # Auto-J pairwise: "So, the final decision is Response 1 / Response 2 / Tie"
-    "judgelm_scores": ("score", "label"),  # JudgeLM: first line "8 7" (pairwise) or " 7" after "10" (single)
-    "pandalm_first_line": ("label",),  # PandaLM: first line "1" / "2" / "Tie", then "### Reason: ..."
-}
 #: Placeholders of a template whose score scale is configurable (``--score-range``); their defaults are the scale.
 SCALE_FIELDS = ("score_low", "score_high")
 _REQUIRED_KEYS = ("version", "source", "setting", "language", "fields", "prompt", "output")
@@ -61,11 +49,11 @@ class OutputSpec:
 
     Attributes:
         kind: ``"score"`` (pointwise grading) or ``"label"`` (pairwise comparison).
-        format: one of :data:`FORMATS`: ``"rating_brackets"`` (``[[8]]``), ``"score_dict"``
-            (``{'Overall Score': 7}``), ``"pair_brackets"`` (``[[A]]``), ``"comparison_dict"``
-            (``{'Overall Comparison Result': 'Assistant 1'}``), or a published critic's own format
-            (``"prometheus_result"``, ``"autoj_rating"``, ``"autoj_decision"``, ``"judgelm_scores"``,
-            ``"pandalm_first_line"``; see :mod:`hf_critic.parsing`).
+        format: a registered verdict format (:func:`hf_critic.formats.output_formats`): ``"rating_brackets"``
+            (``[[8]]``), ``"score_dict"`` (``{'Overall Score': 7}``), ``"pair_brackets"`` (``[[A]]``),
+            ``"comparison_dict"`` (``{'Overall Comparison Result': 'Assistant 1'}``), or a published critic's own
+            format (``"prometheus_result"``, ``"autoj_rating"``, ``"autoj_decision"``, ``"judgelm_scores"``,
+            ``"pandalm_first_line"``; each declared by its family in :mod:`hf_critic.formats`).
         score_range: inclusive (low, high) for scores, e.g. ``(1.0, 10.0)``; None for labels.
         dimensions: True when per-dimension scores appear in the output (only with ``score_dict``).
         overall_key: the dict key holding the verdict for the dict formats (``"Overall Score"``, ``"综合得分"``,
@@ -129,8 +117,9 @@ class OutputSpec:
         kind, fmt = data.get("kind"), data.get("format")
         if kind not in ("score", "label"):
             raise ValueError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
-        if kind not in FORMATS.get(fmt, ()):
-            allowed = [f for f, kinds in FORMATS.items() if kind in kinds]
+        formats = output_formats()
+        if kind not in formats.get(fmt, ()):
+            allowed = [f for f, kinds in formats.items() if kind in kinds]
             raise ValueError(f"{where}: 'output.format' must be one of {allowed} for kind {kind!r}, got {fmt!r}")
         score_range, labels = data.get("score_range"), data.get("labels")
         dimensions = data.get("dimensions", False)

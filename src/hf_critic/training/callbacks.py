@@ -9,7 +9,7 @@ import datasets
 from transformers import TrainerCallback
 
 from .. import schema
-from ..prompts import DEFAULT_FAMILY
+from ..formats import DEFAULT_FAMILY
 
 __all__ = ["CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]
 

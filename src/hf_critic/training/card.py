@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..prompts import DEFAULT_FAMILY
+from ..formats import DEFAULT_FAMILY
 from .mixture import MixtureResult
 
 __all__ = ["MODEL_CARD_TEMPLATE", "model_card", "sft_model_card"]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trl import ScriptArguments as TrlScriptArguments
 
-from ..prompts import DEFAULT_FAMILY
+from ..formats import DEFAULT_FAMILY
 
 __all__ = ["ScriptArguments", "ValidationArguments", "deepspeed_config_from_accelerate", "parser"]
 

@@ -13,7 +13,8 @@ from typing import Any
 import datasets
 
 from .. import schema
-from ..prompts import DEFAULT_FAMILY, PromptTemplate, resolve_template
+from ..formats import DEFAULT_FAMILY
+from ..prompts import PromptTemplate, resolve_template
 
 __all__ = ["MESSAGES", "critique_messages", "ensure_messages", "to_prompt_completion"]
 
