@@ -8,15 +8,20 @@ bandwidth (``benchmarks/roofline.py``); then, on MT-Bench turn-1 rows (``../shar
   probability --explanation none``: prompt + verdict prefix, next-token distribution) on transformers in float32 and
   bfloat16 at batch ``--batch``, and on llama.cpp (the shipped Q4_1 GGUF, ``--slots`` slots); the work is a plain
   prefill of every row's real token count (:func:`roofline.prefill_flops`);
+- **reward-model scoring** (the shipped ``smollm2-135m-critic``) against the compute peak of its dtype, as a
+  plain prefill of each (question, response) as the reward model reads it;
 - **decoding** against the bandwidth bound at its batch size: text critiques of ``--max-new-tokens`` tokens (greedy)
   on transformers bfloat16 at batch ``--batch`` (weights: the model's parameters in bfloat16) and on llama.cpp with
   as many slots (weights: the GGUF file); new tokens counted from the critiques.
 
 It prints the CPU model, the flags that matter, the threads, the load average (start and end) and the peak RSS: other
-work on a shared machine lowers every figure, and the roofline measured beside it moves with it. ``--rows-flat A,B``
+work on a shared machine lowers every figure, and the roofline measured beside it moves with it. Last, the long run
+(``--long-run A,B``, default 8,32): the transformers read-out in the default critic's dtype on A rows and on them
+repeated to B, rows/s and resident memory of each (issue 28: 1,000 rows flat within 20% of 100). ``--rows-flat A,B``
 times the llama.cpp and transformers float32 read-outs on the first A and B rows instead (cost per row over a run).
 
     .venv/bin/python benchmarks/bench_roofline.py [--rows 24] [--batch 8] [--slots 4] [--engines ...]
+    .venv/bin/python benchmarks/bench_roofline.py --engines none --long-run 100,1000
     .venv/bin/python benchmarks/bench_roofline.py --rows-flat 20,160
 """
 
@@ -31,6 +36,7 @@ from pathlib import Path
 import torch
 from roofline import (
     Roofline,
+    RssWatch,
     cpu_model,
     decode_bound,
     load_line,
@@ -46,7 +52,7 @@ from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINES = "transformers-float32,transformers-bfloat16,llamacpp,text-bfloat16,text-llamacpp"
+ENGINES = "transformers-float32,transformers-bfloat16,llamacpp,reward,text-bfloat16,text-llamacpp"
 
 
 def mt_bench_rows(n: int) -> tuple[list[dict], str]:
@@ -118,6 +124,29 @@ def readouts(args, model, tokenizer, conversations, template, roof: Roofline) ->
         label = f"llama.cpp {backend.quantization}, {args.slots} slots"
         print(share_line(label, len(conversations), seconds, work, roof.peaks["float32"], "float32"))
         backend.close()
+
+
+def reward_scoring(args, rows: list[dict], roof: Roofline) -> None:
+    """The shipped reward-model critic (``smollm2-135m-critic``: a sequence-classification LoRA adapter on the
+    embedded model) grading the rows through :meth:`Critic.grade`, against the compute peak of its dtype.
+
+    Its work is a plain prefill of each (question, response) as the reward model reads it (its chat template, cut to
+    its context as the critic cuts it, :meth:`RewardModel.fit`), the adapter's low-rank layers and the one-label
+    score head on every token included (:func:`roofline.prefill_flops` counts every ``nn.Linear``)."""
+    from hf_critic import Critic
+
+    critic = Critic.from_pretrained("smollm2-135m-critic", batch_size=args.batch, progress=False)
+    scorer = critic.reward
+    lengths = [len(scorer.fit(r["question"], r["response"], critic.truncate)[0]) for r in rows]
+    work = prefill_flops(scorer.model, lengths, outputs_per_row=0)
+    dtype = str(next(scorer.model.parameters()).dtype).removeprefix("torch.")
+    print(
+        f"\nreward-model scoring (smollm2-135m-critic, {dtype}), {len(rows)} rows, {sum(lengths)} tokens "
+        f"(mean {sum(lengths) / len(lengths):.0f}, max {max(lengths)}), {work / 1e9:.1f} GFLOP as a plain prefill"
+    )
+    seconds, _ = timed(lambda: critic.grade(rows))
+    label = f"reward model {dtype}, batch {args.batch}"
+    print(share_line(label, len(rows), seconds, work, roof.peaks[dtype], dtype))
 
 
 def llamacpp_backend(args, slots: int | None = None):
@@ -204,6 +233,102 @@ def flatness(args, model, tokenizer, template, sizes: list[int]) -> None:
         print(f"{name:<22} {sizes[-1]} rows took {ratio:.1f}x the time of {sizes[0]}")
 
 
+def long_run(args, model, tokenizer, template, roof: Roofline, sizes: list[int]) -> None:
+    """The read-out's rows/s and memory over a short and a long run (issue 28 item 4: flat within 20%).
+
+    The transformers engine in the dtype the default critic picks at ``--batch`` (``--dtype auto``), on the first
+    ``A`` MT-Bench turn-1 rows and on those rows repeated to ``B`` (MT-Bench has 160 turn-1 rows; repeating the same
+    ``A`` keeps the mix of lengths, hence the work per row, equal in both runs), each on one call as the critic makes
+    it (no cache: one :meth:`verdict_probabilities` call for all rows). Order: ``A`` untimed (warm-up), then ``A``,
+    ``B``, ``A`` again, so a change of load during the run shows. Each run prints its resident memory at the start,
+    its highest and at the end (:class:`roofline.RssWatch`); the long run's read-outs are checked against the short
+    run's row by row.
+    """
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.models import inference_dtype
+
+    small, large = sizes
+    rows, source = mt_bench_rows(small)
+    distinct = [template.render(r) for r in rows]
+    prefix, values = template.output.verdict_prefix, list(template.output.verdict_values())
+    dtype = str(inference_dtype("auto", args.batch)).removeprefix("torch.")
+    lm = model if dtype == "float32" else load_model(None, dtype=dtype)[0]
+    if args.long_run_tiny:
+        lm = tiny_twin(model).to(getattr(torch, dtype))
+    backend = TransformersBackend(lm, tokenizer, name="bench", batch_size=args.batch, progress=False)
+    lengths = [
+        len(tokenizer(backend._prompt_text(c) + prefix, add_special_tokens=False)["input_ids"]) for c in distinct
+    ]
+    what = (
+        "a 2-layer, 64-wide random twin of the default critic (its tokenizer and vocabulary)"
+        if args.long_run_tiny
+        else "the default critic"
+    )
+    print(
+        f"\nlong run: read-out, transformers {dtype} (--dtype auto at batch {args.batch}), {what}, {source}: the first "
+        f"{small} rows, and those rows repeated to {large} ({sum(lengths)} prompt tokens per {small} rows)"
+    )
+    # warm-up, not timed: the first call with a batch shape pays one-time costs (float32 on the twin: 14.9 s for 50
+    # rows, then 1.4 s for the same rows again)
+    backend.verdict_probabilities(distinct, [prefix] * small, values)
+    rates, cpu_rates, outputs = [], [], {}
+    for n in (small, large, small):
+        conversations = [distinct[i % small] for i in range(n)]
+        work = prefill_flops(lm, [lengths[i % small] for i in range(n)])
+        cpu = os.times()
+        with RssWatch() as rss:
+            seconds, out = timed(lambda c=conversations: backend.verdict_probabilities(c, [prefix] * len(c), values))
+        cpu_seconds = sum(os.times()[:2]) - sum(cpu[:2])
+        rates.append(n / seconds)
+        cpu_rates.append(n / cpu_seconds)
+        outputs.setdefault(n, out)
+        line = share_line(f"{n} rows", n, seconds, work, roof.peaks[dtype], dtype)
+        if args.long_run_tiny:  # the peak was measured at the real model's shapes: no share for the twin
+            line = f"{n} rows{'':<29} {n / seconds:6.2f} rows/s ({seconds:6.1f} s)"
+        print(
+            line
+            + f"; {n / cpu_seconds:.3f} rows per CPU-second ({cpu_seconds:.0f} s)"
+            + f"  RSS {rss.start:.2f} GB at the start, {rss.peak:.2f} peak, {rss.end:.2f} at the end; {load_line()}",
+            flush=True,
+        )
+    short, long = outputs[small], outputs[large]
+    drift = max(
+        abs(long[i].probabilities[v] - short[i % small].probabilities[v]) for i in range(large) for v in values
+    )
+    mean_short = (rates[0] + rates[2]) / 2
+    cpu_short = (cpu_rates[0] + cpu_rates[2]) / 2
+    print(
+        f"{large} rows at {100 * rates[1] / mean_short:.1f}% of the rows/s of {small} (mean of the two {small}-row runs; "
+        f"{100 * rates[1] / rates[0]:.1f}% of the first, {100 * rates[1] / rates[2]:.1f}% of the second); a repeated "
+        f"row's probabilities within {drift:.1e} of its first read-out"
+    )
+    print(
+        f"per CPU-second (what a loaded machine's other jobs disturb less): {large} rows at "
+        f"{100 * cpu_rates[1] / cpu_short:.1f}% of {small} ({100 * cpu_rates[1] / cpu_rates[0]:.1f}% of the first, "
+        f"{100 * cpu_rates[1] / cpu_rates[2]:.1f}% of the second)"
+    )
+
+
+def tiny_twin(model):
+    """A randomly initialised 2-layer, 64-wide Llama with ``model``'s vocabulary and context: the read-out's work
+    outside the transformer layers (tokenising, batching, the shared prefix's cache copies, the verdict trie, the
+    float64 softmax over the whole vocabulary) at its real size, the layers' compute almost gone."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=model.config.vocab_size,
+        max_position_embeddings=model.config.max_position_embeddings,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=24, help="read-out rows (default 24)")
@@ -212,8 +337,20 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="transformers batch size; llama.cpp slots for text")
     parser.add_argument("--slots", type=int, default=4, help="llama.cpp slots for the read-out")
     parser.add_argument("--threads", type=int, help="threads (default: one per physical core, as the CLI)")
-    parser.add_argument("--engines", default=ENGINES, help=f"comma-separated, of: {ENGINES}")
+    parser.add_argument("--engines", default=ENGINES, help=f"comma-separated, of: {ENGINES}; none: only the long run")
     parser.add_argument("--rows-flat", help="A,B: time the read-out on the first A and B rows instead")
+    parser.add_argument(
+        "--long-run",
+        default="8,32",
+        help="A,B: the transformers read-out (--dtype auto) on A rows and on them repeated to B, rows/s and memory "
+        "(default 8,32; issue 28's check: 100,1000); 0 skips it",
+    )
+    parser.add_argument(
+        "--long-run-tiny",
+        action="store_true",
+        help="the long run on a 2-layer random twin of the default critic (same tokenizer and vocabulary): the "
+        "pipeline's cost per row without the model's compute",
+    )
     args = parser.parse_args()
     args.threads = args.threads or default_num_threads()
     torch.set_num_threads(args.threads)
@@ -234,8 +371,15 @@ def main() -> None:
     rows, source = mt_bench_rows(max(args.rows, args.critiques))
     print(f"rows: {source}")
     conversations = [template.render(r) for r in rows]
-    readouts(args, model, tokenizer, conversations[: args.rows], template, roof)
-    decoding(args, tokenizer, conversations, roof)
+    engines = set(args.engines.split(","))
+    if engines & {"transformers-float32", "transformers-bfloat16", "llamacpp"}:
+        readouts(args, model, tokenizer, conversations[: args.rows], template, roof)
+    if "reward" in engines:
+        reward_scoring(args, rows[: args.rows], roof)
+    if engines & {"text-bfloat16", "text-llamacpp"}:
+        decoding(args, tokenizer, conversations, roof)
+    if args.long_run != "0":
+        long_run(args, model, tokenizer, template, roof, [int(n) for n in args.long_run.split(",")])
     after = measure_roofline(model, ("float32", "bfloat16"))
     peaks = ", ".join(f"{name} {flops / 1e9:.0f} GFLOP/s" for name, flops in after.peaks.items())
     print(f"\nroofline again at the end: {peaks}; memory read {after.bandwidth / 1e9:.1f} GB/s")

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -28,6 +29,7 @@ import torch
 
 __all__ = [
     "Roofline",
+    "RssWatch",
     "attention_flops",
     "cpu_model",
     "decode_bound",
@@ -38,6 +40,7 @@ __all__ = [
     "memory_bandwidth",
     "peak_rss_gb",
     "prefill_flops",
+    "rss_gb",
     "weight_bytes",
 ]
 
@@ -74,6 +77,49 @@ def load_line() -> str:
 def peak_rss_gb() -> float:
     """Peak resident memory of this process so far, in GB (``ru_maxrss`` is in KiB on Linux)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def rss_gb() -> float:
+    """Resident memory of this process now, in GB (psutil when installed, else ``/proc/self/statm``)."""
+    try:
+        import psutil
+
+        return psutil.Process().memory_info().rss / 1e9
+    except ImportError:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 1e9
+
+
+class RssWatch:
+    """The highest resident memory of this process while the ``with`` block runs, sampled every ``interval`` s.
+
+    ``ru_maxrss`` (:func:`peak_rss_gb`) only ever grows over the process, so it cannot tell a later, longer job's
+    peak from an earlier one's; this samples :func:`rss_gb` in a thread, from the block's start to its end.
+
+    Attributes:
+        start, peak, end: GB at the start, the highest seen, and at the end.
+    """
+
+    def __init__(self, interval: float = 0.2):
+        self.interval, self.start = interval, rss_gb()
+        self.peak = self.end = self.start
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.peak = max(self.peak, rss_gb())
+
+    def __enter__(self) -> RssWatch:
+        self.start = self.peak = rss_gb()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.end = rss_gb()
+        self.peak = max(self.peak, self.end)
 
 
 def linear_shapes(model: torch.nn.Module) -> Counter:

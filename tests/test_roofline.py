@@ -10,12 +10,13 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, LlamaForSequenceClassification
 
 SPEC = importlib.util.spec_from_file_location(
     "roofline", Path(__file__).resolve().parents[1] / "benchmarks" / "roofline.py"
@@ -24,20 +25,25 @@ roofline = sys.modules.setdefault("roofline", importlib.util.module_from_spec(SP
 SPEC.loader.exec_module(roofline)
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["tied", "untied"])
-def tiny(request):
-    config = LlamaConfig(
+def tiny_config(**extra) -> LlamaConfig:
+    """Two layers, 64 wide, 4 heads of 16 (2 key-value heads), 300 tokens; eager attention (two matmuls, which
+    ``FlopCounterMode`` counts)."""
+    return LlamaConfig(
         hidden_size=64,
         intermediate_size=96,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         vocab_size=300,
-        tie_word_embeddings=request.param,
-        attn_implementation="eager",  # attention as two matmuls, which FlopCounterMode counts
+        attn_implementation="eager",
+        **extra,
     )
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["tied", "untied"])
+def tiny(request):
     torch.manual_seed(0)
-    return LlamaForCausalLM(config).eval()
+    return LlamaForCausalLM(tiny_config(tie_word_embeddings=request.param)).eval()
 
 
 def test_linear_shapes_leave_out_the_output_head(tiny):
@@ -85,3 +91,30 @@ def test_measured_ceilings_are_finite_and_positive(tiny):
 def test_load_line_and_rss():
     assert roofline.load_line().startswith("load average ") and "(1 / 5 / 15 min)" in roofline.load_line()
     assert 0 < roofline.peak_rss_gb() < 1000
+
+
+def test_rss_watch_sees_a_peak_inside_the_block():
+    """The sampled peak catches memory held only inside the block, which the process-wide ``ru_maxrss`` would keep
+    reporting ever after; the end figure drops once it is freed."""
+    with roofline.RssWatch(interval=0.02) as watch:
+        buffer = torch.ones(50_000_000)  # 200 MB, every page touched
+        time.sleep(0.2)
+        del buffer
+    assert watch.peak >= watch.start + 0.15
+    assert watch.end <= watch.peak - 0.1
+    assert 0 < roofline.rss_gb() < 1000
+
+
+def test_prefill_flops_of_a_reward_model_count_its_score_head_on_every_token():
+    """A sequence-classification reward model has no output embeddings: its one-label score head is an
+    ``nn.Linear`` applied to every position, so it counts per token, and ``outputs_per_row`` adds nothing."""
+    torch.manual_seed(0)
+    reward = LlamaForSequenceClassification(tiny_config(num_labels=1, pad_token_id=0)).eval()
+    assert roofline.linear_shapes(reward)[(64, 1)] == 1
+    counted = 0
+    for n in (6, 13):
+        with FlopCounterMode(display=False) as counter, torch.inference_mode():
+            reward(input_ids=torch.randint(1, 300, (1, n)))
+        counted += counter.get_total_flops()
+    masked = sum(4 * 2 * 4 * 16 * (n * n - n * (n + 1) / 2) for n in (6, 13))
+    assert roofline.prefill_flops(reward, [6, 13], outputs_per_row=0) == pytest.approx(counted - masked, rel=1e-9)
