@@ -29,7 +29,7 @@ from . import schema
 from .backends.cached import CachedBackend
 from .cache import GenerationCache
 from .critic import Critic
-from .decoding import DecodingConfig
+from .critic.decoding import DecodingConfig
 from .io import RecordError, check_fields
 from .prompts.rewrite import RewritePrompt, load_rewrite_prompt
 

@@ -65,7 +65,7 @@ class OutputSpec:
             (Prometheus 2: ``("A", "B")``); None for scores.
         verdict_prefix: the text the verdict follows in the requested format (``"Rating: [["``, ``"[["``,
             ``"{'Overall Score':"``, ``"{'综合比较结果': '"``), appended to the assistant turn for the probability
-            read-out (:mod:`hf_critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
+            read-out (:mod:`hf_critic.critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
             the verdict is also scored with a leading space); ``""`` when the verdict opens the generation (PandaLM,
             JudgeLM's single-answer grading). None: the template has no read-out (JudgeLM's two scores).
         verdicts: the allowed verdict strings after the prefix; default: the integers of ``score_range`` for scores
