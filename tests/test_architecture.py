@@ -48,6 +48,7 @@ FLOORS: dict[str, int] = {
     "critic.grammars": 4,
     "critic.config": 4,  # the critic's options, as a dataclass the command line is generated from
     "critic.rewards": 4,
+    "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
     "critic.readout": 4,  # the engines' verdict read-outs through the cache (probabilities, forced verdicts)
     "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
     # 5. the critic and the Eval-Instruct pipeline

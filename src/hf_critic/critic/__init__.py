@@ -6,6 +6,7 @@
 - :mod:`~hf_critic.critic.grammars`: GBNF grammars that force a verdict in a template's syntax;
 - :mod:`~hf_critic.critic.config`: the critic's options, as the dataclass the command line is generated from;
 - :mod:`~hf_critic.critic.rewards`: critiques from rewards (reward models, local or served);
+- :mod:`~hf_critic.critic.inputs`: records rendered into prompts that fit the context (truncation policies);
 - :mod:`~hf_critic.critic.readout`: the engines' read-outs of a verdict through the cache (probabilities, verdicts
   forced under a grammar);
 - :mod:`~hf_critic.critic.core`: :class:`Critic` itself, grading and comparison in the four settings.
@@ -24,5 +25,5 @@ from .._lazy import lazy_names
 __all__ = ["TRUNCATE_POLICIES", "ContextLengthError", "Critic"]
 
 # Public names imported on first access (PEP 562): name -> submodule that defines it.
-_LAZY = {"Critic": ".core", "ContextLengthError": ".core", "TRUNCATE_POLICIES": ".core"}
+_LAZY = {"Critic": ".core", "ContextLengthError": ".inputs", "TRUNCATE_POLICIES": ".inputs"}
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -18,14 +18,15 @@ from ..backends.base import Backend
 from ..backends.cached import CachedBackend, Generations
 from ..cache import GenerationCache
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
-from ..io import RecordError, check_fields
+from ..io import check_fields
 from ..labels import swap_label
 from ..parsing import ParsedCritique
-from ..prompts import RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
+from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
 from ..prompts.rubric import Rubric
 from .config import check_plan_options
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
+from .inputs import TRUNCATE_POLICIES, ContextLengthError, render_conversations
 from .output import (
     CritiqueRun,
     Judged,
@@ -53,12 +54,6 @@ from .verdicts import (
 )
 
 logger = logging.getLogger(__name__)
-
-TRUNCATE_POLICIES = ("middle", "skip", "error")
-
-
-class ContextLengthError(ValueError):
-    """An input does not fit the model's context window and the truncation policy is ``error``."""
 
 
 class Critic:
@@ -461,51 +456,13 @@ class Critic:
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):
-        """Chat messages per row (None for rows skipped as too long) and per-row truncation flags."""
-        conversations, truncated = [], []
-        budget = self.backend.context_length and self.backend.context_length - self.decoding.max_new_tokens
+        """Chat messages per row (None for rows skipped as too long) and per-row truncation flags
+        (:func:`~hf_critic.critic.inputs.render_conversations`)."""
         rubric = self.rubric.text(template.setting.task) if self.rubric is not None else None
-        if rubric is not None and "rubric" in dataset.column_names and not swap:
-            logger.warning("%s: the given rubric replaces the data's 'rubric' column", source)
-        for row, record in enumerate(dataset):
-            if rubric is not None:
-                record = {**record, "rubric": rubric}
-            if swap:
-                record = {
-                    **record,
-                    schema.RESPONSE_1: record[schema.RESPONSE_2],
-                    schema.RESPONSE_2: record[schema.RESPONSE_1],
-                }
-            try:
-                messages = template.render(record)
-            except TemplateFieldError as err:
-                raise RecordError(f"{source}: row {row}: {err}") from err
-            cut = False
-            if budget:
-                messages, cut = self._fit(template, record, messages, budget, f"{source}: row {row}")
-            conversations.append(messages)
-            truncated.append(cut)
-        return conversations, truncated
-
-    def _fit(self, template, record, messages, budget, where):
-        """Make one prompt fit ``budget`` tokens according to the truncation policy."""
-        excess = self.backend.prompt_tokens(messages) - budget
-        if excess <= 0:
-            return messages, False
-        if self.truncate == "error":
-            raise ContextLengthError(f"{where}: prompt is {excess} tokens over the context budget of {budget}")
-        if self.truncate == "skip":
-            return None, True
-        # Cut the response(s) from the middle; pairwise shares the cut in proportion to each response's length.
-        names = [f for f in (schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2) if f in template.setting.fields]
-        lengths = {f: self.backend.count_tokens(record[f]) for f in names}
-        total = sum(lengths.values())
-        if total <= excess:
-            raise ContextLengthError(f"{where}: the prompt is too long even with empty response(s)")
-        record = dict(record)
-        for f in names:
-            record[f] = self.backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
-        return template.render(record), True
+        return render_conversations(
+            self.backend, template, dataset, source, swap=swap, rubric=rubric, truncate=self.truncate,
+            max_new_tokens=self.decoding.max_new_tokens,
+        )  # fmt: skip
 
     def _judge(self, template: PromptTemplate, conversations: list) -> Judged:
         """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
