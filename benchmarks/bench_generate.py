@@ -16,8 +16,8 @@ records and decoding settings. Then, for each batch size (1, 4, 8, 16):
 With `--verdict-modes` it times the verdict modes instead (issue 16), in one run, on the transformers engine at batch 8
 in the dtype `auto` picks: a text critique of `--max-new-tokens` tokens (default there: 192) parsed for its verdict
 (`--verdict text`), against the probability read-out with no explanation (`--verdict probability --explanation
-none`: the template's verdict prefix after the prompt, one prefill, no decoding; `hf_critic.verdicts`). The ratio is
-read-outs/s over text critiques/s.
+none`: the template's verdict prefix after the prompt, one prefill, no decoding; `hf_critic.critic.verdicts`). The ratio
+is read-outs/s over text critiques/s.
 
 It prints the CPU model, its flags that matter (AMX, AVX-512 BF16, AVX2), the thread count and the machine load
 (`os.getloadavg`), since other work on the machine changes every figure.
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import torch
 
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.models import auto_dtype, cpu_flags, load_model, resolve_engine
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task

@@ -46,7 +46,7 @@ from roofline import (
     weight_bytes,
 )
 
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.models import cpu_flags, default_gguf_file, default_num_threads, load_model
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task

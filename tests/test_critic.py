@@ -9,7 +9,7 @@ import pytest
 from hf_critic import schema
 from hf_critic.backends.base import Backend
 from hf_critic.critic import ContextLengthError, Critic
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.io import RecordError
 from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, swap_label
 

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from hf_critic.critic_config import CriticConfig, add_dataclass_args, parse_score_range
-from hf_critic.verdicts import DEFAULT_MIN_VERDICT_MASS
+from hf_critic.critic.config import CriticConfig, add_dataclass_args, parse_score_range
+from hf_critic.critic.verdicts import DEFAULT_MIN_VERDICT_MASS
 
 
 def _parser(cls=CriticConfig) -> argparse.ArgumentParser:

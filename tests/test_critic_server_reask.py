@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hf_critic.cache import GenerationCache, cache_key
 from hf_critic.cli import main
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
 ROWS = 40

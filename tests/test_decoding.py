@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_critic.decoding import DecodingConfig, aggregate_labels, aggregate_scores
+from hf_critic.critic.decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from hf_critic.parsing import ParsedCritique
 from hf_critic.schema import ParseStatus
 

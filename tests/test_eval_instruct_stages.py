@@ -556,10 +556,10 @@ def test_a_new_stage_is_one_declaration(tmp_path):
     """Issue 22: a stage is one declaration (here, in this file) plus its prompt YAML; the run order, the progress
     count, the report's rows, failures.jsonl and the teacher's grammar all follow from the pipeline list."""
     from hf_critic.backends.chat import ChatRequest
+    from hf_critic.critic.grammars import critique_grammar
     from hf_critic.eval_instruct.pipeline import V2_PIPELINE
     from hf_critic.eval_instruct.stage import GrammarSpec, Stage, stage_grammars
     from hf_critic.eval_instruct.stages import critique_rows
-    from hf_critic.grammars import critique_grammar
     from hf_critic.prompts import load_template
 
     (tmp_path / "second_opinion_en.yaml").write_text(SECOND_OPINION_PROMPT, encoding="utf-8")

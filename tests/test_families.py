@@ -19,7 +19,7 @@ from hf_critic import schema
 from hf_critic.cache import cache_key
 from hf_critic.commands.options import template_from_args
 from hf_critic.critic import Critic
-from hf_critic.critic_config import parse_score_range
+from hf_critic.critic.config import parse_score_range
 from hf_critic.formats import family_for_model, known_critics, parse_output
 from hf_critic.loaders.prometheus import split_prometheus_prompt
 from hf_critic.prompts import (
@@ -740,7 +740,7 @@ def test_template_auto_says_which_family_it_picked(capsys):
 @pytest.mark.parametrize("name", NAMES)
 def test_constrained_verdict_line_parses_or_is_refused(name):
     """--constrain-verdict appends a verdict line in the template's syntax; the family's parser must read it back."""
-    from hf_critic.grammars import verdict_grammar
+    from hf_critic.critic.grammars import verdict_grammar
 
     output = load_template(name).output
     if name.startswith(("judgelm", "pandalm")):  # their verdict opens the critique

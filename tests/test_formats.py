@@ -16,6 +16,7 @@ import pytest
 from hf_critic import schema
 from hf_critic.commands.options import template_from_args
 from hf_critic.critic import Critic
+from hf_critic.critic.grammars import critique_grammar, verdict_grammar
 from hf_critic.formats import (
     BUILTIN_FAMILIES,
     DEFAULT_FAMILY,
@@ -32,7 +33,6 @@ from hf_critic.formats import (
     unregister_family,
     verdict_format,
 )
-from hf_critic.grammars import critique_grammar, verdict_grammar
 from hf_critic.parsing import ParsedCritique
 from hf_critic.prompts import get_template, list_families, list_templates, load_template
 from hf_critic.schema import ParseStatus

@@ -18,8 +18,8 @@ import torch
 from hf_critic import models
 from hf_critic.backends.llamacpp import GGUFError, check_gguf, llamacpp_request, prefill_tail
 from hf_critic.cli import main
-from hf_critic.decoding import DecodingConfig
-from hf_critic.grammars import score_values, verdict_grammar
+from hf_critic.critic.decoding import DecodingConfig
+from hf_critic.critic.grammars import score_values, verdict_grammar
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 from hf_critic.testing import FaultInjectionProxy, LlamaCppServerProcess, StubOpenAIServer, free_port

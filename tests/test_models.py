@@ -12,7 +12,7 @@ import torch
 
 from hf_critic import models
 from hf_critic.backends.transformers import TransformersBackend
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 
 AMX = {"amx_bf16": True, "amx_tile": True, "avx512_bf16": True, "avx512_f": True, "avx2": True}
 AVX512_BF16 = {"amx_bf16": False, "amx_tile": False, "avx512_bf16": True, "avx512_f": True, "avx2": True}

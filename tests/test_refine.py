@@ -12,7 +12,7 @@ import pytest
 
 from hf_critic.backends.base import Backend
 from hf_critic.critic import Critic
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.prompts.rewrite import load_rewrite_prompt
 from hf_critic.refine import ORIGINAL, refine
 

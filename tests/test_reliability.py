@@ -14,7 +14,7 @@ from hf_critic.backends.chat import BackendSource, ChatRequest
 from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
 from hf_critic.cache import GenerationCache
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.eval_instruct import stages
 from hf_critic.eval_instruct.config import load_config
 from hf_critic.eval_instruct.pipeline import run_eval_instruct

@@ -1,4 +1,4 @@
-"""Reward models as critics (hf_critic.reward_model, hf_critic.reward_critic): detection, scoring, tie band, swap,
+"""Reward models as critics (hf_critic.reward_model, hf_critic.critic.rewards): detection, scoring, tie band, swap,
 cache, truncation, PEFT adapter folders and the options a reward critic refuses."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import FatalAPIError, RequestsFailedError, RetryPolicy
 from hf_critic.cache import GenerationCache
 from hf_critic.critic import Critic
-from hf_critic.decoding import DecodingConfig
+from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer, free_port
 
 FAST = RetryPolicy(max_retries=3, initial_backoff=0.01, max_backoff=0.02)

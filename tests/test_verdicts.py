@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from hf_critic.verdicts import (
+from hf_critic.critic.verdicts import (
     TokenTrie,
     VerdictReadout,
     combine_orders,
@@ -259,7 +259,7 @@ def test_model_runs_print_no_library_deprecation(tiny_backend, caplog, recwarn):
     generation with a shared prefix, checked as warnings and as the library's log lines."""
     import logging
 
-    from hf_critic.decoding import DecodingConfig
+    from hf_critic.critic.decoding import DecodingConfig
 
     judge = [{"role": "system", "content": "You are a strict judge. " * 8}]
     shared = [judge + c[-1:] for c in CONVERSATIONS]  # one long shared prefix: its KV cache is prefilled once
@@ -300,7 +300,7 @@ def test_readout_multi_token_pair_verdicts(tiny_backend):
 
 def test_backend_without_probabilities_fails_with_one_line():
     from hf_critic.backends.base import Backend
-    from hf_critic.verdicts import VerdictProbabilityError
+    from hf_critic.critic.verdicts import VerdictProbabilityError
 
     class TextOnly(Backend):
         name = "text-only"
@@ -436,7 +436,7 @@ def test_a_resume_with_critiques_cached_and_read_outs_not_counts_both_truly(tmp_
 def test_critic_self_consistency_is_mean_of_expected_scores():
     from hf_critic import schema
     from hf_critic.critic import Critic
-    from hf_critic.decoding import DecodingConfig
+    from hf_critic.critic.decoding import DecodingConfig
 
     def probs(text, continuation):  # sample k's explanation says "k"; its read-out puts all mass on score 2k + 1
         return {str(2 * int(continuation[0]) + 1): 1.0}
@@ -477,7 +477,7 @@ def test_critic_compare_swap_combines_both_orders():
 
 
 def test_auto_picks_probability_only_for_the_embedded_critic():
-    from hf_critic.verdicts import AUTO_EMBEDDED, resolve_verdict
+    from hf_critic.critic.verdicts import AUTO_EMBEDDED, resolve_verdict
 
     assert resolve_verdict("auto", None, embedded=True) == AUTO_EMBEDDED
     assert resolve_verdict("auto", None, embedded=False) == ("text", "first")
@@ -711,7 +711,7 @@ def test_verdict_readout_is_exact_with_sliding_window_layers(name):
 
 def test_the_verdict_plan_says_what_a_critic_does():
     """Issue 22: the verdict mode is resolved once into a type the critic asks, no mode strings compared."""
-    from hf_critic.verdicts import VerdictMode, resolve_verdict
+    from hf_critic.critic.verdicts import VerdictMode, resolve_verdict
 
     both = resolve_verdict("both", None, embedded=False)
     assert both.mode is VerdictMode.BOTH and both == ("both", "first")

@@ -6,6 +6,7 @@ so ``from hf_critic import Critic`` works without loading torch and transformers
 
 from __future__ import annotations
 
+from ._lazy import lazy_names
 from ._version import __version__
 from .meta_eval.modules import install_metrics, metric_path  # stdlib-only module: cheap to import
 
@@ -13,23 +14,4 @@ __all__ = ["Critic", "__version__", "install_metrics", "metric_path"]
 
 # Public names imported on first access (PEP 562): name -> module that defines it.
 _LAZY = {"Critic": ".critic"}
-
-
-def __getattr__(name: str):
-    """``hf_critic.Critic`` (and ``from hf_critic import Critic``): imported from :mod:`hf_critic.critic` on first use.
-
-    Raises:
-        AttributeError: any other unknown name.
-    """
-    if name in _LAZY:
-        import importlib
-
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # later accesses skip this function
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """The module's names, the lazy ones included."""
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -29,7 +29,7 @@ from . import schema
 from .backends.cached import CachedBackend
 from .cache import GenerationCache
 from .critic import Critic
-from .decoding import DecodingConfig
+from .critic.decoding import DecodingConfig
 from .io import RecordError, check_fields
 from .prompts.rewrite import RewritePrompt, load_rewrite_prompt
 
@@ -257,6 +257,76 @@ def _columns(records, category: str, source: str) -> tuple[list, list, list, lis
     return list(data[schema.QUESTION]), list(data[schema.RESPONSE]), references, categories
 
 
+@dataclass
+class _Records:
+    """The records' columns, checked (:func:`_columns`), and the table rows built from them."""
+
+    questions: list
+    responses: list
+    references: list
+    categories: list[str]
+
+    def row(self, i: int, critic: str, round_: int, response: str | None, **extra) -> dict[str, Any]:
+        """The row of record ``i`` for ``critic``'s ``round_`` (0: the original) with ``response`` to judge."""
+        return {
+            "record": i,
+            "category": self.categories[i],
+            "critic": critic,
+            "round": round_,
+            "question": self.questions[i],
+            "reference": self.references[i],
+            "response": response,
+            "critiqued": None,
+            "critique": None,
+            "critique_score": None,
+            "critique_status": None,
+            **extra,
+        }
+
+
+@dataclass
+class _Rewriter:
+    """The generator that rewrites, its generation cache, rewrite prompt and decoding."""
+
+    generator: Any
+    cache: GenerationCache | None
+    prompt: RewritePrompt
+    decoding: DecodingConfig
+
+
+def _rewrite_rounds(
+    name: str, critic: Critic, data: _Records, rounds: int, rewriter: _Rewriter, counts: dict[str, StageCount],
+    source: str,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """``critic``'s rounds of critique -> rewrite, each on the previous round's rewrite: one row per record and
+    round (a response left without a critique gets no rewrite, None); the stages' inputs counted in ``counts``."""
+    rows = []
+    questions = data.questions
+    current: list[str | None] = list(data.responses)
+    for round_ in range(1, rounds + 1):
+        graded, cached = _critique(critic, questions, current, f"{source} ({name}, round {round_})")
+        counts["critique"].add(sum(g is not None for g in graded), cached)
+        feedback = [None if g is None else g[schema.CRITIQUE_GENERATION] for g in graded]
+        conversations = [
+            None
+            if text is None
+            else rewriter.prompt.messages({"question": questions[i], "response": current[i], "critique": text})
+            for i, text in enumerate(feedback)
+        ]
+        made = CachedBackend(rewriter.generator, rewriter.cache).generate(conversations, rewriter.decoding)
+        counts["rewrite"].add(sum(c is not None for c in conversations), made.cached)
+        rewrites = [None if g is None else g[0].strip() for g in made.texts]
+        skipped = schema.ParseStatus.SKIPPED.value
+        rows += [
+            data.row(i, name, round_, rewrites[i], critiqued=current[i], critique=feedback[i],
+                     critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
+                     critique_status=skipped if g is None else g[schema.CRITIQUE_STATUS])
+            for i, g in enumerate(graded)
+        ]  # fmt: skip
+        current = rewrites
+    return rows
+
+
 def refine(
     records: datasets.Dataset | Sequence[Mapping[str, Any]],
     critics: Mapping[str, Critic],
@@ -299,57 +369,20 @@ def refine(
         raise ValueError("refine needs at least one critic and rounds >= 1")
     if ORIGINAL in critics:
         raise ValueError(f"{ORIGINAL!r} names the row of the unchanged responses; call the critic something else")
-    questions, originals, references, categories = _columns(records, category, source)
+    data = _Records(*_columns(records, category, source))
     prompt = load_rewrite_prompt(prompt) if isinstance(prompt, str) else prompt
     decoding = decoding or DecodingConfig(max_new_tokens=512)
     cache = GenerationCache(cache_path) if cache_path else None
     counts = {stage: StageCount() for stage in ("critique", "rewrite", "judge")}
-
-    def row(i: int, critic: str, round_: int, response: str | None, **extra) -> dict[str, Any]:
-        return {
-            "record": i,
-            "category": categories[i],
-            "critic": critic,
-            "round": round_,
-            "question": questions[i],
-            "reference": references[i],
-            "response": response,
-            "critiqued": None,
-            "critique": None,
-            "critique_score": None,
-            "critique_status": None,
-            **extra,
-        }
-
-    rows = [row(i, ORIGINAL, 0, originals[i]) for i in range(len(questions))]
+    rows = [data.row(i, ORIGINAL, 0, response) for i, response in enumerate(data.responses)]
+    rewriter = _Rewriter(generator, cache, prompt, decoding)
     for name, critic in critics.items():
-        current: list[str | None] = list(originals)
-        for round_ in range(1, rounds + 1):
-            graded, cached = _critique(critic, questions, current, f"{source} ({name}, round {round_})")
-            counts["critique"].add(sum(g is not None for g in graded), cached)
-            feedback = [None if g is None else g[schema.CRITIQUE_GENERATION] for g in graded]
-            conversations = [
-                None
-                if text is None
-                else prompt.messages({"question": questions[i], "response": current[i], "critique": text})
-                for i, text in enumerate(feedback)
-            ]
-            made = CachedBackend(generator, cache).generate(conversations, decoding)
-            counts["rewrite"].add(sum(c is not None for c in conversations), made.cached)
-            rewrites = [None if g is None else g[0].strip() for g in made.texts]
-            skipped = schema.ParseStatus.SKIPPED.value
-            rows += [
-                row(i, name, round_, rewrites[i], critiqued=current[i], critique=feedback[i],
-                    critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
-                    critique_status=skipped if g is None else g[schema.CRITIQUE_STATUS])
-                for i, g in enumerate(graded)
-            ]  # fmt: skip
-            current = rewrites
+        rows += _rewrite_rounds(name, critic, data, rounds, rewriter, counts, source)
     judged = sum(r["response"] is not None for r in rows)
     counts["judge"].add(judged, _judge(judge, rows, f"{source} (judge)"))
     return RefineResult(
         rows=datasets.Dataset.from_list(rows),
-        categories=list(dict.fromkeys(categories)),
+        categories=list(dict.fromkeys(data.categories)),
         critics=list(critics),
         rounds=rounds,
         cache=counts,

@@ -402,7 +402,7 @@ class RewardModel:
     # ----------------------------------------------------------------------------------- scoring
     def score(self, inputs: Sequence[Sequence[int]]) -> list[float]:
         """One reward per input of :meth:`fit` (token ids), batched, with a progress bar in responses/s when
-        ``progress`` (:class:`hf_critic.reward_critic.RewardScorer`)."""
+        ``progress`` (:class:`hf_critic.critic.rewards.RewardScorer`)."""
         from tqdm.auto import tqdm
 
         with tqdm(total=len(inputs), desc="rewards", unit="response", disable=not self.progress) as bar:

@@ -157,7 +157,7 @@ def query_id(question: str) -> str:
     return "q-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
-# Probability read-out (--verdict probability / both, hf_critic.verdicts).
+# Probability read-out (--verdict probability / both, hf_critic.critic.verdicts).
 CRITIQUE_DISTRIBUTION = (
     "critique_distribution"  # JSON {verdict: probability}, renormalised; pairwise keys: labels.LABEL_NAMES
 )
@@ -167,7 +167,7 @@ CRITIQUE_LABEL_FIRST = "critique_label_first"  # pairwise --swap: the first orde
 CRITIQUE_DISTRIBUTION_SWAPPED = "critique_distribution_swapped"  # the swapped order's, mapped back
 CRITIQUE_VERDICT_MASS_SWAPPED = "critique_verdict_mass_swapped"
 CRITIQUE_DISTRIBUTION_COMBINED = "critique_distribution_combined"  # mean of both orders: critique_label's source
-# Reward critics (hf_critic.reward_critic): the raw reward of the response (pairwise: of each response).
+# Reward critics (hf_critic.critic.rewards): the raw reward of the response (pairwise: of each response).
 CRITIQUE_REWARD = "critique_reward"
 CRITIQUE_REWARD_2 = "critique_reward_2"
 # --verdict both: the text verdict keeps its own columns.

@@ -11,8 +11,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from ..decoding import DecodingConfig
-from ..verdicts import VerdictProbabilityError, VerdictReadout
+from ..critic.decoding import DecodingConfig
+from ..critic.verdicts import VerdictProbabilityError, VerdictReadout
 
 Messages = list[dict[str, str]]
 
@@ -68,8 +68,8 @@ class Backend(ABC):
         by ``continuations[i]``: the verdict prefix (``"Rating: [["``), after the critique's explanation under
         ``--explanation first``. Each verdict is scored as written and with one leading space, all its tokens
         (``"10"`` = ``"1"`` then ``"0"``); verdicts whose path is a prefix of another's are made exclusive (see
-        :mod:`hf_critic.verdicts`). Backends that see only the top-k next tokens report the verdicts outside it as
-        :attr:`~hf_critic.verdicts.VerdictReadout.unseen` (probability 0).
+        :mod:`hf_critic.critic.verdicts`). Backends that see only the top-k next tokens report the verdicts outside it as
+        :attr:`~hf_critic.critic.verdicts.VerdictReadout.unseen` (probability 0).
 
         Args:
             conversations: chat messages ending in a user turn, as for :meth:`generate`.
@@ -77,7 +77,7 @@ class Backend(ABC):
             verdicts: the allowed verdict strings (e.g. ``"1"`` .. ``"10"``, or ``"A"``, ``"B"``, ``"C"``), distinct.
 
         Returns:
-            One :class:`~hf_critic.verdicts.VerdictReadout` per conversation, in input order.
+            One :class:`~hf_critic.critic.verdicts.VerdictReadout` per conversation, in input order.
 
         Raises:
             VerdictProbabilityError: this backend cannot return probabilities (the default; the message names it).
@@ -91,7 +91,7 @@ class Backend(ABC):
     ) -> list[str]:
         """Greedily continue each conversation's assistant answer ``prefixes[i]`` under a GBNF ``grammar``.
 
-        Used by ``--constrain-verdict`` (:mod:`hf_critic.grammars`) to append a verdict line in the template's
+        Used by ``--constrain-verdict`` (:mod:`hf_critic.critic.grammars`) to append a verdict line in the template's
         syntax to a critique that has none.
 
         Args:

@@ -95,7 +95,7 @@ class CachedBackend:
 
         Args:
             conversations: chat messages per input; None entries (inputs skipped upstream) stay None.
-            decoding: the :class:`~hf_critic.decoding.DecodingConfig` (part of the key).
+            decoding: the :class:`~hf_critic.critic.decoding.DecodingConfig` (part of the key).
             check: ``text -> reason | None``, the caller's parser, or None to read back every stored entry.
 
         Returns:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from ..cache import GenerationCache, cache_key
-from ..decoding import DecodingConfig
+from ..critic.decoding import DecodingConfig
 from .base import Backend, Messages
 
 __all__ = [

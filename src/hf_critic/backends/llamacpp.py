@@ -3,7 +3,7 @@
 Published critics often ship as GGUF quantisations; the transformers engine can only de-quantise them to float32.
 :class:`LlamaCppBackend` runs the GGUF file itself with llama.cpp: the chat template comes from the file's metadata,
 requests are decoded in parallel slots (continuous batching), a GBNF grammar can force the verdict line into the
-template's syntax (:mod:`hf_critic.grammars`), and per-token log-probabilities are returned on request.
+template's syntax (:mod:`hf_critic.critic.grammars`), and per-token log-probabilities are returned on request.
 
 **Binding: xllamacpp, not llama-cpp-python.** Compared on what a critic user meets at ``pip install`` time:
 
@@ -46,8 +46,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..decoding import DecodingConfig
-from ..verdicts import VerdictReadout, walk_top_logprobs
+from ..critic.decoding import DecodingConfig
+from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
 
 __all__ = [
@@ -199,7 +199,7 @@ class LlamaCppBackend(Backend):
         parallel: decoding slots, i.e. requests in flight at once (>= 1). The CLI's ``--batch-size``.
         threads: CPU threads (default: one per physical core).
         context_length: tokens per slot (prompt + generation); the KV cache holds ``parallel`` times this.
-        grammar: GBNF grammar every generation must match (see :func:`hf_critic.grammars.verdict_grammar`), or None.
+        grammar: GBNF grammar every generation must match (see :func:`hf_critic.critic.grammars.verdict_grammar`), or None.
         top_logprobs: next tokens whose log-probabilities :meth:`verdict_probabilities` reads per position.
         progress: show a tqdm bar.
 
@@ -335,7 +335,7 @@ class LlamaCppBackend(Backend):
 
         Each read-out position is the prompt with the assistant turn prefilled by ``continuations[i]``; one
         single-token request per position returns the :attr:`top_logprobs` most likely next tokens (raw model
-        probabilities, before sampling), and :func:`hf_critic.verdicts.walk_top_logprobs` extends multi-token
+        probabilities, before sampling), and :func:`hf_critic.critic.verdicts.walk_top_logprobs` extends multi-token
         verdicts (``"10"``) with further requests. Verdicts outside the top-k are reported unseen (probability 0).
 
         Raises:

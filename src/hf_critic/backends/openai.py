@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import GenerationCache
-from ..decoding import DecodingConfig
-from ..verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
+from ..critic.decoding import DecodingConfig
+from ..critic.verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
 from .chat import ChatRequest, ChatResult, Check, approximate_tokens
 from .openai_client import OpenAIClient
@@ -115,7 +115,7 @@ class OpenAIBackend(Backend):
         Each read-out position is the conversation with the assistant turn prefilled by its continuation (a final
         assistant message, which llama.cpp's server continues; vLLM needs ``continue_final_message`` in the client's
         params); one greedy one-token request returns the top-k next tokens, and
-        :func:`hf_critic.verdicts.walk_top_logprobs` extends multi-token verdicts with further requests. Verdicts
+        :func:`hf_critic.critic.verdicts.walk_top_logprobs` extends multi-token verdicts with further requests. Verdicts
         absent from the top-k get probability 0 and are reported unseen (missing mass).
 
         Raises:

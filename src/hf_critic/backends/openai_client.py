@@ -45,8 +45,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..cache import GenerationCache
+from ..critic.verdicts import top_k_table
 from ..redaction import redact_url, register_secret, split_url_credentials
-from ..verdicts import top_k_table
 from .chat import (
     ChatRequest,
     ChatResult,
@@ -86,7 +86,7 @@ def _http_response_type() -> type:
 def _read_completion(raw: bytes) -> tuple[str, int, int, str | None, dict[str, float] | None]:
     """``(text, prompt_tokens, completion_tokens, finish_reason, top_logprobs)`` of a chat.completion body;
     ``top_logprobs`` is ``{text: log-probability}`` of the first generated token's alternatives as
-    :func:`~hf_critic.verdicts.top_k_table` reads them (by their bytes and ids where the server sends them; empty
+    :func:`~hf_critic.critic.verdicts.top_k_table` reads them (by their bytes and ids where the server sends them; empty
     special tokens and partial characters dropped, a token listed twice counted once), None when the body has none.
 
     Raises:

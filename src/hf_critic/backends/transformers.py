@@ -14,10 +14,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
-from ..decoding import DecodingConfig
+from ..critic.decoding import DecodingConfig
+from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
 from ..models import default_num_threads, load_model
-from ..verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..critic_config import add_dataclass_args
+from ..critic.config import add_dataclass_args
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args
 

@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from ..critic_config import add_dataclass_args
+from ..critic.config import add_dataclass_args
 from .option_groups import DataOptions, option_help
 from .options import (
     add_cache_args,

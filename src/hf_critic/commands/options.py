@@ -1,9 +1,9 @@
 """The command-line options the sub-commands share, each declared once, and the readers that turn them into objects.
 
-Every shared option is a field of a dataclass, and one generator, :func:`~hf_critic.critic_config.add_dataclass_args`,
+Every shared option is a field of a dataclass, and one generator, :func:`~hf_critic.critic.config.add_dataclass_args`,
 turns fields into options (as TRL's parser does): the data, gold, verdict, figure, comparison, model, endpoint and
 cache options are the dataclasses of :mod:`hf_critic.commands.option_groups`, the critic and decoding options are
-:class:`~hf_critic.critic_config.CriticConfig` and :class:`~hf_critic.decoding.DecodingConfig`. A sub-command builds
+:class:`~hf_critic.critic.config.CriticConfig` and :class:`~hf_critic.critic.decoding.DecodingConfig`. A sub-command builds
 its parser from the groups below (:func:`add_data_args`, :func:`add_model_args`, :func:`add_critic_args`,
 :func:`add_cache_args`, :func:`add_decoding_args` ...) and reads them back with :func:`decoding_from_args`,
 :func:`cache_from_args` and :func:`critic_from_args`, so a flag means the same thing, with the same help text, in every
@@ -23,8 +23,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..critic_config import CriticConfig, add_dataclass_args, dataclass_from_args
-from ..decoding import DecodingConfig
+from ..critic.config import CriticConfig, add_dataclass_args, dataclass_from_args
+from ..critic.decoding import DecodingConfig
 from .option_groups import (
     DEFAULT_CACHE,
     CacheOptions,
@@ -135,9 +135,9 @@ def add_endpoint_args(parser: argparse.ArgumentParser):
 
 
 def add_critic_args(parser) -> None:
-    """How a critic is prompted and judged: one option per field of :class:`~hf_critic.critic_config.CriticConfig`
+    """How a critic is prompted and judged: one option per field of :class:`~hf_critic.critic.config.CriticConfig`
     (``--template``, ``--rubric``, ``--score-range``, ``--language``, ``--truncate``: CritiqueLLM v2 §3.1 settings;
-    ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``: :mod:`hf_critic.verdicts`),
+    ``--constrain-verdict``, ``--verdict``, ``--explanation``, ``--min-verdict-mass``: :mod:`hf_critic.critic.verdicts`),
     generated from the dataclass and read back by :func:`critic_from_args`."""
     add_dataclass_args(parser, CriticConfig)
 
@@ -163,7 +163,7 @@ def add_decoding_args(
     only: Iterable[str] | None = None,
     defaults: Mapping[str, object] | None = None,
 ):
-    """One option per field of :class:`~hf_critic.decoding.DecodingConfig`, generated from the dataclass.
+    """One option per field of :class:`~hf_critic.critic.decoding.DecodingConfig`, generated from the dataclass.
 
     The flag is ``--<field-name>`` (or the field's ``metadata["flag"]``), the type is the field's annotation (a
     bool field becomes a ``BooleanOptionalAction``), choices come from ``metadata["choices"]`` and the help from
@@ -229,7 +229,7 @@ def gold_from_args(records, args: argparse.Namespace, task: str, source: str, ta
 
 
 def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
-    """The :class:`~hf_critic.decoding.DecodingConfig` of the parsed decoding options (absent ones: defaults).
+    """The :class:`~hf_critic.critic.decoding.DecodingConfig` of the parsed decoding options (absent ones: defaults).
 
     Raises:
         ValueError: values the dataclass rejects (e.g. ``--temperature 0``).
@@ -319,14 +319,14 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
 
 
 def pooling_scorer(args: argparse.Namespace, model: str | None):
-    """The :class:`~hf_critic.reward_critic.ServedRewardModel` of ``--base-url --pooling`` (checked first).
+    """The :class:`~hf_critic.critic.rewards.ServedRewardModel` of ``--base-url --pooling`` (checked first).
 
     Raises:
         ValueError: ``--pooling`` without ``--base-url``, or a local-engine option given with it.
         hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.pooling.PoolingRewardClient.check`.
     """
     from ..backends.pooling import PoolingRewardClient
-    from ..reward_critic import ServedRewardModel
+    from ..critic.rewards import ServedRewardModel
 
     if not getattr(args, "base_url", None):
         raise ValueError("--pooling needs --base-url: the vLLM server serving the reward model")

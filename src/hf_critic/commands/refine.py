@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..critic_config import add_dataclass_args
+from ..critic.config import add_dataclass_args
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
@@ -136,9 +136,9 @@ def run_refine(args: argparse.Namespace) -> int:
     import json
     from dataclasses import replace
 
+    from ..critic.verdicts import VerdictMode
     from ..io import check_output_dir, save_records, write_text
     from ..refine import refine
-    from ..verdicts import VerdictMode
     from .options import cache_from_args, decoding_from_args
 
     if args.rounds < 1:

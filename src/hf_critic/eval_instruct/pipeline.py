@@ -29,7 +29,7 @@ import datasets
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai_client import OpenAIClient
 from ..cache import GenerationCache
-from ..grammars import difficulty_grammar, query_generation_grammar
+from ..critic.grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..redaction import redact_url
@@ -182,7 +182,7 @@ def teacher_grammars(
 
     Built from each stage's expected output format: the query-generation and difficulty lines of CritiqueLLM v2
     Appendix A, and for the critique stages a free explanation (at most 2 characters per token of ``max_tokens``)
-    ending in the verdict line of the template that stage renders (:func:`hf_critic.grammars.critique_grammar`).
+    ending in the verdict line of the template that stage renders (:func:`hf_critic.critic.grammars.critique_grammar`).
     The v1 dialogue's second turn is left free.
 
     Args:
@@ -230,7 +230,7 @@ def make_generator(
     if generator.endpoint is not None:
         return make_client(generator.endpoint, cache=cache, ledger=ledger, name=generator.name)
     from ..backends.transformers import TransformersBackend
-    from ..decoding import DecodingConfig
+    from ..critic.decoding import DecodingConfig
 
     backend = TransformersBackend.from_pretrained(
         generator.transformers, batch_size=generator.batch_size, progress=progress

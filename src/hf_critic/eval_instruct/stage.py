@@ -16,7 +16,7 @@ from typing import Any
 
 import datasets
 
-from ..grammars import critique_grammar
+from ..critic.grammars import critique_grammar
 
 __all__ = ["GrammarSpec", "RunContext", "Stage", "check_pipeline", "critique_stage_grammar", "stage_grammars"]
 
@@ -98,7 +98,7 @@ class Stage:
 
 def critique_stage_grammar(prompt: Callable[[str, str], Any]) -> Callable[[GrammarSpec], str]:
     """The grammar of a critique stage whose prompt is ``prompt(language, family)``: a free explanation ending in
-    that prompt's verdict line (:func:`hf_critic.grammars.critique_grammar`)."""
+    that prompt's verdict line (:func:`hf_critic.critic.grammars.critique_grammar`)."""
     return lambda spec: critique_grammar(prompt(spec.language, spec.family).output, spec.explanation_chars)
 
 

@@ -4,7 +4,7 @@ model names) and :class:`VerdictFormat` (how one verdict is written, read back a
 A family is one published critic or prompt set (CritiqueLLM v1 / v2 / 6B, MT-Bench, Prometheus 2, Auto-J, JudgeLM,
 PandaLM) or a kind of critic (reward models), declared once in a module of :mod:`hf_critic.formats` and registered in
 :mod:`hf_critic.formats.registry`; the template lookup (:mod:`hf_critic.prompts`), the parsers, the verdict grammars
-(:mod:`hf_critic.grammars`), the help text of ``--template`` and ``--template auto`` all read the registry.
+(:mod:`hf_critic.critic.grammars`), the help text of ``--template`` and ``--template auto`` all read the registry.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class VerdictFormat:
             teacher prompts), a :meth:`str.format` string that may use ``{key}``, the template's ``overall_key``
             (``"{{{key!r}:"`` gives ``{'Overall Score':``); None: no default.
         opening: the character a verdict starts with, which the free explanation of a one-shot critique grammar may
-            not contain (:func:`hf_critic.grammars.critique_grammar`): ``"["`` or ``"{"``.
+            not contain (:func:`hf_critic.critic.grammars.critique_grammar`): ``"["`` or ``"{"``.
         example: a verdict as the format writes it, for the documentation (``"Rating: [[8]]"``).
     """
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import datasets
 
-from ..grammars import verdict_ending
+from ..critic.grammars import verdict_ending
 from ..labels import swap_label
 from ..prompts import OutputSpec, get_template
 from ..schema import QUESTION, RESPONSE

@@ -2,7 +2,7 @@
 calibration.
 
 A critique file written with ``--verdict probability`` or ``both`` carries, beside the verdict, the distribution it
-was read from (:mod:`hf_critic.verdicts`). This module puts the verdict sources of one file side by side:
+was read from (:mod:`hf_critic.critic.verdicts`). This module puts the verdict sources of one file side by side:
 
 * pointwise grading: pooled Pearson / Spearman / Kendall of the expected score and of the text score with the human
   scores, their within-question pairwise accuracy

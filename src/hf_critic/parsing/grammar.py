@@ -40,7 +40,7 @@ comparisons and negations are left unparsed rather than guessed). A score has at
 the point (``[[10.0000000000000000001]]`` is no verdict).
 
 **Linear time.** No pattern nests quantifiers over the same characters (a whitespace run cannot be split in many
-ways), dict bodies are read by a one-pass tokenizer, and generic keywords are found at line starts in one pass:
+ways), dict bodies are read by a one-pass tokenizer (:mod:`.dicts`), and generic keywords are found at line starts in one pass:
 100k-character runaway outputs parse in milliseconds (``tests/test_parser_fuzz.py``, ``benchmarks/bench_parsing.py``).
 
 **Never a default.** When nothing is found the status is ``UNPARSED`` and score / label are None; a score
@@ -61,6 +61,8 @@ from dataclasses import dataclass
 
 from hf_critic.labels import VERDICT_WORDS
 from hf_critic.schema import ParseStatus
+
+from .dicts import DICT_LABEL, DICT_NUMBER, LABEL_KEYS, OVERALL_SCORE_KEYS, dict_key, dict_pairs
 
 __all__ = ["ParsedCritique", "normalize", "parse", "parse_label", "parse_score"]
 
@@ -156,49 +158,6 @@ _LEAD_PUNCTUATION = " \t\r\n:：*＊"
 _LEAD_WINDOW = 40
 # A one-level dict; doubled braces as in the templates' "{{...}}" escapes are taken whole.
 _DICT = rf"{_LC}?([^{{}}｛｝]*){_RC}{_RC}?{_TAIL}"
-# On the normalised dict body: 'key': value pairs, either quote, or none.
-# A pair starts at the body start or after a comma, which keeps the scan linear on long brace blocks.
-# Tokens of a dict body: quoted strings, separators, and runs of anything else. Each token is a maximal run, so the
-# scan is linear (a pattern with nested whitespace quantifiers took cubic time on a brace full of spaces).
-_DICT_TOKEN = re.compile(r"""'[^']*'|"[^"]*"|[,:]|[^'",:]+|['"]""")
-_DICT_NUMBER = re.compile(r"\s*([+-]?\d{1,3}(?:\.\d{1,3})?)(?:\s*/\s*(\d{1,3}(?:\.\d{1,3})?))?\s*分?\s*")
-_DICT_LABEL = re.compile(
-    r"\s*(?:(?:assistant|response|answer|助手|回答|答案)\s*([12ab])|([12ab])|(tie|质量相当|平局|相当))\s*"
-)
-_SPACES = re.compile(r"[\s_\-]+")
-
-_OVERALL_SCORE_KEYS = frozenset(
-    {
-        "overall score",
-        "overall rating",
-        "overall",
-        "final score",
-        "final rating",
-        "score",
-        "rating",
-        "综合得分",
-        "综合评分",
-        "总分",
-        "总体评分",
-        "最终得分",
-        "得分",
-        "评分",
-    }
-)
-_LABEL_KEYS = frozenset(
-    {
-        "overall comparison result",
-        "comparison result",
-        "overall result",
-        "result",
-        "winner",
-        "verdict",
-        "综合比较结果",
-        "比较结果",
-        "综合质量比较结果",
-    }
-)
-
 
 _FULL_WIDTH = {"[": "［", "{": "｛"}
 
@@ -340,44 +299,6 @@ def _lead_start(text: str, start: int) -> int:
     return offset + len(low[:i].rstrip("*＊"))
 
 
-def _dict_pairs(body: str) -> list[tuple[str, str]]:
-    """``[(key, value), ...]`` of a normalised one-level dict body such as ``'a': 9, "b": '8'``, stripped.
-
-    A pair is ``key : value`` between commas; key and value are each one quoted string or one unquoted run (quotes
-    removed). A part of another shape (no colon, two strings on one side) is no pair. One linear pass.
-    """
-    pairs = []
-    sides: list[list[str]] = [[]]
-    for token in [*_DICT_TOKEN.findall(body), ","]:
-        if token == ",":
-            if len(sides) >= 2:
-                key, value = (_dict_side(side) for side in sides[:2])
-                if key and value is not None:
-                    pairs.append((key, value))
-            sides = [[]]
-        elif token == ":" and len(sides) == 1:
-            sides.append([])
-        else:
-            sides[-1].append(token)
-    return pairs
-
-
-def _dict_side(tokens: list[str]) -> str | None:
-    """One side of a dict pair as text: a quoted string's content, else the unquoted run stripped; None if neither."""
-    parts = [t for t in tokens if t.strip()]
-    if not parts:
-        return ""
-    if len(parts) == 1 and len(parts[0]) >= 2 and parts[0][0] in "'\"" and parts[0][-1] == parts[0][0]:
-        return parts[0][1:-1].strip()
-    text = "".join(tokens).strip()
-    return None if any(q in text for q in "'\"") else text
-
-
-def _key(raw: str) -> str:
-    """A dict key for comparison: lower case, ``*`` stripped, ``_`` / ``-`` / space runs as one space."""
-    return _SPACES.sub(" ", raw.strip("* ")).lower()
-
-
 def _label(*groups: str | None) -> int:
     """Label of the one group of a label pattern that matched."""
     return VERDICT_WORDS[normalize(next(g for g in groups if g is not None)).lower()]
@@ -495,12 +416,12 @@ def parse_score(text: str, score_range: tuple[float, float] = (1, 10)) -> Parsed
     if pattern is not None:
         for m in pattern.finditer(text, best[1] if best is not None else 0):
             overall, dims = None, {}
-            for key, raw in _dict_pairs(normalize(m.group(1))):
-                number = _DICT_NUMBER.fullmatch(raw)
+            for key, raw in dict_pairs(normalize(m.group(1))):
+                number = DICT_NUMBER.fullmatch(raw)
                 value = _value(number.group(1), number.group(2), high) if number is not None else None
                 if value is None:
                     continue
-                if _key(key) in _OVERALL_SCORE_KEYS:
+                if dict_key(key) in OVERALL_SCORE_KEYS:
                     overall = value
                 else:
                     dims[key] = value
@@ -561,8 +482,8 @@ def parse_label(text: str) -> ParsedCritique:
     pattern = _opening(text, _DICT_RE, "{")
     if pattern is not None:
         for m in pattern.finditer(text, best[1] if best is not None else 0):
-            for key, raw in _dict_pairs(normalize(m.group(1))):
-                value = _DICT_LABEL.fullmatch(raw.lower()) if _key(key) in _LABEL_KEYS else None
+            for key, raw in dict_pairs(normalize(m.group(1))):
+                value = DICT_LABEL.fullmatch(raw.lower()) if dict_key(key) in LABEL_KEYS else None
                 if value is not None and places.dict(m.start(), m.end()):
                     best = (m.start(), m.end(), _label(*value.groups()))
     fallback = best is None

@@ -65,7 +65,7 @@ class OutputSpec:
             (Prometheus 2: ``("A", "B")``); None for scores.
         verdict_prefix: the text the verdict follows in the requested format (``"Rating: [["``, ``"[["``,
             ``"{'Overall Score':"``, ``"{'综合比较结果': '"``), appended to the assistant turn for the probability
-            read-out (:mod:`hf_critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
+            read-out (:mod:`hf_critic.critic.verdicts`); no trailing space (tokenizers glue a space to the verdict, and
             the verdict is also scored with a leading space); ``""`` when the verdict opens the generation (PandaLM,
             JudgeLM's single-answer grading). None: the template has no read-out (JudgeLM's two scores).
         verdicts: the allowed verdict strings after the prefix; default: the integers of ``score_range`` for scores
@@ -317,6 +317,40 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
         ValueError: naming ``where`` and the key at fault: unknown or missing keys, an unknown setting or language,
             undeclared or unused placeholders, bad defaults, or a bad ``output`` spec.
     """
+    setting = _check_keys(data, where)
+    system, fields = data.get("system"), data["fields"]
+    defaults, required = data.get("defaults") or {}, data.get("required") or []
+    _check_placeholders(data["prompt"], system, fields, setting, defaults, required, where)
+    output = _check_output(data["output"], setting, fields, defaults, where)
+    models, license_ = data.get("models") or [], data.get("license")
+    if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
+        raise ValueError(f"{where}: 'models' must be a list of model ids")
+    if license_ is not None and not isinstance(license_, str):
+        raise ValueError(f"{where}: 'license' must be a string")
+    return PromptTemplate(
+        name=name,
+        version=data["version"],
+        source=data["source"].strip(),
+        setting=setting,
+        language=data["language"],
+        fields=tuple(fields),
+        defaults=MappingProxyType(dict(defaults)),
+        system=system,
+        prompt=data["prompt"],
+        output=output,
+        required=tuple(required),
+        models=tuple(models),
+        license=license_,
+    )
+
+
+def _check_keys(data: Any, where: str) -> Setting:
+    """The template file's keys, each of its type (the prompt's placeholders aside): its setting.
+
+    Raises:
+        ValueError: unknown or missing keys, an empty string, an unknown setting or language, or a key of the wrong
+            type.
+    """
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: a template file must be a YAML mapping")
     unknown = set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS)
@@ -351,8 +385,21 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
         raise ValueError(
             f"{where}: 'required' must list distinct fields that have no default and are not the setting's"
         )
+    return setting
 
-    used = placeholders(data["prompt"], where, "prompt")
+
+def _check_placeholders(
+    prompt: str, system: str | None, fields: list[str], setting: Setting, defaults: Mapping, required: list,
+    where: str,
+) -> None:  # fmt: skip
+    """The placeholders of the prompt and system message are exactly ``fields``: the setting's, the ``required``
+    ones, and the others each with a default.
+
+    Raises:
+        ValueError: an undeclared or unused placeholder, a field of the setting missing, a required field not
+            declared, or defaults for other fields than the optional ones.
+    """
+    used = placeholders(prompt, where, "prompt")
     if system is not None:
         used |= placeholders(system, where, "system")
     if used - set(fields):
@@ -372,7 +419,15 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
             f"{where}: 'defaults' must give exactly the fields outside setting {setting.name!r} and 'required' "
             f"(here {sorted(optional)}), got {sorted(defaults)}"
         )
-    output = OutputSpec.from_dict(data["output"], where)
+
+
+def _check_output(spec: Any, setting: Setting, fields: list[str], defaults: Mapping, where: str) -> OutputSpec:
+    """The ``output`` spec, of the setting's kind; a configurable scale's fields default to its score range.
+
+    Raises:
+        ValueError: a bad spec, a kind that does not fit the setting, or scale fields that disagree with it.
+    """
+    output = OutputSpec.from_dict(spec, where)
     if (output.kind == "score") != (setting.task is Task.POINTWISE):
         raise ValueError(f"{where}: 'output.kind' {output.kind!r} does not fit setting {setting.name!r}")
     if set(SCALE_FIELDS) & set(fields):
@@ -382,26 +437,7 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
                 f"{where}: {list(SCALE_FIELDS)} must both be fields of a score template, with defaults equal to "
                 f"'output.score_range' written as integers"
             )
-    models, license_ = data.get("models") or [], data.get("license")
-    if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
-        raise ValueError(f"{where}: 'models' must be a list of model ids")
-    if license_ is not None and not isinstance(license_, str):
-        raise ValueError(f"{where}: 'license' must be a string")
-    return PromptTemplate(
-        name=name,
-        version=data["version"],
-        source=data["source"].strip(),
-        setting=setting,
-        language=data["language"],
-        fields=tuple(fields),
-        defaults=MappingProxyType(dict(defaults)),
-        system=system,
-        prompt=data["prompt"],
-        output=output,
-        required=tuple(required),
-        models=tuple(models),
-        license=license_,
-    )
+    return output
 
 
 def read_yaml(text: str, where: str) -> Any:

@@ -35,7 +35,7 @@ class CritiquePearsonCallback(TrainerCallback):
     Unparsed critiques are excluded and counted (``eval_<metric_name>_parse_rate``), never given a score; a
     correlation that is undefined (fewer than two parsed rows, constant scores) is NaN, which never counts as a
     new best. With ``verdict="probability"`` the score is the expected score of the model's verdict distribution
-    (:mod:`hf_critic.verdicts`), so the metric is defined from the first evaluation on, before the model writes
+    (:mod:`hf_critic.critic.verdicts`), so the metric is defined from the first evaluation on, before the model writes
     parseable verdicts; the parse rate is then the share of rows with a verdict (``low_mass`` rows excluded).
 
     Args:
@@ -73,7 +73,7 @@ class CritiquePearsonCallback(TrainerCallback):
         verdict: str = "text",
         explanation: str = "none",
     ):
-        from ..verdicts import resolve_verdict
+        from ..critic.verdicts import resolve_verdict
 
         if verdict not in ("text", "probability"):
             raise ValueError(f"validation verdict must be 'text' or 'probability', got {verdict!r}")
@@ -82,7 +82,7 @@ class CritiquePearsonCallback(TrainerCallback):
             raise ValueError(f"validation records have no {score_column!r} column; they have {records.column_names}")
         if len(records) == 0:
             raise ValueError("validation records are empty")
-        from ..decoding import DecodingConfig
+        from ..critic.decoding import DecodingConfig
 
         self.records, self.trainer = records, trainer
         self.template, self.language, self.referenced = template, language, referenced

@@ -98,7 +98,7 @@ class ValidationArguments:
         default="text",
         metadata={
             "help": "Where validation verdicts come from: text (parsed from the generated critique) or probability "
-            "(read from the model's next-token distribution after the template's verdict prefix, hf_critic.verdicts: "
+            "(read from the model's next-token distribution after the template's verdict prefix, hf_critic.critic.verdicts: "
             "defined from the first evaluation on, before the model writes parseable verdicts).",
             "choices": ["text", "probability"],
         },

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import schema
-from .cache import GenerationCache, cache_key
-from .critic_output import RunStats, distribution_columns
+from .. import schema
+from ..cache import GenerationCache, cache_key
+from ..reward_model import RewardCalibration, pairwise_verdict, reward_conversation
 from .decoding import DecodingConfig
-from .reward_model import RewardCalibration, pairwise_verdict, reward_conversation
+from .output import RunStats, distribution_columns
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
 
 logger = logging.getLogger(__name__)

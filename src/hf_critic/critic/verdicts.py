@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
-from .schema import ParseStatus
+from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..schema import ParseStatus
 
 __all__ = [
     "EXPLANATION_MODES",
@@ -79,7 +79,7 @@ class VerdictMode(str, enum.Enum):
     TEXT = "text"  # parsed from the generated critique
     PROBABILITY = "probability"  # read from the next-token distribution after the verdict prefix
     BOTH = "both"  # probability, with the text verdict kept in its own columns
-    REWARD = "reward"  # an order-free reward critic: a reward model (hf_critic.reward_critic)
+    REWARD = "reward"  # an order-free reward critic: a reward model (hf_critic.critic.rewards)
 
 
 class VerdictPlan(NamedTuple):

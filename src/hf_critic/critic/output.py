@@ -12,8 +12,8 @@ from typing import NamedTuple
 import datasets
 import numpy as np
 
-from . import schema
-from .parsing import ParsedCritique
+from .. import schema
+from ..parsing import ParsedCritique
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
     ProbabilityVerdict,
@@ -130,7 +130,7 @@ def _json(distribution: dict | None) -> str | None:
 
 
 def distribution_columns(verdicts: Sequence[ProbabilityVerdict], suffix: str = "") -> dict[str, list]:
-    """The read-out columns of probability verdicts (:mod:`hf_critic.verdicts`; CritiqueLLM v2 §3.1 verdicts).
+    """The read-out columns of probability verdicts (:mod:`hf_critic.critic.verdicts`; CritiqueLLM v2 §3.1 verdicts).
 
     Args:
         verdicts: one verdict per row, shape ``(n,)``.
@@ -216,6 +216,31 @@ def run_stats(parsed: list[ParsedCritique], truncated: list[bool], judged: Judge
     stats = RunStats(truncated=sum(truncated), cut_off=judged.cut_off, reasked=judged.reasked, cached=judged.cached)
     for p in parsed:
         stats.count(p.status)
+    return stats
+
+
+def probability_stats(
+    verdicts: list[ProbabilityVerdict], truncated: list[bool], judged: Judged, text: RunStats, *, min_mass: float,
+    keeps_text: bool,
+) -> RunStats:  # fmt: skip
+    """The :class:`RunStats` of one call whose verdicts are probability read-outs: their statuses, verdict mass and
+    unseen verdicts, the generation facts of ``judged``, and (``keeps_text``: ``--verdict both``) the text verdicts'
+    counts ``text``."""
+    stats = RunStats(
+        truncated=sum(truncated),
+        cut_off=judged.cut_off,
+        reasked=judged.reasked,
+        cached=judged.cached,
+        cached_readouts=judged.cached_readouts,
+        verdict="probability",
+        min_mass=min_mass,
+    )
+    for v in verdicts:
+        stats.count(v.status)
+        stats.unseen += v.unseen
+        if v.status is not schema.ParseStatus.SKIPPED:
+            stats.mass.append(v.mass)
+    stats.text = text if keeps_text else None
     return stats
 
 

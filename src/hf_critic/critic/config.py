@@ -1,7 +1,7 @@
 """How a critic is prompted and how its verdicts are read, as one dataclass the command line is generated from.
 
 :class:`CriticConfig` holds the critic's options (the CritiqueLLM v2 §3.1 template and language, a rubric and its
-scale, the truncation policy, and the verdict read-out of :mod:`hf_critic.verdicts`); each field's metadata is the
+scale, the truncation policy, and the verdict read-out of :mod:`hf_critic.critic.verdicts`); each field's metadata is the
 help text of its option, so ``hf-critic grade / compare / refine / meta-eval`` build their ``--template`` ...
 ``--min-verdict-mass`` options from the fields (:func:`add_dataclass_args`, as TRL builds its parsers from
 dataclasses), and :meth:`CriticConfig.critic_kwargs` turns the parsed values into
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..formats import DEFAULT_FAMILY, builtin_template_families
 from .decoding import DecodingConfig
-from .formats import DEFAULT_FAMILY, builtin_template_families
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, VerdictMode, VerdictPlan
 
 __all__ = [
@@ -50,7 +50,7 @@ class CriticConfig:
         language: ``"en"`` or ``"zh"``.
         truncate: inputs longer than the context: ``middle``, ``skip`` or ``error``.
         constrain_verdict: force a verdict in the template's syntax under a GBNF grammar (llama.cpp).
-        verdict: ``auto``, ``text``, ``probability`` or ``both`` (:func:`hf_critic.verdicts.resolve_verdict`).
+        verdict: ``auto``, ``text``, ``probability`` or ``both`` (:func:`hf_critic.critic.verdicts.resolve_verdict`).
         explanation: ``none`` or ``first`` for probability read-outs (None: what ``auto`` picks, else ``first``).
         min_verdict_mass: read-outs with less verdict mass are ``low_mass`` (None: the library default), in [0, 1].
     """
@@ -119,7 +119,7 @@ class CriticConfig:
     )
     min_verdict_mass: float | None = field(default=None, metadata=_help(
         "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
-        "never scored (default: hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)"))  # fmt: skip
+        "never scored (default: hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)"))  # fmt: skip
     tie_margin: float | None = field(default=None, metadata=_help(
         "reward critics (reward models): a pair whose rewards differ by at most this is a tie "
         "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"))  # fmt: skip
@@ -160,7 +160,7 @@ class CriticConfig:
                 command line prints it as one line and exits 2), or an invalid rubric (see
                 :func:`~hf_critic.prompts.load_rubric`).
         """
-        from .prompts import load_rubric
+        from ..prompts import load_rubric
 
         if not self.rubric:
             return None
@@ -291,10 +291,10 @@ def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, 
     """Refuse what a generative critic's verdict plan would silently ignore (issue 31), warn where it runs on.
 
     Args:
-        plan: the resolved :class:`~hf_critic.verdicts.VerdictPlan`.
+        plan: the resolved :class:`~hf_critic.critic.verdicts.VerdictPlan`.
         explanation: the ``--explanation`` asked for (None: not asked).
         min_verdict_mass: in [0, 1].
-        decoding: the :class:`~hf_critic.decoding.DecodingConfig` asked for, or None.
+        decoding: the :class:`~hf_critic.critic.decoding.DecodingConfig` asked for, or None.
 
     Raises:
         ValueError: ``explanation`` or a non-default ``min_verdict_mass`` with text verdicts (both apply to

@@ -13,12 +13,21 @@ from collections.abc import Mapping, Sequence
 
 import datasets
 
-from . import schema
-from .backends.base import Backend
-from .backends.cached import CachedBackend, Generations
-from .cache import GenerationCache, cache_key
-from .critic_config import check_plan_options
-from .critic_output import (
+from .. import schema
+from ..backends.base import Backend
+from ..backends.cached import CachedBackend, Generations
+from ..cache import GenerationCache
+from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
+from ..io import check_fields
+from ..labels import swap_label
+from ..parsing import ParsedCritique
+from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
+from ..prompts.rubric import Rubric
+from .config import check_plan_options
+from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
+from .grammars import verdict_grammar
+from .inputs import TRUNCATE_POLICIES, ContextLengthError, render_conversations
+from .output import (
     CritiqueRun,
     Judged,
     RunStats,
@@ -26,17 +35,11 @@ from .critic_output import (
     as_dataset,
     distribution_columns,
     pairwise_columns,
+    probability_stats,
     run_stats,
 )
-from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
-from .formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
-from .grammars import verdict_grammar
-from .io import RecordError, check_fields
-from .labels import swap_label
-from .parsing import ParsedCritique
-from .prompts import RESPONSE_FIELDS, PromptTemplate, TemplateFieldError, resolve_template
-from .prompts.rubric import Rubric
-from .reward_critic import (
+from .readout import force_verdicts, read_verdicts
+from .rewards import (
     RewardScorer,
     compare_columns,
     grade_columns,
@@ -45,21 +48,12 @@ from .reward_critic import (
 )
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
-    ProbabilityVerdict,
     VerdictMode,
     VerdictPlan,
-    VerdictReadout,
-    aggregate_readouts,
     resolve_verdict,
 )
 
 logger = logging.getLogger(__name__)
-
-TRUNCATE_POLICIES = ("middle", "skip", "error")
-
-
-class ContextLengthError(ValueError):
-    """An input does not fit the model's context window and the truncation policy is ``error``."""
 
 
 class Critic:
@@ -75,7 +69,7 @@ class Critic:
             from the middle, ``"skip"`` leaves the row unjudged (status skipped), ``"error"`` raises.
         cache_path: SQLite file of finished generations; with it, a killed run restarted redoes nothing.
         constrain_verdict: append a verdict in the template's syntax, chosen by the model under a GBNF grammar
-            (:mod:`hf_critic.grammars`), to every critique whose verdict does not parse; the explanation stays as
+            (:mod:`hf_critic.critic.grammars`), to every critique whose verdict does not parse; the explanation stays as
             generated. Needs a backend with ``supports_grammar`` (llama.cpp, in-process or behind its server).
         rubric: the score rubric for templates that grade against one (``prometheus2``), shown to the critic for
             every row (it replaces a ``rubric`` column); its scores set the scale of a configurable template. It is
@@ -84,16 +78,16 @@ class Critic:
             configurable (``prometheus2``); a template with a fixed scale accepts only its own.
 
         verdict: ``"text"`` (parse the generated verdict; never a default), ``"probability"`` (read it from the
-            model's next-token distribution after the template's verdict prefix, :mod:`hf_critic.verdicts`),
+            model's next-token distribution after the template's verdict prefix, :mod:`hf_critic.critic.verdicts`),
             ``"both"`` (probability, with the text verdict in its own ``critique_text_*`` columns), or ``"auto"``
             (probability for the embedded default critic, text for any other model; see
-            :data:`~hf_critic.verdicts.AUTO_EMBEDDED`).
+            :data:`~hf_critic.critic.verdicts.AUTO_EMBEDDED`).
         explanation: for probability read-outs: ``"none"`` (the prefix right after the generation prompt: one
             prefill, no decoding, no explanation) or ``"first"`` (the critique is generated, its own verdict is cut,
             and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
-            ``low_mass`` and no verdict (default :data:`~hf_critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
-        reward: an order-free reward critic (:class:`~hf_critic.reward_critic.RewardScorer`: a reward model, one
+            ``low_mass`` and no verdict (default :data:`~hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
+        reward: an order-free reward critic (:class:`~hf_critic.critic.rewards.RewardScorer`: a reward model, one
             behind a server): every verdict then comes from rewards (pointwise: the calibrated
             reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.reward_model`), no text
             is generated, and every option it cannot honour (text or probability verdicts, explanations, decoding,
@@ -209,9 +203,9 @@ class Critic:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
             ValueError: a trained critic asked to run on llama.cpp; see also :class:`Critic`.
         """
-        from .backends import load_backend
-        from .models import trained_critic
-        from .reward_model import RewardModel, is_reward_model
+        from ..backends import load_backend
+        from ..models import trained_critic
+        from ..reward_model import RewardModel, is_reward_model
 
         if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
             pick = pick_family(model, kwargs.get("language", "en"))
@@ -282,7 +276,7 @@ class Critic:
             return_stats: also return the run's counts (parsed, unparsed, truncated, cached, ...).
 
         Returns:
-            With ``return_stats``, a :class:`~hf_critic.critic_output.CritiqueRun` ``(critiques, stats)``; else the
+            With ``return_stats``, a :class:`~hf_critic.critic.output.CritiqueRun` ``(critiques, stats)``; else the
             critiques alone (the same counts are then in ``critic.last_stats`` until the next call). The critiques are
             the input rows plus ``critique_score``, ``critique_explanation``, ``critique_generation``,
             ``critique_status``, ``critique_dimensions`` (JSON or None), ``critique_truncated`` and, under
@@ -324,7 +318,7 @@ class Critic:
             columns[schema.CRITIQUE_SCORE] = [v.score for v in verdicts]
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
             columns.update(distribution_columns(verdicts))
-            stats = self._probability_stats(verdicts, truncated, judged, text=stats)
+            stats = self._probability_stats(verdicts, truncated, judged, stats)
         return self._result(dataset, columns, stats, return_stats)
 
     def compare(
@@ -347,7 +341,7 @@ class Critic:
             return_stats: as in :meth:`grade`.
 
         Returns:
-            As in :meth:`grade` (:class:`~hf_critic.critic_output.CritiqueRun` with ``return_stats``); the critiques
+            As in :meth:`grade` (:class:`~hf_critic.critic.output.CritiqueRun` with ``return_stats``); the critiques
             are the input rows plus ``critique_label`` (int or None), ``critique_explanation``,
             ``critique_generation``, ``critique_status``, ``critique_truncated`` and, with ``swap``,
             ``critique_label_swapped`` (mapped back), ``critique_generation_swapped``,
@@ -398,8 +392,13 @@ class Critic:
                 ):
                     columns[schema.text_column(name)] = columns[name]
             columns.update(pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
-            stats = self._probability_stats(judged.verdicts, truncated, judged, text=stats)
+            stats = self._probability_stats(judged.verdicts, truncated, judged, stats)
         return self._result(dataset, columns, stats, return_stats)
+
+    def _probability_stats(self, verdicts, truncated, judged: Judged, text: RunStats) -> RunStats:
+        return probability_stats(
+            verdicts, truncated, judged, text, min_mass=self.min_verdict_mass, keeps_text=self.plan.keeps_text
+        )
 
     def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool):
         self.last_stats = stats
@@ -408,7 +407,7 @@ class Critic:
 
     # ----------------------------------------------------------------------------------- reward critics
     def _grade_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, source: str):
-        """Pointwise grading by rewards (:func:`hf_critic.reward_critic.grade_columns`) on the template's scale:
+        """Pointwise grading by rewards (:func:`hf_critic.critic.rewards.grade_columns`) on the template's scale:
         ``(columns, stats)``."""
         template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
         if template.output.kind != "score":
@@ -418,7 +417,7 @@ class Critic:
         )
 
     def _compare_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
-        """Pairwise comparison by rewards (:func:`hf_critic.reward_critic.compare_columns`), order-free:
+        """Pairwise comparison by rewards (:func:`hf_critic.critic.rewards.compare_columns`), order-free:
         ``(columns, stats)``."""
         if self.template != DEFAULT_FAMILY:
             raise ValueError(
@@ -457,51 +456,13 @@ class Critic:
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):
-        """Chat messages per row (None for rows skipped as too long) and per-row truncation flags."""
-        conversations, truncated = [], []
-        budget = self.backend.context_length and self.backend.context_length - self.decoding.max_new_tokens
+        """Chat messages per row (None for rows skipped as too long) and per-row truncation flags
+        (:func:`~hf_critic.critic.inputs.render_conversations`)."""
         rubric = self.rubric.text(template.setting.task) if self.rubric is not None else None
-        if rubric is not None and "rubric" in dataset.column_names and not swap:
-            logger.warning("%s: the given rubric replaces the data's 'rubric' column", source)
-        for row, record in enumerate(dataset):
-            if rubric is not None:
-                record = {**record, "rubric": rubric}
-            if swap:
-                record = {
-                    **record,
-                    schema.RESPONSE_1: record[schema.RESPONSE_2],
-                    schema.RESPONSE_2: record[schema.RESPONSE_1],
-                }
-            try:
-                messages = template.render(record)
-            except TemplateFieldError as err:
-                raise RecordError(f"{source}: row {row}: {err}") from err
-            cut = False
-            if budget:
-                messages, cut = self._fit(template, record, messages, budget, f"{source}: row {row}")
-            conversations.append(messages)
-            truncated.append(cut)
-        return conversations, truncated
-
-    def _fit(self, template, record, messages, budget, where):
-        """Make one prompt fit ``budget`` tokens according to the truncation policy."""
-        excess = self.backend.prompt_tokens(messages) - budget
-        if excess <= 0:
-            return messages, False
-        if self.truncate == "error":
-            raise ContextLengthError(f"{where}: prompt is {excess} tokens over the context budget of {budget}")
-        if self.truncate == "skip":
-            return None, True
-        # Cut the response(s) from the middle; pairwise shares the cut in proportion to each response's length.
-        names = [f for f in (schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2) if f in template.setting.fields]
-        lengths = {f: self.backend.count_tokens(record[f]) for f in names}
-        total = sum(lengths.values())
-        if total <= excess:
-            raise ContextLengthError(f"{where}: the prompt is too long even with empty response(s)")
-        record = dict(record)
-        for f in names:
-            record[f] = self.backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
-        return template.render(record), True
+        return render_conversations(
+            self.backend, template, dataset, source, swap=swap, rubric=rubric, truncate=self.truncate,
+            max_new_tokens=self.decoding.max_new_tokens,
+        )  # fmt: skip
 
     def _judge(self, template: PromptTemplate, conversations: list) -> Judged:
         """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
@@ -513,7 +474,10 @@ class Critic:
             generations, cached, cut, reasked = [None if c is None else [] for c in conversations], 0, None, 0
         kind = template.output.kind
         if self.constrain_verdict and generate:
-            generations = self._force_verdicts(template, conversations, generations)
+            output = template.output
+            generations = force_verdicts(
+                self.backend, self.cache, output, verdict_grammar(output), conversations, generations
+            )
         aggregate = aggregate_scores if kind == "score" else aggregate_labels
         parsed, raws, samples = [], [], []
         cut_off = None  # inputs whose chosen critique stopped at max_new_tokens, where the backend says
@@ -536,7 +500,15 @@ class Critic:
                     cut_off = (cut_off or 0) + bool(cut[i][result.chosen])
         verdicts = None
         if self.plan.reads_probabilities:
-            verdicts, read_cached = self._read_verdicts(template, conversations, samples)
+            verdicts, read_cached = read_verdicts(
+                self.backend,
+                self.cache,
+                template.output,
+                conversations,
+                samples,
+                explanation=self.plan.explanation,
+                min_mass=self.min_verdict_mass,
+            )
             # critiques and read-outs are cached apart: a resumed run can hold all of one and none of the other
             cached, cached_readouts = (cached, read_cached) if generate else (read_cached, None)
         else:
@@ -544,81 +516,6 @@ class Critic:
         return Judged(
             parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked, cached_readouts
         )
-
-    def _read_verdicts(
-        self, template: PromptTemplate, conversations: list, samples: list
-    ) -> tuple[list[ProbabilityVerdict], int]:
-        """One probability verdict per conversation: the template's verdict prefix after the generation prompt
-        (``explanation="none"``) or after each sampled critique with its own verdict cut (``"first"``); and the
-        number of conversations whose read-outs all came from the cache."""
-        output = template.output
-        values = output.verdict_values()  # raises when the template declares no verdict prefix
-        prefix = output.verdict_prefix
-        items = []  # (row, conversation, continuation)
-        for row, (conversation, parses) in enumerate(zip(conversations, samples, strict=True)):
-            if conversation is None:
-                continue
-            if self.plan.explanation == "none" or not parses:
-                items.append((row, conversation, prefix))
-            else:
-                items += [(row, conversation, _continuation(p.explanation, prefix)) for p in parses]
-        readouts, hits = self._readouts([c for _, c, _ in items], [t for _, _, t in items], list(values))
-        per_row: list[list[VerdictReadout]] = [[] for _ in conversations]
-        missed = set()
-        for (row, _, _), readout, hit in zip(items, readouts, hits, strict=True):
-            per_row[row].append(readout)
-            if not hit:
-                missed.add(row)
-        verdicts = [
-            aggregate_readouts(r, values, kind=output.kind, min_mass=self.min_verdict_mass)
-            if r
-            else ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None)
-            for r in per_row
-        ]
-        return verdicts, len({row for row, _, _ in items} - missed)
-
-    def _readouts(
-        self, conversations: list, continuations: list[str], verdicts: list[str]
-    ) -> tuple[list[VerdictReadout], list[bool]]:
-        """Backend read-outs through the cache (a killed run keeps every finished chunk), and per item whether it
-        came from the cache."""
-        keys = [
-            cache_key(model=self.backend.name, messages=c, continuation=t, verdicts=verdicts, readout="v1")
-            for c, t in zip(conversations, continuations, strict=True)
-        ]
-        done = self.cache.get_many(set(keys)) if self.cache is not None else {}
-        hits = [k in done for k in keys]
-        todo = list(dict.fromkeys(k for k in keys if k not in done))
-        where = {k: i for i, k in enumerate(keys)}
-        chunk = max(getattr(self.backend, "batch_size", 8) * 4, 1) if self.cache is not None else max(len(todo), 1)
-        for start in range(0, len(todo), chunk):
-            part = todo[start : start + chunk]
-            out = self.backend.verdict_probabilities(
-                [conversations[where[k]] for k in part], [continuations[where[k]] for k in part], verdicts
-            )
-            fresh = {k: {"p": dict(r.probabilities), "unseen": list(r.unseen)} for k, r in zip(part, out, strict=True)}
-            if self.cache is not None:
-                self.cache.put_many(fresh)
-            done.update(fresh)
-        return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys], hits
-
-    def _probability_stats(self, verdicts, truncated, judged: Judged, text: RunStats) -> RunStats:
-        stats = RunStats(
-            truncated=sum(truncated),
-            cut_off=judged.cut_off,
-            reasked=judged.reasked,
-            cached=judged.cached,
-            cached_readouts=judged.cached_readouts,
-            verdict="probability",
-            min_mass=self.min_verdict_mass,
-        )
-        for v in verdicts:
-            stats.count(v.status)
-            stats.unseen += v.unseen
-            if v.status is not schema.ParseStatus.SKIPPED:
-                stats.mass.append(v.mass)
-        stats.text = text if self.plan.keeps_text else None
-        return stats
 
     def _generate(self, template: PromptTemplate, conversations: list) -> Generations:
         """Generations per conversation (None for skipped ones), through the cache.
@@ -643,46 +540,6 @@ class Critic:
         if fresh:
             logger.info("%d input(s) generated (%d re-asked), %d from cache", fresh, made.reasked, made.cached)
         return made
-
-    def _force_verdicts(self, template: PromptTemplate, conversations: list, generations: list) -> list:
-        """Every generated text whose verdict does not parse, continued under the template's verdict grammar.
-
-        The continuations are cached under the conversation, the text continued and the grammar, so a rerun asks
-        for none again.
-        """
-        grammar = verdict_grammar(template.output)
-        todo = [
-            (i, j)
-            for i, texts in enumerate(generations)
-            for j, text in enumerate(texts or ())
-            if parse_output(text, template.output).status is not schema.ParseStatus.OK
-        ]
-        keys = {
-            (i, j): cache_key(
-                model=self.backend.name, messages=conversations[i], prefix=generations[i][j], grammar=grammar
-            )
-            for i, j in todo
-        }
-        done = self.cache.get_many(keys.values()) if self.cache is not None else {}
-        missing = [ij for ij in todo if keys[ij] not in done]
-        if missing:
-            tails = self.backend.continue_under_grammar(
-                [conversations[i] for i, _ in missing], [generations[i][j] for i, j in missing], grammar
-            )
-            fresh = {keys[ij]: tail for ij, tail in zip(missing, tails, strict=True)}
-            if self.cache is not None:
-                self.cache.put_many(fresh)
-            done.update(fresh)
-        out = [list(texts) if texts is not None else None for texts in generations]
-        for i, j in todo:
-            out[i][j] = generations[i][j] + done[keys[i, j]]
-        return out
-
-
-def _continuation(explanation: str, prefix: str) -> str:
-    """The assistant turn for ``--explanation first``: the critique with its own verdict cut, then the prefix."""
-    explanation = explanation.strip()
-    return f"{explanation}\n\n{prefix}" if explanation else prefix
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import math
 
-from .formats import verdict_format
-from .prompts import OutputSpec
+from ..formats import verdict_format
+from ..prompts import OutputSpec
 
 __all__ = [
     "critique_grammar",
