@@ -169,22 +169,24 @@ def test_cli_runs_a_critic_on_benchmarks(tmp_path, monkeypatch):
     calls = []
 
     class FakeCritic:
-        last_stats = type("Stats", (), {"summary": lambda self: "all parsed"})()
+        stats = type("Stats", (), {"summary": lambda self: "all parsed"})()
 
         @classmethod
         def from_pretrained(cls, model=None, **kwargs):
             calls.append(("load", model, kwargs["decoding"].max_new_tokens))
             return cls()
 
-        def grade(self, data, source="data"):
+        def grade(self, data, source="data", return_stats=False):
             calls.append(("grade", source, len(data)))
-            return data.add_column(schema.CRITIQUE_SCORE, [2.0 * s for s in data["human_score"]])
+            out = data.add_column(schema.CRITIQUE_SCORE, [2.0 * s for s in data["human_score"]])
+            return (out, self.stats) if return_stats else out
 
-        def compare(self, data, swap=False, source="data"):
+        def compare(self, data, swap=False, source="data", return_stats=False):
             calls.append(("compare", source, swap))
-            return data.add_column(schema.CRITIQUE_LABEL, data["label"]).add_column(
+            out = data.add_column(schema.CRITIQUE_LABEL, data["label"]).add_column(
                 schema.CRITIQUE_LABEL_SWAPPED, data["label"]
             )
+            return (out, self.stats) if return_stats else out
 
     monkeypatch.setattr(critic_module, "Critic", FakeCritic)
     point = tmp_path / "p.jsonl"
