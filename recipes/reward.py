@@ -57,7 +57,7 @@ def main(script_args, training_args, model_args):
         reward.configure_peft(peft_config, script_args, model.config.num_hidden_layers)
 
     ######## Data: judgment pairs, cut to max_length as the critic cuts ########
-    pairs = reward.get_pairs(script_args, tokenizer, training_args, logger)
+    pairs = reward.get_pairs(script_args, tokenizer, training_args)
 
     ######## Trainer (within-question accuracy and reward-length correlation at every evaluation) ########
     trainer = reward.get_trainer(model, tokenizer, pairs, training_args, peft_config)
@@ -69,7 +69,7 @@ def main(script_args, training_args, model_args):
     trainer.save_state()
 
     ######## Save the model, its calibration and training summary ########
-    reward.save_reward_model(trainer, script_args, model_args, tokenizer, logger)
+    reward.save_reward_model(trainer, script_args, model_args, tokenizer)
     return trainer
 
 

@@ -17,6 +17,7 @@ off its rewards, :mod:`hf_critic.reward_model`). It is trained on pairwise judgm
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import time
@@ -29,6 +30,8 @@ from trl import RewardTrainer
 
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..reward_model import RewardCalibration, fit_ids
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CriticRewardTrainer",
@@ -459,9 +462,7 @@ def get_tokenizer_and_model(model_args, training_args):
     return tokenizer, model
 
 
-def get_pairs(
-    script_args: RewardScriptArguments, tokenizer, training_args, logger=None
-) -> dict[str, datasets.Dataset]:
+def get_pairs(script_args: RewardScriptArguments, tokenizer, training_args) -> dict[str, datasets.Dataset]:
     """``{"train": ..., "validation": ...}`` preference rows (:func:`load_pairs` then :func:`preference_pairs`, cut
     to ``training_args.max_length`` as the critic cuts), each split's size and cut count logged.
 
@@ -476,10 +477,7 @@ def get_pairs(
         for split, rows in data.items()
     }
     for split, rows in pairs.items():
-        if logger is not None:
-            logger.info(
-                f"{split}: {len(rows)} pairs, {sum(rows['truncated'])} cut to {training_args.max_length} tokens"
-            )
+        logger.info(f"{split}: {len(rows)} pairs, {sum(rows['truncated'])} cut to {training_args.max_length} tokens")
     return pairs
 
 
@@ -507,7 +505,7 @@ def get_trainer(
     return trainer
 
 
-def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, tokenizer, logger=None) -> None:
+def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, tokenizer) -> None:
     """Save the trained model (a PEFT adapter with its score head when PEFT was used), its calibration
     (``hf_critic_reward.json``: :func:`calibrate`), the adapter's base by name (:func:`point_adapter_at_base`) and
     ``training_summary.json`` (best checkpoint and metric, every evaluation, train pairs, calibration source) in
@@ -531,6 +529,5 @@ def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, t
     }
     with open(os.path.join(args.output_dir, "training_summary.json"), "w") as handle:
         json.dump(summary, handle, indent=2, default=float)
-    if logger is not None:
-        logger.info(f"best validation within-question accuracy {state.best_metric}; saved {args.output_dir}")
-        logger.info(f"pointwise map: {calibration.source}; tie band {calibration.tie_margin:.3f}")
+    logger.info(f"best validation within-question accuracy {state.best_metric}; saved {args.output_dir}")
+    logger.info(f"pointwise map: {calibration.source}; tie band {calibration.tie_margin:.3f}")
