@@ -114,7 +114,8 @@ def position_biased(text, k):
 
 def test_compare_swap_maps_back_and_records_consistency():
     critic = Critic(ScriptedBackend(position_biased), template="mtbench")
-    out = critic.compare(PAIRS, swap=True)
+    out, stats = critic.compare(PAIRS, swap=True, return_stats=True)
+    assert stats.total == 4 and stats.parsed == 4
     assert out[schema.CRITIQUE_LABEL] == [RESPONSE_1_WINS, RESPONSE_2_WINS]
     # Swapped pair 1 shows Berlin first -> "[[A]]" = Berlin = response 2 in original terms.
     assert out[schema.CRITIQUE_LABEL_SWAPPED] == [RESPONSE_2_WINS, RESPONSE_2_WINS]

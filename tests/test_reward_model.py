@@ -80,7 +80,8 @@ def test_pairwise_labels_distribution_and_ties(critic):
         {"question": QUESTION, "response_1": BAD, "response_2": GOOD},
         {"question": QUESTION, "response_1": GOOD, "response_2": GOOD},  # equal rewards: a tie, never "response 1"
     ]
-    out = critic.compare(rows, swap=True)
+    out, stats = critic.compare(rows, swap=True, return_stats=True)
+    assert (stats.verdict, stats.total, stats.parsed) == ("reward", 3, 3)  # order-free: no second pass under swap
     r1, r2 = out[schema.CRITIQUE_REWARD], out[schema.CRITIQUE_REWARD_2]
     assert r1[0] == pytest.approx(r2[1]) and r2[0] == pytest.approx(r1[1])
     first = 0 if r1[0] > r2[0] else 1
