@@ -74,6 +74,31 @@ def test_rewards_equal_a_direct_forward_pass(critic, reward_folder):
     assert got == pytest.approx(expected, abs=1e-3)
 
 
+def test_token_limited_batches_give_the_rewards_of_row_batches(critic):
+    """Issue 28 item 3: reward scoring is cut into batches by padded tokens, as the read-out is, outputs unchanged."""
+    from hf_critic.models import READOUT_BATCH_TOKENS
+
+    scorer = critic.reward
+    assert scorer.max_batch_tokens == READOUT_BATCH_TOKENS  # the default on a CPU
+    responses = [GOOD, "Paris. " * 40, "", "It is Paris, the largest city of France. " * 12, "No."]
+    inputs = [scorer.fit(QUESTION, r, "error")[0] for r in responses]
+    lengths = sorted((len(ids) for ids in inputs), reverse=True)
+    rows_only = RewardModel(scorer.model, scorer.tokenizer, name="t", batch_size=8, max_batch_tokens=None)
+    token_limited = RewardModel(scorer.model, scorer.tokenizer, name="t", batch_size=8, max_batch_tokens=lengths[0])
+    calls = []
+    hook = scorer.model.register_forward_hook(
+        lambda m, args, kw, out: calls.append(kw["input_ids"].shape), with_kwargs=True
+    )
+    try:
+        expected = rows_only.rewards_of_ids(inputs)
+        assert len(calls) == 1
+        got = token_limited.rewards_of_ids(inputs)
+    finally:
+        hook.remove()
+    assert len(calls) > 2 and all(rows * width <= lengths[0] or rows == 1 for rows, width in calls[1:])
+    assert got == pytest.approx(expected, abs=1e-5)
+
+
 def test_pairwise_labels_distribution_and_ties(critic):
     rows = [
         {"question": QUESTION, "response_1": GOOD, "response_2": BAD},

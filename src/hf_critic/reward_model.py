@@ -309,6 +309,10 @@ class RewardModel:
         calibration: the pointwise map, tie band and context (:class:`RewardCalibration`).
         batch_size: sequences per forward pass (>= 1).
         progress: show a progress bar.
+        max_batch_tokens: padded tokens per forward pass (rows x the batch's longest row; a longer row goes alone),
+            besides the ``batch_size`` rows; None: rows only. Default (``"auto"``): the probability read-out's
+            :data:`hf_critic.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere: scoring is the same
+            prefill-bound work, cut the same way (issue 28 item 3).
 
     Raises:
         ValueError: ``batch_size`` < 1.
@@ -317,12 +321,18 @@ class RewardModel:
     kind = "reward model"
 
     def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
-                 batch_size: int = 8, progress: bool = True):  # fmt: skip
+                 batch_size: int = 8, progress: bool = True, max_batch_tokens: int | None | str = "auto"):  # fmt: skip
+        from .models import READOUT_BATCH_TOKENS
+
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.calibration = calibration or RewardCalibration()
         self.batch_size, self.progress = batch_size, progress
+        if max_batch_tokens == "auto":
+            on_cpu = next(model.parameters()).device.type == "cpu"
+            max_batch_tokens = READOUT_BATCH_TOKENS if on_cpu else None
+        self.max_batch_tokens = max_batch_tokens
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "right"
@@ -411,7 +421,8 @@ class RewardModel:
     def rewards_of_ids(
         self, encoded: Sequence[Sequence[int]], done: Callable[[int], None] | None = None
     ) -> list[float]:
-        """One reward per token sequence, batched by length (longest first), float32 out.
+        """One reward per token sequence, batched by length (longest first) in batches of at most ``batch_size`` rows
+        and :attr:`max_batch_tokens` padded tokens (:func:`hf_critic.models.token_batches`), float32 out.
 
         Args:
             encoded: token id lists, each within the context.
@@ -419,12 +430,14 @@ class RewardModel:
         """
         import torch
 
+        from .models import token_batches
+
         order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
         out = [0.0] * len(encoded)
         device = next(self.model.parameters()).device
         pad = self.tokenizer.pad_token_id
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start : start + self.batch_size]
+        lengths = [len(ids) for ids in encoded]
+        for batch in token_batches(order, lengths, self.batch_size, self.max_batch_tokens):
             width = max(len(encoded[i]) for i in batch)
             ids = torch.full((len(batch), width), pad, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)

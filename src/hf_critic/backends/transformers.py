@@ -17,7 +17,7 @@ from transformers import DynamicCache, GenerationConfig
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import default_num_threads, load_model
+from ..models import READOUT_BATCH_TOKENS, default_num_threads, load_model, token_batches
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
@@ -26,13 +26,6 @@ logger = logging.getLogger(__name__)
 # (133 of 261 tokens for the MT-Bench pointwise template on the demo records); a few shared tokens are not worth the
 # extra forward pass and cache copies.
 MIN_SHARED_PREFIX = 32
-
-# Padded prompt tokens per read-out forward pass on a CPU (rows x the batch's longest row). Issue 28: on a 2-core AMD
-# EPYC (AVX-512 BF16, 1 thread, shared), 24 MT-Bench turn-1 rows read out at batch 8 in 23.1 s in bfloat16 and 39.8 s
-# in float32 with rows only, 15.5 s and 25.7 s within 1,024 tokens (512: 16.4 and 26.4 s; 2,048 and 4,096 in between).
-# Sorted by length, one 938-token row still padded its 7 companions to its length (61% of the batch padding), and
-# attention under a padding mask computes every masked block. On GPUs, not measured, batches stay cut by rows.
-READOUT_BATCH_TOKENS = 1024
 
 
 class TransformersBackend(Backend):
@@ -348,35 +341,6 @@ class TransformersBackend(Backend):
         if getattr(self.model.config, "layer_types", None) is None:
             return additive(windowed)
         return {"full_attention": additive(allowed), "sliding_attention": additive(windowed)}
-
-
-def token_batches(
-    order: Sequence[int], lengths: Sequence[int], batch_size: int, max_tokens: int | None
-) -> list[list[int]]:
-    """``order`` (indices sorted longest first) cut into consecutive batches of at most ``batch_size`` rows whose
-    padded size (rows x the batch's first, longest row) stays within ``max_tokens``; a row longer than
-    ``max_tokens`` forms a batch alone. ``max_tokens=None`` cuts by rows only.
-
-    Args:
-        order: row indices, longest first.
-        lengths: tokens of each row, indexed by row.
-        batch_size: rows per batch (>= 1).
-        max_tokens: padded tokens per batch, or None.
-
-    Returns:
-        The batches, in ``order``'s order.
-    """
-    batches: list[list[int]] = []
-    for i in order:
-        current = batches[-1] if batches else None
-        full = current is None or len(current) == batch_size
-        if not full and max_tokens is not None:
-            full = (len(current) + 1) * lengths[current[0]] > max_tokens
-        if full:
-            batches.append([i])
-        else:
-            current.append(i)
-    return batches
 
 
 def _balanced(items: list[int], batch_size: int) -> list[list[int]]:
