@@ -16,6 +16,7 @@ def load_backend(
     dtype: str = "auto",
     trust_remote_code: bool = False,
     progress: bool = True,
+    gguf_recode: str = "auto",
 ) -> Backend:
     """A local backend for ``model`` on the engine :func:`hf_critic.models.resolve_engine` picks.
 
@@ -28,6 +29,8 @@ def load_backend(
             quantisation and refuses another dtype.
         trust_remote_code: transformers only; run the model repository's own code.
         progress: progress bars.
+        gguf_recode: llama.cpp only: ``"auto"``, ``"off"``, ``"Q8_0"`` or ``"F32"``, the re-encoding of the GGUF it
+            runs (:func:`hf_critic.backends.gguf_files.recoded_gguf`).
 
     Returns:
         :class:`~hf_critic.backends.transformers.TransformersBackend` or
@@ -47,7 +50,11 @@ def load_backend(
         if dtype != "auto":
             raise ValueError(f"--dtype {dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
         backend = LlamaCppBackend(
-            model or default_gguf_file(), parallel=batch_size, threads=num_threads, progress=progress
+            model or default_gguf_file(),
+            parallel=batch_size,
+            threads=num_threads,
+            progress=progress,
+            recode=gguf_recode,
         )
     else:
         from .transformers import TransformersBackend

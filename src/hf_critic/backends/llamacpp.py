@@ -43,52 +43,21 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
+from .gguf_files import GGUFError, check_gguf, file_type, fingerprint, recoded_gguf
 
 __all__ = [
     "GGUFError",
     "LlamaCppBackend",
     "check_gguf",
-    "dequantize_gguf",
     "llamacpp_request",
     "prefill_tail",
     "start_server",
 ]
-
-GGUF_MAGIC = b"GGUF"
-
-
-class GGUFError(ValueError):
-    """A ``--model`` given to the llama.cpp engine is not a readable GGUF file (the message names the path)."""
-
-
-def check_gguf(path: str | os.PathLike) -> Path:
-    """Check that ``path`` is a GGUF file (by its 4-byte magic) before llama.cpp is asked to load it.
-
-    Args:
-        path: the file.
-
-    Returns:
-        The path, user-expanded.
-
-    Raises:
-        GGUFError: the file does not exist, is a folder, or does not start with ``GGUF``.
-    """
-    file = Path(path).expanduser()
-    if not file.exists():
-        raise GGUFError(f"GGUF file {str(path)!r} does not exist")
-    if not file.is_file():
-        raise GGUFError(f"{str(path)!r} is a folder, not a GGUF file (the llama.cpp engine loads one .gguf file)")
-    with file.open("rb") as handle:
-        magic = handle.read(4)
-    if magic != GGUF_MAGIC:
-        raise GGUFError(f"{str(path)!r} is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
-    return file
 
 
 def _binding():
@@ -202,13 +171,17 @@ class LlamaCppBackend(Backend):
         grammar: GBNF grammar every generation must match (see :func:`hf_critic.critic.grammars.verdict_grammar`), or None.
         top_logprobs: next tokens whose log-probabilities :meth:`verdict_probabilities` reads per position.
         progress: show a tqdm bar.
+        recode: ``"auto"``, ``"off"``, ``"Q8_0"`` or ``"F32"``: run a re-encoding of the file that llama.cpp's CPU
+            kernels multiply faster (``auto``: Q4_1 -> Q8_0 for models up to 1B parameters, 1.5-2.1x the read-out
+            speed), written once next to hf-critic's cache (:func:`hf_critic.backends.gguf_files.recoded_gguf`).
 
     Attributes:
-        name: ``"llamacpp|<file name>|<quantisation>|<sha-256 prefix of the file's size and first MiB>"``: engine,
-            quantisation and weights are part of every cache key, so GGUF generations never mix with another
-            engine's or another file's.
+        name: ``"llamacpp|<file name>|<quantisation>|<sha-256 prefix of the file's size and first MiB>"``, plus
+            ``"|as <type>"`` when re-encoded: engine, quantisation and weights are part of every cache key, so GGUF
+            generations never mix with another engine's, another file's or another encoding's.
         batch_size: equals ``parallel`` (the critic commits its cache every few batches).
-        quantization: the GGUF's file type as llama.cpp reports it (e.g. ``"Q4_1"``), when known.
+        quantization: the GGUF's file type (e.g. ``"Q4_1"``, or ``"Q4_1->Q8_0"`` re-encoded), when known.
+        source, path: the file given, and the file llama.cpp runs (the same unless re-encoded).
 
     Raises:
         GGUFError: the path is missing or not a GGUF file.
@@ -227,17 +200,22 @@ class LlamaCppBackend(Backend):
         grammar: str | None = None,
         top_logprobs: int = 20,
         progress: bool = True,
+        recode: str = "auto",
     ):
-        self.path = check_gguf(gguf)
+        self.source = check_gguf(gguf)
+        self.path = recoded_gguf(self.source, recode)
         self.server = start_server(
             self.path, parallel=parallel, threads=threads, context_length=context_length * parallel
         )
         self.base_url = self.server.listening_address
         self.batch_size = self.parallel = parallel
         self.context_length, self.grammar, self.progress = context_length, grammar, progress
-        self.quantization = _quantization(self.path)
+        self.quantization = file_type(self.source)
         self.top_logprobs = top_logprobs
-        self.name = f"llamacpp|{self.path.name}|{self.quantization or 'unknown'}|{_fingerprint(self.path)}"
+        self.name = f"llamacpp|{self.source.name}|{self.quantization or 'unknown'}|{fingerprint(self.source)}"
+        if self.path != self.source:  # re-encoded weights give other outputs: their own cache keys
+            self.quantization = f"{self.quantization}->{file_type(self.path)}"
+            self.name += f"|as {file_type(self.path)}"
 
     # ------------------------------------------------------------------------------------ tokenizer (the server's)
     def _post(self, route: str, body: dict) -> dict:
@@ -365,75 +343,6 @@ class LlamaCppBackend(Backend):
     def close(self) -> None:
         """Stop llama.cpp's server and free the model (idempotent)."""
         self.server = None
-
-
-def dequantize_gguf(source: str | os.PathLike, target: str | os.PathLike) -> Path:
-    """Write a copy of a GGUF file with every tensor de-quantised to float32: the same weights, exactly.
-
-    llama.cpp multiplies quantised weights (e.g. Q4_1) against activations it quantises to 8 bits, so a quantised
-    critic's greedy critiques drift from transformers' (which de-quantises the same file to float32): on the 32
-    demo prompts, 19 to 21 of 32 agree on their first 16 tokens, every divergence at a near-tie of the top two.
-    On the float32 copy llama.cpp computes in float32 and agrees on 32 of 32 (``tests/test_llamacpp.py``), at the
-    cost of speed (0.44 against 0.84 critiques/s at one slot on this project's Xeon) and 4-8x the file size. Use it
-    when critiques must not depend on the engine. Metadata (tokenizer, chat template) is copied unchanged, and
-    ``general.file_type`` says ALL_F32.
-
-    Args:
-        source: a GGUF file (any quantisation the ``gguf`` package can de-quantise: Q4_0/1, Q5_0/1, Q8_0, K-quants).
-        target: the file to write (its folder must exist; an existing file is replaced).
-
-    Returns:
-        ``target`` as a Path.
-
-    Raises:
-        GGUFError: ``source`` is not a GGUF file (see :func:`check_gguf`).
-        NotImplementedError: a tensor type the ``gguf`` package cannot de-quantise.
-    """
-    import numpy as np
-    from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, LlamaFileType
-    from gguf.quants import dequantize
-
-    reader = GGUFReader(check_gguf(source))
-    writer = GGUFWriter(target, arch=reader.fields["general.architecture"].contents())
-    for field in reader.fields.values():
-        if field.name == "general.architecture" or field.name.startswith("GGUF."):
-            continue  # written by GGUFWriter itself
-        kind = field.types[0]
-        value = LlamaFileType.ALL_F32 if field.name == "general.file_type" else field.contents()
-        writer.add_key_value(
-            field.name, value, kind, sub_type=field.types[-1] if kind == GGUFValueType.ARRAY else None
-        )
-    for tensor in reader.tensors:
-        weights = dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
-        writer.add_tensor(tensor.name, weights, raw_dtype=GGMLQuantizationType.F32)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return Path(target)
-
-
-def _fingerprint(path: Path) -> str:
-    """SHA-256 prefix of the file's size and first MiB: identifies the weights without hashing gigabytes."""
-    import hashlib
-
-    digest = hashlib.sha256(str(path.stat().st_size).encode())
-    with path.open("rb") as handle:
-        digest.update(handle.read(1 << 20))
-    return digest.hexdigest()[:12]
-
-
-def _quantization(path: Path) -> str | None:
-    """The GGUF's file type from its metadata (``general.file_type``) via the ``gguf`` package, when installed."""
-    try:
-        from gguf import GGUFReader, LlamaFileType
-    except ImportError:
-        return None
-    try:
-        field = GGUFReader(path).fields.get("general.file_type")
-        return LlamaFileType(int(field.parts[field.data[0]][0])).name.removeprefix("MOSTLY_") if field else None
-    except Exception:  # a damaged or exotic header: the fingerprint still identifies the file
-        return None
 
 
 def main(argv: Sequence[str] | None = None) -> None:

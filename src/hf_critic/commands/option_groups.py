@@ -236,7 +236,7 @@ class ComparisonOptions:
 @dataclass
 class ModelOptions:
     """The local model and how it runs: ``--model``, ``--engine``, ``--trust-remote-code``, ``--batch-size``,
-    ``--threads``, ``--dtype``, ``--progress``."""
+    ``--threads``, ``--dtype``, ``--gguf-recode``, ``--progress``."""
 
     model: str | None = _opt(
         "local folder, Hub id, .gguf file or PEFT adapter folder (default: the embedded SmolLM2-135M-Instruct); "
@@ -258,6 +258,12 @@ class ModelOptions:
         "float32; the checkpoint's dtype on GPU)",
         "auto",
         choices=["auto", "float32", "bfloat16", "float16"],
+    )
+    gguf_recode: str = _opt(
+        "llama.cpp: run a re-encoding of the GGUF that its CPU kernels multiply faster, written once to the cache "
+        "folder (default: auto = Q4_1 as Q8_0 for models up to 1B parameters; off = the file as it is)",
+        "auto",
+        choices=["auto", "off", "Q8_0", "F32"],
     )
     progress: bool = _opt("progress bars (default: on)", True)
 

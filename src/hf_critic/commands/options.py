@@ -100,13 +100,14 @@ def add_model_args(
     parser: argparse.ArgumentParser, *, title: str = "model", several: bool = False, dtype: bool = True
 ):
     """The model group (:class:`~hf_critic.commands.option_groups.ModelOptions`): ``--model``, ``--engine``,
-    ``--trust-remote-code``, ``--batch-size``, ``--threads``, [``--dtype``], ``--progress``.
+    ``--trust-remote-code``, ``--batch-size``, ``--threads``, [``--dtype``], ``--gguf-recode``, ``--progress``.
 
     Args:
         parser: the sub-command's parser.
         title: the group's title in ``--help``.
         several: ``--model`` may repeat (``args.model`` is then a list, empty when not given).
-        dtype: offer ``--dtype`` (self-eval computes in float32 and leaves it out).
+        dtype: offer ``--dtype`` and ``--gguf-recode`` (self-eval computes in float32 on transformers and leaves them
+            out).
 
     Returns:
         The argument group.
@@ -116,7 +117,7 @@ def add_model_args(
     if several:
         more = option_help(ModelOptions, "model") + "; repeat for several"
         overrides["model"] = {"action": "append", "default": [], "help": more}
-    names = [f.name for f in dataclasses.fields(ModelOptions) if dtype or f.name != "dtype"]
+    names = [f.name for f in dataclasses.fields(ModelOptions) if dtype or f.name not in ("dtype", "gguf_recode")]
     add_dataclass_args(group, ModelOptions, only=names, overrides=overrides)
     return group
 
@@ -293,6 +294,7 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
         num_threads=args.threads,
         dtype=args.dtype,
         progress=args.progress,
+        gguf_recode=getattr(args, "gguf_recode", "auto"),
         **options,
     )
 
@@ -330,8 +332,7 @@ def pooling_scorer(args: argparse.Namespace, model: str | None):
 
     if not getattr(args, "base_url", None):
         raise ValueError("--pooling needs --base-url: the vLLM server serving the reward model")
-    if getattr(args, "engine", "auto") != "auto" or getattr(args, "dtype", "auto") != "auto":
-        raise ValueError("--engine and --dtype choose how a local model runs; the server at --base-url decides that")
+    refuse_local_engine_options(args)
     client = PoolingRewardClient(
         args.base_url, model, api_key_env=args.api_key_env, timeout=args.request_timeout, batch_size=args.concurrency
     )
@@ -339,20 +340,32 @@ def pooling_scorer(args: argparse.Namespace, model: str | None):
     return ServedRewardModel(client)
 
 
+def refuse_local_engine_options(args: argparse.Namespace) -> None:
+    """Refuse ``--engine``, ``--dtype`` and ``--gguf-recode`` (how a local model runs) beside ``--base-url``.
+
+    Raises:
+        ValueError: one of them is not ``auto``.
+    """
+    given = [f"--{name.replace('_', '-')}" for name in ("engine", "dtype", "gguf_recode")
+             if getattr(args, name, "auto") != "auto"]  # fmt: skip
+    if given:
+        raise ValueError(f"{' and '.join(given)} choose how a local model runs; the server at --base-url decides that")
+
+
 def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):
     """The :class:`~hf_critic.backends.openai.OpenAIBackend` of ``--base-url`` serving ``model``, checked first
     (:meth:`~hf_critic.backends.openai.OpenAIBackend.connect`).
 
     Raises:
-        ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``) given with ``--base-url``.
+        ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``, ``--gguf-recode``) given with
+            ``--base-url``.
         hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai_client.OpenAIClient.check`.
     """
     from ..backends.openai import OpenAIBackend
 
     if not model:
         raise ValueError("--base-url needs --model: the name of the model the server serves")
-    if getattr(args, "engine", "auto") != "auto" or getattr(args, "dtype", "auto") != "auto":
-        raise ValueError("--engine and --dtype choose how a local model runs; the server at --base-url decides that")
+    refuse_local_engine_options(args)
     return OpenAIBackend.connect(
         args.base_url,
         model,

@@ -179,6 +179,7 @@ class Critic:
         num_threads: int | None = None,
         dtype: str = "auto",
         progress: bool = True,
+        gguf_recode: str = "auto",
         **kwargs,
     ) -> Critic:
         """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
@@ -195,6 +196,8 @@ class Critic:
             dtype: ``"auto"`` (per CPU and batch size, :func:`hf_critic.models.auto_dtype`; the checkpoint's dtype on
                 CUDA) or a torch dtype name.
             progress: show progress bars.
+            gguf_recode: llama.cpp only: run a re-encoding of the GGUF that its CPU kernels multiply faster
+                (``"auto"``, ``"off"``, ``"Q8_0"``, ``"F32"``; :func:`hf_critic.backends.gguf_files.recoded_gguf`).
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
                 constrain_verdict, verdict, explanation, min_verdict_mass); ``template="auto"`` picks the family of a
                 known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
@@ -236,6 +239,7 @@ class Critic:
             dtype=dtype,
             batch_size=batch_size,
             progress=progress,
+            gguf_recode=gguf_recode,
         )
         return cls(backend, **kwargs)
 

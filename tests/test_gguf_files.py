@@ -1,0 +1,92 @@
+"""GGUF re-encodings for llama.cpp's fast CPU kernels (issue 28 item 2): which files ``recode`` touches, what it
+writes, and that it writes once. On tiny GGUF files written here; the read-out through llama.cpp on the shipped
+critic is in ``tests/test_llamacpp.py``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+gguf = pytest.importorskip("gguf")
+
+from hf_critic.backends import gguf_files  # noqa: E402
+from hf_critic.backends.gguf_files import file_type, parameter_count, recoded_gguf, requantize_gguf  # noqa: E402
+
+
+def tiny_gguf(path, kind: str = "Q4_1"):
+    """A 2-tensor llama-architecture GGUF: one 64 x 96 matrix in ``kind`` and a float32 norm, a chat template."""
+    from gguf import GGMLQuantizationType, GGUFWriter, LlamaFileType
+    from gguf.quants import quantize
+
+    rng = np.random.default_rng(0)
+    writer = GGUFWriter(path, arch="llama")
+    writer.add_file_type(LlamaFileType[f"MOSTLY_{kind}"] if kind != "F32" else LlamaFileType.ALL_F32)
+    writer.add_chat_template("{{ messages }}")
+    matrix = rng.standard_normal((64, 96)).astype(np.float32)
+    qtype = GGMLQuantizationType[kind]
+    data = matrix if kind == "F32" else quantize(matrix, qtype)
+    writer.add_tensor("blk.0.ffn_up.weight", data, raw_dtype=qtype)
+    writer.add_tensor("blk.0.attn_norm.weight", np.ones(96, dtype=np.float32), raw_dtype=GGMLQuantizationType.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def _weights(path) -> dict[str, tuple[str, np.ndarray]]:
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    return {
+        t.name: (t.tensor_type.name, dequantize(t.data, t.tensor_type).astype(np.float32))
+        for t in GGUFReader(path).tensors
+    }
+
+
+def test_requantize_keeps_metadata_and_moves_weights_by_half_a_q8_step(tmp_path):
+    source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    q8 = requantize_gguf(source, tmp_path / "m.Q8_0.gguf", "Q8_0")
+    f32 = requantize_gguf(source, tmp_path / "m.F32.gguf", "F32")
+    assert (file_type(source), file_type(q8), file_type(f32)) == ("Q4_1", "Q8_0", "ALL_F32")
+    before, after, exact = _weights(source), _weights(q8), _weights(f32)
+    assert after["blk.0.ffn_up.weight"][0] == "Q8_0" and after["blk.0.attn_norm.weight"][0] == "F32"
+    original = before["blk.0.ffn_up.weight"][1]
+    np.testing.assert_array_equal(exact["blk.0.ffn_up.weight"][1], original)  # float32: the same weights exactly
+    step = np.abs(original).reshape(64, 3, 32).max(-1, keepdims=True) / 127  # Q8_0's scale per block of 32
+    error = np.abs(after["blk.0.ffn_up.weight"][1] - original).reshape(64, 3, 32)
+    # half a step, plus the float16 rounding of the block's scale (127 steps x 2^-11 relative)
+    assert (error <= step * (0.5 + 127 * 2.0**-11)).all() and error.max() > 0
+    from gguf import GGUFReader
+
+    assert GGUFReader(q8).fields["tokenizer.chat_template"].contents() == "{{ messages }}"
+    with pytest.raises(ValueError, match="'F32' or 'Q8_0'"):
+        requantize_gguf(source, tmp_path / "x.gguf", "Q4_0")
+
+
+def test_auto_recodes_a_small_q4_1_file_once(tmp_path, caplog):
+    source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    folder = tmp_path / "cache"
+    with caplog.at_level("INFO", logger="hf_critic.backends.gguf_files"):
+        first = recoded_gguf(source, "auto", folder=folder)
+    assert first.parent == folder and first.name.endswith(".Q8_0.gguf") and file_type(first) == "Q8_0"
+    assert "re-encoded as Q8_0" in caplog.text and "--gguf-recode off" in caplog.text
+    stamp = first.stat().st_mtime_ns
+    assert recoded_gguf(source, "auto", folder=folder) == first and first.stat().st_mtime_ns == stamp  # reused
+    assert [p.name for p in folder.iterdir()] == [first.name]  # no partial file left behind
+    assert recoded_gguf(source, "F32", folder=folder).name.endswith(".F32.gguf")
+
+
+def test_what_auto_leaves_alone(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    q4_1 = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    q8 = tiny_gguf(tmp_path / "m.Q8_0.gguf", "Q8_0")
+    assert recoded_gguf(q4_1, "off", folder=folder) == q4_1
+    assert recoded_gguf(q8, "auto", folder=folder) == q8  # Q8_0 has the fast kernels already
+    assert recoded_gguf(q8, "Q8_0", folder=folder) == q8
+    assert parameter_count(q4_1) == 64 * 96 + 96
+    monkeypatch.setattr(gguf_files, "AUTO_MAX_PARAMETERS", 1000)  # a large model: decoding reads every byte
+    assert recoded_gguf(q4_1, "auto", folder=folder) == q4_1
+    assert not folder.exists()
+    with pytest.raises(ValueError, match="recode must be one of auto, off, Q8_0, F32"):
+        recoded_gguf(q4_1, "fast", folder=folder)
