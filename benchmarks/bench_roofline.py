@@ -12,7 +12,12 @@ bandwidth (``benchmarks/roofline.py``); then, on MT-Bench turn-1 rows (``../shar
   plain prefill of each (question, response) as the reward model reads it;
 - **decoding** against the bandwidth bound at its batch size: text critiques of ``--max-new-tokens`` tokens (greedy)
   on transformers bfloat16 at batch ``--batch`` (weights: the model's parameters in bfloat16) and on llama.cpp with
-  as many slots (weights: the GGUF file); new tokens counted from the critiques.
+  as many slots (weights: the GGUF file it runs); new tokens counted from the critiques. For transformers also the
+  step's whole roofline: weights and the batch's KV cache read at the bandwidth, against the step's FLOPs at the
+  matmul throughput of ``--batch``-row products (:func:`roofline.decode_roofline`).
+
+llama.cpp runs the shipped Q4_1 file as ``--gguf-recode auto`` does (re-encoded as Q8_0); the read-out also runs the
+file as it is. The build's CPU feature line is printed (the prebuilt wheel: AVX2; ``make llamacpp-native``).
 
 It prints the CPU model, the flags that matter, the threads, the load average (start and end) and the peak RSS: other
 work on a shared machine lowers every figure, and the roofline measured beside it moves with it. Last, the long run
@@ -37,9 +42,14 @@ import torch
 from roofline import (
     Roofline,
     RssWatch,
+    attention_flops,
     cpu_model,
     decode_bound,
+    decode_roofline,
+    kv_bytes_per_token,
+    linear_shapes,
     load_line,
+    matmul_peak,
     measure_roofline,
     peak_rss_gb,
     prefill_flops,
@@ -119,11 +129,15 @@ def readouts(args, model, tokenizer, conversations, template, roof: Roofline) ->
             )
         )
     if "llamacpp" in engines:
-        backend = llamacpp_backend(args)
-        seconds, _ = timed(lambda: backend.verdict_probabilities(conversations, [prefix] * len(conversations), values))
-        label = f"llama.cpp {backend.quantization}, {args.slots} slots"
-        print(share_line(label, len(conversations), seconds, work, roof.peaks["float32"], "float32"))
-        backend.close()
+        print(f"llama.cpp build: {llamacpp_build()}")
+        for recode in ("off", "auto"):  # the file as it is, and as --gguf-recode auto runs it
+            backend = llamacpp_backend(args, recode=recode)
+            seconds, _ = timed(
+                lambda b=backend: b.verdict_probabilities(conversations, [prefix] * len(conversations), values)
+            )
+            label = f"llama.cpp {backend.quantization}, {args.slots} slots"
+            print(share_line(label, len(conversations), seconds, work, roof.peaks["float32"], "float32"))
+            backend.close()
 
 
 def reward_scoring(args, rows: list[dict], roof: Roofline) -> None:
@@ -149,11 +163,22 @@ def reward_scoring(args, rows: list[dict], roof: Roofline) -> None:
     print(share_line(label, len(rows), seconds, work, roof.peaks[dtype], dtype))
 
 
-def llamacpp_backend(args, slots: int | None = None):
-    """The shipped GGUF on llama.cpp with ``slots`` (default ``--slots``) slots and the run's threads."""
+def llamacpp_backend(args, slots: int | None = None, recode: str = "auto"):
+    """The shipped GGUF on llama.cpp with ``slots`` (default ``--slots``) slots and the run's threads, re-encoded as
+    ``--gguf-recode recode`` says (``auto``: Q4_1 as Q8_0)."""
     from hf_critic.backends.llamacpp import LlamaCppBackend
 
-    return LlamaCppBackend(default_gguf_file(), parallel=slots or args.slots, threads=args.threads, progress=False)
+    return LlamaCppBackend(
+        default_gguf_file(), parallel=slots or args.slots, threads=args.threads, progress=False, recode=recode
+    )
+
+
+def llamacpp_build() -> str:
+    """llama.cpp's own CPU feature line (``AVX2 = 1 | AVX512 = 1 | ...``): which kernels this build has (the prebuilt
+    wheel: AVX2; ``make llamacpp-native``: this CPU's)."""
+    import xllamacpp
+
+    return " ".join(xllamacpp.get_system_info().split())
 
 
 def decoding(args, tokenizer, conversations, roof: Roofline) -> None:
@@ -169,13 +194,15 @@ def decoding(args, tokenizer, conversations, roof: Roofline) -> None:
     engines = args.engines.split(",")
     print(f"\ntext critiques, {len(subset)} rows, greedy, max_new_tokens={args.max_new_tokens}, batch {batch}")
     jobs = []  # (label, a fresh backend, weight bytes read per step)
+    lm = None
     if "text-bfloat16" in engines:
         lm = load_model(None, dtype="bfloat16")[0]
         make = lambda: TransformersBackend(lm, tokenizer, name="bench", batch_size=batch, progress=False)  # noqa: E731
         jobs.append((f"transformers bfloat16, batch {batch}", make, weight_bytes(lm)))
     if "text-llamacpp" in engines:
         # a fresh server per call: llama.cpp would otherwise find the prompts of the prefill call in its slots
-        jobs.append((f"llama.cpp Q4_1, {batch} slots", lambda: llamacpp_backend(args, slots=batch), gguf_bytes()))
+        label = f"llama.cpp {gguf_run_type()}, {batch} slots"
+        jobs.append((label, lambda: llamacpp_backend(args, slots=batch), gguf_bytes()))
     for label, make, nbytes in jobs:
         prefill, _ = on_fresh(make, lambda b: b.generate(subset, DecodingConfig(max_new_tokens=1)))
         config = DecodingConfig(max_new_tokens=args.max_new_tokens)
@@ -188,11 +215,48 @@ def decoding(args, tokenizer, conversations, roof: Roofline) -> None:
             f"{tokens / seconds:6.1f} new tokens/s; decoding {decode_rate:6.1f} tokens/s = "
             f"{100 * decode_rate / bound:5.1f}% of the bound {bound:5.0f} ({nbytes / 1e6:.0f} MB/step)"
         )
+        if label.startswith("transformers"):
+            full_roofline(lm, tokenizer, subset, tokens / len(subset), batch, decode_rate, roof)
+
+
+def full_roofline(lm, tokenizer, subset, new_per_row: float, batch: int, decode_rate: float, roof: Roofline) -> None:
+    """The decoding step's whole roofline (:func:`roofline.decode_roofline`): the weights and the batch's KV cache
+    read (each row's prompt plus half its new tokens, bfloat16), and the step's FLOPs at the matmul throughput of
+    ``batch``-row products at the model's shapes, measured now."""
+    from hf_critic.backends.transformers import TransformersBackend
+
+    probe = TransformersBackend(lm, tokenizer, name="bench", batch_size=batch, progress=False)
+    contexts = [probe.prompt_tokens(c) + new_per_row / 2 for c in subset[:batch]]
+    kv = sum(contexts) * kv_bytes_per_token(lm.config, 2)
+    shapes = linear_shapes(lm)
+    head = lm.get_output_embeddings()
+    shapes[(head.in_features, head.out_features)] += 1
+    per_token = sum(2.0 * i * o * n for (i, o), n in shapes.items())
+    flops = sum(per_token + attention_flops(lm.config, 1) * c for c in contexts)  # 4 x layers x heads x head_dim a key
+    peak = matmul_peak(shapes, torch.bfloat16, tokens=batch)
+    bound, binding = decode_roofline(roof.bandwidth, weight_bytes(lm), kv, flops, peak, batch)
+    print(
+        f"{'':<36} whole roofline at batch {batch}: weights + KV cache {kv / 1e6:.0f} MB/step, {flops / 1e9:.2f} "
+        f"GFLOP/step at {peak / 1e9:.0f} GFLOP/s ({batch}-row products): {bound:5.0f} tokens/s, {binding}-bound; "
+        f"decoding at {100 * decode_rate / bound:5.1f}% of it"
+    )
 
 
 def gguf_bytes() -> int:
-    """Bytes of the shipped GGUF file: the weights llama.cpp reads per decoding step."""
-    return default_gguf_file().stat().st_size
+    """Bytes of the GGUF llama.cpp runs for the shipped critic (``--gguf-recode auto``): the weights it reads per
+    decoding step."""
+    from hf_critic.backends.gguf_files import recoded_gguf
+
+    return recoded_gguf(default_gguf_file()).stat().st_size
+
+
+def gguf_run_type() -> str:
+    """The weight type llama.cpp runs the shipped critic in (``--gguf-recode auto``), e.g. ``"Q4_1 as Q8_0"``."""
+    from hf_critic.backends.gguf_files import file_type, recoded_gguf
+
+    source = default_gguf_file()
+    run = recoded_gguf(source)
+    return file_type(source) if run == source else f"{file_type(source)} as {file_type(run)}"
 
 
 def on_fresh(make, job) -> tuple[float, object]:

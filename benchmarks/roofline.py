@@ -33,6 +33,8 @@ __all__ = [
     "attention_flops",
     "cpu_model",
     "decode_bound",
+    "decode_roofline",
+    "kv_bytes_per_token",
     "linear_shapes",
     "load_line",
     "matmul_peak",
@@ -186,6 +188,37 @@ def decode_bound(bandwidth: float, bytes_per_step: int, batch: int) -> float:
         batch: sequences decoded together.
     """
     return bandwidth / bytes_per_step * batch
+
+
+def kv_bytes_per_token(config, element_bytes: int) -> int:
+    """Bytes of KV cache one token holds, all layers: keys and values of every key-value head.
+
+    Args:
+        config: a transformers config (``num_hidden_layers``, ``num_attention_heads``, ``hidden_size``,
+            ``num_key_value_heads`` and ``head_dim`` when the model sets them).
+        element_bytes: bytes per cached number (2 for bfloat16).
+    """
+    heads = config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    return 2 * config.num_hidden_layers * kv_heads * head_dim * element_bytes
+
+
+def decode_roofline(
+    bandwidth: float, weight_bytes: int, kv_bytes: float, step_flops: float, peak_at_batch: float, batch: int
+) -> tuple[float, str]:
+    """New tokens per second the roofline allows a decoding step of ``batch`` sequences, and which ceiling binds.
+
+    A step reads every weight and every sequence's KV cache once (``weight_bytes + kv_bytes`` at ``bandwidth``) and
+    computes ``step_flops`` at ``peak_at_batch``, the matmul throughput at the model's shapes with ``batch`` rows
+    (:func:`matmul_peak` with ``tokens=batch``: small products run far below the prefill peak). The slower of the two
+    bounds the step: ``batch / max(bytes / bandwidth, flops / peak)``.
+
+    Returns:
+        ``(tokens/s, "bandwidth" or "compute")``.
+    """
+    read, compute = (weight_bytes + kv_bytes) / bandwidth, step_flops / peak_at_batch
+    return batch / max(read, compute), "bandwidth" if read >= compute else "compute"
 
 
 def _best_seconds(job: Callable[[], object], repeats: int, sync: Callable[[], None]) -> float:

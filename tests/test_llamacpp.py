@@ -57,6 +57,7 @@ def test_check_gguf_names_the_file_at_fault(tmp_path):
         (["--engine", "transformers", "--model", "{tmp}/fake.gguf"], "runs on --engine llamacpp"),
         (["--engine", "llamacpp", "--dtype", "bfloat16"], "runs the GGUF file's own quantisation"),
         (["--base-url", "http://127.0.0.1:{port}/v1", "--model", "m", "--engine", "llamacpp"], "the server at"),
+        (["--base-url", "http://127.0.0.1:{port}/v1", "--model", "m", "--gguf-recode", "off"], "--gguf-recode choose"),
     ],
 )
 def test_bad_engine_input_is_a_one_line_error_with_exit_2(argv, message, tmp_path, capsys):

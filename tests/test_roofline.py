@@ -81,6 +81,16 @@ def test_weight_bytes_and_decode_bound(tiny):
     assert roofline.decode_bound(25e9, 270_000_000, 8) == pytest.approx(740.7, abs=0.1)
 
 
+def test_kv_bytes_and_the_whole_decoding_roofline():
+    # SmolLM2-135M: 30 layers, 3 key-value heads of 64: 11,520 bytes of bfloat16 KV cache a token
+    config = LlamaConfig(num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, hidden_size=576)
+    assert roofline.kv_bytes_per_token(config, 2) == 2 * 30 * 3 * 64 * 2
+    # 300 MB a step at 30 GB/s: 10 ms; 1 GFLOP at 200 GFLOP/s: 5 ms -> the read binds, 8 tokens per 10 ms
+    assert roofline.decode_roofline(30e9, 200e6, 100e6, 1e9, 200e9, 8) == (pytest.approx(800.0), "bandwidth")
+    # 4 GFLOP at 100 GFLOP/s: 40 ms -> compute binds
+    assert roofline.decode_roofline(30e9, 200e6, 100e6, 4e9, 100e9, 8) == (pytest.approx(200.0), "compute")
+
+
 def test_measured_ceilings_are_finite_and_positive(tiny):
     roof = roofline.measure_roofline(tiny, ("float32",), tokens=16)
     assert set(roof.peaks) == {"float32"} and roof.threads == torch.get_num_threads()
