@@ -162,6 +162,45 @@ AMX = {"amx_bf16": True, "avx512_bf16": True}
 ZEN4 = {"amx_bf16": False, "avx512_bf16": True}
 
 
+def test_the_verdict_walk_goes_in_chunks_so_its_second_requests_find_their_prompts_cached():
+    """Issue 28 item 2: rows are walked 4 per slot at a time, each chunk's "10" extensions right after its first
+    requests (llama.cpp keeps only recent prompts cached; walking 160 rows at once recomputed 52% more tokens). The
+    probabilities are those of one walk over all rows."""
+    from hf_critic.backends import llamacpp
+    from hf_critic.critic.verdicts import walk_top_logprobs
+
+    backend = object.__new__(llamacpp.LlamaCppBackend)  # no server: chat is answered here
+    backend.parallel, backend.progress, backend.top_logprobs = 2, False, 20
+    asked: list[tuple[int, str]] = []  # (row, text after the prefix) in the order llama.cpp would get them
+
+    def top(row: int, text: str) -> list[dict]:
+        if text == "":
+            return [{"token": "1", "logprob": -0.2 - row / 100}, {"token": "7", "logprob": -2.0}]
+        return [{"token": "0", "logprob": -0.5}, {"token": "]", "logprob": -1.5}]  # after "1": "10" or "1]"
+
+    def chat(bodies, desc="generating", bar=None):
+        answers = []
+        for body in bodies:
+            row = int(body["messages"][0]["content"])
+            text = body["messages"][-1]["content"].removeprefix("[[")
+            asked.append((row, text))
+            answers.append({"choices": [{"logprobs": {"content": [{"top_logprobs": top(row, text)}]}}]})
+        return answers
+
+    backend.chat = chat
+    rows = 19
+    conversations = [[{"role": "user", "content": str(i)}] for i in range(rows)]
+    verdicts = [str(v) for v in range(1, 11)]
+    out = backend.verdict_probabilities(conversations, ["[["] * rows, verdicts)
+    chunk = llamacpp.READOUT_CHUNK_PER_SLOT * backend.parallel  # 8 rows
+    assert asked[: 2 * chunk] == [(i, "") for i in range(chunk)] + [(i, "1") for i in range(chunk)]
+    for k, (row, _text) in enumerate(asked):  # no row of a later chunk before an earlier chunk's extensions
+        assert all(r // chunk <= row // chunk for r, _ in asked[:k])
+    expected = walk_top_logprobs(lambda ps: [top(r, t) for r, t in ps], rows, verdicts)
+    assert [o.probabilities for o in out] == [e.probabilities for e in expected]
+    assert out[3].probabilities["10"] > out[3].probabilities["1"] > out[3].probabilities["7"] > 0
+
+
 def test_resolve_engine(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert models.resolve_engine("auto", "critic.Q4_K_M.gguf") == "llamacpp"
@@ -313,8 +352,8 @@ def test_verdict_walk_ends_and_is_exact_where_llamacpp_sends_empty_and_repeated_
     raw: list[list[dict]] = []
     chat = backend.chat
 
-    def bounded(bodies, desc="generating"):
-        answers = chat(bodies, desc)
+    def bounded(bodies, desc="generating", bar=None):
+        answers = chat(bodies, desc, bar=bar)
         raw.extend(a["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for a in answers)
         if len(raw) > 60:
             raise RuntimeError(f"the verdict walk did not end: {len(raw)} positions asked")
