@@ -8,7 +8,8 @@ records and decoding settings. Then, for each batch size (1, 4, 8, 16):
   bfloat16;
 - `transformers-cb <dtype>` (with `--continuous-batching`): transformers' own continuous batching
   (`generate_batch`, paged attention) with the batch size as its slot budget;
-- `llamacpp`: the shipped Q4_1 GGUF through llama.cpp (xllamacpp wheel) with that many parallel slots;
+- `llamacpp`: the shipped Q4_1 GGUF through llama.cpp, as `--gguf-recode auto` runs it (Q8_0), with that many
+  parallel slots;
 - `auto`, last: the configuration `--engine auto --dtype auto` runs for the default critic at that batch size
   (`hf_critic.models.resolve_engine`, `auto_dtype`), one of the rows above, and whether it is at least as fast as
   transformers in float32 at the same batch size.
@@ -175,16 +176,14 @@ def main() -> None:
 
         for batch in batches:
             backend = LlamaCppBackend(default_gguf_file(), parallel=batch, threads=threads, progress=False)
-            times["llamacpp Q4_1", batch] = timed(backend.generate, conversations, decoding)
-            row(f"llamacpp Q4_1, {batch} slot(s)", times["llamacpp Q4_1", batch])
+            times["llamacpp", batch] = timed(backend.generate, conversations, decoding)
+            row(f"llamacpp {backend.quantization}, {batch} slot(s)", times["llamacpp", batch])
             backend.close()
     print("\nauto: what --engine auto --dtype auto runs for the default critic at each batch size, timed above")
     for batch in batches:
         engine = resolve_engine("auto", None, batch)
         chosen = (
-            "llamacpp Q4_1"
-            if engine == "llamacpp"
-            else f"transformers {str(auto_dtype(batch)).removeprefix('torch.')}"
+            "llamacpp" if engine == "llamacpp" else f"transformers {str(auto_dtype(batch)).removeprefix('torch.')}"
         )
         if (chosen, batch) in times and ("transformers float32", batch) in times:
             verdict = ">=" if times[chosen, batch] <= times["transformers float32", batch] else "<"
