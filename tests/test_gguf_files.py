@@ -90,3 +90,14 @@ def test_what_auto_leaves_alone(tmp_path, monkeypatch):
     assert not folder.exists()
     with pytest.raises(ValueError, match="recode must be one of auto, off, Q8_0, F32"):
         recoded_gguf(q4_1, "fast", folder=folder)
+
+
+def test_an_unwritable_cache_falls_back_to_the_file_under_auto(tmp_path, caplog):
+    source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    with caplog.at_level("WARNING", logger="hf_critic.backends.gguf_files"):
+        assert recoded_gguf(source, "auto", folder=blocked / "gguf") == source
+    assert "running the file as it is" in caplog.text
+    with pytest.raises(OSError):
+        recoded_gguf(source, "Q8_0", folder=blocked / "gguf")

@@ -186,6 +186,8 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
 
     Raises:
         ValueError: an unknown ``recode``.
+        OSError: a forced type (not ``auto``) whose re-encoding cannot be written (``auto`` then logs a warning and
+            returns ``path``).
     """
     if recode not in RECODE_CHOICES:
         raise ValueError(f"recode must be one of {', '.join(RECODE_CHOICES)}, not {recode!r}")
@@ -207,11 +209,20 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
         folder = cache_dir() / "gguf"
     target = Path(folder) / f"{source.stem}.{fingerprint(source)}.{target_type}.gguf"
     if not target.is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         started = time.perf_counter()
-        requantize_gguf(source, partial, target_type)
-        os.replace(partial, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            requantize_gguf(source, partial, target_type)
+            os.replace(partial, target)
+        except OSError as err:  # a full disk or a read-only cache: auto falls back to the file, a forced type fails
+            if partial.is_file():
+                partial.unlink()
+            if recode != "auto":
+                raise
+            logger.warning("%s: could not write its %s re-encoding (%s); running the file as it is", source.name,
+                           target_type, err)  # fmt: skip
+            return source
         logger.info(
             "%s: %s weights re-encoded as %s for llama.cpp's fast CPU kernels in %.0f s, kept as %s (--gguf-recode "
             "off keeps the file as it is)",
