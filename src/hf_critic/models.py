@@ -237,6 +237,19 @@ MEASUREMENTS = {
 READOUT_BATCH_TOKENS = 1024
 
 
+def batch_token_budget(max_batch_tokens: int | None | str, device_type: str) -> int | None:
+    """The padded-token cap of a prefill batch: ``"auto"`` is :data:`READOUT_BATCH_TOKENS` on a CPU and None (rows
+    only) elsewhere, where it was not measured; an int or None is kept.
+
+    Args:
+        max_batch_tokens: ``"auto"``, a token count, or None.
+        device_type: the model's device type (``"cpu"``, ``"cuda"``...).
+    """
+    if max_batch_tokens == "auto":
+        return READOUT_BATCH_TOKENS if device_type == "cpu" else None
+    return max_batch_tokens
+
+
 def token_batches(
     order: Sequence[int], lengths: Sequence[int], batch_size: int, max_tokens: int | None
 ) -> list[list[int]]:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .models import batch_token_budget, token_batches
 
 __all__ = [
     "REWARD_CONFIG",
@@ -322,17 +323,12 @@ class RewardModel:
 
     def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
                  batch_size: int = 8, progress: bool = True, max_batch_tokens: int | None | str = "auto"):  # fmt: skip
-        from .models import READOUT_BATCH_TOKENS
-
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.calibration = calibration or RewardCalibration()
         self.batch_size, self.progress = batch_size, progress
-        if max_batch_tokens == "auto":
-            on_cpu = next(model.parameters()).device.type == "cpu"
-            max_batch_tokens = READOUT_BATCH_TOKENS if on_cpu else None
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_tokens = batch_token_budget(max_batch_tokens, next(model.parameters()).device.type)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "right"
@@ -429,8 +425,6 @@ class RewardModel:
             done: called with the number of sequences finished after each batch (progress).
         """
         import torch
-
-        from .models import token_batches
 
         order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
         out = [0.0] * len(encoded)

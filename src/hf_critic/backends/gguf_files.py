@@ -34,6 +34,7 @@ __all__ = [
     "AUTO_MAX_PARAMETERS",
     "GGUFError",
     "RECODE_CHOICES",
+    "RECODE_TYPES",
     "SLOW_ON_CPU",
     "check_gguf",
     "file_type",
@@ -80,8 +81,10 @@ def check_gguf(path: str | os.PathLike) -> Path:
 SLOW_ON_CPU = {"Q4_1": "Q8_0"}
 #: ``recode="auto"`` re-encodes models up to this many parameters (measured on 135M; see the module's docstring).
 AUTO_MAX_PARAMETERS = 1_000_000_000
+#: Weight types :func:`requantize_gguf` writes.
+RECODE_TYPES = ("Q8_0", "F32")
 #: ``--gguf-recode`` values: ``auto`` (:data:`SLOW_ON_CPU`, small models), ``off``, or a type to re-encode into.
-RECODE_CHOICES = ("auto", "off", "Q8_0", "F32")
+RECODE_CHOICES = ("auto", "off", *RECODE_TYPES)
 #: Row length of a Q8_0 block: a matrix whose rows are not a multiple of it stays float32 under Q8_0.
 _Q8_0_BLOCK = 32
 
@@ -143,7 +146,7 @@ def requantize_gguf(source: str | os.PathLike, target: str | os.PathLike, tensor
     from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, LlamaFileType
     from gguf.quants import dequantize, quantize
 
-    if tensor_type not in ("F32", "Q8_0"):
+    if tensor_type not in RECODE_TYPES:
         raise ValueError(f"tensor_type must be 'F32' or 'Q8_0', not {tensor_type!r}")
     kind = GGMLQuantizationType[tensor_type]
     reader = GGUFReader(check_gguf(source))

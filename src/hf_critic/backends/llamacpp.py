@@ -218,8 +218,9 @@ class LlamaCppBackend(Backend):
         self.top_logprobs = top_logprobs
         self.name = f"llamacpp|{self.source.name}|{self.quantization or 'unknown'}|{fingerprint(self.source)}"
         if self.path != self.source:  # re-encoded weights give other outputs: their own cache keys
-            self.quantization = f"{self.quantization}->{file_type(self.path)}"
-            self.name += f"|as {file_type(self.path)}"
+            recoded = file_type(self.path)
+            self.quantization = f"{self.quantization}->{recoded}"
+            self.name += f"|as {recoded}"
 
     # ------------------------------------------------------------------------------------ tokenizer (the server's)
     def _post(self, route: str, body: dict) -> dict:

@@ -17,7 +17,7 @@ from transformers import DynamicCache, GenerationConfig
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import READOUT_BATCH_TOKENS, default_num_threads, load_model, token_batches
+from ..models import batch_token_budget, default_num_threads, load_model, token_batches
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class TransformersBackend(Backend):
         progress: show a tqdm bar with critiques/s and generated tokens/s.
         max_batch_tokens: padded prompt tokens per forward pass of the verdict read-out (rows x the batch's longest
             row; a longer row goes alone), besides the ``batch_size`` rows; None: rows only. Default
-            :data:`READOUT_BATCH_TOKENS` on a CPU, None elsewhere.
+            :data:`hf_critic.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere.
 
     Raises:
         ValueError: the tokenizer has no chat template.
@@ -65,9 +65,7 @@ class TransformersBackend(Backend):
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer, self.name = model, tokenizer, name
         self.batch_size, self.progress = batch_size, progress
-        if max_batch_tokens == "auto":
-            max_batch_tokens = READOUT_BATCH_TOKENS if model.device.type == "cpu" else None
-        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_tokens = batch_token_budget(max_batch_tokens, model.device.type)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
         self._cache = _cache_keyword(model)
 

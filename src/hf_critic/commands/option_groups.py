@@ -18,6 +18,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..backends.gguf_files import RECODE_CHOICES
+
 __all__ = [
     "DEFAULT_CACHE",
     "CacheOptions",
@@ -263,7 +265,7 @@ class ModelOptions:
         "llama.cpp: run a re-encoding of the GGUF that its CPU kernels multiply faster, written once to the cache "
         "folder (default: auto = Q4_1 as Q8_0 for models up to 1B parameters; off = the file as it is)",
         "auto",
-        choices=["auto", "off", "Q8_0", "F32"],
+        choices=list(RECODE_CHOICES),
     )
     progress: bool = _opt("progress bars (default: on)", True)
 
