@@ -29,6 +29,7 @@ FLOORS: dict[str, int] = {
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict
+    "selective": 1,  # a verdict's confidence, thresholds with a human-agreement guarantee, their measurement
     # 2. what a critique needs around it: the critic families (one module each, and their registry), decoding, model
     # files, benchmark loaders
     "formats": 2,  # each critic family declared once: settings, templates, verdict formats and parsers, wrapper, names
@@ -58,6 +59,7 @@ FLOORS: dict[str, int] = {
     # 6. what uses a critic or its data
     "judgments": 6,
     "refine": 6,
+    "cascade": 6,  # critics in a cascade: escalate what one is unsure of, abstain where none is sure
     "training": 6,
     # 7. the command line
     "commands": 7,

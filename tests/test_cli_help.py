@@ -21,6 +21,7 @@ COMMANDS = [
     "",
     "grade",
     "compare",
+    "calibrate",
     "meta-eval",
     "refine",
     "self-eval",

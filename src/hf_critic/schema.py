@@ -75,6 +75,7 @@ class ParseStatus(str, enum.Enum):
     OUT_OF_RANGE = "out_of_range"  # a score was found but lies outside the template's range
     SKIPPED = "skipped"  # the input was not sent to the model (e.g. too long with --truncate skip)
     LOW_MASS = "low_mass"  # probability read-out: too little mass on the allowed verdicts (--min-verdict-mass)
+    ABSTAINED = "abstained"  # a cascade: no critic was confident enough (hf_critic.selective); never a verdict
 
 
 # Critique (output) columns, prefixed so they never clash with input columns such as a human `score`.
@@ -170,6 +171,10 @@ CRITIQUE_DISTRIBUTION_COMBINED = "critique_distribution_combined"  # mean of bot
 # Reward critics (hf_critic.critic.rewards): the raw reward of the response (pairwise: of each response).
 CRITIQUE_REWARD = "critique_reward"
 CRITIQUE_REWARD_2 = "critique_reward_2"
+# Selective judging (hf_critic.selective): the verdict's confidence in [0, 1] (None without a verdict), and, in a
+# cascade of critics, which critic decided the row (None when the row was abstained).
+CRITIQUE_CONFIDENCE = "critique_confidence"
+CRITIQUE_CRITIC = "critique_critic"
 # --verdict both: the text verdict keeps its own columns.
 CRITIQUE_TEXT_SCORE = "critique_text_score"
 CRITIQUE_TEXT_STATUS = "critique_text_status"

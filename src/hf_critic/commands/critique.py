@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from .cascades import add_cascade_args, run_cascade_command
 from .options import (
     add_cache_args,
     add_critic_args,
@@ -74,14 +75,28 @@ def register(subparsers) -> None:
     data.add_argument(
         "--human-label", help="column of human labels 0/1/2 to measure agreement (default: label if present)"
     )
+    add_cascade_args(compare)
     compare.set_defaults(func=run, task="compare")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Load the data and the critic, write critiques, print the parse rate and agreement figures."""
-    from ..io import check_output, load_records, parse_columns, save_records
+def compare_parser() -> argparse.ArgumentParser:
+    """A fresh ``hf-critic compare`` parser (it reads the options of each critic of a cascade file)."""
+    parser = argparse.ArgumentParser(prog="hf-critic", add_help=False)
+    register(parser.add_subparsers(dest="command"))
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return action.choices["compare"]
 
-    check_output(args.output, inputs=[args.data], overwrite=args.overwrite)  # before any model loads
+
+def load_rows(args: argparse.Namespace, task: str):
+    """The rows to judge as the data options say (``--data`` read directly or with a ``--format`` loader, ``--columns``,
+    ``--limit`` / ``--sample``), with the gold column read as the gold options say; ``task`` is ``"grade"`` or
+    ``"compare"``.
+
+    Raises:
+        RecordError, ValueError: unreadable data, a bad column map or gold option, or no rows.
+    """
+    from ..io import load_records, parse_columns
+
     if args.format:
         from ..io import rename_columns
         from ..loaders import load_benchmark
@@ -92,12 +107,25 @@ def run(args: argparse.Namespace) -> int:
     else:
         records = load_records(args.data, parse_columns(args.columns), split=args.split, coerce_text=args.coerce_text)
     records = select_rows(records, args)
-    if args.task == "grade":
+    if task == "grade":
         records = gold_from_args(records, args, "pointwise", args.data, args.human_score)
     else:
         records = gold_from_args(records, args, "pairwise", args.data, args.human_label)
     if not len(records):
         raise ValueError(f"{args.data}: no rows to judge")
+    return records
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the data and the critic, write critiques, print the parse rate and agreement figures."""
+    from ..io import check_output, save_records
+
+    check_output(args.output, inputs=[args.data], overwrite=args.overwrite)  # before any model loads
+    if getattr(args, "cascade", None):
+        return run_cascade_command(args, load_rows(args, args.task), compare_parser())
+    if getattr(args, "calibration", None):
+        raise ValueError("--calibration holds a cascade's thresholds: give the cascade too (--cascade FILE)")
+    records = load_rows(args, args.task)
     prompts = len(records) * (2 if args.task == "compare" and args.swap else 1)
     critic = critic_from_args(args, args.model, inputs=prompts * decoding_from_args(args).num_return_sequences)
     started = time.perf_counter()

@@ -23,6 +23,7 @@ from ..labels import swap_label
 from ..parsing import ParsedCritique
 from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
 from ..prompts.rubric import Rubric
+from ..selective import confidence_of
 from .config import check_plan_options
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
@@ -314,6 +315,7 @@ class Critic:
         if self.decoding.strategy == "self_consistency" and judged.samples is not None:
             columns[schema.CRITIQUE_SAMPLES] = judged.samples
         stats = run_stats(parsed, truncated, judged)
+        votes = [[p.score for p in sample] if sample else [] for sample in judged.sample_parses]
         if judged.verdicts is not None:
             verdicts = judged.verdicts
             if self.plan.keeps_text:
@@ -323,7 +325,7 @@ class Critic:
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
             columns.update(distribution_columns(verdicts))
             stats = self._probability_stats(verdicts, truncated, judged, stats)
-        return self._result(dataset, columns, stats, return_stats)
+        return self._result(dataset, columns, stats, return_stats, votes)
 
     def compare(
         self,
@@ -389,6 +391,12 @@ class Critic:
             columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
         stats = run_stats(parsed, truncated, judged)
+        votes = [_label_votes(s) for s in judged.sample_parses[:n]]
+        if swap:  # the swapped order's samples are more simulated annotators, their labels mapped back
+            votes = [
+                a + [swap_label(v) for v in _label_votes(b)]
+                for a, b in zip(votes, judged.sample_parses[n:], strict=True)
+            ]
         if judged.verdicts is not None:
             if self.plan.keeps_text:
                 for name in (schema.CRITIQUE_LABEL, schema.CRITIQUE_STATUS) + (
@@ -397,14 +405,17 @@ class Critic:
                     columns[schema.text_column(name)] = columns[name]
             columns.update(pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
             stats = self._probability_stats(judged.verdicts, truncated, judged, stats)
-        return self._result(dataset, columns, stats, return_stats)
+        return self._result(dataset, columns, stats, return_stats, votes)
 
     def _probability_stats(self, verdicts, truncated, judged: Judged, text: RunStats) -> RunStats:
         return probability_stats(
             verdicts, truncated, judged, text, min_mass=self.min_verdict_mass, keeps_text=self.plan.keeps_text
         )
 
-    def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool):
+    def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool, votes=None):
+        """The critiques (and stats): ``columns`` plus every verdict's ``critique_confidence``
+        (:func:`hf_critic.selective.confidence_of`; ``votes``: the text verdicts' samples per row)."""
+        columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, votes=votes)[0]
         self.last_stats = stats
         critiques = add_columns(dataset, columns)
         return CritiqueRun(critiques, stats) if return_stats else critiques
@@ -518,7 +529,15 @@ class Critic:
         else:
             cached_readouts = None
         return Judged(
-            parsed, raws, generations if generate else None, cached, verdicts, cut_off, reasked, cached_readouts
+            parsed,
+            raws,
+            generations if generate else None,
+            cached,
+            verdicts,
+            cut_off,
+            reasked,
+            cached_readouts,
+            samples,
         )
 
     def _generate(self, template: PromptTemplate, conversations: list) -> Generations:
@@ -544,6 +563,11 @@ class Critic:
         if fresh:
             logger.info("%d input(s) generated (%d re-asked), %d from cache", fresh, made.reasked, made.cached)
         return made
+
+
+def _label_votes(samples: list | None) -> list:
+    """The labels of one input's parsed samples (None for an unparsed one: a vote against)."""
+    return [p.label for p in samples] if samples else []
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:

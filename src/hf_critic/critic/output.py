@@ -209,6 +209,7 @@ class Judged:
     cut_off: int | None = None
     reasked: int = 0
     cached_readouts: int | None = None
+    sample_parses: list | None = None  # per input, every sample's ParsedCritique (None: skipped): the text votes
 
 
 def run_stats(parsed: list[ParsedCritique], truncated: list[bool], judged: Judged) -> RunStats:

@@ -1,0 +1,387 @@
+"""Critics in a cascade: the first critic judges every row, each later one only the rows its predecessors were not
+confident enough to keep, and the rows no critic keeps are abstained (Jung, Brahman, Choi, "Trust or Escalate",
+ICLR 2025, §3.3).
+
+A cascade is a list of :class:`CascadeStage`: a :class:`~hf_critic.critic.Critic` (any kind: a local model, a reward
+model, a server behind ``--base-url``) or :class:`RecordedVerdicts` (a published judge's verdict files, or the critique
+file of an earlier run: read, not computed). Each stage's threshold comes from a calibration file
+(:mod:`hf_critic.selective.calibration`); a file made for other critics, another template or another setting is
+refused. :func:`judge_all` runs every stage on every row (what calibration needs); :func:`run_cascade` runs the
+cascade itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+from . import schema
+from .critic import Critic
+from .critic.output import as_dataset
+from .labels import swap_label
+from .selective import CalibrationFile, confidence_of
+
+__all__ = [
+    "CascadeStage",
+    "RecordedVerdicts",
+    "StageRun",
+    "check_calibration",
+    "critic_fingerprint",
+    "judge_all",
+    "pair_key",
+    "run_cascade",
+]
+
+#: The columns a cascade's output keeps from the deciding critic (critic-specific columns such as distributions are
+#: in each critic's own run, not in the cascade's rows).
+VERDICT_COLUMNS = (
+    schema.CRITIQUE_LABEL,
+    schema.CRITIQUE_STATUS,
+    schema.CRITIQUE_EXPLANATION,
+    schema.CRITIQUE_GENERATION,
+)
+
+
+def pair_key(question: str, response_1: str, response_2: str) -> str:
+    """The identity of a pairwise row by its text (NFKC-normalised, stripped): how recorded verdicts find their rows."""
+    parts = [unicodedata.normalize("NFKC", str(t)).strip() for t in (question, response_1, response_2)]
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def _file_digest(paths: Sequence[str]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class RecordedVerdicts:
+    """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
+    orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
+
+    Rows are matched to the judged data by their text (:func:`pair_key`): question and both responses. A judged row
+    with no recorded verdict gets none (it is escalated, and counted as unmatched).
+
+    Args:
+        name: the critic's name in reports.
+        rows: a dataset with ``question``, ``response_1``, ``response_2`` and ``critique_label`` (and, for a published
+            judge, ``critique_label_swapped``: the swapped order's verdict mapped back; for an earlier run, its
+            critique columns, whose ``critique_confidence`` or verdict source gives the confidence).
+        files: the files the verdicts were read from (their content is the critic's fingerprint).
+        published: True for a published judge's labels (confidence: the agreement of its two orders).
+    """
+
+    kind = "recorded"
+
+    def __init__(self, name: str, rows: datasets.Dataset, files: Sequence[str], *, published: bool):
+        missing = [c for c in (*schema.Setting(schema.Task.PAIRWISE, False).fields, schema.CRITIQUE_LABEL)
+                   if c not in rows.column_names]  # fmt: skip
+        if missing:
+            raise ValueError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
+        self.name, self.rows, self.files, self.published = name, rows, list(files), published
+        self.index: dict[str, int] = {}
+        for i, r in enumerate(rows):
+            self.index.setdefault(pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]), i)
+
+    @classmethod
+    def from_verdict_files(
+        cls, name: str, benchmark: datasets.Dataset, first: str, swapped: str | None = None, field: str | None = None,
+        label_map=None,
+    ) -> RecordedVerdicts:  # fmt: skip
+        """A published judge's verdict files, one row per ``benchmark`` row in its order (Auto-J's layout).
+
+        Args:
+            name: the critic's name.
+            benchmark: the rows the files follow (question, response_1, response_2).
+            first: the verdicts in the benchmark's order of responses.
+            swapped: the same pairs judged with the responses swapped, in swapped terms (mapped back here); None when
+                only one order was judged (such verdicts carry no confidence, so a cascade never keeps them).
+            field: the verdict field (default ``output``); label_map: the file's label convention.
+
+        Raises:
+            RecordError: a malformed verdict (names the file, line and field).
+            ValueError: a file whose row count differs from the benchmark's.
+        """
+        from .loaders.generic import load_verdict_file
+
+        columns = {}
+        for which, path in (("first", first), ("swapped", swapped)):
+            if not path:
+                continue
+            verdicts = load_verdict_file(path, "pairwise", field, label_map=label_map)
+            if len(verdicts) != len(benchmark):
+                raise ValueError(f"{path}: {len(verdicts)} verdicts for the {len(benchmark)} rows of the benchmark "
+                                 "they were made on: a verdict file has one row per benchmark row, in order")  # fmt: skip
+            if which == "first":
+                columns[schema.CRITIQUE_LABEL] = verdicts
+            else:
+                columns[schema.CRITIQUE_LABEL_SWAPPED] = [swap_label(v) for v in verdicts]
+        rows = benchmark.select_columns(list(schema.Setting(schema.Task.PAIRWISE, False).fields))
+        for column, values in columns.items():
+            rows = rows.add_column(column, values)
+        return cls(name, rows, [p for p in (first, swapped) if p], published=True)
+
+    @classmethod
+    def from_critiques(cls, name: str, path: str) -> RecordedVerdicts:
+        """The critique file of an earlier ``hf-critic compare`` run (JSONL / parquet): its verdicts and confidences.
+
+        Raises:
+            RecordError / ValueError: an unreadable file, or one without the pairwise columns.
+        """
+        from .io import load_records
+
+        return cls(name, load_records(path), [path], published=False)
+
+    @property
+    def fingerprint_source(self) -> str:
+        """What identifies these verdicts: the digest of their files' content."""
+        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}"
+
+    def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], int]:
+        """The recorded verdicts of ``records``' rows.
+
+        Returns:
+            ``(columns, unmatched)``: ``critique_label`` (None where no verdict was recorded), ``critique_status``
+            (``skipped`` for unmatched rows), ``critique_confidence``, and the explanation / generation where the file
+            has them; ``unmatched`` counts the rows with no recorded verdict.
+        """
+        found = [self.index.get(pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]))
+                 for r in records]  # fmt: skip
+        present = [c for c in self.rows.column_names if c.startswith("critique_")]
+        data = {c: self.rows[c] for c in present}
+        columns = {c: [None if i is None else data[c][i] for i in found] for c in present}
+        if schema.CRITIQUE_CONFIDENCE not in columns:
+            columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, recorded=self.published)[0]
+        statuses, labels = columns.get(schema.CRITIQUE_STATUS), columns[schema.CRITIQUE_LABEL]
+
+        def status(k: int, i: int | None) -> str:
+            if i is None:
+                return schema.ParseStatus.SKIPPED.value
+            if statuses and statuses[k]:
+                return statuses[k]
+            return (schema.ParseStatus.OK if labels[k] is not None else schema.ParseStatus.UNPARSED).value
+
+        columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
+        return columns, sum(i is None for i in found)
+
+
+@dataclass
+class CascadeStage:
+    """One critic of a cascade.
+
+    Attributes:
+        name: its name in the calibration file, the ``critique_critic`` column and the summary.
+        critic: a :class:`~hf_critic.critic.Critic` or :class:`RecordedVerdicts`.
+        swap: judge both orders (a computed critic; its confidence then covers both).
+        price_per_call: money per request (any currency), for the summary's cost; None: not priced.
+        logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
+    """
+
+    name: str
+    critic: Critic | RecordedVerdicts
+    swap: bool = False
+    price_per_call: float | None = None
+    logistic: tuple[float, float] | None = None
+
+    @property
+    def recorded(self) -> bool:
+        """True when the verdicts are read from files, not computed."""
+        return isinstance(self.critic, RecordedVerdicts)
+
+
+def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
+    """The identity of a stage's critic for a setting: its model (name and weights), template (name and version),
+    verdict source, decoding and swap, or its recorded files' content; 16 hex digits of SHA-256."""
+    critic = stage.critic
+    if isinstance(critic, RecordedVerdicts):
+        parts = [critic.fingerprint_source]
+    else:
+        template = critic.template_for(setting)
+        model = critic.reward.name if critic.reward is not None else critic.backend.name
+        parts = [model, f"{template.name}@{template.version}", critic.verdict, critic.explanation,
+                 repr(critic.decoding), f"swap={stage.swap}"]  # fmt: skip
+    return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class StageRun:
+    """One stage's run on the rows sent to it.
+
+    Attributes:
+        name: the stage's name.
+        columns: its critique columns (``critique_label``, ``critique_confidence``, ...), one value per row sent.
+        asked: rows sent to it; calls: requests (rows x orders; 0 for recorded verdicts); seconds: wall time.
+        recorded: the verdicts were read, not computed; unmatched: rows a recorded critic had no verdict for.
+        price_per_call: as in :class:`CascadeStage`.
+    """
+
+    name: str
+    columns: dict[str, list]
+    asked: int
+    calls: int
+    seconds: float
+    recorded: bool
+    unmatched: int = 0
+    price_per_call: float | None = None
+
+    @property
+    def money(self) -> float | None:
+        """``calls * price_per_call``, or None when unpriced."""
+        return None if self.price_per_call is None else self.calls * self.price_per_call
+
+
+def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) -> StageRun:
+    started = time.perf_counter()
+    if stage.recorded:
+        columns, unmatched = stage.critic.compare(dataset)
+        calls = 0
+    else:
+        critiques = stage.critic.compare(dataset, swap=stage.swap, source=source)
+        columns = {c: critiques[c] for c in critiques.column_names if c.startswith("critique_")}
+        unmatched, calls = 0, len(dataset) * (2 if stage.swap and stage.critic.reward is None else 1)
+        if stage.logistic is not None and schema.CRITIQUE_REWARD in columns:
+            columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, logistic=stage.logistic)[0]
+    return StageRun(stage.name, columns, len(dataset), calls, time.perf_counter() - started, stage.recorded,
+                    unmatched, stage.price_per_call)  # fmt: skip
+
+
+def judge_all(stages: Sequence[CascadeStage], records, source: str = "data") -> list[StageRun]:
+    """Every stage on every row (calibration needs each critic's verdict and confidence on all rows).
+
+    Returns:
+        One :class:`StageRun` per stage, in cascade order.
+    """
+    dataset = as_dataset(records)
+    return [_judge_stage(stage, dataset, source) for stage in stages]
+
+
+def check_calibration(calibration: CalibrationFile, stages: Sequence[CascadeStage], setting: schema.Setting,
+                      path: str) -> None:  # fmt: skip
+    """Refuse a calibration file made for other critics, another template or another setting.
+
+    Raises:
+        ValueError: one line naming the file and the first mismatch (and how to make a fitting file).
+    """
+    again = "calibrate this cascade with `hf-critic calibrate`"
+    if calibration.setting != setting.name:
+        raise ValueError(f"{path}: calibrated for {calibration.setting}, the data is {setting.name}: {again}")
+    names = [c.name for c in calibration.critics]
+    if names != [s.name for s in stages]:
+        raise ValueError(f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}")
+    for entry, stage in zip(calibration.critics, stages, strict=True):
+        if entry.fingerprint != critic_fingerprint(stage, setting):
+            raise ValueError(f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
+                             f"verdict source, decoding, swap or recorded files changed): {again}")  # fmt: skip
+
+
+@dataclass
+class CascadeResult:
+    """What :func:`run_cascade` returns: the critiques and the run's summary.
+
+    Attributes:
+        critiques: the input rows plus ``critique_label`` (None when abstained), ``critique_status`` (``abstained``
+            where no critic kept the row), ``critique_confidence`` and ``critique_critic`` (the deciding critic),
+            ``critique_explanation`` and ``critique_generation`` where the deciding critic wrote them.
+        stages: one :class:`StageRun` per critic asked.
+        thresholds: the thresholds applied, per critic.
+    """
+
+    critiques: datasets.Dataset
+    stages: list[StageRun] = field(default_factory=list)
+    thresholds: list[float | None] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        """``{"rows", "kept", "coverage", "abstained", "critics": [{"name", "threshold", "asked", "decided", "share",
+        "calls", "seconds", "money", "recorded", "unmatched"}]}``."""
+        rows = len(self.critiques)
+        deciders = self.critiques[schema.CRITIQUE_CRITIC]
+        critics = []
+        for run, lam in zip(self.stages, self.thresholds, strict=False):
+            decided = sum(d == run.name for d in deciders)
+            critics.append({"name": run.name, "threshold": lam, "asked": run.asked, "decided": decided,
+                            "share": decided / rows if rows else 0.0, "calls": run.calls,
+                            "seconds": round(run.seconds, 2), "money": run.money, "recorded": run.recorded,
+                            "unmatched": run.unmatched})  # fmt: skip
+        kept = sum(d is not None for d in deciders)
+        return {"rows": rows, "kept": kept, "coverage": kept / rows if rows else 0.0, "abstained": rows - kept,
+                "critics": critics}  # fmt: skip
+
+    def summary_lines(self) -> list[str]:
+        """The summary as plain lines for the terminal."""
+        s = self.summary()
+        lines = [f"cascade: {s['kept']}/{s['rows']} rows decided (coverage {100 * s['coverage']:.1f}%), "
+                 f"{s['abstained']} abstained (no critic confident enough: no verdict)"]  # fmt: skip
+        for c in s["critics"]:
+            how = "verdicts read from files, not computed" if c["recorded"] else f"{c['calls']} calls"
+            cost = f", {c['money']:.4g} in money" if c["money"] is not None else ""
+            unmatched = f", {c['unmatched']} rows not in its files" if c["unmatched"] else ""
+            lam = "keeps no row (no threshold passed)" if c["threshold"] is None else f"threshold {c['threshold']:.4g}"
+            lines.append(f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
+                         f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}")  # fmt: skip
+        return lines
+
+
+def run_cascade(
+    stages: Sequence[CascadeStage], records, calibration: CalibrationFile, *, source: str = "data",
+    calibration_path: str = "calibration",
+) -> CascadeResult:  # fmt: skip
+    """Judge ``records`` with a calibrated cascade (Trust or Escalate §3.3): each critic only on the rows no earlier
+    critic kept; a row no critic keeps is ``abstained`` (no verdict, never a default).
+
+    Args:
+        stages: the critics, cheapest first.
+        records: pairwise rows (question, response_1, response_2; reference for the referenced setting).
+        calibration: the cascade's calibration (:func:`hf_critic.selective.load_calibration`).
+        source, calibration_path: names for messages.
+
+    Returns:
+        A :class:`CascadeResult`.
+
+    Raises:
+        ValueError: a calibration file made for another cascade or setting (:func:`check_calibration`), or data
+            that is not pairwise.
+    """
+    dataset = as_dataset(records)
+    if schema.RESPONSE_1 not in dataset.column_names:
+        raise ValueError(f"{source}: a cascade compares pairs (response_1, response_2); pointwise grading has no "
+                         "human-agreement guarantee here")  # fmt: skip
+    setting = schema.Setting(schema.Task.PAIRWISE, schema.REFERENCE in dataset.column_names)
+    check_calibration(calibration, stages, setting, calibration_path)
+    rows = len(dataset)
+    out = {c: [None] * rows for c in (*VERDICT_COLUMNS, schema.CRITIQUE_CONFIDENCE, schema.CRITIQUE_CRITIC)}
+    out[schema.CRITIQUE_STATUS] = [schema.ParseStatus.ABSTAINED.value] * rows
+    remaining = list(range(rows))
+    result = CascadeResult(dataset)
+    for stage, entry in zip(stages, calibration.critics, strict=True):
+        if not remaining:
+            break
+        if entry.logistic is not None:
+            stage.logistic = tuple(entry.logistic)
+        run = _judge_stage(stage, dataset.select(remaining), source)
+        result.stages.append(run)
+        result.thresholds.append(entry.threshold)
+        confidence = run.columns[schema.CRITIQUE_CONFIDENCE]
+        left = []
+        for k, row in enumerate(remaining):
+            c = confidence[k]
+            if entry.threshold is None or c is None or c < entry.threshold:
+                left.append(row)
+                continue
+            for column in VERDICT_COLUMNS:
+                out[column][row] = run.columns.get(column, [None] * len(remaining))[k]
+            out[schema.CRITIQUE_CONFIDENCE][row] = c
+            out[schema.CRITIQUE_CRITIC][row] = stage.name
+        remaining = left
+    critiques = dataset
+    for column, values in out.items():
+        if column in critiques.column_names:
+            critiques = critiques.remove_columns(column)
+        critiques = critiques.add_column(column, values)
+    result.critiques = critiques
+    return result

@@ -1,0 +1,277 @@
+"""``hf-critic calibrate``: thresholds with a human-agreement guarantee for a cascade of critics, and the guarantee
+measured over random calibration / test splits (Jung, Brahman, Choi, "Trust or Escalate", ICLR 2025)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from .cascades import load_cascade
+from .options import add_data_args, add_gold_args
+
+EPILOG = """\
+Example (Auto-J Eval-P's pairs without a tie; Auto-J-13B's published verdicts as the last critic):
+  hf-critic calibrate --data ../shared/data/autoj/test/testdata_pairwise.jsonl --format autoj --drop-tie \\
+      --cascade examples/cascade_autoj.yaml --target-agreement 0.8 --delta 0.1 --output outputs/calibration.json \\
+      --splits 1000 --levels 0.7,0.75,0.8,0.85 --report-dir outputs/selective
+then judge new pairs with it:
+  hf-critic compare --data pairs.jsonl --cascade examples/cascade_autoj.yaml --calibration outputs/calibration.json \\
+      --output judged.jsonl
+Every critic judges every calibration row once (computed critics through the generation cache: a rerun makes no
+model call). Each critic's threshold is tested from its highest confidence down; the first threshold whose exact
+(Clopper-Pearson) bound on disagreement exceeds 1 - target stops the sequence; a critic none of whose thresholds
+passes keeps no row. delta is divided among the critics; each later critic is calibrated on the rows its
+predecessors did not keep.
+"""
+
+
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text}")
+    return value
+
+
+def _levels(text: str) -> list[float]:
+    return [_fraction(t) for t in text.split(",") if t.strip()]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return value
+
+
+def register(subparsers) -> None:
+    """Add the ``calibrate`` sub-command."""
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="thresholds with a human-agreement guarantee for a cascade of critics (selective judging)",
+        description="Selective judging (Trust or Escalate, Jung et al. 2025): choose each critic's confidence "
+        "threshold on human-labelled pairs so that the verdicts kept agree with humans at rate >= the target with "
+        "probability >= 1 - delta; rows no critic keeps are abstained.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    data = add_data_args(parser, output="critique columns", formats=True, setting=True)
+    (output,) = [a for a in data._group_actions if a.dest == "output"]
+    output.help = "where to write the calibration file (.json): each critic's threshold, its bound and the data's hash"
+    add_gold_args(data)
+    data.add_argument("--human-label", help="column of human labels 0/1/2 (default: label)")
+    data.add_argument(
+        "--drop-tie", action="store_true", help="leave out the pairs whose human label is a tie (two-way data)"
+    )
+    guarantee = parser.add_argument_group("guarantee")
+    guarantee.add_argument("--cascade", required=True, metavar="FILE", help="the cascade file (YAML, cheapest first)")
+    guarantee.add_argument(
+        "--target-agreement", type=_fraction, required=True, help="1 - alpha: the agreement with humans to guarantee"
+    )
+    guarantee.add_argument(
+        "--delta", type=_fraction, default=0.1, help="the guarantee fails with probability at most delta (default 0.1)"
+    )
+    guarantee.add_argument(
+        "--min-rows", type=_positive, default=30, help="rows at or above a threshold before it is tested (default 30)"
+    )
+    report = parser.add_argument_group("measuring the guarantee (random calibration / test splits)")
+    report.add_argument(
+        "--report-dir", help="write report.md, report.json, the curve (PNG) and each critic's critiques"
+    )
+    report.add_argument("--splits", type=int, default=0, help="R random splits (Trust or Escalate §4.1; 0: none)")
+    report.add_argument(
+        "--calibration-fraction", type=_fraction, default=0.5, help="share of rows calibrated on per split (0.5)"
+    )
+    report.add_argument("--levels", type=_levels, help="target agreements to measure (default: --target-agreement)")
+    report.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
+    parser.set_defaults(func=run_calibrate)
+
+
+def _judged(args, stages, records):
+    """Per critic: (run, confidences, corrects); the human labels as codes."""
+    from .. import schema
+    from ..cascade import judge_all
+    from ..labels import normalize_labels
+
+    gold = args.human_label or "label"
+    if gold not in records.column_names:
+        raise ValueError(f"{args.data}: no human label column {gold!r} to calibrate against (--human-label)")
+    human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
+    if (human < 0).any():
+        raise ValueError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
+    runs = judge_all(stages, records, source=args.data)
+    judged = []
+    for stage, run in zip(stages, runs, strict=True):
+        labels = run.columns[schema.CRITIQUE_LABEL]
+        correct = [lab is not None and lab == h for lab, h in zip(labels, human, strict=True)]
+        confidence = run.columns[schema.CRITIQUE_CONFIDENCE]
+        if schema.CRITIQUE_REWARD in run.columns:  # a reward critic: the margin logistic fitted here
+            confidence, stage.logistic = _fit_reward_confidence(run.columns, correct)
+        judged.append((run, confidence, correct))
+    return judged, human
+
+
+def _fit_reward_confidence(columns, correct):
+    from .. import schema
+    from ..selective import confidence_of, fit_margin_logistic
+
+    r1, r2 = columns[schema.CRITIQUE_REWARD], columns[schema.CRITIQUE_REWARD_2]
+    rows = [i for i, (a, b) in enumerate(zip(r1, r2, strict=True)) if a is not None and b is not None]
+    logistic = fit_margin_logistic([r1[i] - r2[i] for i in rows], [correct[i] for i in rows])
+    return confidence_of(columns, logistic=logistic)[0], logistic
+
+
+def _calibration(args, stages, judged, records, setting):
+    from ..cascade import critic_fingerprint
+    from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
+    from ..selective.confidence import confidence_of
+
+    alpha = 1 - args.target_agreement
+    fitted = calibrate_cascade([j[1] for j in judged], [j[2] for j in judged], alpha=alpha, delta=args.delta,
+                               min_rows=args.min_rows)  # fmt: skip
+    rows = len(records)
+    ids = records["query_id"] if "query_id" in records.column_names else list(range(rows))
+    gold = records[args.human_label or "label"]
+    critics = []
+    for stage, (run, _, _), (lam, n, k, upper, cal_rows) in zip(stages, judged, fitted, strict=True):
+        kind = confidence_of(run.columns, recorded=getattr(stage.critic, "published", False))[1]
+        critics.append(CriticThreshold(
+            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=kind, threshold=lam, n=n, k=k,
+            upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows, coverage=n / rows,
+            logistic=list(stage.logistic) if stage.logistic else None,
+        ))  # fmt: skip
+    return CalibrationFile(
+        task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
+        data={"path": str(args.data), "rows": rows, "sha256": data_hash(ids, gold)}, critics=critics,
+    )  # fmt: skip
+
+
+def _calibration_lines(calibration, judged) -> list[str]:
+    import numpy as np
+
+    from ..selective import cascade_decisions, selective_figures
+    from ..selective.calibration import clopper_pearson_upper
+
+    lines = [f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
+             f"{calibration.data['rows']} rows"]  # fmt: skip
+    for c in calibration.critics:
+        if c.threshold is None:
+            lines.append(f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its "
+                         f"{c.calibration_rows} rows)")  # fmt: skip
+        else:
+            lines.append(f"  {c.name} ({c.confidence}): threshold {c.threshold:.4g}, keeps {c.n} of its "
+                         f"{c.calibration_rows} rows ({100 * c.coverage:.1f}% of all), {c.k} disagree, bound "
+                         f"{c.upper_bound:.3f} <= {calibration.alpha:.3f}")  # fmt: skip
+    decided = cascade_decisions([j[1] for j in judged], [c.threshold for c in calibration.critics])
+    figures = selective_figures(decided, np.array([j[2] for j in judged]))
+    if figures["kept"]:
+        hits = round(figures["agreement"] * figures["kept"])
+        low = 1 - clopper_pearson_upper(figures["kept"] - hits, figures["kept"], 0.025)
+        high = clopper_pearson_upper(hits, figures["kept"], 0.025)
+        lines.append(f"cascade on the calibration rows: coverage {100 * figures['coverage']:.1f}%, agreement "
+                     f"{100 * figures['agreement']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] on the kept rows, "
+                     f"{figures['abstained']} abstained")  # fmt: skip
+    else:
+        lines.append(f"cascade on the calibration rows: no row kept ({figures['abstained']} abstained)")
+    return lines
+
+
+def _split_report(args, stages, judged, human) -> dict:
+    """The guarantee over ``--splits`` random splits per level, with the plain cut-off and no selection."""
+    from ..selective import agreement_coverage_curve, split_protocol
+
+    confidences, corrects = [j[1] for j in judged], [j[2] for j in judged]
+    levels = args.levels or [args.target_agreement]
+    report = {"rows": len(human), "splits": args.splits, "delta": args.delta, "critics": [s.name for s in stages],
+              "calls": [j[0].calls for j in judged], "levels": []}  # fmt: skip
+    kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
+              "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
+    for level in levels:
+        alpha = 1 - level
+        entry = {"target": level}
+        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, **kwargs)
+        entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", **kwargs)
+        if len(stages) > 1:  # the strongest critic alone, calibrated with the whole delta
+            entry["strongest_alone"] = split_protocol(confidences[-1:], corrects[-1:], alpha=alpha, **kwargs)
+        report["levels"].append(entry)
+    report["curves"] = {s.name: agreement_coverage_curve(c, ok) for s, c, ok in zip(stages, confidences, corrects,
+                                                                                       strict=True)}  # fmt: skip
+    return report
+
+
+def _pct(spread: dict) -> str:
+    if spread["mean"] is None:
+        return "-"
+    return f"{100 * spread['mean']:.1f} [{100 * spread['low']:.1f}, {100 * spread['high']:.1f}]"
+
+
+def split_markdown(report: dict) -> str:
+    """The split report as a Markdown table (one row per level and method)."""
+    names = report["critics"]
+    lines = [f"Selective judging over {report['splits']} random calibration / test splits of {report['rows']} rows "
+             f"(delta {report['delta']}); coverage and agreement on kept test rows: mean [2.5th, 97.5th percentile]",
+             "", "| target | method | success rate | coverage % | agreement on kept % | shares % "
+             f"({' / '.join(names)}) | {names[-1]} asked on % of rows | splits keeping no row | no selection: agreement % |",
+             "|---|---|---:|---:|---:|---|---:|---:|---:|"]  # fmt: skip
+    for entry in report["levels"]:
+        for method in ("cascade", "strongest_alone", "plain_cutoff"):
+            if method not in entry:
+                continue
+            r = entry[method]
+            shares = " / ".join(f"{100 * s:.1f}" for s in r["shares"])
+            label = {"cascade": "cascade" if len(names) > 1 else names[0], "strongest_alone": f"{names[-1]} alone",
+                     "plain_cutoff": "plain cut-off (no bound)"}[method]  # fmt: skip
+            lines.append(f"| {entry['target']:.2f} | {label} | {100 * r['success_rate']:.1f} | {_pct(r['coverage'])} | "
+                         f"{_pct(r['agreement'])} | {shares} | {100 * r['strongest_asked']:.1f} | {r['vacuous']} | "
+                         f"{100 * r['no_selection']['agreement']:.1f} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Judge the calibration rows with every critic, write the calibration file and, with ``--splits``, the report."""
+    from .. import schema
+    from ..io import check_output, save_records, write_text
+    from ..selective import plot_curves
+    from .critique import compare_parser, load_rows
+
+    check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
+    if args.splits < 0 or (args.splits and not args.report_dir):
+        raise ValueError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
+    records = load_rows(args, "compare")
+    if args.drop_tie:
+        from ..labels import TIE, normalize_labels
+
+        human = normalize_labels(records[args.human_label or "label"])
+        records = records.select([i for i, h in enumerate(human) if h != TIE])
+    if schema.RESPONSE_1 not in records.column_names:
+        raise ValueError(f"{args.data}: calibration needs pairs (response_1, response_2) with human labels")
+    referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names
+    setting = schema.Setting(schema.Task.PAIRWISE, referenced)
+    stages = load_cascade(args.cascade, compare_parser(), rows=len(records))
+    judged, human = _judged(args, stages, records)
+    calibration = _calibration(args, stages, judged, records, setting)
+    write_text(args.output, calibration.to_json())
+    for line in _calibration_lines(calibration, judged):
+        print(line)
+    print(f"wrote {args.output}")
+    if args.report_dir:
+        out = Path(args.report_dir)
+        for stage, (run, _, _) in zip(stages, judged, strict=True):
+            save_records(records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
+                         .add_column("critique_label", run.columns[schema.CRITIQUE_LABEL])
+                         .add_column("critique_confidence", run.columns[schema.CRITIQUE_CONFIDENCE]),
+                         out / "critiques" / f"{stage.name}.jsonl")  # fmt: skip
+        if args.splits:
+            report = _split_report(args, stages, judged, human)
+            markdown = split_markdown(report)
+            write_text(out / "report.md", markdown)
+            write_text(out / "report.json", json.dumps(report, indent=1))
+            points = {}
+            for entry in report["levels"]:
+                r = entry["cascade"]
+                if r["agreement"]["mean"] is not None:
+                    points[f"cascade @ {entry['target']:.2f}"] = (r["coverage"]["mean"], r["agreement"]["mean"])
+            plot_curves(report["curves"], points, out / "agreement_coverage.png")
+            print(markdown)
+            print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {out / 'agreement_coverage.png'}")
+    return 0

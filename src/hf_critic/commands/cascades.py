@@ -1,0 +1,218 @@
+"""Cascades of critics on the command line: the cascade file (YAML), ``compare --cascade FILE --calibration FILE``.
+
+A cascade file lists the critics, cheapest first; each is either computed, with the options ``hf-critic compare``
+would take for it, or recorded (verdicts read from files)::
+
+    critics:
+      - name: smollm2-135m-critic
+        options: {model: smollm2-135m-critic}
+      - name: default-critic
+        options: {template: mtbench, verdict: probability, swap: true}
+      - name: auto-j-13b
+        recorded:
+          benchmark: autoj:../shared/data/autoj/test/testdata_pairwise.jsonl   # the rows the files follow
+          verdicts: ../shared/data/autoj/outputs/pairwise_example_output.jsonl
+          swapped: ../shared/data/autoj/outputs/pairwise_exchange_example_output.jsonl
+        price_per_call: 0.002   # optional: the summary's money
+
+Recorded critics may instead name ``critiques: FILE``, the output of an earlier ``hf-critic compare`` run. Paths are
+read from the working directory, as every other path of the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+#: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
+COMMAND_OPTIONS = frozenset({
+    "data", "output", "overwrite", "columns", "format", "split", "limit", "sample", "sample_seed", "referenced",
+    "label_map", "label_columns", "aggregate", "coerce_text", "human_label", "two_way", "cascade", "calibration",
+})  # fmt: skip
+
+
+def add_cascade_args(parser: argparse.ArgumentParser) -> None:
+    """``--cascade FILE`` and ``--calibration FILE`` (``compare``)."""
+    group = parser.add_argument_group("selective judging (a cascade of critics)")
+    group.add_argument(
+        "--cascade",
+        metavar="FILE",
+        help="a cascade file (YAML: critics cheapest first, computed with their own options or recorded); each row "
+        "goes to the next critic only when the previous was not confident enough, and rows no critic keeps are "
+        "abstained; needs --calibration; the critic options above then belong in the file",
+    )
+    group.add_argument(
+        "--calibration", metavar="FILE", help="the cascade's thresholds, written by `hf-critic calibrate`"
+    )
+
+
+def _argv(options: dict, where: str, known: dict[str, argparse.Action]) -> list[str]:
+    """``{option: value}`` as ``compare``'s argv; an option ``compare`` lacks, or one of the command's, is refused."""
+    argv = []
+    for key, value in options.items():
+        dest = str(key).replace("-", "_")
+        if dest in COMMAND_OPTIONS or dest not in known:
+            why = (
+                "belongs to the command line, not to one critic"
+                if dest in COMMAND_OPTIONS
+                else "is no option of compare"
+            )
+            raise ValueError(f"{where}: option {key!r} {why}")
+        strings = known[dest].option_strings  # a BooleanOptionalAction's: ["--progress", "--no-progress"]
+        if isinstance(value, bool):
+            if value:
+                argv.append(strings[0])
+            elif isinstance(known[dest], argparse.BooleanOptionalAction):
+                argv.append(strings[-1])
+        else:
+            argv += [strings[0], str(value)]
+    return argv
+
+
+def critic_namespace(options: dict, where: str, parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The parsed ``compare`` options of one computed critic of a cascade file (``parser``: compare's, a fresh one:
+    :func:`hf_critic.commands.critique.compare_parser`).
+
+    Raises:
+        ValueError: an unknown option, a command-level one, or a value ``compare`` rejects (names ``where``).
+    """
+    known = {a.dest: a for a in parser._actions if a.option_strings}
+    argv = ["--data", "-", "--output", "-", *_argv(options, where, known)]
+
+    def refuse(message: str):
+        raise ValueError(f"{where}: {message} (the options of `hf-critic compare`)")
+
+    parser.error = refuse  # one line naming the file and critic, not compare's usage
+    return parser.parse_args(argv)
+
+
+def _price(entry: dict, where: str) -> float | None:
+    price = entry.get("price_per_call")
+    if price is None:
+        return None
+    if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price < 0:
+        raise ValueError(f"{where}: price_per_call must be a finite number >= 0, got {price!r}")
+    return float(price)
+
+
+def _recorded(name: str, spec: dict, where: str):
+    from ..cascade import RecordedVerdicts
+
+    if not isinstance(spec, dict):
+        raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
+    if "critiques" in spec:
+        return RecordedVerdicts.from_critiques(name, str(spec["critiques"]))
+    if "benchmark" not in spec or "verdicts" not in spec:
+        raise ValueError(f"{where}: recorded verdicts need benchmark: FORMAT:PATH (the rows the files follow) and "
+                         "verdicts: FILE (and swapped: FILE for the other order), or critiques: FILE")  # fmt: skip
+    from ..loaders import load_benchmark
+    from .meta_eval import parse_benchmark
+
+    _, fmt, path = parse_benchmark(str(spec["benchmark"]))
+    benchmark = load_benchmark(fmt, path, **({"task": "pairwise"} if fmt == "generic" else {}))
+    return RecordedVerdicts.from_verdict_files(
+        name, benchmark, str(spec["verdicts"]), spec.get("swapped"), spec.get("field"),
+        spec.get("label_map"),
+    )  # fmt: skip
+
+
+def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = None) -> list:
+    """The critics of a cascade file, cheapest first, as :class:`~hf_critic.cascade.CascadeStage`.
+
+    Args:
+        path: the YAML file (module docstring).
+        parser: ``compare``'s parser, which reads each computed critic's options
+            (:func:`hf_critic.commands.critique.compare_parser`).
+        rows: the rows the cascade will judge (caps the batch sizes of local critics), or None.
+
+    Raises:
+        ValueError: a missing or malformed file, a critic without a name (or a repeated one), options ``compare``
+            rejects, or recorded verdicts that cannot be read (each names the file and the critic).
+    """
+    import yaml
+
+    from ..cascade import CascadeStage
+    from .options import critic_from_args
+
+    try:
+        spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"--cascade {path}: no such file") from None
+    except yaml.YAMLError as err:
+        raise ValueError(f"--cascade {path}: not YAML ({err})") from None
+    critics = spec.get("critics") if isinstance(spec, dict) else None
+    if not isinstance(critics, list) or not critics:
+        raise ValueError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
+    stages, names = [], set()
+    for i, entry in enumerate(critics):
+        where = f"{path}: critics[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+            raise ValueError(f"{where}: each critic needs a name")
+        name = entry["name"].strip()
+        if name in names:
+            raise ValueError(f"{where}: the name {name!r} is used twice")
+        names.add(name)
+        if "recorded" in entry and "options" in entry:
+            raise ValueError(f"{where}: a critic is either recorded or computed (options), not both")
+        if "recorded" in entry:
+            stages.append(
+                CascadeStage(name, _recorded(name, entry["recorded"], where), price_per_call=_price(entry, where))
+            )
+            continue
+        args = critic_namespace(entry.get("options") or {}, where, parser)
+        critic = critic_from_args(args, args.model, inputs=rows)
+        stages.append(CascadeStage(name, critic, swap=args.swap, price_per_call=_price(entry, where)))
+    return stages
+
+
+def refuse_critic_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """With ``--cascade``, the critic options of the command line would be ignored: refuse any that was set
+    (``parser``: compare's).
+
+    Raises:
+        ValueError: naming the options given.
+    """
+    given = [
+        a.option_strings[-1]
+        for a in parser._actions
+        if a.option_strings and a.dest not in COMMAND_OPTIONS and a.dest != "help"
+        and getattr(args, a.dest, a.default) != a.default
+    ]  # fmt: skip
+    if given:
+        raise ValueError(f"{', '.join(given)} with --cascade: each critic's options belong in the cascade file")
+
+
+def run_cascade_command(args: argparse.Namespace, records, parser: argparse.ArgumentParser) -> int:
+    """``compare --cascade FILE --calibration FILE``: judge, write the critiques, print the summary and the
+    agreement of the decided rows (``parser``: compare's, for the critics' options)."""
+    from .. import schema
+    from ..cascade import run_cascade
+    from ..io import save_records
+    from ..selective import load_calibration
+
+    if args.task != "compare":
+        raise ValueError("--cascade: pointwise grading has no human-agreement guarantee here; cascades compare pairs")
+    if not args.calibration:
+        raise ValueError("--cascade needs --calibration FILE (write one with `hf-critic calibrate`)")
+    refuse_critic_options(args, parser)
+    calibration = load_calibration(args.calibration)  # before any model loads
+    stages = load_cascade(args.cascade, parser, rows=len(records))
+    result = run_cascade(stages, records, calibration, source=args.data, calibration_path=args.calibration)
+    save_records(result.critiques, args.output)
+    print(f"wrote {len(result.critiques)} rows to {args.output}")
+    for line in result.summary_lines():
+        print(line)
+    gold = args.human_label or ("label" if "label" in result.critiques.column_names else None)
+    if gold:
+        from ..labels import normalize_labels
+
+        human = normalize_labels(result.critiques[gold], name=gold)
+        decided = [(lab, h) for lab, h in zip(result.critiques[schema.CRITIQUE_LABEL], human, strict=True)
+                   if lab is not None]  # fmt: skip
+        if decided:
+            agree = sum(lab == h for lab, h in decided) / len(decided)
+            print(f"vs {gold}: agreement {100 * agree:.2f} on the {len(decided)} decided rows (target "
+                  f"{100 * (1 - calibration.alpha):.0f}, guaranteed with probability {1 - calibration.delta:.2f} on "
+                  "data like the calibration's)")  # fmt: skip
+    return 0

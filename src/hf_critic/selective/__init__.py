@@ -1,0 +1,58 @@
+"""Selective judging: a confidence on every verdict, thresholds with a human-agreement guarantee, and cascades of
+critics that escalate what one critic is unsure of and abstain where none is sure (Jung, Brahman, Choi, "Trust or
+Escalate", ICLR 2025).
+
+* :mod:`.confidence`: ``critique_confidence`` per critic kind (probability read-out, text votes, reward margin,
+  recorded verdicts);
+* :mod:`.calibration`: fixed-sequence testing with the exact binomial bound, per critic and per cascade, and the
+  calibration file;
+* :mod:`.evaluation`: the success rate over random calibration / test splits, coverage, shares, cost, and the
+  agreement-coverage curve.
+
+Running a cascade of critics on data lives in :mod:`hf_critic.cascade` (it drives critics, which stand above this).
+"""
+
+from .calibration import (
+    CALIBRATION_FORMAT,
+    DEFAULT_MIN_ROWS,
+    CalibrationFile,
+    CriticThreshold,
+    calibrate_cascade,
+    cascade_decisions,
+    clopper_pearson_upper,
+    data_hash,
+    fixed_sequence_threshold,
+    load_calibration,
+)
+from .confidence import (
+    CONFIDENCE_KINDS,
+    confidence_of,
+    fit_margin_logistic,
+    margin_confidence,
+    probability_confidence,
+    vote_confidence,
+)
+from .evaluation import agreement_coverage_curve, plot_curves, selective_figures, split_protocol
+
+__all__ = [
+    "CALIBRATION_FORMAT",
+    "CONFIDENCE_KINDS",
+    "DEFAULT_MIN_ROWS",
+    "CalibrationFile",
+    "CriticThreshold",
+    "agreement_coverage_curve",
+    "calibrate_cascade",
+    "cascade_decisions",
+    "clopper_pearson_upper",
+    "confidence_of",
+    "data_hash",
+    "fit_margin_logistic",
+    "fixed_sequence_threshold",
+    "load_calibration",
+    "margin_confidence",
+    "plot_curves",
+    "probability_confidence",
+    "selective_figures",
+    "split_protocol",
+    "vote_confidence",
+]

@@ -1,0 +1,169 @@
+"""Measuring selective judging: the guarantee's success rate over random calibration / test splits, coverage, each
+critic's share, the calls saved against the strongest critic, and the agreement-coverage curve.
+
+The protocol of Trust or Escalate (Jung, Brahman, Choi, ICLR 2025, §4.1): the human-labelled rows are split at random
+into a calibration half and a test half R times; the cascade is calibrated on the first and applied to the second; the
+guarantee holds on a split when the kept test rows agree with humans at rate at least ``1 - alpha`` (a split that
+keeps no row holds vacuously, and is counted as such). The success rate over the R splits should be at least
+``1 - delta``. Two references run on the same splits: no selection (the strongest critic, the cascade's last, on every
+row) and a plain confidence cut-off (the lowest threshold whose observed calibration agreement is at least
+``1 - alpha``, no bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .calibration import DEFAULT_MIN_ROWS, calibrate_cascade, cascade_decisions
+
+__all__ = ["agreement_coverage_curve", "plot_curves", "selective_figures", "split_protocol"]
+
+
+def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
+    conf = np.array([[np.nan if c is None else c for c in row] for row in confidences], dtype=float)
+    ok = np.array(corrects, dtype=bool)
+    if conf.shape != ok.shape or conf.ndim != 2 or not conf.shape[1]:
+        raise ValueError(f"confidences {conf.shape} and corrects {ok.shape} must both be (critics, rows), rows >= 1")
+    return conf, ok
+
+
+def selective_figures(decided: np.ndarray, ok: np.ndarray) -> dict:
+    """Coverage, agreement on the kept rows, each critic's share and each critic's calls, from a cascade's decisions.
+
+    Args:
+        decided: the deciding critic per row, -1 for abstained (:func:`cascade_decisions`), shape ``(rows,)``.
+        ok: whether each critic's verdict agrees with the human label, shape ``(critics, rows)``.
+
+    Returns:
+        ``{"rows", "kept", "coverage", "agreement" (None without kept rows), "shares": [per critic, of all rows],
+        "asked": [per critic: rows it judged, i.e. those no predecessor kept], "abstained"}``.
+    """
+    rows = decided.shape[0]
+    kept = decided >= 0
+    hits = ok[decided[kept], np.flatnonzero(kept)] if kept.any() else np.array([], dtype=bool)
+    asked, remaining = [], rows
+    for i in range(ok.shape[0]):
+        asked.append(int(remaining))
+        remaining -= int((decided == i).sum())
+    return {
+        "rows": int(rows),
+        "kept": int(kept.sum()),
+        "coverage": float(kept.mean()),
+        "agreement": float(hits.mean()) if hits.size else None,
+        "shares": [float((decided == i).mean()) for i in range(ok.shape[0])],
+        "asked": asked,
+        "abstained": int((~kept).sum()),
+    }
+
+
+def split_protocol(
+    confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
+    splits: int = 1000, calibration_fraction: float = 0.5, min_rows: int = DEFAULT_MIN_ROWS, seed: int = 0,
+    bound: str = "exact",
+) -> dict:  # fmt: skip
+    """The guarantee over ``splits`` random calibration / test splits (Trust or Escalate §4.1).
+
+    Args:
+        confidences / corrects: per critic (cascade order, strongest last) and row, shape ``(critics, rows)``.
+        alpha, delta, min_rows, bound: as in :func:`~hf_critic.selective.calibration.calibrate_cascade`.
+        splits: R, the number of random splits (>= 1).
+        calibration_fraction: the share of rows in each calibration half, in (0, 1).
+        seed: seed of the splits.
+
+    Returns:
+        ``{"target", "splits", "success_rate", "vacuous" (splits that kept no test row), "coverage" / "agreement":
+        {"mean", "low", "high"} (2.5th and 97.5th percentiles over splits; agreement over splits that kept rows),
+        "shares": mean share per critic, "strongest_asked": mean share of rows the last critic judged,
+        "no_selection": {"agreement", "success_rate"} of the last critic on every test row}``.
+
+    Raises:
+        ValueError: shapes, ``splits < 1`` or a calibration fraction that leaves an empty half.
+    """
+    conf, ok = _arrays(confidences, corrects)
+    rows = conf.shape[1]
+    n_cal = int(round(calibration_fraction * rows))
+    if splits < 1 or not 0 < n_cal < rows:
+        raise ValueError(f"split_protocol needs splits >= 1 and both halves non-empty ({rows} rows, fraction "
+                         f"{calibration_fraction})")  # fmt: skip
+    rng = np.random.default_rng(seed)
+    coverage, agreement, success, shares, last_asked, plain = [], [], [], [], [], []
+    for _ in range(splits):
+        order = rng.permutation(rows)
+        cal, test = order[:n_cal], order[n_cal:]
+        fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound)
+        decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
+        figures = selective_figures(decided, ok[:, test])
+        coverage.append(figures["coverage"])
+        success.append(figures["agreement"] is None or figures["agreement"] >= 1 - alpha)
+        if figures["agreement"] is not None:
+            agreement.append(figures["agreement"])
+        shares.append(figures["shares"])
+        last_asked.append(figures["asked"][-1] / len(test))
+        plain.append(ok[-1, test].mean())
+
+    def spread(values):
+        if not values:
+            return {"mean": None, "low": None, "high": None}
+        return {"mean": float(np.mean(values)), "low": float(np.percentile(values, 2.5)),
+                "high": float(np.percentile(values, 97.5))}  # fmt: skip
+
+    plain = np.asarray(plain)
+    return {
+        "target": 1 - alpha,
+        "splits": splits,
+        "success_rate": float(np.mean(success)),
+        "vacuous": splits - len(agreement),
+        "coverage": spread(coverage),
+        "agreement": spread(agreement),
+        "shares": np.mean(shares, axis=0).tolist(),
+        "strongest_asked": float(np.mean(last_asked)),
+        "no_selection": {"agreement": float(plain.mean()), "success_rate": float((plain >= 1 - alpha).mean())},
+    }
+
+
+def agreement_coverage_curve(confidence: Sequence[float | None], correct: Sequence[bool]) -> tuple[list, list]:
+    """One critic's agreement on the kept rows against coverage, every distinct confidence as threshold.
+
+    Returns:
+        ``(coverages, agreements)``, from the highest threshold (least coverage) down.
+    """
+    conf = np.array([np.nan if c is None else c for c in confidence], dtype=float)
+    ok = np.asarray(correct, dtype=bool)
+    coverages, agreements = [], []
+    for lam in np.sort(np.unique(conf[~np.isnan(conf)]))[::-1]:
+        kept = conf >= lam
+        coverages.append(float(kept.mean()))
+        agreements.append(float(ok[kept].mean()))
+    return coverages, agreements
+
+
+def plot_curves(curves: dict[str, tuple[list, list]], points: dict[str, tuple[float, float]], path: str | Path):
+    """Write the agreement-coverage curves (one line per critic) and the cascade's operating points as a PNG.
+
+    Args:
+        curves: ``{critic: (coverages, agreements)}`` (:func:`agreement_coverage_curve`).
+        points: ``{label: (coverage, agreement)}``, e.g. the cascade at each target level.
+        path: the PNG to write.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for name, (cov, agr) in curves.items():
+        ax.step(cov, agr, where="post", label=name)
+    for label, (cov, agr) in points.items():
+        ax.scatter([cov], [agr], marker="o", zorder=3)
+        ax.annotate(label, (cov, agr), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("coverage (share of rows kept)")
+    ax.set_ylabel("agreement with humans on kept rows")
+    ax.set_xlim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
