@@ -183,14 +183,20 @@ def cascade_file(tmp_path: Path, cheap: str, strong: str, template: str = "mtben
     return path
 
 
+def calibrate(data: Path, spec: Path, tmp_path: Path) -> Path:
+    """``hf-critic calibrate`` of the two-critic cascade at target 0.75 (delta 0.5: 12 rows are few); its file."""
+    calibration = tmp_path / "calibration.json"
+    argv = ["calibrate", "--data", str(data), "--cascade", str(spec), "--target-agreement", "0.75", "--delta", "0.5",
+            "--min-rows", "1", "--output", str(calibration)]  # fmt: skip
+    assert main(argv) == 0
+    return calibration
+
+
 def test_a_cascade_sends_only_the_unkept_rows_onward_and_abstains_where_no_critic_is_sure(tmp_path, capsys):
     data = pairs(tmp_path)
     with StubOpenAIServer(cheap_reply) as cheap, StubOpenAIServer(strong_reply) as strong:
         spec = cascade_file(tmp_path, cheap.url, strong.url)
-        calibration = tmp_path / "calibration.json"
-        argv = ["calibrate", "--data", str(data), "--cascade", str(spec), "--target-agreement", "0.75",
-                "--delta", "0.5", "--min-rows", "1", "--output", str(calibration)]  # fmt: skip
-        assert main(argv) == 0
+        calibration = calibrate(data, spec, tmp_path)
         assert (cheap.requests, strong.requests) == (2 * ROWS, 2 * ROWS)  # calibration: every critic, every row
         written = load_calibration(calibration)
         assert [c.threshold for c in written.critics] == [1.0, 1.0]
@@ -248,10 +254,7 @@ def test_a_calibration_made_for_another_critic_or_setting_is_refused_with_one_li
     data = pairs(tmp_path)
     with StubOpenAIServer(cheap_reply) as cheap, StubOpenAIServer(strong_reply) as strong:
         spec = cascade_file(tmp_path, cheap.url, strong.url)
-        calibration = tmp_path / "calibration.json"
-        argv = ["calibrate", "--data", str(data), "--cascade", str(spec), "--target-agreement", "0.75",
-                "--delta", "0.5", "--min-rows", "1", "--output", str(calibration)]  # fmt: skip
-        assert main(argv) == 0
+        calibration = calibrate(data, spec, tmp_path)
         other = cascade_file(tmp_path, cheap.url, strong.url, template="autoj")  # another template
         capsys.readouterr()
         argv = ["compare", "--data", str(data), "--cascade", str(other), "--calibration", str(calibration),
