@@ -154,8 +154,8 @@ def plot_curves(curves: dict[str, tuple[list, list]], points: dict[str, tuple[fl
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4.5))
-    for name, (cov, agr) in curves.items():
-        ax.step(cov, agr, where="post", label=name)
+    for name, (cov, agr) in curves.items():  # a critic with few confidence levels: its few operating points
+        ax.plot(cov, agr, marker="o" if len(cov) < 20 else None, markersize=4, label=name)
     for label, (cov, agr) in points.items():
         ax.scatter([cov], [agr], marker="o", zorder=3)
         ax.annotate(label, (cov, agr), textcoords="offset points", xytext=(4, 4), fontsize=8)
