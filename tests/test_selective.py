@@ -309,3 +309,32 @@ def test_recorded_verdicts_stand_for_a_critic_matched_by_text_and_say_they_were_
     assert "judge: asked 12, decided 8 (66.7% of rows), threshold 1; verdicts read from files, not computed" in (
         capsys.readouterr().out
     )
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c: c.update(format="other"), "not a calibration file of format"),
+        (lambda c: c.update(alpha=float("nan")), "alpha must be a finite number"),
+        (lambda c: c["critics"][0].update(threshold=1.5), "critics[0].threshold must lie in [0, 1]"),
+        (lambda c: c["critics"][0].update(logistic=[1.0]), "critics[0].logistic must be [slope, intercept]"),
+        (lambda c: c["critics"][0].pop("fingerprint"), "malformed calibration file"),
+    ],
+)
+def test_a_broken_calibration_file_is_one_clear_error_naming_it(tmp_path, change, message):
+    from dataclasses import asdict
+
+    from hf_critic.selective import CalibrationFile, CriticThreshold
+
+    good = CalibrationFile("pairwise", "pairwise_reference_free", 0.2, 0.1, 30, {"rows": 3},
+                           [CriticThreshold("a", "f" * 16, "votes", 1.0, 30, 1, 0.1, 0.1, 40, 0.75)])  # fmt: skip
+    raw = asdict(good)
+    change(raw)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(raw, allow_nan=True), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        load_calibration(path)
+    assert str(path) in str(err.value)
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ValueError, match="invalid JSON"):
+        load_calibration(path)

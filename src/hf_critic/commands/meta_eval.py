@@ -63,6 +63,9 @@ permutation test for correlations), in one plain line per pair. Every report has
 the positional preference. --ppi --human-subset 0.1 adds prediction-powered estimates from 10% human labels:
   hf-critic meta-eval --critiques untrained/hhh=untrained_hhh.jsonl --critiques trained/hhh=trained_hhh.jsonl \\
       --ppi --human-subset 0.1 --output-dir out
+Selective judging (which verdicts to trust, a human-agreement guarantee, cascades that escalate or abstain) is
+measured by `hf-critic calibrate --splits R --report-dir DIR`: coverage, agreement on the kept rows, the guarantee's
+success rate over R random calibration / test splits against no selection and a plain cut-off, and the curve.
 Writes report.md (Table 2 / Table 3 layouts, within-question pairwise accuracy of pointwise grades, two-way
 accuracy where the human labels have no tie, parse failures, per-category tables), report.json and PNG plots
 (per-category bars, confusion heat maps); critiques generated here go to <output-dir>/critiques/<critic>/<dataset>.jsonl.
