@@ -32,7 +32,9 @@ def _option(action: argparse.Action) -> str:
     spelled = ", ".join(action.option_strings)
     if action.nargs == 0:
         return f"`{spelled}`"
-    metavar = action.metavar or (action.dest.upper() if not action.choices else "{" + ",".join(map(str, action.choices)) + "}")
+    metavar = action.metavar or (
+        action.dest.upper() if not action.choices else "{" + ",".join(map(str, action.choices)) + "}"
+    )
     if isinstance(metavar, tuple):
         metavar = " ".join(metavar)
     return f"`{spelled} {metavar}`"

@@ -142,3 +142,42 @@ def test_reward_recipe_pushes_with_its_card(tmp_path, monkeypatch):
         {"path_or_fileobj": b"# the card\n", "path_in_repo": "README.md", "repo_id": "org/my-critic", "token": None}
     ]
     assert (tmp_path / "README.md").read_text() == "# the card\n"
+
+
+def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path, tiny_model_dir):
+    """The route of docs/build-a-critic.md: Eval-Instruct's pairwise config, split by query, is what recipes/reward.py
+    reads with --dataset_name data/eval_instruct --dataset_config pairwise_reference_free."""
+    import importlib.util
+    from pathlib import Path
+
+    import datasets
+    from transformers import AutoTokenizer
+
+    from hf_critic.eval_instruct.stages.output import OUTPUT_FEATURES
+    from hf_critic.training.reward import load_pairs, preference_pairs
+
+    spec = importlib.util.spec_from_file_location(
+        "split_by_query", Path(__file__).parents[1] / "recipes" / "eval_instruct" / "split_by_query.py"
+    )
+    split = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(split)
+    features = OUTPUT_FEATURES["pairwise_reference_free"]
+    rows = [
+        {**dict.fromkeys(features), "query_id": f"q{i // 2}", "question": f"Question {i // 2}?",
+         "response_1": f"Good answer {i}.", "response_2": f"Bad {i}", "label": i % 3 % 2, "swapped": i % 2 == 1,
+         "messages": [{"role": "user", "content": "judge"}]}
+        for i in range(40)
+    ]  # fmt: skip
+    configs = split.split_configs(
+        datasets.DatasetDict({"pairwise_reference_free": datasets.Dataset.from_list(rows, features=features)}),
+        validation_fraction=0.2, test_fraction=0.0, seed=0,
+    )  # fmt: skip
+    configs["pairwise_reference_free"].save_to_disk(str(tmp_path / "pairwise_reference_free"))
+
+    script = RewardScriptArguments(dataset_name=str(tmp_path), dataset_config="pairwise_reference_free")
+    pairs = load_pairs(script, seed=0)
+    assert len(pairs["train"]) + len(pairs["validation"]) == 40 and len(pairs["validation"]) > 0
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    encoded = preference_pairs(pairs["train"], tokenizer, 64, source="eval_instruct")
+    kept = [r for r in pairs["train"] if not r["swapped"] and r["label"] in (0, 1)]
+    assert len(encoded) == len(kept) > 0 and encoded[0]["chosen_ids"] and encoded[0]["rejected_ids"]

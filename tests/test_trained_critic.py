@@ -129,8 +129,7 @@ def test_installed_wheel_loads_the_critic_offline_and_orders_the_demo(tmp_path):
 def test_pip_install_hf_critic_alone_judges_with_the_shipped_critic():
     """The shipped critic is a PEFT adapter: `pip install hf-critic` (no extra) must bring peft, and loading it must
     need nothing from the [train] extra (trl, deepspeed are blocked from import here)."""
-    import tomllib
-
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     base = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert any(dep.split(">")[0].split("=")[0].strip() == "peft" for dep in base), base
     script = (
