@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 DEMO_OUT ?= outputs/demo
 # With DEMO_MODEL= (the untrained default critic): the MT-Bench judge prompts, the short English format the 135M
-# default critic follows best (README, Results), its verdicts read from its probabilities (no decoding). A reward
+# default critic follows best (docs/results.md), its verdicts read from its probabilities (no decoding). A reward
 # critic reads no template or decoding options (it refuses them), so none are passed to it.
 DEMO_ARGS ?= $(if $(DEMO_MODEL),,--template mtbench)
 # The demo judges with the best critic the licences allow here: the project's trained critic (a reward model: a PEFT
