@@ -5,6 +5,8 @@
   table per argument group. A new option appears on the next build.
 - ``<!-- generated: include PATH -->``: the file PATH of the repository (YAML front matter removed), e.g. the shipped
   critic's model card, which stays the one hand-written home of its figures.
+- ``<!-- generated: other-modules -->``: a ``::: hf_critic.NAME`` line (rendered by mkdocstrings) for every public
+  module or subpackage that no other API page names, so a new module is documented on the next build.
 """
 
 from __future__ import annotations
@@ -15,9 +17,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))  # the checkout's code, also when hf-critic is installed elsewhere
 
-MARKER = re.compile(r"^<!-- generated: (cli-reference|include (\S+)) -->$", re.MULTILINE)  # alone on its line
+MARKER = re.compile(r"^<!-- generated: (cli-reference|other-modules|include (\S+)) -->$", re.MULTILINE)  # own line
+# Modules of hf_critic that are no API: the command-line plumbing (documented by the CLI reference), test helpers, the
+# shipped critics' data folder.
+INTERNAL_MODULES = {"cli", "commands", "redaction", "testing", "tiny_models", "critics"}
+OTHER_MODULES_PAGE = "other.md"
 
 
 def _cell(text: str) -> str:
@@ -112,10 +117,43 @@ def _literal_brackets(line: str) -> str:
     return line.replace("][", "]\\[") if line.startswith("|") else line
 
 
+def public_modules() -> set[str]:
+    """The public top-level modules and subpackages of ``src/hf_critic`` (no leading underscore, not internal)."""
+    package = REPO / "src" / "hf_critic"
+    names = {p.stem for p in package.glob("*.py")}
+    names |= {p.name for p in package.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+    return {n for n in names if not n.startswith("_")} - INTERNAL_MODULES
+
+
+def other_modules() -> list[str]:
+    """The public modules no API page but the "other modules" page names with a ``::: hf_critic.NAME`` line."""
+    pages = [p for p in (REPO / "docs" / "api").glob("*.md") if p.name != OTHER_MODULES_PAGE]
+    named = {m for p in pages for m in re.findall(r"^::: hf_critic\.(\w+)", p.read_text(encoding="utf-8"), re.M)}
+    return sorted(public_modules() - named)
+
+
+def _other_modules_markdown() -> str:
+    names = other_modules()
+    if not names:
+        return "Every public module has its own page."
+    return "\n\n".join(f"::: hf_critic.{name}" for name in names)
+
+
+def on_config(config):
+    """Read this checkout's code (as mkdocstrings does with ``paths: [src]``), also when the Python running MkDocs has
+    hf-critic installed from elsewhere. (MkDocs restores ``sys.path`` after importing a hook, hence here.)"""
+    src = str(REPO / "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    return config
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:
     """Replace each ``<!-- generated: ... -->`` marker of a page by what it names; table rows' brackets literal."""
 
     def expand(match: re.Match) -> str:
-        return cli_reference() if match.group(1) == "cli-reference" else include(match.group(2))
+        if match.group(1) == "cli-reference":
+            return cli_reference()
+        return _other_modules_markdown() if match.group(1) == "other-modules" else include(match.group(2))
 
     return "\n".join(_literal_brackets(line) for line in MARKER.sub(expand, markdown).split("\n"))
