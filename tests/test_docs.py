@@ -118,7 +118,7 @@ def test_python_example_runs(block):
 def test_python_blocks_are_found_and_marked():
     """The extraction sees the blocks it must run (a changed fence syntax must not silently test nothing)."""
     pages = {b.page.name for b in PYTHON}
-    assert {"README.md", "index.md", "metrics.md", "glassbox.md"} <= pages | {"index.md"}
+    assert {"README.md", "index.md", "metrics.md", "glassbox.md", "probabilities.md", "reward-models.md"} <= pages
     assert any(b.marker == "slow" for b in PYTHON) and any(b.marker is None for b in PYTHON)
     assert all(b.reason for b in ALL_BLOCKS if b.marker == "skip"), "a skip marker names its reason"
 

@@ -126,6 +126,7 @@ def test_installed_wheel_loads_the_critic_offline_and_orders_the_demo(tmp_path):
     assert set(out["labels"]) <= {0, 1} and all(1 <= v <= 10 for v in out["scores"].values())
 
 
+@pytest.mark.slow  # runs the real critic in a fresh interpreter
 def test_pip_install_hf_critic_alone_judges_with_the_shipped_critic():
     """The shipped critic is a PEFT adapter: `pip install hf-critic` (no extra) must bring peft, and loading it must
     need nothing from the [train] extra (trl, deepspeed are blocked from import here)."""
