@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 DEMO_OUT ?= outputs/demo
 # With DEMO_MODEL= (the untrained default critic): the MT-Bench judge prompts, the short English format the 135M
-# default critic follows best (README, Results), its verdicts read from its probabilities (no decoding). A reward
+# default critic follows best (docs/results.md), its verdicts read from its probabilities (no decoding). A reward
 # critic reads no template or decoding options (it refuses them), so none are passed to it.
 DEMO_ARGS ?= $(if $(DEMO_MODEL),,--template mtbench)
 # The demo judges with the best critic the licences allow here: the project's trained critic (a reward model: a PEFT
@@ -14,7 +14,7 @@ DEMO_ARGS ?= $(if $(DEMO_MODEL),,--template mtbench)
 DEMO_MODEL ?= smollm2-135m-critic
 DEMO_CRITIC := $(if $(DEMO_MODEL),--model $(DEMO_MODEL))
 
-.PHONY: install demo test test-fast style quality bench llamacpp-native clean
+.PHONY: install demo test test-fast docs style quality bench llamacpp-native clean
 
 install: $(VENV)/.installed
 
@@ -41,6 +41,11 @@ test: install
 
 test-fast: install
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(PY) -m pytest tests -m "not slow"
+
+# The documentation site (docs/, mkdocs.yml) into site/; --strict: a broken link or anchor, a page missing from the nav
+# or an unresolved API reference fails the build.
+docs: install
+	NO_MKDOCS_2_WARNING=1 HF_HUB_OFFLINE=1 $(BIN)/mkdocs build --strict
 
 style: install
 	$(BIN)/ruff format .
@@ -70,4 +75,4 @@ llamacpp-native: install
 	$(PY) -c "import xllamacpp; print(xllamacpp.get_system_info())"
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache
+	rm -rf $(VENV) outputs site .pytest_cache

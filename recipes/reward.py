@@ -27,7 +27,8 @@ accelerate launch --config_file accelerate_configs/zero2.yaml --num_processes 2 
 
 Any value can be overridden on the command line (`--learning_rate 1e-4 --output_dir outputs/run2`). A run resumes
 from the last checkpoint in its output_dir. The best checkpoint by validation within-question accuracy is kept; the
-output folder is a PEFT adapter (score head included) that `hf-critic grade|compare --model FOLDER` loads.
+output folder is a PEFT adapter (score head included) with its model card (README.md) that `hf-critic grade|compare
+--model FOLDER` loads; `--push_to_hub true --hub_model_id ORG/NAME` uploads it with that card.
 """
 
 import logging
@@ -68,8 +69,10 @@ def main(script_args, training_args, model_args):
     trainer.save_metrics("train", metrics)
     trainer.save_state()
 
-    ######## Save the model, its calibration and training summary ########
-    reward.save_reward_model(trainer, script_args, model_args, tokenizer)
+    ######## Save the model, its calibration, training summary and model card; push to the Hub ########
+    card = reward.save_reward_model(trainer, script_args, model_args, tokenizer)
+    if training_args.push_to_hub:
+        training.push_with_card(trainer, card, tags=["hf-critic", "reward-model"])
     return trainer
 
 

@@ -230,3 +230,33 @@ def test_from_pretrained_resolves_template_auto(tiny_model_dir, tmp_path, caplog
     assert "--template auto: using template family 'autoj'" in caplog.text
     plain = Critic.from_pretrained(str(tiny_model_dir), template="auto", language="zh", progress=False)
     assert (plain.template, plain.language) == (DEFAULT_FAMILY, "zh")
+
+
+# ------------------------------------------------------------------ chat template files for servers (vllm --chat-template)
+def test_chat_template_file_renders_the_published_wrapper(tmp_path):
+    """``python -m hf_critic.formats chat-template prometheus2 --output F``: the file vLLM's --chat-template reads
+    renders Prometheus 2's published "[INST] {system}\\n{user} [/INST]" (and the comment naming its source, nothing)."""
+    import subprocess
+    import sys
+
+    import jinja2
+
+    out = tmp_path / "prometheus2.jinja"
+    done = subprocess.run(
+        [sys.executable, "-m", "hf_critic.formats", "chat-template", "prometheus2", "--output", str(out)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert f"wrote {out}" in done.stderr
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("{# hf-critic prometheus2: prometheus-eval/prometheus-eval @ ")
+    messages = [{"role": "system", "content": "You are a fair judge."}, {"role": "user", "content": "Grade this."}]
+    rendered = jinja2.Environment().from_string(text).render(messages=messages, bos_token="<s>")
+    assert rendered == "<s>[INST] You are a fair judge.\nGrade this. [/INST]"  # jinja drops the final newline
+
+
+def test_chat_template_file_refuses_a_family_without_a_wrapper():
+    from hf_critic.formats.__main__ import chat_template_file
+
+    assert chat_template_file("autoj").endswith("{% endfor %} [/INST]\n")
+    with pytest.raises(ValueError, match="'mtbench' has no published input wrapper"):
+        chat_template_file("mtbench")

@@ -79,6 +79,9 @@ def test_reward_recipe_under_zero2_learns_and_its_adapter_is_a_critic(tmp_path, 
     assert (out / "adapter_config.json").is_file() and (out / "hf_critic_reward.json").is_file()
     summary = json.loads((out / "training_summary.json").read_text())
     assert summary["best_metric"] == max(log["eval_within_question_accuracy"] for log in evals)
+    card = (out / "README.md").read_text(encoding="utf-8")  # the model card, written on the main process only
+    assert "pipeline_tag: text-classification" in card and f"hf-critic compare --model {out}" in card
+    assert "| effective batch size | " in card and "(2 process(es))" in card and "Selected checkpoint:" in card
 
     # The saved folder is a reward critic: the better response wins on held-out pairs.
     pairs = tmp_path / "heldout.jsonl"

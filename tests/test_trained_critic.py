@@ -124,3 +124,20 @@ def test_installed_wheel_loads_the_critic_offline_and_orders_the_demo(tmp_path):
     # What it gets right is the README's to report, not this test's to require: on the demo it orders 2 of 4 twins
     # and 2 of 4 pairs (8 / 16 verdicts, README "The trained critic"); every verdict is a decision, never a tie
     assert set(out["labels"]) <= {0, 1} and all(1 <= v <= 10 for v in out["scores"].values())
+
+
+@pytest.mark.slow  # runs the real critic in a fresh interpreter
+def test_pip_install_hf_critic_alone_judges_with_the_shipped_critic():
+    """The shipped critic is a PEFT adapter: `pip install hf-critic` (no extra) must bring peft, and loading it must
+    need nothing from the [train] extra (trl, deepspeed are blocked from import here)."""
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    base = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(dep.split(">")[0].split("=")[0].strip() == "peft" for dep in base), base
+    script = (
+        "import sys; sys.modules.update(trl=None, deepspeed=None)\n"
+        "from hf_critic import Critic\n"
+        "critic = Critic.from_pretrained('smollm2-135m-critic', progress=False)\n"
+        "print(critic.grade([{'question': 'What is 2+2?', 'response': '4'}])[0]['critique_status'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-2000:]

@@ -101,7 +101,7 @@ class Critic:
         ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1], and an option
             a reward critic cannot honour.
 
-    Example:
+    Examples:
         >>> critic = Critic.from_pretrained()  # doctest: +SKIP
         >>> graded = critic.grade([{"question": "2+2?", "response": "4"}])  # doctest: +SKIP
         >>> graded[0]["critique_score"]  # doctest: +SKIP

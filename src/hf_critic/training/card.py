@@ -17,7 +17,7 @@ from typing import Any
 from ..formats import DEFAULT_FAMILY
 from .mixture import MixtureResult
 
-__all__ = ["MODEL_CARD_TEMPLATE", "model_card", "sft_model_card"]
+__all__ = ["MODEL_CARD_TEMPLATE", "REWARD_CARD_TEMPLATE", "model_card", "reward_model_card", "sft_model_card"]
 
 _CITATION = """@inproceedings{ke-etal-2024-critiquellm,
     title = "{C}ritique{LLM}: Towards an Informative Critique Generation Model for Evaluation of Large Language Model Generation",
@@ -54,8 +54,35 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+# The sections both cards end with (Jinja).
+_HYPERPARAMETER_TABLE = """## Training hyper-parameters
+
+| parameter | value |
+|---|---|
+{% for name, value in hyperparameters -%}
+| {{ name }} | {{ value }} |
+{% endfor -%}
+| effective batch size | {{ effective_batch }} ({{ world_size }} process(es)) |
+{% for name, value in lora -%}
+| {{ name }} | {{ value }} |
+{% endfor %}"""
+_CARD_TAIL = """{% if best %}
+Selected checkpoint: `{{ best.checkpoint }}` ({{ best.metric }} = {{ best.value }}).
+{% endif %}
+## Framework versions
+
+- {{ versions }}
+
+## Citation
+
+```bibtex
+{{ citation }}
+```
+"""
+
 #: The card body (Jinja, rendered by ``huggingface_hub.ModelCard.from_template``).
-MODEL_CARD_TEMPLATE = """---
+MODEL_CARD_TEMPLATE = (
+    """---
 {{ card_data }}
 ---
 
@@ -88,17 +115,9 @@ hf-critic grade --model {{ usage_model }} --template {{ usage_template }} --data
 {% for t in templates -%}
 | {{ t.setting }} | `{{ t.template }}` | {{ t.template_version }} |
 {% endfor %}{% endif %}
-## Training hyper-parameters
-
-| parameter | value |
-|---|---|
-{% for name, value in hyperparameters -%}
-| {{ name }} | {{ value }} |
-{% endfor -%}
-| effective batch size | {{ effective_batch }} ({{ world_size }} process(es)) |
-{% for name, value in lora -%}
-| {{ name }} | {{ value }} |
-{% endfor %}{% if validation %}
+"""
+    + _HYPERPARAMETER_TABLE
+    + """{% if validation %}
 ## Validation results
 
 Pearson / Spearman / Kendall between the critic's scores on the held-out pointwise set and the gold scores, at \
@@ -108,19 +127,17 @@ each evaluation (CritiqueLLM v1 §4.3 selects the checkpoint with the best Pears
 |---:|---:|---:|---:|---:|---:|---:|
 {% for h in validation -%}
 | {{ h.step }} | {{ h.epoch }} | {{ h.pearson }} | {{ h.spearman }} | {{ h.kendall }} | {{ h.parse_rate }} | {{ h.n }} |
-{% endfor %}{% endif %}{% if best %}
-Selected checkpoint: `{{ best.checkpoint }}` ({{ best.metric }} = {{ best.value }}).
-{% endif %}
-## Framework versions
+{% endfor %}{% endif %}"""
+    + _CARD_TAIL
+)
 
-- {{ versions }}
 
-## Citation
-
-```bibtex
-{{ citation }}
-```
-"""
+def _lora_rows(model_args) -> list[tuple[str, Any]]:
+    """The LoRA rows of a card's hyper-parameter table, from TRL's ``ModelConfig``."""
+    return [
+        ("LoRA r / alpha / dropout", f"{model_args.lora_r} / {model_args.lora_alpha} / {model_args.lora_dropout}"),
+        ("LoRA target modules", model_args.lora_target_modules),
+    ]
 
 
 def model_card(
@@ -174,12 +191,7 @@ def model_card(
     )
     args = training_args.to_dict() if hasattr(training_args, "to_dict") else dict(training_args)
     effective = args.get("per_device_train_batch_size", 1) * args.get("gradient_accumulation_steps", 1) * world_size
-    lora = []
-    if use_peft:
-        lora = [
-            ("LoRA r / alpha / dropout", f"{model_args.lora_r} / {model_args.lora_alpha} / {model_args.lora_dropout}"),
-            ("LoRA target modules", model_args.lora_target_modules),
-        ]
+    lora = _lora_rows(model_args) if use_peft else []
     card = ModelCard.from_template(
         card_data,
         template_str=MODEL_CARD_TEMPLATE,
@@ -226,3 +238,119 @@ def sft_model_card(trainer, model_args, script_args, validation_args, mixture: M
         usage_template=validation_args.validation_template or script_args.template,
         usage_model=args.hub_model_id if args.push_to_hub else args.output_dir,
     )
+
+
+#: The card body of a reward-model critic (``recipes/reward.py``), rendered like :data:`MODEL_CARD_TEMPLATE`.
+REWARD_CARD_TEMPLATE = (
+    """---
+{{ card_data }}
+---
+
+# {{ model_name }}
+
+A reward-model critic trained from `{{ base_model }}` with [hf-critic](https://github.com/hf-critic/hf-critic) \
+(`recipes/reward.py`, TRL `RewardTrainer`, Bradley-Terry loss on pairwise judgments): one scalar reward per \
+(question, response). Pairwise comparison decides from the difference of two rewards (tie band below); pointwise \
+grading maps the reward onto the template's scale.
+
+## Usage
+
+```bash
+hf-critic compare --model {{ usage_model }} --data pairs.jsonl --output compared.jsonl
+hf-critic grade --model {{ usage_model }} --data answers.jsonl --output graded.jsonl
+```
+
+## Training data
+
+`{{ dataset }}`: {{ train_pairs }} training pairs (ties and swapped copies dropped).
+
+## Calibration
+
+- Pointwise map: {{ calibration_source }}.
+- Pairwise tie band: {{ tie_margin }} (reward units; 0 = a tie only on equal rewards).
+- Context: {{ max_length }} tokens (longer inputs are cut in the middle of the response, as in training).
+
+"""
+    + _HYPERPARAMETER_TABLE
+    + """{% if validation %}
+## Validation results
+
+Within-question accuracy (the share of validation pairs whose preferred response gets the higher reward) and the \
+correlation of the reward difference with the length difference, at each evaluation.
+
+| step | within-question accuracy | reward-length r |
+|---:|---:|---:|
+{% for h in validation -%}
+| {{ h.step }} | {{ h.accuracy }} | {{ h.length_r }} |
+{% endfor %}{% endif %}"""
+    + _CARD_TAIL
+)
+
+
+def reward_model_card(trainer, script_args, model_args, calibration) -> str:
+    """The Hub model card (README.md) of a finished ``recipes/reward.py`` run.
+
+    Args:
+        trainer: the finished ``RewardTrainer`` (its ``args`` and ``state``: hyper-parameters, evaluations with
+            ``eval_within_question_accuracy`` / ``eval_length_correlation``, the best checkpoint).
+        script_args: :class:`~hf_critic.training.reward.RewardScriptArguments` (the training data).
+        model_args: TRL's ``ModelConfig`` (base model; LoRA settings when ``use_peft``).
+        calibration: the saved :class:`~hf_critic.reward_model.RewardCalibration`.
+
+    Returns:
+        Markdown with a YAML header (``base_model`` unless a local path or ``default``, ``library_name`` peft or
+        transformers, ``pipeline_tag: text-classification``, ``tags``) and the sections of
+        :data:`REWARD_CARD_TEMPLATE`.
+    """
+    import torch
+    import transformers
+    import trl
+    from huggingface_hub import ModelCard, ModelCardData
+
+    args, state = trainer.args, trainer.state
+    use_peft = getattr(model_args, "use_peft", False)
+    base = model_args.model_name_or_path
+    name = args.hub_model_id or os.path.basename(os.path.normpath(args.output_dir))
+    card_data = ModelCardData(
+        base_model=base if base != "default" and not Path(base).exists() else None,
+        library_name="peft" if use_peft else "transformers",
+        pipeline_tag="text-classification",
+        tags=["hf-critic", "llm-as-a-judge", "reward-model", "trl"] + (["peft", "lora"] if use_peft else []),
+    )
+    settings = args.to_dict()
+    evaluations = [log for log in state.log_history if "eval_within_question_accuracy" in log]
+    lora = _lora_rows(model_args) if use_peft else []
+    card = ModelCard.from_template(
+        card_data,
+        template_str=REWARD_CARD_TEMPLATE,
+        model_name=name,
+        base_model="the embedded SmolLM2-135M-Instruct" if base == "default" else base,
+        usage_model=args.hub_model_id if args.push_to_hub else args.output_dir,
+        dataset=os.path.join(script_args.dataset_name, script_args.dataset_config or ""),
+        train_pairs=len(trainer.train_dataset),
+        calibration_source=calibration.source,
+        tie_margin=_fmt(float(calibration.tie_margin)),
+        max_length=calibration.max_length or "the model's own limit",
+        hyperparameters=[(k, _fmt(settings[k])) for k in _HYPERPARAMETERS if k in settings],
+        effective_batch=args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size,
+        world_size=args.world_size,
+        lora=lora,
+        validation=[
+            {
+                "step": log.get("step", ""),
+                "accuracy": _fmt(log["eval_within_question_accuracy"]),
+                "length_r": _fmt(log.get("eval_length_correlation", float("nan"))),
+            }
+            for log in evaluations
+        ],
+        best={
+            "checkpoint": state.best_model_checkpoint,
+            "metric": args.metric_for_best_model,
+            "value": _fmt(state.best_metric),
+        }
+        if state.best_model_checkpoint
+        else None,  # fmt: skip
+        versions=f"transformers {transformers.__version__}, TRL {trl.__version__}, torch {torch.__version__}",
+        citation=_CITATION,
+    )
+    return str(card)

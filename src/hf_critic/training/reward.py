@@ -505,17 +505,25 @@ def get_trainer(
     return trainer
 
 
-def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, tokenizer) -> None:
+def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, tokenizer) -> str | None:
     """Save the trained model (a PEFT adapter with its score head when PEFT was used), its calibration
-    (``hf_critic_reward.json``: :func:`calibrate`), the adapter's base by name (:func:`point_adapter_at_base`) and
-    ``training_summary.json`` (best checkpoint and metric, every evaluation, train pairs, calibration source) in
-    ``output_dir``; the calibration and summary on the main process only."""
+    (``hf_critic_reward.json``: :func:`calibrate`), the adapter's base by name (:func:`point_adapter_at_base`),
+    ``training_summary.json`` (best checkpoint and metric, every evaluation, train pairs, calibration source) and the
+    model card ``README.md`` (:func:`hf_critic.training.card.reward_model_card`) in ``output_dir``.
+
+    Returns:
+        The model card's text on the main process (for ``push_to_hub``), None on the others (which save nothing
+        but the model).
+    """
     import json
+
+    from .card import reward_model_card
+    from .sft import write_card
 
     args = trainer.args
     trainer.save_model(args.output_dir)
     if not trainer.accelerator.is_main_process:
-        return
+        return None
     calibration = calibrate(trainer, script_args, tokenizer, args.max_length)
     calibration.save(args.output_dir)
     point_adapter_at_base(args.output_dir, model_args.model_name_or_path)
@@ -531,3 +539,6 @@ def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, t
         json.dump(summary, handle, indent=2, default=float)
     logger.info(f"best validation within-question accuracy {state.best_metric}; saved {args.output_dir}")
     logger.info(f"pointwise map: {calibration.source}; tie band {calibration.tie_margin:.3f}")
+    card = reward_model_card(trainer, script_args, model_args, calibration)
+    write_card(args.output_dir, card)
+    return card

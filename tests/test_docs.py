@@ -1,0 +1,354 @@
+"""Every example of the docs (docs/**/*.md) and the README runs, and the built site renders.
+
+- each ``python`` block runs from the repository root, offline; a block that loads a model is marked
+  ``<!-- example: slow -->`` on the line before its fence (still run by ``make test``);
+- each ``hf-critic ...`` line of a ``bash`` block parses with the real parser, and every repository path it names
+  exists (``../shared/data`` paths too, when that folder is present);
+- each ``python|bash recipes/...`` line names a file that exists, and each ``accelerate launch ... recipes/sft.py|
+  reward.py`` line parses with that recipe's own parser, its overrides included;
+- a block that needs a GPU, a server, the Hub or a long run is marked ``<!-- example: skip REASON -->``: its Python
+  is not run (the skip names the reason); its command lines are still parsed and checked;
+- ``make docs``' build (``mkdocs build --strict``) passes, and its home page and one API page render in headless
+  Chromium (headings, a code block, no missing asset).
+
+docs/contributing.md tells a writer the same.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import shared_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = sorted((REPO / "docs").rglob("*.md")) + [REPO / "README.md"]
+FENCE = re.compile(r"^(```+|~~~+)\s*([\w+-]*)")
+MARKER = re.compile(r"^<!-- example: (slow|skip)(?: (.+?))? -->$")
+# What a repository path looks like in a command (the folders of the checkout a reader runs from).
+REPO_PATH = re.compile(
+    r"(?:\.\./shared/data|examples|recipes|scripts|benchmarks|accelerate_configs|src|docs|metrics|dataset_cards)"
+    r"/[\w./*-]*"
+)
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: its page, first line, language, text and example marker (None, slow, skip)."""
+
+    page: Path
+    line: int
+    lang: str
+    text: str
+    marker: str | None
+    reason: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+
+def blocks(page: Path) -> list[Block]:
+    """The fenced code blocks of ``page``, each with the example marker on the line before its fence."""
+    out, lines, i = [], page.read_text(encoding="utf-8").splitlines(), 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if not fence:
+            i += 1
+            continue
+        start, close = i, fence.group(1)
+        i += 1
+        while i < len(lines) and not lines[i].startswith(close):
+            i += 1
+        before = lines[start - 1] if start else ""
+        marker = MARKER.match(before)
+        text = "\n".join(lines[start + 1 : i])
+        out.append(Block(page, start + 1, fence.group(2), text, *(marker.groups("") if marker else (None, ""))))
+        i += 1
+    return out
+
+
+ALL_BLOCKS = [b for page in PAGES for b in blocks(page)]
+PYTHON = [b for b in ALL_BLOCKS if b.lang == "python"]
+SHELL = [b for b in ALL_BLOCKS if b.lang in ("bash", "shell", "sh")]
+
+
+def commands(block: Block) -> list[list[str]]:
+    """The block's command lines as argument lists: continuations joined, comments and ``VAR=value`` prefixes cut,
+    ``cmd1 && cmd2`` split."""
+    out = []
+    for line in block.text.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        for part in " ".join(shlex.quote(w) for w in words).split(" '&&' "):
+            args = shlex.split(part)
+            while args and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", args[0]):
+                args = args[1:]
+            if args:
+                out.append(args)
+    return out
+
+
+def _param(block: Block):
+    marks = [pytest.mark.slow] if block.marker == "slow" else []
+    return pytest.param(block, id=block.id, marks=marks)
+
+
+# ------------------------------------------------------------------------------------------------ python blocks
+@pytest.mark.parametrize("block", [_param(b) for b in PYTHON])
+def test_python_example_runs(block):
+    if block.marker == "skip":
+        pytest.skip(f"{block.id}: {block.reason}")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", block.text], cwd=REPO, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, f"{block.id} failed:\n{done.stderr[-3000:]}"
+
+
+def test_python_blocks_are_found_and_marked():
+    """The extraction sees the blocks it must run (a changed fence syntax must not silently test nothing)."""
+    pages = {b.page.name for b in PYTHON}
+    assert {"README.md", "index.md", "metrics.md", "glassbox.md", "probabilities.md", "reward-models.md"} <= pages
+    assert any(b.marker == "slow" for b in PYTHON) and any(b.marker is None for b in PYTHON)
+    assert all(b.reason for b in ALL_BLOCKS if b.marker == "skip"), "a skip marker names its reason"
+
+
+def test_yaml_blocks_parse():
+    for block in (b for b in ALL_BLOCKS if b.lang == "yaml"):
+        assert isinstance(yaml.safe_load(block.text), dict), block.id
+
+
+# ------------------------------------------------------------------------------------------------ command lines
+def _repo_paths(args: list[str]) -> list[str]:
+    return [m.group(0).rstrip(".") for arg in args for m in REPO_PATH.finditer(arg)]
+
+
+def _check_paths(block: Block, args: list[str]) -> None:
+    """Every repository path the command names exists (a glob matches something); ../shared/data only when present."""
+    shared = shared_data_dir()
+    for path in _repo_paths(args):
+        if path.startswith("../shared/data"):
+            if not shared.is_dir():
+                continue
+            target = shared / path.removeprefix("../shared/data").lstrip("/")
+        else:
+            target = REPO / path
+        found = list(target.parent.glob(target.name)) if "*" in path else [target] if target.exists() else []
+        assert found, f"{block.id}: `{' '.join(args)[:120]}` names {path}, which does not exist"
+
+
+SHELL_COMMANDS = [(b, args) for b in SHELL for args in commands(b)]
+CLI_LINES = [(b, a) for b, a in SHELL_COMMANDS if Path(a[0]).name == "hf-critic"]
+
+
+@pytest.mark.parametrize("block,args", [pytest.param(b, a, id=f"{b.id}:{a[1]}") for b, a in CLI_LINES])
+def test_hf_critic_line_parses_and_its_files_exist(block, args):
+    from hf_critic.cli import build_parser
+
+    try:
+        build_parser().parse_args(args[1:])
+    except SystemExit as err:
+        pytest.fail(f"{block.id}: `{shlex.join(args)[:200]}` does not parse (exit {err.code})")
+    _check_paths(block, args)
+
+
+def test_the_docs_show_every_command():
+    """At least one documented line per sub-command (the line test above parses each)."""
+    from hf_critic.cli import COMMANDS  # noqa: F401  (the registered modules)
+
+    shown = {a[1] for _, a in CLI_LINES}
+    assert {"grade", "compare", "meta-eval", "refine", "self-eval", "eval-instruct"} <= shown, shown
+
+
+SCRIPT_LINES = [
+    (b, a) for b, a in SHELL_COMMANDS if a[0] in ("python", "python3", "bash") and len(a) > 1 and a[1] != "-m"
+]
+
+
+@pytest.mark.parametrize("block,args", [pytest.param(b, a, id=f"{b.id}:{a[1]}") for b, a in SCRIPT_LINES])
+def test_script_line_names_files_that_exist(block, args):
+    assert (REPO / args[1]).is_file(), f"{block.id}: {args[1]} does not exist"
+    _check_paths(block, args)
+
+
+def _recipe_parser(script: str):
+    """The parser ``recipes/<script>`` reads its arguments with."""
+    if script == "recipes/sft.py":
+        from hf_critic import training
+
+        return training.parser()
+    from trl import ModelConfig, RewardConfig, TrlParser
+
+    from hf_critic.training.reward import RewardScriptArguments
+
+    assert script == "recipes/reward.py", f"unknown recipe script {script}"
+    return TrlParser((RewardScriptArguments, RewardConfig, ModelConfig))
+
+
+LAUNCH_LINES = [(b, a) for b, a in SHELL_COMMANDS if a[:2] == ["accelerate", "launch"]]
+
+
+@pytest.mark.parametrize("block,args", [pytest.param(b, a, id=f"{b.id}:launch") for b, a in LAUNCH_LINES])
+def test_recipe_launch_line_parses_with_the_recipe_parser(block, args):
+    """As tests/test_training.py checks the recipes' READMEs: the script and its config exist and the recipe's own
+    TrlParser accepts the line's arguments (on a CPU-only machine with --use_cpu true, as the GPU recipes' bf16
+    needs)."""
+    import torch
+
+    script = next(a for a in args if a.endswith(".py"))
+    assert (REPO / script).is_file(), f"{block.id}: {script} does not exist"
+    _check_paths(block, args)
+    recipe_args = args[args.index(script) + 1 :]
+    extra = [] if torch.cuda.is_available() else ["--use_cpu", "true"]
+    parsed = _recipe_parser(script).parse_args_and_config([*recipe_args, *extra])
+    assert parsed[-1].model_name_or_path, block.id
+
+
+def test_every_recipe_launch_line_of_the_docs_is_checked():
+    scripts = {next(a for a in args if a.endswith(".py")) for _, args in LAUNCH_LINES}
+    assert scripts == {"recipes/sft.py", "recipes/reward.py"}, scripts
+
+
+# ------------------------------------------------------------------------------------------------ README and figures
+def test_readme_is_short_and_keeps_the_two_commands():
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 200
+    assert "make demo" in text and "make test" in text
+    assert "make test" in (REPO / ".ci" / "run").read_text() and "make docs" in (REPO / ".ci" / "run").read_text()
+
+
+def test_readme_results_come_from_the_critics_card():
+    """The README's results table is a copy of the card's held-out rows: every figure in it is in the card."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    card = (REPO / "src/hf_critic/critics/smollm2_135m_critic/README.md").read_text(encoding="utf-8")
+    section = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| benchmark")]
+    assert len(rows) == 5
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert f"| {' | '.join(cells[:2])} |" in card, f"row not in the card: {row}"
+        for figure in cells[2:]:
+            assert figure in card, f"{figure} is not in the card"
+
+
+def _hooks():
+    """docs/hooks.py, the MkDocs hooks, as a module."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_public_module_is_on_an_api_page():
+    """A module no API page names is rendered on the generated "Other modules" page: none is left out."""
+    hooks = _hooks()
+    public = hooks.public_modules()
+    assert {"critic", "meta_eval", "backends", "formats", "refine", "glassbox", "training", "criticbench"} <= public
+    assert not public & hooks.INTERNAL_MODULES and "cli" not in public
+    named = {
+        m
+        for p in (REPO / "docs" / "api").glob("*.md")
+        for m in re.findall(r"^::: hf_critic\.(\w+)", p.read_text(), re.M)
+    }
+    assert public <= named | set(hooks.other_modules())
+
+
+def test_docs_dependencies_are_in_the_dev_extra():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    dev = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    names = {re.split(r"[\[<>=]", d)[0] for d in dev}
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings"} <= names
+
+
+# ------------------------------------------------------------------------------------------------ the built site
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """``mkdocs build --strict`` (what ``make docs`` runs) into a temporary folder."""
+    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("mkdocstrings") is None:
+        pytest.skip("MkDocs is not installed (pip install -e '.[dev]')")
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert not warnings, warnings
+    return out
+
+
+def test_the_site_builds_strict_with_every_page(site):
+    for page in (REPO / "docs").rglob("*.md"):
+        rel = page.relative_to(REPO / "docs").with_suffix("")
+        built = site / ("index.html" if rel.name == "index" and rel.parent == Path(".") else "")
+        built = site / rel.parent / "index.html" if rel.name == "index" else site / rel / "index.html"
+        assert built.is_file(), f"{page} was not built"
+    cli = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    from hf_critic.cli import build_parser
+
+    for action in build_parser()._subparsers._group_actions[0].choices:
+        assert f"hf-critic {action}" in cli  # the generated reference covers every command
+    assert "--min-verdict-mass" in cli and "--gguf-recode" in cli
+    other = (site / "api" / "other" / "index.html").read_text(encoding="utf-8")
+    for name in _hooks().other_modules():
+        assert f'id="hf_critic.{name}"' in other, name  # a module without a page of its own is rendered there
+    card = (site / "critic-card" / "index.html").read_text(encoding="utf-8")
+    assert "Held-out figures" in card and "license: cc-by-nc-4.0" not in card  # the card, without its YAML header
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _render(site: Path, page: str, tmp_path: Path) -> tuple[str, str]:
+    """The DOM of ``page`` after the browser ran its scripts, and the browser's log."""
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("headless chromium not installed (apt-get install -y chromium; .ci/run does it)")
+    command = [
+        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr", "--v=0", "--dump-dom", (site / page).as_uri(),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, done.stderr
+
+
+def _assets(dom: str) -> list[str]:
+    """The local files a page loads: stylesheets, scripts and images."""
+    refs = re.findall(r'<(?:link|script|img)\b[^>]*?\b(?:href|src)="([^"]+)"', dom)
+    local = [r.split("#")[0].split("?")[0] for r in refs if not re.match(r"[a-z]+:", r) and not r.startswith("#")]
+    return [r + "index.html" if r.endswith("/") or not r else r for r in local]  # a page link names its folder
+
+
+@pytest.mark.parametrize(
+    "page,heading,code",
+    [
+        ("index.html", "What a critique is", "make demo"),
+        ("api/critic/index.html", "hf_critic.critic.core.Critic", "from_pretrained("),
+    ],
+)
+def test_page_renders_in_a_headless_browser(site, tmp_path, page, heading, code):
+    dom, log = _render(site, page, tmp_path)
+    assert re.search(r"<h1[^>]*>", dom) and heading in dom
+    text = re.sub(r"<[^>]+>", "", dom)  # highlighted code is split into spans
+    assert re.search(r"<pre\b[^>]*>.{0,400}?<code\b", dom, re.DOTALL) and code in text
+    assert 'class="md-header' in dom and 'class="md-nav' in dom
+    assert "md-code__button" in dom  # the copy button the theme's script adds to each code block: the script ran
+    assets = _assets(dom)
+    assert any(a.endswith(".css") for a in assets) and any(a.endswith(".js") for a in assets)
+    missing = [a for a in assets if not ((site / page).parent / a).resolve().is_file()]
+    assert not missing, missing
+    assert "ERR_FILE_NOT_FOUND" not in log, log[-2000:]
