@@ -280,3 +280,41 @@ def test_compare_and_grade_through_a_served_reward_model(tmp_path, capsys):
         (row,) = [json.loads(line) for line in (tmp_path / "g_out.jsonl").read_text().splitlines()]
         assert row["critique_reward"] == 3.0 and 1 <= row["critique_score"] <= 10
     assert "verdicts from the served reward model" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------- issue 39: non-finite
+@pytest.mark.parametrize("bad", ["NaN", "Infinity"])
+def test_a_non_finite_reward_is_an_error_naming_the_row_and_never_cached(tmp_path, capsys, bad):
+    """A server answering NaN / Infinity gives no verdict: exit 2 naming the file and row, nothing cached, and a
+    later run against a healthy server scores afresh."""
+    from hf_critic.cli import main
+
+    rows = [{"question": "q1", "response_1": "a longer answer", "response_2": "short"}]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    raw = lambda body, headers: (  # noqa: E731
+        200,
+        {},
+        json.dumps(pooling_response(body["model"], [0.0])).replace("0.0", bad).encode(),
+    )
+    cache, out = tmp_path / "cache.sqlite", tmp_path / "c.jsonl"
+    args = ["compare", "--data", str(data), "--output", str(out), "--model", "stub-rm", "--cache", str(cache)]
+    with StubPoolingServer(respond=lambda body, headers: raw(body, headers) if len(body["messages"][-1]["content"]) > 4 else None) as server:  # fmt: skip
+        assert main([*args, "--base-url", server.url, "--pooling", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"gave reward {bad.lower() if bad == 'NaN' else 'inf'}" in err and "row 0 response" in err
+    assert str(data) in err and not out.exists()
+    from hf_critic.cache import GenerationCache
+
+    assert all(v == v and abs(v) != float("inf") for v in GenerationCache(cache).get_many(_all_keys(cache)).values())
+    with StubPoolingServer() as server:  # healthy: every reward computed, none read back as NaN
+        assert main([*args, "--base-url", server.url, "--pooling", "--no-progress"]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["critique_label"] == 0 and row["critique_reward"] == 15.0 and row["critique_status"] == "ok"
+
+
+def _all_keys(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return [k for (k,) in db.execute("SELECT key FROM generations")]

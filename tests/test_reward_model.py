@@ -228,3 +228,50 @@ def test_meta_eval_names_an_order_free_critic_and_measures_no_consistency(critic
     assert code == 0
     assert "| rm | demo | reward, order-free |" in report and "n/a (order-free)" in report
     assert "probability, first order" not in report
+
+
+# ------------------------------------------------------------------------------------------- issue 39
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"slope": 2.0}, "slope without intercept"),
+        ({"intercept": 1.0}, "intercept without slope"),
+        ({"slope": "2", "intercept": 1.0}, "slope must be a number"),
+        ({"fitted_low": 5, "fitted_high": 5}, "fitted_high must exceed fitted_low"),
+        ({"max_length": -5}, "max_length must be a whole number of tokens >= 1"),
+        ({"tie_margin": float("nan")}, "tie_margin must be finite"),
+        ({"slope": float("inf"), "intercept": 0.0}, "slope must be finite"),
+    ],
+)
+def test_a_calibration_file_out_of_range_is_one_line_naming_the_file(tmp_path, fields, message):
+    (tmp_path / "hf_critic_reward.json").write_text(json.dumps(fields))  # json writes NaN / Infinity as Python does
+    with pytest.raises(ValueError, match=message) as err:
+        RewardCalibration.load(tmp_path)
+    assert str(tmp_path / "hf_critic_reward.json") in str(err.value) and "\n" not in str(err.value)
+
+
+def test_non_finite_or_huge_tie_margins_are_refused_or_computed_not_overflowed(critic):
+    with pytest.raises(ValueError, match="finite"):
+        pairwise_verdict(1.0, 1.0, tie_margin=float("nan"))
+    with pytest.raises(ValueError, match="finite"):
+        pairwise_verdict(float("nan"), 1.0)
+    label, d = pairwise_verdict(1.0, 0.0, tie_margin=1e6)  # exp(1e6) overflowed before: reported as a truncation
+    assert label == 2 and d["tie"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="--tie-margin must be a finite number"):
+        Critic(None, reward=critic.reward, tie_margin=float("nan"))
+
+
+def test_a_reward_model_giving_nan_is_an_error_naming_the_row(critic):
+    critic.reward.score = lambda inputs: [0.5, float("nan")][: len(inputs)]
+    rows = [{"question": QUESTION, "response": r} for r in (GOOD, BAD)]
+    with pytest.raises(ValueError, match=r"gave reward nan for row 1 \(1 of 2"):
+        critic.grade(rows, source="graded.jsonl")
+    assert critic.cache.get_many([]) == {} and len(critic.cache) == 0
+
+
+def test_non_finite_numbers_on_the_command_line_are_refused(capsys):
+    from hf_critic.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "--data", "x.jsonl", "--tie-margin", "nan"])
+    assert exit_.value.code == 2 and "not a finite number: 'nan'" in capsys.readouterr().err

@@ -40,6 +40,7 @@ from .output import (
 )
 from .readout import force_verdicts, read_verdicts
 from .rewards import (
+    NonFiniteRewardError,
     RewardScorer,
     compare_columns,
     grade_columns,
@@ -457,6 +458,8 @@ class Critic:
             raise ContextLengthError(
                 f"{source}: {err} (--truncate middle cuts it, --truncate skip leaves it)"
             ) from None
+        except NonFiniteRewardError as err:
+            raise NonFiniteRewardError(f"{source}: {err}") from None
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):
