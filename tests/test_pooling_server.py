@@ -318,3 +318,38 @@ def _all_keys(path):
 
     with sqlite3.connect(path) as db:
         return [k for (k,) in db.execute("SELECT key FROM generations")]
+
+
+def test_max_retries_and_a_long_retry_after_are_honoured_on_pooling(tmp_path, capsys):
+    """`--max-retries 1` is two attempts per request; a Retry-After beyond the total wait bound fails at once, saying
+    so (it sat silent until killed before issue 39)."""
+    from hf_critic.cli import main
+
+    data = tmp_path / "g.jsonl"
+    data.write_text(json.dumps({"question": "q", "response": "abcdef"}) + "\n")
+    args = ["grade", "--data", str(data), "--output", str(tmp_path / "o.jsonl"), "--model", "stub-rm", "--no-cache"]
+    busy = lambda body, headers: (503, {"Retry-After": "0"}, {"error": {"message": "busy"}})  # noqa: E731
+    with StubPoolingServer(respond=lambda b, h: busy(b, h) if b["messages"][-1]["content"] != "Yes." else None) as s:
+        assert main([*args, "--base-url", s.url, "--pooling", "--max-retries", "1", "--no-progress"]) == 3
+    assert len(s.pooled) == 1 + 2  # the probe, then two attempts
+    err = capsys.readouterr().err
+    assert "after 2 attempts" in err and "nothing answered is kept" in err and "--cache file" not in err
+    forever = lambda b, h: (503, {"Retry-After": "99999"}, {"error": {"message": "busy"}})  # noqa: E731
+    started = time.monotonic()
+    with StubPoolingServer(
+        respond=lambda b, h: forever(b, h) if b["messages"][-1]["content"] != "Yes." else None
+    ) as s:
+        assert main([*args, "--base-url", s.url, "--pooling", "--max-retries", "1", "--no-progress"]) == 3
+    assert time.monotonic() - started < 10 and len(s.pooled) == 1 + 1
+    assert "waiting 99999 s more would pass the 300 s a request may wait in all" in capsys.readouterr().err
+
+
+def test_a_long_wait_is_said_before_it_starts(caplog):
+    seen = []
+    respond = lambda b, h: (
+        seen.append(1) or ((503, {"Retry-After": "5"}, {"error": {"message": "busy"}}) if len(seen) == 1 else None)
+    )  # noqa: E501,E731
+    policy = RetryPolicy(max_retries=1, initial_backoff=0.01, max_backoff=6)
+    with StubPoolingServer(respond=respond) as server, caplog.at_level("WARNING", logger="hf_critic.backends.pooling"):
+        assert PoolingRewardClient(server.url, "stub-rm", policy=policy).rewards([conversation("q", "abc")]) == [3.0]
+    assert "503: busy; retry 1 of 1 in 5 s" in caplog.text

@@ -275,3 +275,34 @@ def test_non_finite_numbers_on_the_command_line_are_refused(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["compare", "--data", "x.jsonl", "--tie-margin", "nan"])
     assert exit_.value.code == 2 and "not a finite number: 'nan'" in capsys.readouterr().err
+
+
+def test_gguf_recode_is_refused_where_no_gguf_runs(reward_folder, tmp_path):
+    from hf_critic.tiny_models import build_tiny_model
+
+    with pytest.raises(ValueError, match="--gguf-recode Q8_0: .* is a reward model on transformers; no GGUF runs"):
+        Critic.from_pretrained(str(reward_folder), gguf_recode="Q8_0", progress=False)
+    causal = build_tiny_model(tmp_path / "causal")
+    with pytest.raises(ValueError, match="--gguf-recode off: the transformers engine runs no GGUF file"):
+        Critic.from_pretrained(str(causal), engine="transformers", gguf_recode="off", progress=False)
+
+
+def test_a_classifier_with_two_labels_is_refused_as_reward_and_as_text_critic(reward_folder, tmp_path, capsys):
+    import shutil
+
+    from hf_critic.cli import main
+
+    two = tmp_path / "two-labels"
+    shutil.copytree(reward_folder, two)
+    config = json.loads((two / "config.json").read_text())
+    config.update(num_labels=2, id2label={"0": "bad", "1": "good"}, label2id={"bad": 0, "good": 1})
+    (two / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="a sequence classifier with 2 labels"):
+        Critic.from_pretrained(str(two), progress=False)
+    data = tmp_path / "g.jsonl"
+    data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
+    for verdict in ("auto", "text"):
+        code = main(["grade", "--model", str(two), "--data", str(data), "--output", str(tmp_path / "o.jsonl"),
+                     "--verdict", verdict, "--no-cache", "--no-progress"])  # fmt: skip
+        assert code == 2 and "2 labels" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()

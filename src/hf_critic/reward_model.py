@@ -83,7 +83,8 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
         model: ``--model`` as given (None: the embedded default critic, never a reward model).
 
     Raises:
-        ValueError: a ``config.json`` or ``adapter_config.json`` that is not a JSON object (names the file).
+        ValueError: a ``config.json`` or ``adapter_config.json`` that is not a JSON object (names the file), or a
+            sequence classifier with more than one label (refused as a reward critic and as a text critic).
     """
     if model is None:
         return False
@@ -105,7 +106,11 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
         return False
     architectures = config.get("architectures") or []
     labels = config.get("num_labels", len(config.get("id2label") or {}) or None)
-    return any(a.endswith("ForSequenceClassification") for a in architectures) and labels == 1
+    classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
+    if classifier and labels not in (None, 1):  # neither a reward model nor a text critic (no language-model head)
+        raise ValueError(f"{model}: a sequence classifier with {labels} labels: a reward critic has one label (its "
+                         "reward), and a classifier cannot write critiques (no language-model head)")  # fmt: skip
+    return classifier and labels == 1
 
 
 def _sigmoid(x: float) -> float:

@@ -205,7 +205,8 @@ class Critic:
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
-            ValueError: a trained critic asked to run on llama.cpp; see also :class:`Critic`.
+            ValueError: a trained critic asked to run on llama.cpp, or with ``gguf_recode`` (no GGUF runs); a
+                classifier with several labels; see also :class:`Critic`.
         """
         from ..backends import load_backend
         from ..models import trained_critic
@@ -220,6 +221,10 @@ class Critic:
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
                 raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+            if gguf_recode != "auto":
+                raise ValueError(
+                    f"--gguf-recode {gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
+                )
             if trained is not None:
                 model = trained.check_installed()
                 trained.note_licence()
