@@ -395,3 +395,16 @@ def test_bootstrap_interval_narrows_with_more_rows():
         widths[n] = [out["ci"][k][1] - out["ci"][k][0] for k in ("agreement", "macro_f1")]
         widths[n].append(corr["ci"]["text_pearson"][1] - corr["ci"]["text_pearson"][0])
     assert all(big < small / 3 for small, big in zip(widths[200], widths[5000], strict=True))
+
+
+def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys):
+    """Issue 39: verdicts are attached by id when both files have one, whatever the order; an id the file lacks is
+    one line naming it."""
+    bench = _jsonl(tmp_path / "bench.jsonl", [{"id": f"p{i}", **row} for i, row in enumerate(PLAIN)])
+    right = [{"id": f"p{i}", "output": row["label"]} for i, row in enumerate(PLAIN)]
+    verdicts = _jsonl(tmp_path / "v.jsonl", right[::-1])  # every verdict right, in reverse order
+    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=bench, plain=True)
+    assert code == 0 and report["runs"][0]["metrics"]["accuracy"] == 1.0
+    _jsonl(tmp_path / "v.jsonl", [*right[:3], {"id": "other", "output": 0}])
+    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=bench, plain=True)
+    assert code == 2 and "no verdict for 1 row(s) of bench (first: id 'p3')" in capsys.readouterr().err

@@ -256,12 +256,16 @@ def _verdict_runs(args, benchmarks):
                 parse=parser,
                 order_column=args.order_column if which == "first" else None,
             )
-            if len(verdicts) != total:
+            ids = _verdict_ids(path)
+            if ids is not None and "id" in data.column_names:  # matched by id, in any order (issue 39)
+                verdicts = _verdicts_by_id(path, verdicts, ids, data["id"], name)
+            elif len(verdicts) != total:
                 raise ValueError(
                     f"{path}: {len(verdicts)} verdicts for the {total} rows of {name}: a verdict file must have "
-                    "exactly one row per benchmark row, in the same order"
+                    "exactly one row per benchmark row, in the same order (or an id column matching the benchmark's)"
                 )
-            verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
+            else:
+                verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
             if which == "swapped":
                 columns[schema.CRITIQUE_LABEL_SWAPPED] = [swap_label(v) for v in verdicts]
             else:
@@ -271,6 +275,30 @@ def _verdict_runs(args, benchmarks):
             critique = critique.add_column(column, values)
         runs.append((critic or Path(_file_and_field(first_spec)[0]).stem, name, critique))
     return runs
+
+
+def _verdict_ids(path: str) -> list[str] | None:
+    """The ``id`` field of every row of a verdict file, as text; None when some row has none."""
+    from ..io import iter_rows
+
+    ids = [row.get("id") for _, row in iter_rows(path)]
+    return None if not ids or None in ids else [str(i) for i in ids]
+
+
+def _verdicts_by_id(path: str, verdicts: list, ids: list[str], wanted, name: str) -> list:
+    """The verdicts of the benchmark rows ``wanted`` (their ids), looked up by id.
+
+    Raises:
+        ValueError: an id found twice in the file, or a benchmark row whose id the file lacks (names both).
+    """
+    by_id = dict(zip(ids, verdicts, strict=True))
+    if len(by_id) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"{path}: id {twice!r} is found more than once; a verdict file has one row per id")
+    missing = [str(i) for i in wanted if str(i) not in by_id]
+    if missing:
+        raise ValueError(f"{path}: no verdict for {len(missing)} row(s) of {name} (first: id {missing[0]!r})")
+    return [by_id[str(i)] for i in wanted]
 
 
 def _critic_runs(args, benchmarks):
