@@ -346,9 +346,11 @@ def test_max_retries_and_a_long_retry_after_are_honoured_on_pooling(tmp_path, ca
 
 def test_a_long_wait_is_said_before_it_starts(caplog):
     seen = []
-    respond = lambda b, h: (
-        seen.append(1) or ((503, {"Retry-After": "5"}, {"error": {"message": "busy"}}) if len(seen) == 1 else None)
-    )  # noqa: E501,E731
+
+    def respond(body, headers):
+        seen.append(1)
+        return (503, {"Retry-After": "5"}, {"error": {"message": "busy"}}) if len(seen) == 1 else None
+
     policy = RetryPolicy(max_retries=1, initial_backoff=0.01, max_backoff=6)
     with StubPoolingServer(respond=respond) as server, caplog.at_level("WARNING", logger="hf_critic.backends.pooling"):
         assert PoolingRewardClient(server.url, "stub-rm", policy=policy).rewards([conversation("q", "abc")]) == [3.0]

@@ -280,7 +280,8 @@ def row_keys(dataset) -> dict[str, np.ndarray | None]:
     fields = [c for c in (schema.QUESTION, schema.REFERENCE, schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2)
               if c in dataset.column_names]  # fmt: skip
     columns = [_values(dataset[c]) for c in fields]
-    contents = [schema.query_id("\x1f".join("" if v is None else str(v) for v in row)) for row in zip(*columns)]
+    rows = zip(*columns, strict=True)
+    contents = [schema.query_id("\x1f".join("" if v is None else str(v) for v in row)) for row in rows]
     return {"ids": ids, "contents": np.asarray(contents if fields else [""] * len(dataset), dtype=object)}
 
 
