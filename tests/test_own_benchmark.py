@@ -240,10 +240,17 @@ def test_bootstrap_intervals_on_the_headline_figures(tmp_path):
     code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", plain=True)
     assert code == 0
     m = report["runs"][0]["metrics"]
+    for key in ("accuracy", "macro_f1", "win_rate"):  # four pairs: "n too small", never a zero-width "95%" interval
+        assert m["ci"][key] == "n too small"
+    assert "95% percentile bootstrap intervals over 200 resamples" in text and "[n too small]" in text
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2) * 5])
+    bench = _jsonl(tmp_path / "bench20.jsonl", PLAIN * 5)
+    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", benchmark=bench,
+                                 plain=True)  # fmt: skip
+    m = report["runs"][0]["metrics"]
     for key in ("accuracy", "macro_f1", "win_rate"):
         low, high = m["ci"][key]
         assert low <= m[key] <= high
-    assert "95% percentile bootstrap intervals over 200 resamples" in text
 
 
 # -------------------------------------------------------------------------------------------------- 5. spreadsheets
@@ -372,10 +379,16 @@ def test_label_maps_round_trip(keys, codes):
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=60), st.integers(0, 10))
 def test_bootstrap_interval_contains_the_estimate(pairs, seed):
     from hf_critic.meta_eval.agreement import pairwise_agreement
+    from hf_critic.meta_eval.bootstrap import EXCLUDES_ESTIMATE, TOO_SMALL
 
     pred, ref = zip(*pairs, strict=True)
     out = pairwise_agreement(list(pred), list(ref), bootstrap=100, seed=seed)
-    for key in ("accuracy", "macro_f1", "tie_rate"):
+    for key in ("accuracy", "macro_f1", "tie_rate"):  # an interval that holds the estimate, or a note saying why not
+        if isinstance(out["ci"][key], str):
+            assert out["ci"][key] in (TOO_SMALL, EXCLUDES_ESTIMATE) and (len(pairs) < 5) == (
+                out["ci"][key] == TOO_SMALL
+            )
+            continue
         low, high = out["ci"][key]
         assert low - 1e-12 <= out[key] <= high + 1e-12
 

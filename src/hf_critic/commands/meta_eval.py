@@ -414,8 +414,10 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             "--limit with --verdicts: the verdict files cover every row; add --limit-verdicts to judge the first "
             f"{args.limit} rows with the first {args.limit} verdicts"
         )
-    if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
+    from ..meta_eval.bootstrap import check_resamples
+
+    check_resamples(args.bootstrap, "--bootstrap")
+    check_resamples(args.paired_resamples, "--paired-resamples")
     ppi = _ppi_spec(args, PPISpec)
     reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads

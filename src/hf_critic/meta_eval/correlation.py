@@ -312,5 +312,4 @@ def _correlation_intervals(predictions, references, query_ids, system_ids, n_res
                 out.update({f"system_{k}": v for k, v in _rowwise(mx, my).items()})
         return out
 
-    intervals = bootstrap_intervals(statistic, len(queries), n_resamples, seed, confidence)
-    return {k: list(v) for k, v in intervals.items()}
+    return bootstrap_intervals(statistic, len(queries), n_resamples, seed, confidence)
