@@ -305,7 +305,7 @@ class Critic:
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
 
         conversations, truncated = self._render(template, dataset, source, swap=False)
-        judged = self._judge(template, conversations)
+        judged = self._judge(template, conversations, _judged_texts(dataset, setting))
         parsed, raws = judged.parsed, judged.raws
         columns = {
             schema.CRITIQUE_SCORE: [p.score for p in parsed],
@@ -372,7 +372,8 @@ class Critic:
         if swap:  # one generate call for both orders: better batches
             swapped, truncated_swapped = self._render(template, dataset, source, swap=True)
             conversations = conversations + swapped
-        judged = self._judge(template, conversations)
+        texts = _judged_texts(dataset, setting)
+        judged = self._judge(template, conversations, texts + texts if swap else texts)
         parsed, raws = judged.parsed, judged.raws
         first = parsed[:n]
         columns = {
@@ -476,8 +477,11 @@ class Critic:
             max_new_tokens=self.decoding.max_new_tokens,
         )  # fmt: skip
 
-    def _judge(self, template: PromptTemplate, conversations: list) -> Judged:
-        """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
+    def _judge(self, template: PromptTemplate, conversations: list, judged_texts: list) -> Judged:
+        """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked.
+
+        Each critique is read as its critic wrote it: not the prompt it echoed nor a marker quoted from the judged
+        texts (``judged_texts``, one list per conversation; :func:`hf_critic.formats.parse_output`)."""
         generate = self.plan.generates
         if generate:
             made = self._generate(template, conversations)
@@ -503,7 +507,8 @@ class Critic:
                 raws.append(None)
                 samples.append([])
             else:
-                sample_parses = [parse_output(t, template.output) for t in texts]
+                prompt = [m["content"] for m in conversations[i] if m.get("role") != "assistant"]
+                sample_parses = [parse_output(t, template.output, prompt, judged_texts[i]) for t in texts]
                 result = aggregate(sample_parses)
                 parsed.append(result.parsed)
                 raws.append(texts[result.chosen])
@@ -552,6 +557,11 @@ class Critic:
         if fresh:
             logger.info("%d input(s) generated (%d re-asked), %d from cache", fresh, made.reasked, made.cached)
         return made
+
+
+def _judged_texts(dataset: datasets.Dataset, setting: schema.Setting) -> list[list[str | None]]:
+    """The texts a critic judges in each row (question, reference, responses), as its prompt shows them."""
+    return [list(row) for row in zip(*(dataset[f] for f in setting.fields), strict=True)]
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:
