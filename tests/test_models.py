@@ -205,5 +205,10 @@ def test_model_folders_that_hold_a_model_resolve(tiny_model_dir, tmp_path):
     adapter = tmp_path / "lora"  # a PEFT adapter folder (SFT with LoRA): transformers loads it onto its base
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text("{}")
-    (adapter / "adapter_model.safetensors").write_bytes(b"")
+    from safetensors.torch import save_file
+
+    save_file({"lora_A": torch.zeros(2, 2)}, adapter / "adapter_model.safetensors")
     assert models.resolve_model(adapter) == str(adapter)
+    (adapter / "adapter_model.safetensors").write_bytes(b"")  # issue 39: an empty weights file is no adapter
+    with pytest.raises(ValueError, match="adapter_model.safetensors: not a readable safetensors file \\(0 bytes"):
+        models.resolve_model(adapter)

@@ -566,9 +566,11 @@ def test_a_critic_echoing_its_prompt_gets_no_verdict_from_the_format_example(fam
     out = Critic(ScriptedBackend(echo), template=family).grade([{"question": "Capital?", "response": "Paris."}])
     assert out["critique_status"] == ["unparsed"] and out["critique_score"] == [None]
     # the echo then a real verdict: the verdict is read
-    echo_then = lambda user, k: (
-        user + "\nParis is right.\n" + ("{'Overall Score': 9}" if family == "critiquellm_v2" else "Rating: [[9]]")
-    )  # noqa: E501,E731
+    verdict = "{'Overall Score': 9}" if family == "critiquellm_v2" else "Rating: [[9]]"
+
+    def echo_then(user, k):
+        return f"{user}\nParis is right.\n{verdict}"
+
     out = Critic(ScriptedBackend(echo_then), template=family).grade([{"question": "Capital?", "response": "Paris."}])
     assert out["critique_status"] == ["ok"] and out["critique_score"] == [9.0]
 

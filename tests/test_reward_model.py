@@ -306,3 +306,26 @@ def test_a_classifier_with_two_labels_is_refused_as_reward_and_as_text_critic(re
                      "--verdict", verdict, "--no-cache", "--no-progress"])  # fmt: skip
         assert code == 2 and "2 labels" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("damage", ["junk", "empty", "truncated"])
+def test_a_broken_adapter_file_is_one_line_naming_it_and_nothing_is_written(reward_folder, tmp_path, capsys, damage):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    from hf_critic.cli import main
+
+    base = AutoModelForSequenceClassification.from_pretrained(reward_folder)
+    adapter = tmp_path / "adapter"
+    get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=2, target_modules=["q_proj"])).save_pretrained(adapter)
+    weights = adapter / "adapter_model.safetensors"
+    whole = weights.read_bytes()
+    weights.write_bytes({"junk": b"not safetensors " * 8, "empty": b"", "truncated": whole[: len(whole) // 2]}[damage])
+    data, out = tmp_path / "g.jsonl", tmp_path / "o.jsonl"
+    data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
+    code = main(["grade", "--model", str(adapter), "--data", str(data), "--output", str(out), "--no-cache",
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("hf-critic")]  # not the test's own load bars
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err
+    assert f"{weights}: not a readable safetensors file" in lines[0] and not out.exists()
