@@ -378,3 +378,10 @@ def test_meta_eval_refuses_too_few_resamples(tmp_path, capsys):
     for option in ("--paired-resamples", "--bootstrap"):
         code = main(["meta-eval", "--critiques", str(data), "--output-dir", str(tmp_path / option), option, "1"])
         assert code == 2 and f"{option} must be 0 (no interval) or at least 100, got 1" in capsys.readouterr().err
+
+
+def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_traceback():
+    from hf_critic.meta_eval.correlation import system_level_correlation
+
+    out = system_level_correlation([None, None, None], [1.0, 2.0, 3.0], ["a", "b", "c"])
+    assert math.isnan(out["pearson"]) and out["n_systems"] == 0
