@@ -421,3 +421,18 @@ def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys)
     _jsonl(tmp_path / "v.jsonl", [*right[:3], {"id": "other", "output": 0}])
     code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=bench, plain=True)
     assert code == 2 and "no verdict for 1 row(s) of bench (first: id 'p3')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({**PLAIN[0], "critique_label": "maybe"}, "row 0: critique_label = 'maybe' is not a pairwise label"),
+        ({"question": "q", "response": "a", "human_score": 3, "critique_score": "high"},
+         "row 0: critique_score 'high' is not a number"),
+    ],
+)  # fmt: skip
+def test_a_bad_verdict_in_a_critique_file_names_the_file_and_row(tmp_path, capsys, row, message):
+    """Issue 39: 'predictions[0] = ...' and 'could not convert string to float' named no file."""
+    critiques = _jsonl(tmp_path / "c.jsonl", [row])
+    code = main(["meta-eval", "--critiques", critiques, "--output-dir", str(tmp_path / "out"), "--no-plots"])
+    assert code == 2 and f"{critiques}: {message}" in capsys.readouterr().err

@@ -355,3 +355,18 @@ def test_a_long_wait_is_said_before_it_starts(caplog):
     with StubPoolingServer(respond=respond) as server, caplog.at_level("WARNING", logger="hf_critic.backends.pooling"):
         assert PoolingRewardClient(server.url, "stub-rm", policy=policy).rewards([conversation("q", "abc")]) == [3.0]
     assert "503: busy; retry 1 of 1 in 5 s" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
+     ("--max-retries", "-1", "argument --max-retries: must be 0 or more, got -1"),
+     ("--request-timeout", "0", "argument --request-timeout: must be above 0, got 0")],
+)  # fmt: skip
+def test_server_options_out_of_range_name_the_option(capsys, option, value, message):
+    """Issue 39: `--concurrency 0` was reported as "batch_size must be >= 1"."""
+    from hf_critic.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["grade", "--data", "x.jsonl", "--base-url", "http://127.0.0.1:9/v1", "--pooling", option, value])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

@@ -402,7 +402,7 @@ def _ppi_spec(args, spec_type):
 
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
-    from ..io import check_output_dir, load_records
+    from ..io import RecordError, check_output_dir, load_records
     from ..meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
@@ -421,11 +421,12 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     ppi = _ppi_spec(args, PPISpec)
     reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
-    runs = []
+    runs, files = [], {}
     for spec in args.critiques:
         name, path = _name_and_value(spec)
         critic, _, dataset = (name or "").partition("/")
         runs.append((critic or Path(path).resolve().parent.name, dataset or Path(path).stem, load_records(path)))
+        files[len(runs) - 1] = path
     benchmarks, criticbench = [], []
     for spec in args.benchmark:
         name, fmt, path = parse_benchmark(spec)
@@ -445,23 +446,20 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         runs += _critic_runs(args, benchmarks)
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
-    results = [
-        evaluate_critiques(
-            data,
-            critic,
-            dataset,
-            human_score=args.human_score,
-            label=args.human_label,
-            category=args.category,
-            unparsed=args.unparsed,
-            bootstrap=args.bootstrap,
-            seed=args.bootstrap_seed,
-            annotators=[a for a in annotators if a in data.column_names],
-            two_way=getattr(args, "two_way", "auto"),
-            ppi=ppi,
-        )
-        for critic, dataset, data in runs
-    ]
+    options = {"human_score": args.human_score, "label": args.human_label, "category": args.category,
+               "unparsed": args.unparsed, "bootstrap": args.bootstrap, "seed": args.bootstrap_seed,
+               "two_way": getattr(args, "two_way", "auto"), "ppi": ppi}  # fmt: skip
+    results = []
+    for i, (critic, dataset, data) in enumerate(runs):
+        try:
+            results.append(evaluate_critiques(
+                data, critic, dataset, annotators=[a for a in annotators if a in data.column_names], **options
+            ))  # fmt: skip
+        except RecordError:
+            raise
+        except ValueError as err:  # a bad verdict value: say in which file and row (issue 39)
+            detail = re.sub(r"^predictions\[(\d+)\]", r"row \1: critique_label", str(err))
+            raise ValueError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
     written = write_report(
         results,
         args.output_dir,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.gguf_files import RECODE_CHOICES
+from ..critic.config import finite_float
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -47,6 +48,30 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of counts that may be 0 (``--max-retries 0``: no retry).
+
+    Raises:
+        argparse.ArgumentTypeError: a negative number (ValueError: not an integer).
+    """
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite number above 0 (seconds).
+
+    Raises:
+        argparse.ArgumentTypeError: 0, a negative number, NaN or infinity.
+    """
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
 
 
@@ -291,10 +316,12 @@ class EndpointOptions:
         "key in --base-url (http://user:KEY@host/v1) is used instead, sent the same way and never printed",
         "OPENAI_API_KEY",
     )
-    concurrency: int = _opt("requests in flight at once with --base-url (default: 8)", 8)
-    request_timeout: float = _opt("seconds per request with --base-url (default: 300)", 300.0)
+    concurrency: int = _opt("requests in flight at once with --base-url (default: 8)", 8, type=positive_int)
+    request_timeout: float = _opt("seconds per request with --base-url (default: 300)", 300.0, type=positive_float)
     max_retries: int = _opt(
-        "retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)", 6
+        "retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)",
+        6,
+        type=non_negative_int,
     )
 
 
