@@ -39,16 +39,20 @@ __all__ = [
 DEFAULT_CACHE = "$HF_CRITIC_CACHE/generations.sqlite; ~/.cache/hf_critic/ when HF_CRITIC_CACHE is unset"
 
 
+def _count(text: str, low: int) -> int:
+    value = int(text)
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {'at least 1' if low == 1 else f'{low} or more'}, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type of counts that must be at least 1 (``--limit 0`` would judge nothing after loading a model).
 
     Raises:
         argparse.ArgumentTypeError: a number below 1 (ValueError: not an integer).
     """
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _count(text, 1)
 
 
 def non_negative_int(text: str) -> int:
@@ -57,10 +61,7 @@ def non_negative_int(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: a negative number (ValueError: not an integer).
     """
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _count(text, 0)
 
 
 def positive_float(text: str) -> float:
