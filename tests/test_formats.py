@@ -230,3 +230,12 @@ def test_from_pretrained_resolves_template_auto(tiny_model_dir, tmp_path, caplog
     assert "--template auto: using template family 'autoj'" in caplog.text
     plain = Critic.from_pretrained(str(tiny_model_dir), template="auto", language="zh", progress=False)
     assert (plain.template, plain.language) == (DEFAULT_FAMILY, "zh")
+
+
+def test_prometheus2_without_a_rubric_says_to_give_rubric():
+    """Issue 39: the error named the missing field only."""
+    from hf_critic.io import RecordError
+
+    critic = Critic(ScriptedBackend(lambda user, k: "x"), template="prometheus2")
+    with pytest.raises(RecordError, match="missing or empty field\\(s\\) 'rubric'; give the criteria with --rubric FILE"):
+        critic.grade([{"question": "q", "response": "a"}])
