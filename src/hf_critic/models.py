@@ -147,6 +147,11 @@ def default_model_dir() -> Path:
 _WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "tf_model*.h5", "flax_model*.msgpack")
 
 
+# Files a tokenizer is loaded from, one of which a model folder needs (fast, slow or tiktoken tokenizers).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                    "spiece.model", "sentencepiece.bpe.model", "tiktoken.model")  # fmt: skip
+
+
 def check_safetensors(path: str | os.PathLike) -> None:
     """Check that a ``.safetensors`` file is whole before a model is built on it: its header parses and its tensors
     cover the file (read without loading a tensor).
@@ -190,6 +195,11 @@ def _check_model_folder(model: str) -> None:
         raise ModelNotFoundError(
             f"model folder {model!r} holds no model: no weights beside its config.json (model.safetensors, "
             "pytorch_model.bin or their shards)"
+        )
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):  # else transformers asks for sentencepiece
+        raise ModelNotFoundError(
+            f"model folder {model!r} holds no tokenizer (none of {', '.join(_TOKENIZER_FILES[:4])} ...): save it "
+            "beside the model (tokenizer.save_pretrained(folder)) or copy those files from the model it came from"
         )
 
 
