@@ -375,9 +375,12 @@ def test_meta_eval_refuses_too_few_resamples(tmp_path, capsys):
 
     data = tmp_path / "c.jsonl"
     data.write_text('{"question": "q", "response_1": "a", "response_2": "b", "label": 0, "critique_label": 0}\n')
-    for option in ("--paired-resamples", "--bootstrap"):
+    for option, allowed in (
+        ("--paired-resamples", "at least 100"),
+        ("--bootstrap", "0 (no interval) or at least 100"),
+    ):
         code = main(["meta-eval", "--critiques", str(data), "--output-dir", str(tmp_path / option), option, "1"])
-        assert code == 2 and f"{option} must be 0 (no interval) or at least 100, got 1" in capsys.readouterr().err
+        assert code == 2 and f"{option} must be {allowed}, got 1" in capsys.readouterr().err
 
 
 def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_traceback():

@@ -417,7 +417,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     from ..meta_eval.bootstrap import check_resamples
 
     check_resamples(args.bootstrap, "--bootstrap")
-    check_resamples(args.paired_resamples, "--paired-resamples")
+    check_resamples(args.paired_resamples, "--paired-resamples", none=False)
     ppi = _ppi_spec(args, PPISpec)
     reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads

@@ -46,14 +46,20 @@ TOO_SMALL = "n too small"
 EXCLUDES_ESTIMATE = "unstable (the resamples' percentiles exclude the estimate)"
 
 
-def check_resamples(n_resamples: int, option: str = "resamples") -> None:
+def check_resamples(n_resamples: int, option: str = "resamples", none: bool = True) -> None:
     """Refuse a number of bootstrap resamples that gives no interval worth printing.
 
+    Args:
+        n_resamples: the number asked for.
+        option: its name in the message.
+        none: whether 0 (no interval) is allowed.
+
     Raises:
-        ValueError: ``n_resamples`` negative, or between 1 and :data:`MIN_RESAMPLES` - 1 (0 means no interval).
+        ValueError: ``n_resamples`` negative, 0 when ``none`` is False, or between 1 and :data:`MIN_RESAMPLES` - 1.
     """
-    if n_resamples < 0 or 0 < n_resamples < MIN_RESAMPLES:
-        raise ValueError(f"{option} must be 0 (no interval) or at least {MIN_RESAMPLES}, got {n_resamples}")
+    if n_resamples < 0 or (0 < n_resamples or not none) and n_resamples < MIN_RESAMPLES:
+        allowed = f"0 (no interval) or at least {MIN_RESAMPLES}" if none else f"at least {MIN_RESAMPLES}"
+        raise ValueError(f"{option} must be {allowed}, got {n_resamples}")
 
 
 def format_interval(interval, fmt) -> str:
