@@ -206,3 +206,16 @@ def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path
     assert low <= estimates["all"]["all_rows"] <= high and tuned["width_ratio"] < 1
     assert 0 <= runs[0].metrics["quadratic_weighted_kappa"] <= 1
     assert "| sharp | grades | s0 | PPI++ |" in (tmp_path / "report.md").read_text()
+
+
+def test_repeated_pairs_judged_by_several_annotators_are_all_matched():
+    """The same pair judged by two annotators (another gold) is two rows: both are paired, by content and gold."""
+    from hf_critic.meta_eval.critic_extras import match_rows, row_keys
+
+    rows = [{"question": "q", "response_1": "a", "response_2": "b", "label": g} for g in (0, 1, 0)]
+    a = datasets.Dataset.from_list(rows)
+    b = datasets.Dataset.from_list(rows[::-1])
+    keys_a, keys_b = row_keys(a), row_keys(b)
+    index_a, index_b, how = match_rows({**keys_a, "references": [0, 1, 0]}, {**keys_b, "references": [0, 1, 0][::-1]})
+    assert how == "content" and index_a.tolist() == [0, 1, 2] and sorted(index_b.tolist()) == [0, 1, 2]
+    assert [rows[i]["label"] for i in index_a] == [rows[::-1][j]["label"] for j in index_b]  # same gold each pair

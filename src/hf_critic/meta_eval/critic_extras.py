@@ -285,27 +285,33 @@ def row_keys(dataset) -> dict[str, np.ndarray | None]:
     return {"ids": ids, "contents": np.asarray(contents if fields else [""] * len(dataset), dtype=object)}
 
 
-def match_rows(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray, str, int]:
+def match_rows(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray, str]:
     """The rows of two runs that are the same rows, whatever their order.
 
-    By the ``id`` column when both runs have one, else by question, reference and responses; a key found more than
-    once in either run cannot be matched (ambiguous), nor a row whose gold differs between the two runs.
+    By the ``id`` column when both runs have one, else by question, reference and responses, and always by the gold
+    (a row whose gold differs between the runs is not the same row); rows with one key (a benchmark judged by several
+    annotators repeats its pairs) are paired in their order of appearance.
 
     Returns:
-        ``(indices into a, indices into b, "id" | "content", ambiguous rows of a)``, in a's order.
+        ``(indices into a, indices into b, "id" | "content")``, in a's order.
     """
     how = "id" if a.get("ids") is not None and b.get("ids") is not None else "content"
-    keys_a, keys_b = (a["ids"], b["ids"]) if how == "id" else (a["contents"], b["contents"])
-    counts_a, counts_b = Counter(keys_a.tolist()), Counter(keys_b.tolist())
-    where = {k: j for j, k in enumerate(keys_b.tolist()) if counts_b[k] == 1}
-    gold_a, gold_b = np.asarray(a["references"], dtype=float), np.asarray(b["references"], dtype=float)
-    same = lambda i, j: gold_a[i] == gold_b[j] or (np.isnan(gold_a[i]) and np.isnan(gold_b[j]))  # noqa: E731
-    pairs = [
-        (i, where[k]) for i, k in enumerate(keys_a.tolist()) if counts_a[k] == 1 and k in where and same(i, where[k])
-    ]  # noqa: E501
-    ambiguous = sum(n for k, n in counts_a.items() if n > 1 or counts_b[k] > 1)
-    index_a = np.asarray([i for i, _ in pairs], dtype=int)
-    return index_a, np.asarray([j for _, j in pairs], dtype=int), how, ambiguous
+    keys_a = _occurrences(a["ids"] if how == "id" else a["contents"], a["references"])
+    keys_b = _occurrences(b["ids"] if how == "id" else b["contents"], b["references"])
+    where = {k: j for j, k in enumerate(keys_b)}
+    pairs = [(i, where[k]) for i, k in enumerate(keys_a) if k in where]
+    return np.asarray([i for i, _ in pairs], dtype=int), np.asarray([j for _, j in pairs], dtype=int), how
+
+
+def _occurrences(keys: np.ndarray, gold) -> list[tuple]:
+    """Each row's ``(key, gold, how many earlier rows had both)``: unique, and equal across runs for the same row."""
+    seen: Counter = Counter()
+    out = []
+    for key, value in zip(keys.tolist(), np.asarray(gold, dtype=float).tolist(), strict=True):
+        tag = (key, "nan" if math.isnan(value) else value)
+        out.append((*tag, seen[tag]))
+        seen[tag] += 1
+    return out
 
 
 def _take(rows: dict, index: np.ndarray) -> dict:
@@ -343,16 +349,13 @@ def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, 
         for name_b, rows_b in pairs:
             if rows_b.get("contents") is a.rows["contents"]:  # the run's own length baseline: its very rows
                 index_a = index_b = np.arange(len(a.rows["contents"]))
-                how, ambiguous = "position (the run's own rows)", 0
+                how = "position (the run's own rows)"
             else:
-                index_a, index_b, how, ambiguous = match_rows(a.rows, rows_b)
+                index_a, index_b, how = match_rows(a.rows, rows_b)
             n_a, n_b, n = len(a.rows["contents"]), len(rows_b["contents"]), len(index_a)
             if n < max(n_a, n_b):
-                note = (
-                    f" ({ambiguous} of A's rows ambiguous: a key found twice; add an id column)" if ambiguous else ""
-                )
-                logger.warning("%s: %s vs %s: %d of %d and %d of %d rows match by %s%s; compared on the %d that do",
-                               a.dataset, a.critic, name_b, n, n_a, n, n_b, how, note, n)  # fmt: skip
+                logger.warning("%s: %s vs %s: %d of %d and %d of %d rows match by %s; compared on the %d that do",
+                               a.dataset, a.critic, name_b, n, n_a, n, n_b, how, n)  # fmt: skip
             if not n:
                 continue
             rows_a, rows_b = _take(a.rows, index_a), _take(rows_b, index_b)
