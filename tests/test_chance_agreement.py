@@ -69,7 +69,8 @@ def test_pairwise_agreement_kappa_counts_an_unparsed_verdict_as_its_own_category
     assert out["cohen_kappa"] == pytest.approx(cohen_kappa([0, 1, -1, 0, 0, 0, 1, 2], gold)["kappa"])
     assert pairwise_agreement(gold, gold)["cohen_kappa"] == 1.0
     assert pairwise_agreement([0] * 8, gold)["cohen_kappa"] == 0.0  # a constant answer: chance
-    assert pairwise_agreement([0, 1], [0, 1], bootstrap=50)["ci"]["cohen_kappa"] == [1.0, 1.0]
+    assert pairwise_agreement([0, 1], [0, 1], bootstrap=100)["ci"]["cohen_kappa"] == "n too small"  # two pairs
+    assert pairwise_agreement([0, 1] * 10, [0, 1] * 10, bootstrap=100)["ci"]["cohen_kappa"] == [1.0, 1.0]
 
 
 def test_scores_binned_to_the_gold_scale():

@@ -141,21 +141,23 @@ def test_critique_correlation_carries_pooled_and_within_question_figures():
 
 
 def test_bootstrap_resamples_questions_for_within_question_and_pooled():
-    """One resample's interval is that resample's figure: the data with each question repeated as often as drawn."""
+    """Each resample's figure is the figure of the data with each question repeated as often as drawn; the interval
+    is the percentiles of those figures."""
     rng = np.random.default_rng(0)
     queries = np.repeat(np.arange(12), 4)
     human = rng.integers(1, 6, 48).astype(float)
     critic = human + rng.normal(0, 1.5, 48)
     critic[[3, 17]] = np.nan
-    out = critique_correlation(critic, human, query_ids=queries, bootstrap=1, seed=5)
-    (counts,) = resample_counts(12, 1, seed=5)
-    picked = np.concatenate([np.flatnonzero(queries == q) for q in range(12) for _ in range(int(counts[0, q]))])
-    copy_ids = np.concatenate([[f"{q}-{k}"] * 4 for q in range(12) for k in range(int(counts[0, q]))])
-    again = within_question_accuracy(critic[picked], human[picked], copy_ids)["within_question_accuracy"]
-    assert out["ci"]["within_question_accuracy"] == pytest.approx([again, again], abs=1e-12)
-    keep = np.isfinite(critic[picked])
-    pooled = stats.pearsonr(critic[picked][keep], human[picked][keep]).statistic
-    assert out["ci"]["pooled_pearson"] == pytest.approx([pooled, pooled], abs=1e-9)
+    out = critique_correlation(critic, human, query_ids=queries, bootstrap=100, seed=5)
+    within, pooled = [], []
+    for counts in np.concatenate(list(resample_counts(12, 100, seed=5))):
+        picked = np.concatenate([np.flatnonzero(queries == q) for q in range(12) for _ in range(int(counts[q]))])
+        copy_ids = np.concatenate([[f"{q}-{k}"] * 4 for q in range(12) for k in range(int(counts[q]))])
+        within.append(within_question_accuracy(critic[picked], human[picked], copy_ids)["within_question_accuracy"])
+        keep = np.isfinite(critic[picked])
+        pooled.append(stats.pearsonr(critic[picked][keep], human[picked][keep]).statistic)
+    assert out["ci"]["within_question_accuracy"] == pytest.approx(np.percentile(within, [2.5, 97.5]), abs=1e-12)
+    assert out["ci"]["pooled_pearson"] == pytest.approx(np.percentile(pooled, [2.5, 97.5]), abs=1e-9)
     # Many resamples: the interval holds the estimate; a critic that orders every pair right has [1, 1].
     many = critique_correlation(critic, human, query_ids=queries, bootstrap=300)
     low, high = many["ci"]["within_question_accuracy"]
@@ -305,14 +307,11 @@ def test_meta_eval_pointwise_report_has_within_question_accuracy(tmp_path):
     run = evaluate_critiques(pointwise_critiques(), "critic", "bench", bootstrap=200)
     m = run.metrics
     assert m["within_question_accuracy"] == pytest.approx(5.5 / 7) and m["within_question_pairs"] == 7
-    low, high = m["ci"]["within_question_accuracy"]
-    assert low <= m["within_question_accuracy"] <= high
+    # three questions: no interval worth printing (issue 39: never a zero-width or meaningless "95%" interval)
+    assert m["ci"]["within_question_accuracy"] == m["ci"]["text_pearson"] == "n too small"
     text = render_markdown([run])
     assert "## Pointwise grading: the better response of a question above the worse" in text
-    row = (
-        f"| critic | bench | 78.57 [{100 * low:.2f}, {100 * high:.2f}] | 7 | 1 | 1 | "
-        f"{m['text_pearson']:.3f} [{m['ci']['text_pearson'][0]:.3f}, {m['ci']['text_pearson'][1]:.3f}] | "
-    )
+    row = f"| critic | bench | 78.57 [n too small] | 7 | 1 | 1 | {m['text_pearson']:.3f} [n too small] | "
     assert row in text
     assert f"| {m['pooled_spearman']:.3f} | {m['pooled_kendall']:.3f} |" in text
     payload = json.loads(write_report([run], tmp_path, plots=False)["json"].read_text())
@@ -366,13 +365,13 @@ def test_grade_summary_line_has_within_question_accuracy():
     assert length.startswith("vs human_score (baseline: the answer's length in words as its score): row-level")
     # text-level: q1 r(3 5 9; 1 2 3) = 0.98198, q2 two parsed rows: -1, q3 r(8 2 8; 4 1 3) = 0.94491 -> mean 0.309
     assert "text-level Pearson 0.309 over 3 questions" in line
-    assert "within-question accuracy 78.6% [" in line
+    assert "within-question accuracy 78.6% [n too small]" in line  # three questions
     assert "over 7 pairs of one question's responses with different human_score (1 critic ties counted half, " in line
     assert "1 with an unparsed score left out)" in line
-    figures = pointwise_verdict_figures(pointwise_critiques(), "human_score", bootstrap=50)
+    figures = pointwise_verdict_figures(pointwise_critiques(), "human_score", bootstrap=100)
     assert figures["text"]["within_question_accuracy"] == pytest.approx(5.5 / 7)
-    low, high = figures["text"]["ci"]["within_question_accuracy"]
-    assert f"[{100 * low:.1f}, {100 * high:.1f}]" in figure_lines(figures, "grade", "human_score")[0]
+    assert figures["text"]["ci"]["within_question_accuracy"] == "n too small"
+    assert "78.6% [n too small]" in figure_lines(figures, "grade", "human_score")[0]
 
 
 def test_compare_summary_two_way():

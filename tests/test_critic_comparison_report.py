@@ -73,11 +73,56 @@ def test_report_compares_critics_on_the_same_rows(tmp_path):
     assert abs(controlled["critic_coefficient"]) < 3 * controlled["critic_se"]  # a coin says nothing about humans
 
 
-def test_runs_on_other_rows_are_not_paired(tmp_path):
+def test_runs_on_other_rows_are_not_paired(tmp_path, caplog):
     other = pairwise_file(gold_critic, seed=1)
+    other = other.map(lambda row: {"question": "other " + row["question"]})  # same gold, same answers, other pairs
     runs = [evaluate_critiques(pairwise_file(gold_critic), "a", "bench"), evaluate_critiques(other, "b", "bench")]
-    paired = write_report(runs, tmp_path, plots=False, paired_resamples=100)["paired"]
+    with caplog.at_level("WARNING", logger="hf_critic.meta_eval.critic_extras"):
+        paired = write_report(runs, tmp_path, plots=False, paired_resamples=100)["paired"]
     assert {(c["a"], c["b"]) for c in paired} == {("a", "longer wins"), ("b", "longer wins")}
+    assert "a vs b: 0 of 200 and 0 of 200 rows match by content" in caplog.text
+
+
+def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
+    """Issue 39: the same pairs in another order keep the A-vs-B comparison, with the same figures; an ``id`` column
+    pairs rows by id; rows only one run has are left out, counted and warned about."""
+
+    def unique(dataset):  # each pair its own texts (the generated ones repeat)
+        return dataset.map(lambda r, i: {"response_1": f"{r['response_1']}({i})", "response_2": f"{r['response_2']}({i})"},
+                           with_indices=True)  # fmt: skip
+
+    data, coin = unique(pairwise_file(gold_critic)), unique(pairwise_file(random_critic))
+    order = np.random.default_rng(5).permutation(N)
+    runs = [evaluate_critiques(data, "oracle", "bench"), evaluate_critiques(coin, "coin", "bench")]
+    base = {
+        (c["a"], c["b"]): c for c in write_report(runs, tmp_path / "a", plots=False, paired_resamples=200)["paired"]
+    }
+    shuffled = [runs[0], evaluate_critiques(coin.select(order), "coin", "bench")]
+    again = {
+        (c["a"], c["b"]): c
+        for c in write_report(shuffled, tmp_path / "b", plots=False, paired_resamples=200)["paired"]
+    }  # noqa: E501
+    figure = "first_order_agreement"
+    assert (
+        again[("oracle", "coin")]["figures"][figure]["difference"]
+        == base[("oracle", "coin")]["figures"][figure]["difference"]
+    )  # noqa: E501
+    assert (
+        again[("oracle", "coin")]["figures"][figure]["p_value"]
+        == base[("oracle", "coin")]["figures"][figure]["p_value"]
+    )  # noqa: E501
+    assert again[("oracle", "coin")]["line"].endswith("[200 rows matched by content]")
+    # ids: the second file's ids name the rows, its texts stay the same; half its rows are other pairs
+    ids = [f"pair-{i}" for i in range(N)]
+    with_ids = data.add_column("id", ids)
+    half = coin.select(order).add_column("id", [ids[i] if k < 100 else f"new-{i}" for k, i in enumerate(order)])
+    with caplog.at_level("WARNING", logger="hf_critic.meta_eval.critic_extras"):
+        paired = write_report([evaluate_critiques(with_ids, "oracle", "bench"), evaluate_critiques(half, "coin", "bench")],
+                              tmp_path / "c", plots=False, paired_resamples=200)["paired"]  # fmt: skip
+    (entry,) = [c for c in paired if c["b"] == "coin"]
+    assert entry["rows"] == 100 and entry["matched_by"] == "id" and entry["unmatched"] == [100, 100]
+    assert entry["line"].endswith("[100 rows matched by id; 100 of A's and 100 of B's rows unmatched]")
+    assert "oracle vs coin: 100 of 200 and 100 of 200 rows match by id" in caplog.text
 
 
 def test_alpha_with_and_without_the_critic_and_ppi(tmp_path):
@@ -161,3 +206,16 @@ def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path
     assert low <= estimates["all"]["all_rows"] <= high and tuned["width_ratio"] < 1
     assert 0 <= runs[0].metrics["quadratic_weighted_kappa"] <= 1
     assert "| sharp | grades | s0 | PPI++ |" in (tmp_path / "report.md").read_text()
+
+
+def test_repeated_pairs_judged_by_several_annotators_are_all_matched():
+    """The same pair judged by two annotators (another gold) is two rows: both are paired, by content and gold."""
+    from hf_critic.meta_eval.critic_extras import match_rows, row_keys
+
+    rows = [{"question": "q", "response_1": "a", "response_2": "b", "label": g} for g in (0, 1, 0)]
+    a = datasets.Dataset.from_list(rows)
+    b = datasets.Dataset.from_list(rows[::-1])
+    keys_a, keys_b = row_keys(a), row_keys(b)
+    index_a, index_b, how = match_rows({**keys_a, "references": [0, 1, 0]}, {**keys_b, "references": [0, 1, 0][::-1]})
+    assert how == "content" and index_a.tolist() == [0, 1, 2] and sorted(index_b.tolist()) == [0, 1, 2]
+    assert [rows[i]["label"] for i in index_a] == [rows[::-1][j]["label"] for j in index_b]  # same gold each pair

@@ -260,3 +260,14 @@ def test_chat_template_file_refuses_a_family_without_a_wrapper():
     assert chat_template_file("autoj").endswith("{% endfor %} [/INST]\n")
     with pytest.raises(ValueError, match="'mtbench' has no published input wrapper"):
         chat_template_file("mtbench")
+
+
+def test_prometheus2_without_a_rubric_says_to_give_rubric():
+    """Issue 39: the error named the missing field only."""
+    from hf_critic.io import RecordError
+
+    critic = Critic(ScriptedBackend(lambda user, k: "x"), template="prometheus2")
+    with pytest.raises(
+        RecordError, match="missing or empty field\\(s\\) 'rubric'; give the criteria with --rubric FILE"
+    ):
+        critic.grade([{"question": "q", "response": "a"}])

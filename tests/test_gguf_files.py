@@ -73,7 +73,7 @@ def test_auto_recodes_a_small_q4_1_file_once(tmp_path, caplog):
     assert "re-encoded as Q8_0" in caplog.text and "--gguf-recode off" in caplog.text
     stamp = first.stat().st_mtime_ns
     assert recoded_gguf(source, "auto", folder=folder) == first and first.stat().st_mtime_ns == stamp  # reused
-    assert [p.name for p in folder.iterdir()] == [first.name]  # no partial file left behind
+    assert sorted(p.name for p in folder.iterdir()) == [first.name, first.name + ".sha256"]  # no partial file
     assert recoded_gguf(source, "F32", folder=folder).name.endswith(".F32.gguf")
 
 
@@ -99,5 +99,57 @@ def test_an_unwritable_cache_falls_back_to_the_file_under_auto(tmp_path, caplog)
     with caplog.at_level("WARNING", logger="hf_critic.backends.gguf_files"):
         assert recoded_gguf(source, "auto", folder=blocked / "gguf") == source
     assert "running the file as it is" in caplog.text
-    with pytest.raises(OSError):
+
+
+# ------------------------------------------------------------------------------------------- issue 39
+def test_the_fingerprint_is_of_the_whole_file_not_its_name_size_and_first_mib(tmp_path):
+    first, second = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
+    first.parent.mkdir(), second.parent.mkdir()
+    head = b"GGUF" + bytes(2 << 20)  # more than a MiB of equal metadata
+    first.write_bytes(head + b"weights one")
+    second.write_bytes(head + b"weights two")  # same name, same size, same first MiB
+    assert gguf_files.fingerprint(first) != gguf_files.fingerprint(second)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "copy.gguf").write_bytes(first.read_bytes())
+    assert gguf_files.fingerprint(tmp_path / "c" / "copy.gguf") == gguf_files.fingerprint(first)
+
+
+def test_two_checkpoints_with_one_name_and_size_get_their_own_re_encodings(tmp_path):
+    folder = tmp_path / "cache"
+    one = tiny_gguf(tmp_path / "one.gguf")
+    (tmp_path / "x").mkdir()
+    two = tmp_path / "x" / "one.gguf"
+    raw = bytearray(one.read_bytes())
+    raw[-8:] = bytes(8)  # other weights in the last block, same header, name and size
+    two.write_bytes(bytes(raw))
+    assert recoded_gguf(one, "auto", folder=folder) != recoded_gguf(two, "auto", folder=folder)
+
+
+def test_a_truncated_re_encoding_left_in_the_cache_is_rebuilt(tmp_path, caplog):
+    source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    folder = tmp_path / "cache"
+    kept = recoded_gguf(source, "auto", folder=folder)
+    whole = kept.read_bytes()
+    kept.write_bytes(whole[: len(whole) // 2])  # a copy cut short, a full disk...
+    with caplog.at_level("WARNING", logger="hf_critic.backends.gguf_files"):
+        again = recoded_gguf(source, "auto", folder=folder)
+    assert again == kept and again.read_bytes() == whole
+    assert "does not match its fingerprint" in caplog.text
+
+
+def test_a_forced_re_encoding_into_an_unwritable_cache_is_one_line(tmp_path):
+    source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    with pytest.raises(gguf_files.GGUFError, match="--gguf-recode Q8_0: cannot write the re-encoding") as err:
         recoded_gguf(source, "Q8_0", folder=blocked / "gguf")
+    assert "HF_CRITIC_CACHE" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("cut", [8, 200, -100])
+def test_a_fake_or_truncated_gguf_is_one_line_naming_the_file(tmp_path, cut):
+    whole = tiny_gguf(tmp_path / "m.gguf").read_bytes()
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(whole[:cut])
+    with pytest.raises(gguf_files.GGUFError, match="broken.gguf.*not a readable GGUF file"):
+        gguf_files.check_gguf(broken)

@@ -41,8 +41,14 @@ def test_check_gguf_names_the_file_at_fault(tmp_path):
     fake.write_text("not a model")
     with pytest.raises(GGUFError, match=r"fake\.gguf' is not a GGUF file \(it starts with b'not '"):
         check_gguf(fake)
-    real = tmp_path / "ok.gguf"
-    real.write_bytes(b"GGUF\x03\x00\x00\x00")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(b"GGUF\x03\x00\x00\x00")  # the magic and a version, then nothing: truncated (issue 39)
+    with pytest.raises(GGUFError, match=r"cut\.gguf' starts with b'GGUF' but is not a readable GGUF file"):
+        check_gguf(cut)
+    pytest.importorskip("gguf")
+    from tests.test_gguf_files import tiny_gguf
+
+    real = tiny_gguf(tmp_path / "ok.gguf")
     assert check_gguf(real) == real
 
 

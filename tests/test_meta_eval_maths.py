@@ -352,3 +352,39 @@ def test_autoj_eval_p_reproduces_published_numbers(shared_data):
         assert round(100 * values["agreement"], 2) == agreement, group
         assert round(100 * values["consistency"], 2) == consistency, group
         assert round(100 * values["first_order_agreement"], 2) == single, group
+
+
+# ------------------------------------------------------------------------------------------- issue 39: intervals
+def test_bootstrap_intervals_need_resamples_and_units_and_hold_their_estimate():
+    from hf_critic.meta_eval.bootstrap import EXCLUDES_ESTIMATE, TOO_SMALL, bootstrap_intervals
+
+    values = np.arange(20, dtype=float)
+    mean = lambda w: {"mean": (w @ values) / w.sum(axis=1)}  # noqa: E731
+    with pytest.raises(ValueError, match="must be 0 \\(no interval\\) or at least 100, got 1"):
+        bootstrap_intervals(mean, 20, 1)
+    assert bootstrap_intervals(lambda w: {"mean": w @ values[:1]}, 1, 100) == {"mean": TOO_SMALL}  # one row
+    low, high = bootstrap_intervals(mean, 20, 200)["mean"]
+    assert low < values.mean() < high
+    # a statistic whose resamples all miss its estimate (the point of the issue's [1.970, 1.970] for 1.787)
+    shifted = lambda w: {"x": (w @ values) / w.sum(axis=1) + (w.std(axis=1) > 0) * 100}  # noqa: E731
+    assert bootstrap_intervals(shifted, 20, 100)["x"] == EXCLUDES_ESTIMATE
+
+
+def test_meta_eval_refuses_too_few_resamples(tmp_path, capsys):
+    from hf_critic.cli import main
+
+    data = tmp_path / "c.jsonl"
+    data.write_text('{"question": "q", "response_1": "a", "response_2": "b", "label": 0, "critique_label": 0}\n')
+    for option, allowed in (
+        ("--paired-resamples", "at least 100"),
+        ("--bootstrap", "0 (no interval) or at least 100"),
+    ):
+        code = main(["meta-eval", "--critiques", str(data), "--output-dir", str(tmp_path / option), option, "1"])
+        assert code == 2 and f"{option} must be {allowed}, got 1" in capsys.readouterr().err
+
+
+def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_traceback():
+    from hf_critic.meta_eval.correlation import system_level_correlation
+
+    out = system_level_correlation([None, None, None], [1.0, 2.0, 3.0], ["a", "b", "c"])
+    assert math.isnan(out["pearson"]) and out["n_systems"] == 0

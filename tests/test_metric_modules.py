@@ -246,7 +246,7 @@ def test_critique_correlation_readme_lists_every_output_key():
     section = _readme_section("critique_correlation", "### Output Values")
     named = set(re.findall(r"\*\*(\w+)\*\*", section))
     out = critique_correlation([8, 6, 3, 9, 4, 7], [5, 3, 4, 4, 2, 3], [1, 1, 1, 2, 2, 2], ["a", "b", "c"] * 2,
-                               bootstrap=10)  # fmt: skip
+                               bootstrap=100)  # fmt: skip
     assert set(out) <= named, set(out) - named
     assert {"within_question_accuracy", "within_question_pairs", "pooled_pearson"} <= named
 

@@ -205,5 +205,30 @@ def test_model_folders_that_hold_a_model_resolve(tiny_model_dir, tmp_path):
     adapter = tmp_path / "lora"  # a PEFT adapter folder (SFT with LoRA): transformers loads it onto its base
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text("{}")
-    (adapter / "adapter_model.safetensors").write_bytes(b"")
+    from safetensors.torch import save_file
+
+    save_file({"lora_A": torch.zeros(2, 2)}, adapter / "adapter_model.safetensors")
     assert models.resolve_model(adapter) == str(adapter)
+    (adapter / "adapter_model.safetensors").write_bytes(b"")  # issue 39: an empty weights file is no adapter
+    with pytest.raises(ValueError, match="adapter_model.safetensors: not a readable safetensors file \\(0 bytes"):
+        models.resolve_model(adapter)
+
+
+def test_a_model_folder_without_tokenizer_files_says_so_not_sentencepiece(tiny_model_dir, tmp_path, capsys):
+    """Issue 39: transformers asked to install sentencepiece or tiktoken."""
+    from hf_critic.cli import main
+
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_model_dir / name, folder / name)
+    with pytest.raises(
+        models.ModelNotFoundError, match=f"model folder {re.escape(repr(str(folder)))} holds no tokenizer"
+    ):
+        models.resolve_model(folder)
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"question": "Q?", "response": "A"}) + "\n")
+    argv = ["grade", "--model", str(folder), "--data", str(data), "--output", str(tmp_path / "out.jsonl")]
+    assert main([*argv, "--template", "mtbench", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "holds no tokenizer" in err and "sentencepiece" not in err

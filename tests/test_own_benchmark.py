@@ -240,10 +240,17 @@ def test_bootstrap_intervals_on_the_headline_figures(tmp_path):
     code, report, text = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", plain=True)
     assert code == 0
     m = report["runs"][0]["metrics"]
+    for key in ("accuracy", "macro_f1", "win_rate"):  # four pairs: "n too small", never a zero-width "95%" interval
+        assert m["ci"][key] == "n too small"
+    assert "95% percentile bootstrap intervals over 200 resamples" in text and "[n too small]" in text
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2) * 5])
+    bench = _jsonl(tmp_path / "bench20.jsonl", PLAIN * 5)
+    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", benchmark=bench,
+                                 plain=True)  # fmt: skip
+    m = report["runs"][0]["metrics"]
     for key in ("accuracy", "macro_f1", "win_rate"):
         low, high = m["ci"][key]
         assert low <= m[key] <= high
-    assert "95% percentile bootstrap intervals over 200 resamples" in text
 
 
 # -------------------------------------------------------------------------------------------------- 5. spreadsheets
@@ -372,10 +379,16 @@ def test_label_maps_round_trip(keys, codes):
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=2, max_size=60), st.integers(0, 10))
 def test_bootstrap_interval_contains_the_estimate(pairs, seed):
     from hf_critic.meta_eval.agreement import pairwise_agreement
+    from hf_critic.meta_eval.bootstrap import EXCLUDES_ESTIMATE, TOO_SMALL
 
     pred, ref = zip(*pairs, strict=True)
     out = pairwise_agreement(list(pred), list(ref), bootstrap=100, seed=seed)
-    for key in ("accuracy", "macro_f1", "tie_rate"):
+    for key in ("accuracy", "macro_f1", "tie_rate"):  # an interval that holds the estimate, or a note saying why not
+        if isinstance(out["ci"][key], str):
+            assert out["ci"][key] in (TOO_SMALL, EXCLUDES_ESTIMATE) and (len(pairs) < 5) == (
+                out["ci"][key] == TOO_SMALL
+            )
+            continue
         low, high = out["ci"][key]
         assert low - 1e-12 <= out[key] <= high + 1e-12
 
@@ -395,3 +408,31 @@ def test_bootstrap_interval_narrows_with_more_rows():
         widths[n] = [out["ci"][k][1] - out["ci"][k][0] for k in ("agreement", "macro_f1")]
         widths[n].append(corr["ci"]["text_pearson"][1] - corr["ci"]["text_pearson"][0])
     assert all(big < small / 3 for small, big in zip(widths[200], widths[5000], strict=True))
+
+
+def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys):
+    """Issue 39: verdicts are attached by id when both files have one, whatever the order; an id the file lacks is
+    one line naming it."""
+    bench = _jsonl(tmp_path / "bench.jsonl", [{"id": f"p{i}", **row} for i, row in enumerate(PLAIN)])
+    right = [{"id": f"p{i}", "output": row["label"]} for i, row in enumerate(PLAIN)]
+    verdicts = _jsonl(tmp_path / "v.jsonl", right[::-1])  # every verdict right, in reverse order
+    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=bench, plain=True)
+    assert code == 0 and report["runs"][0]["metrics"]["accuracy"] == 1.0
+    _jsonl(tmp_path / "v.jsonl", [*right[:3], {"id": "other", "output": 0}])
+    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=bench, plain=True)
+    assert code == 2 and "no verdict for 1 row(s) of bench (first: id 'p3')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({**PLAIN[0], "critique_label": "maybe"}, "row 0: critique_label = 'maybe' is not a pairwise label"),
+        ({"question": "q", "response": "a", "human_score": 3, "critique_score": "high"},
+         "row 0: critique_score 'high' is not a number"),
+    ],
+)  # fmt: skip
+def test_a_bad_verdict_in_a_critique_file_names_the_file_and_row(tmp_path, capsys, row, message):
+    """Issue 39: 'predictions[0] = ...' and 'could not convert string to float' named no file."""
+    critiques = _jsonl(tmp_path / "c.jsonl", [row])
+    code = main(["meta-eval", "--critiques", critiques, "--output-dir", str(tmp_path / "out"), "--no-plots"])
+    assert code == 2 and f"{critiques}: {message}" in capsys.readouterr().err

@@ -280,3 +280,93 @@ def test_compare_and_grade_through_a_served_reward_model(tmp_path, capsys):
         (row,) = [json.loads(line) for line in (tmp_path / "g_out.jsonl").read_text().splitlines()]
         assert row["critique_reward"] == 3.0 and 1 <= row["critique_score"] <= 10
     assert "verdicts from the served reward model" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------- issue 39: non-finite
+@pytest.mark.parametrize("bad", ["NaN", "Infinity"])
+def test_a_non_finite_reward_is_an_error_naming_the_row_and_never_cached(tmp_path, capsys, bad):
+    """A server answering NaN / Infinity gives no verdict: exit 2 naming the file and row, nothing cached, and a
+    later run against a healthy server scores afresh."""
+    from hf_critic.cli import main
+
+    rows = [{"question": "q1", "response_1": "a longer answer", "response_2": "short"}]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    raw = lambda body, headers: (  # noqa: E731
+        200,
+        {},
+        json.dumps(pooling_response(body["model"], [0.0])).replace("0.0", bad).encode(),
+    )
+    cache, out = tmp_path / "cache.sqlite", tmp_path / "c.jsonl"
+    args = ["compare", "--data", str(data), "--output", str(out), "--model", "stub-rm", "--cache", str(cache)]
+    with StubPoolingServer(respond=lambda body, headers: raw(body, headers) if len(body["messages"][-1]["content"]) > 4 else None) as server:  # fmt: skip
+        assert main([*args, "--base-url", server.url, "--pooling", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"gave reward {bad.lower() if bad == 'NaN' else 'inf'}" in err and "row 0 response" in err
+    assert str(data) in err and not out.exists()
+    from hf_critic.cache import GenerationCache
+
+    assert all(v == v and abs(v) != float("inf") for v in GenerationCache(cache).get_many(_all_keys(cache)).values())
+    with StubPoolingServer() as server:  # healthy: every reward computed, none read back as NaN
+        assert main([*args, "--base-url", server.url, "--pooling", "--no-progress"]) == 0
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["critique_label"] == 0 and row["critique_reward"] == 15.0 and row["critique_status"] == "ok"
+
+
+def _all_keys(path):
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return [k for (k,) in db.execute("SELECT key FROM generations")]
+
+
+def test_max_retries_and_a_long_retry_after_are_honoured_on_pooling(tmp_path, capsys):
+    """`--max-retries 1` is two attempts per request; a Retry-After beyond the total wait bound fails at once, saying
+    so (it sat silent until killed before issue 39)."""
+    from hf_critic.cli import main
+
+    data = tmp_path / "g.jsonl"
+    data.write_text(json.dumps({"question": "q", "response": "abcdef"}) + "\n")
+    args = ["grade", "--data", str(data), "--output", str(tmp_path / "o.jsonl"), "--model", "stub-rm", "--no-cache"]
+    busy = lambda body, headers: (503, {"Retry-After": "0"}, {"error": {"message": "busy"}})  # noqa: E731
+    with StubPoolingServer(respond=lambda b, h: busy(b, h) if b["messages"][-1]["content"] != "Yes." else None) as s:
+        assert main([*args, "--base-url", s.url, "--pooling", "--max-retries", "1", "--no-progress"]) == 3
+    assert len(s.pooled) == 1 + 2  # the probe, then two attempts
+    err = capsys.readouterr().err
+    assert "after 2 attempts" in err and "nothing answered is kept" in err and "--cache file" not in err
+    forever = lambda b, h: (503, {"Retry-After": "99999"}, {"error": {"message": "busy"}})  # noqa: E731
+    started = time.monotonic()
+    with StubPoolingServer(
+        respond=lambda b, h: forever(b, h) if b["messages"][-1]["content"] != "Yes." else None
+    ) as s:
+        assert main([*args, "--base-url", s.url, "--pooling", "--max-retries", "1", "--no-progress"]) == 3
+    assert time.monotonic() - started < 10 and len(s.pooled) == 1 + 1
+    assert "waiting 99999 s more would pass the 300 s a request may wait in all" in capsys.readouterr().err
+
+
+def test_a_long_wait_is_said_before_it_starts(caplog):
+    seen = []
+
+    def respond(body, headers):
+        seen.append(1)
+        return (503, {"Retry-After": "5"}, {"error": {"message": "busy"}}) if len(seen) == 1 else None
+
+    policy = RetryPolicy(max_retries=1, initial_backoff=0.01, max_backoff=6)
+    with StubPoolingServer(respond=respond) as server, caplog.at_level("WARNING", logger="hf_critic.backends.pooling"):
+        assert PoolingRewardClient(server.url, "stub-rm", policy=policy).rewards([conversation("q", "abc")]) == [3.0]
+    assert "503: busy; retry 1 of 1 in 5 s" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
+     ("--max-retries", "-1", "argument --max-retries: must be 0 or more, got -1"),
+     ("--request-timeout", "0", "argument --request-timeout: must be above 0, got 0")],
+)  # fmt: skip
+def test_server_options_out_of_range_name_the_option(capsys, option, value, message):
+    """Issue 39: `--concurrency 0` was reported as "batch_size must be >= 1"."""
+    from hf_critic.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["grade", "--data", "x.jsonl", "--base-url", "http://127.0.0.1:9/v1", "--pooling", option, value])
+    assert exit_.value.code == 2 and message in capsys.readouterr().err

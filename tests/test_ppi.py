@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,12 @@ def test_human_subset_and_win_values():
     assert win_predictions([0, None], None, [distribution, None]).tolist() == pytest.approx([0.7, 0.5])
     with pytest.raises(ValueError, match="prediction on every row"):
         ppi_mean_interval([1, None], [0.5, None])
+
+
+def test_one_human_label_gives_no_zero_width_interval():
+    """Issue 39: one label has no spread; its interval is 'n too small', not [x, x]."""
+    from hf_critic.meta_eval.bootstrap import TOO_SMALL
+
+    one = classical_mean_interval([4.0, None, None])
+    assert one["estimate"] == 4.0 and one["ci"] == TOO_SMALL and math.isnan(one["width"])
+    assert classical_mean_interval([4.0, 2.0])["ci"][0] < 3.0 < classical_mean_interval([4.0, 2.0])["ci"][1]

@@ -228,3 +228,104 @@ def test_meta_eval_names_an_order_free_critic_and_measures_no_consistency(critic
     assert code == 0
     assert "| rm | demo | reward, order-free |" in report and "n/a (order-free)" in report
     assert "probability, first order" not in report
+
+
+# ------------------------------------------------------------------------------------------- issue 39
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"slope": 2.0}, "slope without intercept"),
+        ({"intercept": 1.0}, "intercept without slope"),
+        ({"slope": "2", "intercept": 1.0}, "slope must be a number"),
+        ({"fitted_low": 5, "fitted_high": 5}, "fitted_high must exceed fitted_low"),
+        ({"max_length": -5}, "max_length must be a whole number of tokens >= 1"),
+        ({"tie_margin": float("nan")}, "tie_margin must be finite"),
+        ({"slope": float("inf"), "intercept": 0.0}, "slope must be finite"),
+    ],
+)
+def test_a_calibration_file_out_of_range_is_one_line_naming_the_file(tmp_path, fields, message):
+    (tmp_path / "hf_critic_reward.json").write_text(json.dumps(fields))  # json writes NaN / Infinity as Python does
+    with pytest.raises(ValueError, match=message) as err:
+        RewardCalibration.load(tmp_path)
+    assert str(tmp_path / "hf_critic_reward.json") in str(err.value) and "\n" not in str(err.value)
+
+
+def test_non_finite_or_huge_tie_margins_are_refused_or_computed_not_overflowed(critic):
+    with pytest.raises(ValueError, match="finite"):
+        pairwise_verdict(1.0, 1.0, tie_margin=float("nan"))
+    with pytest.raises(ValueError, match="finite"):
+        pairwise_verdict(float("nan"), 1.0)
+    label, d = pairwise_verdict(1.0, 0.0, tie_margin=1e6)  # exp(1e6) overflowed before: reported as a truncation
+    assert label == 2 and d["tie"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="--tie-margin must be a finite number"):
+        Critic(None, reward=critic.reward, tie_margin=float("nan"))
+
+
+def test_a_reward_model_giving_nan_is_an_error_naming_the_row(critic):
+    critic.reward.score = lambda inputs: [0.5, float("nan")][: len(inputs)]
+    rows = [{"question": QUESTION, "response": r} for r in (GOOD, BAD)]
+    with pytest.raises(ValueError, match=r"gave reward nan for row 1 \(1 of 2"):
+        critic.grade(rows, source="graded.jsonl")
+    assert critic.cache.get_many([]) == {} and len(critic.cache) == 0
+
+
+def test_non_finite_numbers_on_the_command_line_are_refused(capsys):
+    from hf_critic.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["compare", "--data", "x.jsonl", "--tie-margin", "nan"])
+    assert exit_.value.code == 2 and "not a finite number: 'nan'" in capsys.readouterr().err
+
+
+def test_gguf_recode_is_refused_where_no_gguf_runs(reward_folder, tmp_path):
+    from hf_critic.tiny_models import build_tiny_model
+
+    with pytest.raises(ValueError, match="--gguf-recode Q8_0: .* is a reward model on transformers; no GGUF runs"):
+        Critic.from_pretrained(str(reward_folder), gguf_recode="Q8_0", progress=False)
+    causal = build_tiny_model(tmp_path / "causal")
+    with pytest.raises(ValueError, match="--gguf-recode off: the transformers engine runs no GGUF file"):
+        Critic.from_pretrained(str(causal), engine="transformers", gguf_recode="off", progress=False)
+
+
+def test_a_classifier_with_two_labels_is_refused_as_reward_and_as_text_critic(reward_folder, tmp_path, capsys):
+    import shutil
+
+    from hf_critic.cli import main
+
+    two = tmp_path / "two-labels"
+    shutil.copytree(reward_folder, two)
+    config = json.loads((two / "config.json").read_text())
+    config.update(num_labels=2, id2label={"0": "bad", "1": "good"}, label2id={"bad": 0, "good": 1})
+    (two / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError, match="a sequence classifier with 2 labels"):
+        Critic.from_pretrained(str(two), progress=False)
+    data = tmp_path / "g.jsonl"
+    data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
+    for verdict in ("auto", "text"):
+        code = main(["grade", "--model", str(two), "--data", str(data), "--output", str(tmp_path / "o.jsonl"),
+                     "--verdict", verdict, "--no-cache", "--no-progress"])  # fmt: skip
+        assert code == 2 and "2 labels" in capsys.readouterr().err
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("damage", ["junk", "empty", "truncated"])
+def test_a_broken_adapter_file_is_one_line_naming_it_and_nothing_is_written(reward_folder, tmp_path, capsys, damage):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForSequenceClassification
+
+    from hf_critic.cli import main
+
+    base = AutoModelForSequenceClassification.from_pretrained(reward_folder)
+    adapter = tmp_path / "adapter"
+    get_peft_model(base, LoraConfig(task_type="SEQ_CLS", r=2, target_modules=["q_proj"])).save_pretrained(adapter)
+    weights = adapter / "adapter_model.safetensors"
+    whole = weights.read_bytes()
+    weights.write_bytes({"junk": b"not safetensors " * 8, "empty": b"", "truncated": whole[: len(whole) // 2]}[damage])
+    data, out = tmp_path / "g.jsonl", tmp_path / "o.jsonl"
+    data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
+    code = main(["grade", "--model", str(adapter), "--data", str(data), "--output", str(out), "--no-cache",
+                 "--no-progress"])  # fmt: skip
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("hf-critic")]  # not the test's own load bars
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err
+    assert f"{weights}: not a readable safetensors file" in lines[0] and not out.exists()

@@ -268,7 +268,7 @@ def test_a_server_gone_mid_run_is_one_error_naming_the_cache(tmp_path):
         "the same command again to resume"
     )
     assert (info.value.failed, info.value.total, len(cache)) == (1, 2, 1)
-    # no cache known to the backend, a key in the URL: "the --cache file", the key redacted
+    # no cache (--no-cache), a key in the URL: nothing claimed kept (issue 39), the key redacted
     url = f"http://user:{SECRET}@127.0.0.1:{free_port()}/v1"
     backend = OpenAIBackend(client(url), progress=False)
     calls = [
@@ -279,7 +279,9 @@ def test_a_server_gone_mid_run_is_one_error_naming_the_cache(tmp_path):
         with pytest.raises(RequestsFailedError, match=r"^2 of 2 request\(s\) to http://user:\*\*\*@127") as info:
             call()
         assert SECRET not in str(info.value) and "\n" not in str(info.value)
-        assert str(info.value).endswith("kept in the --cache file: run the same command again to resume")
+        assert str(info.value).endswith(
+            "no cache (--no-cache), so nothing answered is kept: a rerun asks every request again"
+        )
 
 
 class EchoBackend:

@@ -30,6 +30,10 @@ def cache_key(**parts: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def _non_finite(name: str):
+    raise ValueError(f"non-finite number {name} in a cache entry")
+
+
 class GenerationCache:
     """``key -> JSON value`` store in one SQLite file, safe to share between threads of one process.
 
@@ -55,7 +59,11 @@ class GenerationCache:
                 chunk = keys[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(f"SELECT key, value FROM generations WHERE key IN ({marks})", chunk)
-                found.update((k, json.loads(v)) for k, v in rows)
+                for k, v in rows:
+                    try:  # an entry holding NaN / Infinity (written before issue 39) is missing: computed again
+                        found[k] = json.loads(v, parse_constant=_non_finite)
+                    except ValueError:
+                        continue
         return found
 
     def get(self, key: str) -> Any | None:
@@ -63,8 +71,15 @@ class GenerationCache:
         return self.get_many([key]).get(key)
 
     def put_many(self, items: Mapping[str, Any]) -> None:
-        """Store all items in one transaction (all or nothing)."""
-        rows = [(k, json.dumps(v, ensure_ascii=False)) for k, v in items.items()]
+        """Store all items in one transaction (all or nothing).
+
+        Raises:
+            ValueError: a value holding NaN or Infinity (nothing is stored: a non-finite result is never cached).
+        """
+        try:
+            rows = [(k, json.dumps(v, ensure_ascii=False, allow_nan=False)) for k, v in items.items()]
+        except ValueError:
+            raise ValueError(f"{self.path}: a result holding NaN or Infinity is not cached") from None
         with self._lock:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?)", rows)

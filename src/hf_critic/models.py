@@ -147,10 +147,38 @@ def default_model_dir() -> Path:
 _WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "tf_model*.h5", "flax_model*.msgpack")
 
 
+# Files a tokenizer is loaded from, one of which a model folder needs (fast, slow or tiktoken tokenizers).
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                    "spiece.model", "sentencepiece.bpe.model", "tiktoken.model")  # fmt: skip
+
+
+def check_safetensors(path: str | os.PathLike) -> None:
+    """Check that a ``.safetensors`` file is whole before a model is built on it: its header parses and its tensors
+    cover the file (read without loading a tensor).
+
+    Raises:
+        ValueError: one line naming the file, its size and what is wrong (junk, empty, truncated), rather than a
+            traceback from the loader (issue 39).
+    """
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "pt"):
+            pass
+    except (SafetensorError, OSError) as err:
+        detail = " ".join(str(err).split()).removeprefix("Error while deserializing header: ")
+        size = Path(path).stat().st_size
+        raise ValueError(f"{path}: not a readable safetensors file ({size} bytes: {detail}); it is empty, "
+                         "truncated or not safetensors: copy or save it again") from None  # fmt: skip
+
+
 def _check_model_folder(model: str) -> None:
     """Raise ModelNotFoundError, naming what is missing, unless the folder ``model`` holds a loadable model: a
-    ``config.json`` with weights (what ``save_pretrained`` writes) or a PEFT adapter (``adapter_config.json``)."""
+    ``config.json`` with weights (what ``save_pretrained`` writes) or a PEFT adapter (``adapter_config.json``); a
+    broken ``.safetensors`` file in it is a ValueError naming it (:func:`check_safetensors`)."""
     folder = Path(model).expanduser()
+    for weights in sorted(folder.glob("*.safetensors")):
+        check_safetensors(weights)
     if (folder / "adapter_config.json").is_file():
         return
     if not (folder / "config.json").is_file():
@@ -167,6 +195,11 @@ def _check_model_folder(model: str) -> None:
         raise ModelNotFoundError(
             f"model folder {model!r} holds no model: no weights beside its config.json (model.safetensors, "
             "pytorch_model.bin or their shards)"
+        )
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):  # else transformers asks for sentencepiece
+        raise ModelNotFoundError(
+            f"model folder {model!r} holds no tokenizer (none of {', '.join(_TOKENIZER_FILES[:4])} ...): save it "
+            "beside the model (tokenizer.save_pretrained(folder)) or copy those files from the model it came from"
         )
 
 

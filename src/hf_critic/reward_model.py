@@ -83,7 +83,8 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
         model: ``--model`` as given (None: the embedded default critic, never a reward model).
 
     Raises:
-        ValueError: a ``config.json`` or ``adapter_config.json`` that is not a JSON object (names the file).
+        ValueError: a ``config.json`` or ``adapter_config.json`` that is not a JSON object (names the file), or a
+            sequence classifier with more than one label (refused as a reward critic and as a text critic).
     """
     if model is None:
         return False
@@ -105,7 +106,19 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
         return False
     architectures = config.get("architectures") or []
     labels = config.get("num_labels", len(config.get("id2label") or {}) or None)
-    return any(a.endswith("ForSequenceClassification") for a in architectures) and labels == 1
+    classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
+    if classifier and labels not in (None, 1):  # neither a reward model nor a text critic (no language-model head)
+        raise ValueError(f"{model}: a sequence classifier with {labels} labels: a reward critic has one label (its "
+                         "reward), and a classifier cannot write critiques (no language-model head)")  # fmt: skip
+    return classifier and labels == 1
+
+
+def _sigmoid(x: float) -> float:
+    """``1 / (1 + exp(-x))`` without overflow for any finite ``x`` (a huge tie band is not an overflow)."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    z = math.exp(x)
+    return z / (1.0 + z)
 
 
 def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
@@ -120,12 +133,11 @@ def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
         probabilities in [0, 1] summing to 1.
 
     Raises:
-        ValueError: a negative ``tau``.
+        ValueError: a negative ``tau``, or a non-finite reward or band.
     """
-    if tau < 0:
-        raise ValueError(f"tie band must be >= 0, got {tau}")
-    p1 = 1.0 / (1.0 + math.exp(-(r1 - r2 - tau)))
-    p2 = 1.0 / (1.0 + math.exp(-(r2 - r1 - tau)))
+    if not all(map(math.isfinite, (r1, r2, tau))) or tau < 0:
+        raise ValueError(f"rewards and tie band must be finite, the band >= 0; got r1={r1}, r2={r2}, tau={tau}")
+    p1, p2 = _sigmoid(r1 - r2 - tau), _sigmoid(r2 - r1 - tau)
     return {
         LABEL_NAMES[RESPONSE_1_WINS]: p1,
         LABEL_NAMES[RESPONSE_2_WINS]: p2,
@@ -172,6 +184,28 @@ class RewardCalibration:
     max_length: int | None = None
     source: str = "not fitted: score = low + (high - low) * sigmoid(reward)"
 
+    def __post_init__(self):
+        numbers = {"slope": self.slope, "intercept": self.intercept, "fitted_low": self.fitted_low,
+                   "fitted_high": self.fitted_high, "tie_margin": self.tie_margin}  # fmt: skip
+        for name, value in numbers.items():
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise ValueError(f"{name} must be a number, got {value!r}")
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"{name} must be finite, got {value}")
+        if (self.slope is None) != (self.intercept is None):
+            given, missing = ("slope", "intercept") if self.intercept is None else ("intercept", "slope")
+            raise ValueError(f"{given} without {missing}: the pointwise map needs both (or neither: not fitted)")
+        if self.fitted_high <= self.fitted_low:
+            raise ValueError(f"fitted_high must exceed fitted_low, got {self.fitted_low} to {self.fitted_high}")
+        if self.tie_margin < 0:
+            raise ValueError(f"tie_margin must be >= 0, got {self.tie_margin}")
+        if self.max_length is not None and (
+            isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1
+        ):
+            raise ValueError(f"max_length must be a whole number of tokens >= 1, got {self.max_length!r}")
+        if not isinstance(self.source, str):
+            raise ValueError(f"source must be text, got {self.source!r}")
+
     @property
     def fitted(self) -> bool:
         """Whether the pointwise map was fitted on graded data."""
@@ -181,7 +215,7 @@ class RewardCalibration:
         """The score of one reward on ``scale = (low, high)``, in ``[low, high]``."""
         low, high = scale
         if not self.fitted:
-            return low + (high - low) / (1.0 + math.exp(-reward))
+            return low + (high - low) * _sigmoid(reward)
         fitted = self.slope * reward + self.intercept
         share = (fitted - self.fitted_low) / (self.fitted_high - self.fitted_low)
         return float(min(high, max(low, low + share * (high - low))))
@@ -197,14 +231,18 @@ class RewardCalibration:
         """Read :data:`REWARD_CONFIG` from ``folder`` (the defaults when absent).
 
         Raises:
-            ValueError: the file is not JSON or holds an unknown field (names the file).
+            ValueError: the file is not a JSON object, holds an unknown field, or a field out of range (a string, NaN,
+                a slope without intercept, a zero span, ``max_length`` < 1); the message names the file.
         """
         path = Path(folder) / REWARD_CONFIG
         if not path.is_file():
             return cls()
         try:
-            return cls(**json.loads(path.read_text(encoding="utf-8")))
-        except (json.JSONDecodeError, TypeError) as err:
+            fields = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(fields, dict):
+                raise TypeError("not a JSON object")
+            return cls(**fields)
+        except (UnicodeDecodeError, ValueError, TypeError) as err:
             raise ValueError(f"{path}: not a reward calibration ({err})") from None
 
 

@@ -37,7 +37,8 @@ def load_backend(
         :class:`~hf_critic.backends.llamacpp.LlamaCppBackend`.
 
     Raises:
-        ValueError: an unknown engine, a GGUF path for transformers, a dtype for llama.cpp.
+        ValueError: an unknown engine, a GGUF path or a ``gguf_recode`` other than ``auto`` for transformers, a dtype
+            for llama.cpp.
         hf_critic.backends.llamacpp.GGUFError: a missing or non-GGUF file for llama.cpp.
         hf_critic.models.ModelNotFoundError: a transformers model that cannot be found offline.
     """
@@ -58,6 +59,10 @@ def load_backend(
         )
     else:
         from .transformers import TransformersBackend
+
+        if gguf_recode != "auto":
+            raise ValueError(f"--gguf-recode {gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
+                             "for --engine llamacpp only)")  # fmt: skip
 
         backend = TransformersBackend.from_pretrained(
             model,

@@ -74,7 +74,23 @@ def check_gguf(path: str | os.PathLike) -> Path:
         magic = handle.read(4)
     if magic != GGUF_MAGIC:
         raise GGUFError(f"{str(path)!r} is not a GGUF file (it starts with {magic!r}, not b'GGUF')")
+    _read_header(file)
     return file
+
+
+def _read_header(file: Path):
+    """The file's ``GGUFReader`` (None without the ``gguf`` package); GGUFError naming the file when its header or
+    tensor table does not parse or its tensors run past its end (a truncated or fake file)."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:  # pragma: no cover - gguf ships with hf-critic's llama.cpp extra
+        return None
+    try:
+        return GGUFReader(file)
+    except Exception as err:  # the reader raises ValueError, KeyError, IndexError... on damaged bytes
+        detail = " ".join(str(err).split())[:160] or type(err).__name__
+        raise GGUFError(f"{str(file)!r} starts with b'GGUF' but is not a readable GGUF file (truncated or damaged: "
+                        f"{detail})") from None  # fmt: skip
 
 
 #: Weight types llama.cpp's x86 kernels run slowly, and the type ``recode="auto"`` re-encodes them into.
@@ -89,14 +105,22 @@ RECODE_CHOICES = ("auto", "off", *RECODE_TYPES)
 _Q8_0_BLOCK = 32
 
 
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
 def fingerprint(path: str | os.PathLike) -> str:
-    """SHA-256 prefix (12 hex digits) of the file's size and first MiB: identifies the weights without hashing
-    gigabytes."""
-    path = Path(path)
-    digest = hashlib.sha256(str(path.stat().st_size).encode())
-    with path.open("rb") as handle:
-        digest.update(handle.read(1 << 20))
-    return digest.hexdigest()[:12]
+    """SHA-256 prefix (16 hex digits) of the whole file: two files share it only when their bytes are equal.
+
+    A name, size and first MiB are all metadata for a small model, so two checkpoints could share them (issue 39):
+    every byte is hashed, once per process for a file unchanged since (same path, size, modification time, inode).
+    """
+    path = Path(path).resolve()
+    stat = path.stat()
+    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if seen not in _FINGERPRINTS:
+        with path.open("rb") as handle:
+            _FINGERPRINTS[seen] = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+    return _FINGERPRINTS[seen]
 
 
 def file_type(path: str | os.PathLike) -> str | None:
@@ -172,6 +196,24 @@ def requantize_gguf(source: str | os.PathLike, target: str | os.PathLike, tensor
     return Path(target)
 
 
+def _seal(target: Path) -> Path:
+    """The file beside a re-encoding holding its fingerprint, written once the re-encoding is complete."""
+    return target.with_name(target.name + ".sha256")
+
+
+def _verified(target: Path) -> bool:
+    """Whether a kept re-encoding is whole: its bytes hash to the fingerprint written beside it when it was complete.
+    A truncated, damaged or unsealed one is said and written again (issue 39: no run fails on a broken cache file)."""
+    if not target.is_file():
+        return False
+    seal = _seal(target)
+    if seal.is_file() and seal.read_text(encoding="utf-8").strip() == fingerprint(target):
+        return True
+    logger.warning("%s: the kept re-encoding does not match its fingerprint (truncated or damaged); writing it again",
+                   target)  # fmt: skip
+    return False
+
+
 def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os.PathLike | None = None) -> Path:
     """The file llama.cpp should load for ``path``: itself, or its re-encoding (written once, then reused).
 
@@ -181,16 +223,17 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
             parameters is re-encoded into the type listed there; ``"off"``: the file as it is; ``"Q8_0"`` or
             ``"F32"``: re-encoded into that type (unless it already is).
         folder: where re-encodings are kept (default ``hf_critic.models.cache_dir() / "gguf"``), named by the
-            source's stem, fingerprint and the new type, so a changed source gets a new one. Written to a temporary
-            name and renamed: a run killed mid-write leaves no half file behind.
+            source's stem, fingerprint (of its whole content) and the new type, so a changed source gets a new one.
+            Written to a temporary name and renamed: a run killed mid-write leaves no half file behind; its own
+            fingerprint is kept beside it (``.sha256``) and checked before each use, a broken one written again.
 
     Returns:
         The path to load.
 
     Raises:
         ValueError: an unknown ``recode``.
-        OSError: a forced type (not ``auto``) whose re-encoding cannot be written (``auto`` then logs a warning and
-            returns ``path``).
+        GGUFError: a forced type (not ``auto``) whose re-encoding cannot be written, one line naming the folder
+            (``auto`` then logs a warning and returns ``path``).
     """
     if recode not in RECODE_CHOICES:
         raise ValueError(f"recode must be one of {', '.join(RECODE_CHOICES)}, not {recode!r}")
@@ -211,20 +254,24 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
 
         folder = cache_dir() / "gguf"
     target = Path(folder) / f"{source.stem}.{fingerprint(source)}.{target_type}.gguf"
-    if not target.is_file():
+    if not _verified(target):
         partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
         started = time.perf_counter()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             requantize_gguf(source, partial, target_type)
             os.replace(partial, target)
+            _seal(target).write_text(fingerprint(target) + "\n", encoding="utf-8")
         except OSError as err:  # a full disk or a read-only cache: auto falls back to the file, a forced type fails
             if partial.is_file():
                 partial.unlink()
+            reason = f"{err.strerror or err}: {err.filename or folder}"
             if recode != "auto":
-                raise
+                raise GGUFError(f"--gguf-recode {recode}: cannot write the re-encoding of {source} into {folder} "
+                                f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass --gguf-recode off"
+                                ) from None  # fmt: skip
             logger.warning("%s: could not write its %s re-encoding (%s); running the file as it is", source.name,
-                           target_type, err)  # fmt: skip
+                           target_type, reason)  # fmt: skip
             return source
         logger.info(
             "%s: %s weights re-encoded as %s for llama.cpp's fast CPU kernels in %.0f s, kept as %s (--gguf-recode "

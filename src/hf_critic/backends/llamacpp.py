@@ -180,7 +180,7 @@ class LlamaCppBackend(Backend):
             speed), written once next to hf-critic's cache (:func:`hf_critic.backends.gguf_files.recoded_gguf`).
 
     Attributes:
-        name: ``"llamacpp|<file name>|<quantisation>|<sha-256 prefix of the file's size and first MiB>"``, plus
+        name: ``"llamacpp|<file name>|<quantisation>|<sha-256 prefix of the whole file>"``, plus
             ``"|as <type>"`` when re-encoded: engine, quantisation and weights are part of every cache key, so GGUF
             generations never mix with another engine's, another file's or another encoding's.
         batch_size: equals ``parallel`` (the critic commits its cache every few batches).

@@ -98,6 +98,7 @@ class PoolingRewardClient:
         timeout: seconds per attempt (> 0).
         batch_size: conversations in flight at once (>= 1).
         policy: retries of 408 / 409 / 425 / 429 / 5xx, timeouts, lost connections, bad bodies (``RetryPolicy()``).
+        cache_path: the cache file the caller keeps finished rewards in, named when requests fail (None: none).
 
     Raises:
         ValueError: ``batch_size < 1`` or ``timeout <= 0``.
@@ -114,6 +115,7 @@ class PoolingRewardClient:
         timeout: float = 60.0,
         batch_size: int = 8,
         policy: RetryPolicy | None = None,
+        cache_path: str | os.PathLike | None = None,
     ):
         if batch_size < 1 or timeout <= 0:
             raise ValueError("batch_size must be >= 1 and timeout > 0")
@@ -123,6 +125,7 @@ class PoolingRewardClient:
         self.model, self.api_key_env = model, api_key_env
         self.timeout, self.batch_size = timeout, batch_size
         self.policy, self._rng = policy or RetryPolicy(), random.Random(0)
+        self.cache_path = cache_path
 
     def __repr__(self) -> str:  # no key, ever
         return f"PoolingRewardClient(base_url={self.display_url!r}, model={self.model!r}, key=${self.api_key_env})"
@@ -201,15 +204,27 @@ class PoolingRewardClient:
         return _scalar(data)
 
     def _one(self, client: httpx.Client, conversation: Sequence[Mapping[str, str]]) -> float:
-        """The reward of one conversation, retried under :attr:`policy`; ``_Fail`` once retries are spent."""
-        body, retries = self._body(conversation), 0
+        """The reward of one conversation, retried under :attr:`policy`; ``_Fail`` once retries are spent or the
+        waits would pass ``policy.max_total_wait`` (a ``Retry-After`` beyond it fails at once); a wait of 5 s or
+        more is said before it starts."""
+        body, retries, waited = self._body(conversation), 0, 0.0
         while True:
             try:
                 return self._attempt(client, body)
             except _Retry as err:
+                attempts = f"after {retries + 1} attempts"
                 if retries >= self.policy.max_retries:
-                    raise _Fail(f"{err.detail} (after {retries + 1} attempts)") from None
-                time.sleep(self.policy.delay(retries, self._rng, err.retry_after))
+                    raise _Fail(f"{err.detail} ({attempts})") from None
+                wait = self.policy.delay(retries, self._rng, err.retry_after)
+                asked = max(wait, err.retry_after or 0.0)
+                if waited + asked > self.policy.max_total_wait:
+                    raise _Fail(f"{err.detail} ({attempts}; waiting {asked:g} s more would pass the "
+                                f"{self.policy.max_total_wait:g} s a request may wait in all)") from None  # fmt: skip
+                if wait >= 5:
+                    logger.warning("%s: %s; retry %d of %d in %.0f s", self.display_url, err.detail, retries + 1,
+                                   self.policy.max_retries, wait)  # fmt: skip
+                time.sleep(wait)
+                waited += wait
                 retries += 1
 
     def rewards(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[float]:
@@ -241,7 +256,9 @@ class PoolingRewardClient:
                 futures = [pool.submit(self._one, client, conversation) for conversation in batch]
                 failed = [str(err) for err in (future.exception() for future in futures) if isinstance(err, _Fail)]
                 if failed:  # requests that failed after retries; a fatal error or a bad output is raised below
-                    raise RequestsFailedError(len(failed), start + len(batch), failed[0], self.display_url)
+                    raise RequestsFailedError(
+                        len(failed), start + len(batch), failed[0], self.display_url, self.cache_path
+                    )
                 rewards.extend(future.result() for future in futures)
                 logger.info("%d / %d conversations scored by %s", len(rewards), len(conversations), self.model)
         return rewards

@@ -56,16 +56,18 @@ class RequestsFailedError(RuntimeError):
     Attributes:
         failed: requests that failed (>= 1).
         total: requests in the batch that was being answered.
-        cache: the client's cache file, None when it has none.
+        cache: the cache file answered requests are kept in, None when there is none (``--no-cache``).
     """
 
     def __init__(self, failed: int, total: int, first_error: str, base_url: str, cache: Path | None = None):
         self.failed, self.total, self.cache = failed, total, cache
-        kept = f"answered requests are kept in {cache if cache else 'the --cache file'}"
+        if cache:
+            kept = f"answered requests are kept in {cache}: run the same command again to resume"
+        else:  # --no-cache: claiming a resume would be wrong (issue 39)
+            kept = "no cache (--no-cache), so nothing answered is kept: a rerun asks every request again"
         first = " ".join(first_error.split())  # one line, whatever the server's error body held
         super().__init__(
-            f"{failed} of {total} request(s) to {redact_url(base_url)} failed after retries (first: {first}); "
-            f"{kept}: run the same command again to resume"
+            f"{failed} of {total} request(s) to {redact_url(base_url)} failed after retries (first: {first}); {kept}"
         )
 
 
@@ -89,6 +91,8 @@ class RetryPolicy:
         max_backoff: cap on any single wait, seconds (>= initial_backoff).
         multiplier: growth factor per retry (>= 1).
         jitter: share of the wait drawn at random, in [0, 1].
+        max_total_wait: seconds one request may spend waiting between its attempts in all (> 0); a ``Retry-After``
+            beyond it fails the request at once rather than sit silent (issue 39).
     """
 
     max_retries: int = 6
@@ -98,6 +102,7 @@ class RetryPolicy:
     max_backoff: float = 60.0
     multiplier: float = 2.0
     jitter: float = 1.0
+    max_total_wait: float = 300.0
 
     def __post_init__(self):
         if (
@@ -107,8 +112,8 @@ class RetryPolicy:
             or self.max_backoff < self.initial_backoff
         ):
             raise ValueError("need max_retries, max_invalid_retries >= 0 and 0 < initial_backoff <= max_backoff")
-        if self.multiplier < 1 or not 0 <= self.jitter <= 1:
-            raise ValueError("need multiplier >= 1 and jitter in [0, 1]")
+        if self.multiplier < 1 or not 0 <= self.jitter <= 1 or not self.max_total_wait > 0:
+            raise ValueError("need multiplier >= 1, jitter in [0, 1] and max_total_wait > 0")
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based), in ``(0, max_backoff]``.

@@ -259,12 +259,16 @@ def _verdict_runs(args, benchmarks):
                 parse=parser,
                 order_column=args.order_column if which == "first" else None,
             )
-            if len(verdicts) != total:
+            ids = _verdict_ids(path)
+            if ids is not None and "id" in data.column_names:  # matched by id, in any order (issue 39)
+                verdicts = _verdicts_by_id(path, verdicts, ids, data["id"], name)
+            elif len(verdicts) != total:
                 raise ValueError(
                     f"{path}: {len(verdicts)} verdicts for the {total} rows of {name}: a verdict file must have "
-                    "exactly one row per benchmark row, in the same order"
+                    "exactly one row per benchmark row, in the same order (or an id column matching the benchmark's)"
                 )
-            verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
+            else:
+                verdicts = verdicts[: len(data)]  # --limit, allowed by --limit-verdicts
             if which == "swapped":
                 columns[schema.CRITIQUE_LABEL_SWAPPED] = [swap_label(v) for v in verdicts]
             else:
@@ -274,6 +278,30 @@ def _verdict_runs(args, benchmarks):
             critique = critique.add_column(column, values)
         runs.append((critic or Path(_file_and_field(first_spec)[0]).stem, name, critique))
     return runs
+
+
+def _verdict_ids(path: str) -> list[str] | None:
+    """The ``id`` field of every row of a verdict file, as text; None when some row has none."""
+    from ..io import iter_rows
+
+    ids = [row.get("id") for _, row in iter_rows(path)]
+    return None if not ids or None in ids else [str(i) for i in ids]
+
+
+def _verdicts_by_id(path: str, verdicts: list, ids: list[str], wanted, name: str) -> list:
+    """The verdicts of the benchmark rows ``wanted`` (their ids), looked up by id.
+
+    Raises:
+        ValueError: an id found twice in the file, or a benchmark row whose id the file lacks (names both).
+    """
+    by_id = dict(zip(ids, verdicts, strict=True))
+    if len(by_id) != len(ids):
+        twice = next(i for i in ids if ids.count(i) > 1)
+        raise ValueError(f"{path}: id {twice!r} is found more than once; a verdict file has one row per id")
+    missing = [str(i) for i in wanted if str(i) not in by_id]
+    if missing:
+        raise ValueError(f"{path}: no verdict for {len(missing)} row(s) of {name} (first: id {missing[0]!r})")
+    return [by_id[str(i)] for i in wanted]
 
 
 def _critic_runs(args, benchmarks):
@@ -377,7 +405,7 @@ def _ppi_spec(args, spec_type):
 
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
-    from ..io import check_output_dir, load_records
+    from ..io import RecordError, check_output_dir, load_records
     from ..meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
 
     if not (args.critiques or args.benchmark):
@@ -389,16 +417,19 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             "--limit with --verdicts: the verdict files cover every row; add --limit-verdicts to judge the first "
             f"{args.limit} rows with the first {args.limit} verdicts"
         )
-    if args.bootstrap < 0:
-        raise ValueError(f"--bootstrap must be 0 (none) or a number of resamples, got {args.bootstrap}")
+    from ..meta_eval.bootstrap import check_resamples
+
+    check_resamples(args.bootstrap, "--bootstrap")
+    check_resamples(args.paired_resamples, "--paired-resamples", none=False)
     ppi = _ppi_spec(args, PPISpec)
     reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
-    runs = []
+    runs, files = [], {}
     for spec in args.critiques:
         name, path = _name_and_value(spec)
         critic, _, dataset = (name or "").partition("/")
         runs.append((critic or Path(path).resolve().parent.name, dataset or Path(path).stem, load_records(path)))
+        files[len(runs) - 1] = path
     benchmarks, criticbench = [], []
     for spec in args.benchmark:
         name, fmt, path = parse_benchmark(spec)
@@ -418,23 +449,20 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         runs += _critic_runs(args, benchmarks)
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
-    results = [
-        evaluate_critiques(
-            data,
-            critic,
-            dataset,
-            human_score=args.human_score,
-            label=args.human_label,
-            category=args.category,
-            unparsed=args.unparsed,
-            bootstrap=args.bootstrap,
-            seed=args.bootstrap_seed,
-            annotators=[a for a in annotators if a in data.column_names],
-            two_way=getattr(args, "two_way", "auto"),
-            ppi=ppi,
-        )
-        for critic, dataset, data in runs
-    ]
+    options = {"human_score": args.human_score, "label": args.human_label, "category": args.category,
+               "unparsed": args.unparsed, "bootstrap": args.bootstrap, "seed": args.bootstrap_seed,
+               "two_way": getattr(args, "two_way", "auto"), "ppi": ppi}  # fmt: skip
+    results = []
+    for i, (critic, dataset, data) in enumerate(runs):
+        try:
+            results.append(evaluate_critiques(
+                data, critic, dataset, annotators=[a for a in annotators if a in data.column_names], **options
+            ))  # fmt: skip
+        except RecordError:
+            raise
+        except ValueError as err:  # a bad verdict value: say in which file and row (issue 39)
+            detail = re.sub(r"^predictions\[(\d+)\]", r"row \1: critique_label", str(err))
+            raise ValueError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
     written = write_report(
         results,
         args.output_dir,

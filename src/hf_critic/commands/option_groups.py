@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.gguf_files import RECODE_CHOICES
+from ..critic.config import finite_float
 
 __all__ = [
     "DEFAULT_CACHE",
@@ -38,15 +39,40 @@ __all__ = [
 DEFAULT_CACHE = "$HF_CRITIC_CACHE/generations.sqlite; ~/.cache/hf_critic/ when HF_CRITIC_CACHE is unset"
 
 
+def _count(text: str, low: int) -> int:
+    value = int(text)
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {'at least 1' if low == 1 else f'{low} or more'}, got {value}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type of counts that must be at least 1 (``--limit 0`` would judge nothing after loading a model).
 
     Raises:
         argparse.ArgumentTypeError: a number below 1 (ValueError: not an integer).
     """
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return _count(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type of counts that may be 0 (``--max-retries 0``: no retry).
+
+    Raises:
+        argparse.ArgumentTypeError: a negative number (ValueError: not an integer).
+    """
+    return _count(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a finite number above 0 (seconds).
+
+    Raises:
+        argparse.ArgumentTypeError: 0, a negative number, NaN or infinity.
+    """
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
     return value
 
 
@@ -291,10 +317,12 @@ class EndpointOptions:
         "key in --base-url (http://user:KEY@host/v1) is used instead, sent the same way and never printed",
         "OPENAI_API_KEY",
     )
-    concurrency: int = _opt("requests in flight at once with --base-url (default: 8)", 8)
-    request_timeout: float = _opt("seconds per request with --base-url (default: 300)", 300.0)
+    concurrency: int = _opt("requests in flight at once with --base-url (default: 8)", 8, type=positive_int)
+    request_timeout: float = _opt("seconds per request with --base-url (default: 300)", 300.0, type=positive_float)
     max_retries: int = _opt(
-        "retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)", 6
+        "retries of a failed request (429, 5xx, timeout, connection) with --base-url (default: 6)",
+        6,
+        type=non_negative_int,
     )
 
 

@@ -333,8 +333,16 @@ def pooling_scorer(args: argparse.Namespace, model: str | None):
     if not getattr(args, "base_url", None):
         raise ValueError("--pooling needs --base-url: the vLLM server serving the reward model")
     refuse_local_engine_options(args)
+    from ..backends.retry import RetryPolicy
+
     client = PoolingRewardClient(
-        args.base_url, model, api_key_env=args.api_key_env, timeout=args.request_timeout, batch_size=args.concurrency
+        args.base_url,
+        model,
+        api_key_env=args.api_key_env,
+        timeout=args.request_timeout,
+        batch_size=args.concurrency,
+        policy=RetryPolicy(max_retries=args.max_retries),
+        cache_path=cache_from_args(args),
     )
     client.check()
     return ServedRewardModel(client)

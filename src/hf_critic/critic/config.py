@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -271,9 +272,24 @@ def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], sh
     elif kind is bool:
         kwargs["action"] = argparse.BooleanOptionalAction
     else:
-        kwargs["type"] = kind
+        kwargs["type"] = finite_float if kind is float else kind
     kwargs.update((k, v) for k, v in meta.items() if v is not None)
     return kwargs
+
+
+def finite_float(text: str) -> float:
+    """An option's number: any finite float (``nan``, ``inf`` refused where they enter, issue 39).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, or not finite.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
 
 
 def dataclass_from_args(cls: type, args: argparse.Namespace, **replace: Any):

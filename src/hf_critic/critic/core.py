@@ -41,6 +41,7 @@ from .output import (
 )
 from .readout import force_verdicts, read_verdicts
 from .rewards import (
+    NonFiniteRewardError,
     RewardScorer,
     compare_columns,
     grade_columns,
@@ -205,7 +206,8 @@ class Critic:
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
-            ValueError: a trained critic asked to run on llama.cpp; see also :class:`Critic`.
+            ValueError: a trained critic asked to run on llama.cpp, or with ``gguf_recode`` (no GGUF runs); a
+                classifier with several labels; see also :class:`Critic`.
         """
         from ..backends import load_backend
         from ..models import trained_critic
@@ -220,6 +222,10 @@ class Critic:
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
                 raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+            if gguf_recode != "auto":
+                raise ValueError(
+                    f"--gguf-recode {gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
+                )
             if trained is not None:
                 model = trained.check_installed()
                 trained.note_licence()
@@ -300,7 +306,7 @@ class Critic:
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
 
         conversations, truncated = self._render(template, dataset, source, swap=False)
-        judged = self._judge(template, conversations)
+        judged = self._judge(template, conversations, _judged_texts(dataset, setting))
         parsed, raws = judged.parsed, judged.raws
         columns = {
             schema.CRITIQUE_SCORE: [p.score for p in parsed],
@@ -368,7 +374,8 @@ class Critic:
         if swap:  # one generate call for both orders: better batches
             swapped, truncated_swapped = self._render(template, dataset, source, swap=True)
             conversations = conversations + swapped
-        judged = self._judge(template, conversations)
+        texts = _judged_texts(dataset, setting)
+        judged = self._judge(template, conversations, texts + texts if swap else texts)
         parsed, raws = judged.parsed, judged.raws
         first = parsed[:n]
         columns = {
@@ -468,6 +475,8 @@ class Critic:
             raise ContextLengthError(
                 f"{source}: {err} (--truncate middle cuts it, --truncate skip leaves it)"
             ) from None
+        except NonFiniteRewardError as err:
+            raise NonFiniteRewardError(f"{source}: {err}") from None
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):
@@ -479,8 +488,11 @@ class Critic:
             max_new_tokens=self.decoding.max_new_tokens,
         )  # fmt: skip
 
-    def _judge(self, template: PromptTemplate, conversations: list) -> Judged:
-        """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked."""
+    def _judge(self, template: PromptTemplate, conversations: list, judged_texts: list) -> Judged:
+        """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked.
+
+        Each critique is read as its critic wrote it: not the prompt it echoed nor a marker quoted from the judged
+        texts (``judged_texts``, one list per conversation; :func:`hf_critic.formats.parse_output`)."""
         generate = self.plan.generates
         if generate:
             made = self._generate(template, conversations)
@@ -506,7 +518,8 @@ class Critic:
                 raws.append(None)
                 samples.append([])
             else:
-                sample_parses = [parse_output(t, template.output) for t in texts]
+                prompt = [m["content"] for m in conversations[i] if m.get("role") != "assistant"]
+                sample_parses = [parse_output(t, template.output, prompt, judged_texts[i]) for t in texts]
                 result = aggregate(sample_parses)
                 parsed.append(result.parsed)
                 raws.append(texts[result.chosen])
@@ -568,6 +581,11 @@ class Critic:
 def _label_votes(samples: list | None) -> list:
     """The labels of one input's parsed samples (None for an unparsed one: a vote against)."""
     return [p.label for p in samples] if samples else []
+
+
+def _judged_texts(dataset: datasets.Dataset, setting: schema.Setting) -> list[list[str | None]]:
+    """The texts a critic judges in each row (question, reference, responses), as its prompt shows them."""
+    return [list(row) for row in zip(*(dataset[f] for f in setting.fields), strict=True)]
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:

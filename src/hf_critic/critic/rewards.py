@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +32,7 @@ from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "NonFiniteRewardError",
     "RewardRun",
     "RewardScorer",
     "ServedRewardModel",
@@ -65,6 +67,10 @@ class RewardScorer(Protocol):
         """One reward per input of :meth:`fit`."""
 
 
+class NonFiniteRewardError(ValueError):
+    """A scorer gave NaN or Infinity: no verdict can come from it (issue 39), so the run stops, naming the row."""
+
+
 @dataclass
 class RewardRun:
     """Rewards of one batch of responses.
@@ -87,21 +93,33 @@ def score_responses(
     truncate: str = "middle",
     cache: GenerationCache | None = None,
     chunk: int = 64,
+    item_name: Callable[[int], str] = lambda i: f"row {i}",
 ) -> RewardRun:
     """The reward of every ``(question, response)``, through the cache, in chunks stored as they finish.
 
+    Args:
+        item_name: names item ``i`` in messages (pairwise comparison: the row and which response).
+
     Raises:
         OverflowError: an input too long under ``truncate="error"`` (the caller names the row).
+        NonFiniteRewardError: the scorer gave NaN or Infinity for an item (named); nothing of that chunk is cached.
     """
     fitted = [scorer.fit(q, r, truncate) for q, r in items]
     keys = [None if x is None else cache_key(reward=scorer.name, input=x) for x, _ in fitted]
     done = cache.get_many({k for k in keys if k}) if cache is not None else {}
+    done = {k: v for k, v in done.items() if isinstance(v, (int, float)) and math.isfinite(v)}
     cached = [k in done for k in keys]
     todo = list(dict.fromkeys(k for k in keys if k and k not in done))
     where = {k: i for i, k in enumerate(keys) if k}
     for start in range(0, len(todo), chunk):
         part = todo[start : start + chunk]
         fresh = dict(zip(part, scorer.score([fitted[where[k]][0] for k in part]), strict=True))
+        bad = [k for k in part if not math.isfinite(fresh[k])]
+        if bad:
+            raise NonFiniteRewardError(
+                f"the {scorer.kind} {scorer.name} gave reward {fresh[bad[0]]} for {item_name(where[bad[0]])} "
+                f"({len(bad)} of {len(part)} non-finite in this batch); nothing of it is kept"
+            )
         if cache is not None:
             cache.put_many(fresh)
         done.update(fresh)
@@ -166,7 +184,7 @@ def compare_columns(
     if swap:
         logger.warning("%s: %s", scorer.kind, ORDER_FREE_NOTE)
     items = [(q, r) for q, a, b in zip(questions, first, second, strict=True) for r in (a, b)]
-    run = score_responses(scorer, items, **kwargs)
+    run = score_responses(scorer, items, item_name=lambda i: f"row {i // 2} response {i % 2 + 1}", **kwargs)
     tau = scorer.calibration.tie_margin
     verdicts, labels = [], []
     for r1, r2 in zip(run.rewards[0::2], run.rewards[1::2], strict=True):
@@ -254,6 +272,6 @@ def with_tie_margin(calibration, tie_margin: float | None):
     """
     if tie_margin is None:
         return calibration
-    if tie_margin < 0:
-        raise ValueError(f"--tie-margin must be >= 0, got {tie_margin}")
+    if not math.isfinite(tie_margin) or tie_margin < 0:
+        raise ValueError(f"--tie-margin must be a finite number >= 0, got {tie_margin}")
     return dataclasses.replace(calibration, tie_margin=float(tie_margin))

@@ -10,10 +10,13 @@ closing and default prefix), the published input wrappers (:func:`published_chat
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from hf_critic.parsing import ParsedCritique
+from hf_critic.parsing.echo import own_text
+from hf_critic.schema import ParseStatus
 
 from . import (
     autoj,
@@ -135,20 +138,37 @@ def output_formats() -> dict[str, tuple[str, ...]]:
     return {f.name: f.kinds for family in families() for f in family.formats}
 
 
-def parse_output(text: str, output: Any) -> ParsedCritique:
+def parse_output(
+    text: str, output: Any, prompt: Sequence[str] = (), judged: Sequence[str | None] = ()
+) -> ParsedCritique:
     """Parse a critique by its template's output spec, with the parser its verdict format declares (a published
     critic's strict parser, or the general grammar :func:`hf_critic.parsing.parse` for the CritiqueLLM and MT-Bench
     formats and any unregistered one).
 
+    Given the prompt, only what the critic wrote itself is read (:func:`hf_critic.parsing.echo.own_text`: not the
+    prompt it echoed, its format examples and rubric, nor a marker quoted from the judged text), and a verdict equal
+    to one read from what it echoed is ``UNPARSED``: an echo, not a judgement (issue 39).
+
     Args:
         text: the critique as generated.
         output: a :class:`~hf_critic.prompts.OutputSpec`.
+        prompt: the texts of the prompt's messages the critique answers (none: the text is read whole).
+        judged: the judged texts shown in the prompt (question, responses, reference).
 
     Returns:
         The :class:`~hf_critic.parsing.ParsedCritique` (``UNPARSED`` / ``OUT_OF_RANGE`` rather than a default).
     """
     fmt = verdict_format(output.format)
-    return (fmt.parser if fmt is not None else read_general)(text, output)
+    read = fmt.parser if fmt is not None else read_general
+    own = own_text(text, prompt, judged) if prompt or judged else None
+    if own is None or not own.echoed:
+        return read(text, output)
+    parsed = read(own.text, output)
+    if parsed.status is ParseStatus.OK:
+        echo = read(own.echoed, output)
+        if echo.status is ParseStatus.OK and (echo.score, echo.label) == (parsed.score, parsed.label):
+            return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
+    return parsed
 
 
 def known_critics() -> dict[str, str]:

@@ -523,7 +523,7 @@ def _figures(
     }
     out["per_class"] = _per_class(pred, ref, classes)
     if bootstrap and n:
-        out["ci"] = {k: list(v) for k, v in bootstrap_intervals(statistic, n, bootstrap, seed, confidence).items()}
+        out["ci"] = bootstrap_intervals(statistic, n, bootstrap, seed, confidence)
     return out
 
 

@@ -14,14 +14,62 @@ formula. Counts are drawn in blocks of at most :data:`MAX_CELLS` cells, so memor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_CELLS", "bootstrap_intervals", "resample_counts"]
+__all__ = [
+    "EXCLUDES_ESTIMATE",
+    "MAX_CELLS",
+    "MIN_RESAMPLES",
+    "MIN_UNITS",
+    "TOO_SMALL",
+    "bootstrap_intervals",
+    "check_resamples",
+    "format_interval",
+    "resample_counts",
+]
 
 #: Most resample × unit cells drawn at once (float64: 64 MiB).
 MAX_CELLS = 1 << 23
+#: Fewest resamples behind a 95% percentile interval: each 2.5% tail then rests on 2.5 resamples or more (issue 39:
+#: one resample gave an "interval" that excluded its own estimate).
+MIN_RESAMPLES = 100
+#: Fewest units (pairs, questions) a bootstrap interval is given for: with fewer, resamples barely vary (one unit
+#: gives a zero-width "95%" interval), so the interval is reported as :data:`TOO_SMALL` instead.
+MIN_UNITS = 5
+#: What an interval is reported as when there are fewer than :data:`MIN_UNITS` units.
+TOO_SMALL = "n too small"
+#: What an interval is reported as when the resamples' percentiles exclude the estimate itself.
+EXCLUDES_ESTIMATE = "unstable (the resamples' percentiles exclude the estimate)"
+
+
+def check_resamples(n_resamples: int, option: str = "resamples", none: bool = True) -> None:
+    """Refuse a number of bootstrap resamples that gives no interval worth printing.
+
+    Args:
+        n_resamples: the number asked for.
+        option: its name in the message.
+        none: whether 0 (no interval) is allowed.
+
+    Raises:
+        ValueError: ``n_resamples`` negative, 0 when ``none`` is False, or between 1 and :data:`MIN_RESAMPLES` - 1.
+    """
+    if n_resamples < 0 or (0 < n_resamples or not none) and n_resamples < MIN_RESAMPLES:
+        allowed = f"0 (no interval) or at least {MIN_RESAMPLES}" if none else f"at least {MIN_RESAMPLES}"
+        raise ValueError(f"{option} must be {allowed}, got {n_resamples}")
+
+
+def format_interval(interval, fmt) -> str:
+    """``" [low, high]"`` with ``fmt`` applied to each bound, ``" [n too small]"`` (or the other note) for a note,
+    "" for none."""
+    if not interval:
+        return ""
+    if isinstance(interval, str):
+        return f" [{interval}]"
+    return f" [{fmt(interval[0])}, {fmt(interval[1])}]"
 
 
 def resample_counts(n_units: int, n_resamples: int, seed: int = 0) -> Iterator[np.ndarray]:
@@ -69,26 +117,37 @@ def bootstrap_intervals(
         confidence: the interval's coverage in (0, 1), e.g. 0.95 for the 2.5th and 97.5th percentiles.
 
     Returns:
-        ``{figure: (low, high)}``; NaN bounds where no resample gave a finite value (a resample whose figure is
-        undefined, e.g. a correlation over constant scores, is left out of the percentiles).
+        ``{figure: [low, high]}``; NaN bounds where no resample gave a finite value (a resample whose figure is
+        undefined, e.g. a correlation over constant scores, is left out of the percentiles); :data:`TOO_SMALL` for
+        every figure when ``n_units < MIN_UNITS``, and :data:`EXCLUDES_ESTIMATE` where the percentiles exclude the
+        point estimate (never an interval that does).
 
     Raises:
-        ValueError: ``confidence`` outside (0, 1), or see :func:`resample_counts`.
+        ValueError: ``confidence`` outside (0, 1), fewer than :data:`MIN_RESAMPLES` resamples, or see
+            :func:`resample_counts`.
     """
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    check_resamples(n_resamples, "bootstrap resamples")
+    if n_units < 1:
+        raise ValueError(f"bootstrap needs at least one unit, got {n_units}")
+    estimates = {k: float(np.asarray(v, dtype=np.float64)[0]) for k, v in statistic(np.ones((1, n_units))).items()}
+    if n_units < MIN_UNITS:
+        return dict.fromkeys(estimates, TOO_SMALL)
     samples: dict[str, list[np.ndarray]] = {}
     for counts in resample_counts(n_units, n_resamples, seed):
         for name, values in statistic(counts).items():
             samples.setdefault(name, []).append(np.asarray(values, dtype=np.float64))
     tail = 100 * (1 - confidence) / 2
-    out = {}
+    out: dict[str, Any] = {}
     for name, parts in samples.items():
         values = np.concatenate(parts)
         values = values[np.isfinite(values)]
-        out[name] = (
-            (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)))
-            if len(values)
-            else (np.nan, np.nan)
-        )
+        if not len(values):
+            out[name] = [np.nan, np.nan]
+            continue
+        low, high = float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+        estimate, slack = estimates.get(name, np.nan), 1e-9 * max(1.0, abs(high), abs(low))
+        outside = math.isfinite(estimate) and not low - slack <= estimate <= high + slack
+        out[name] = EXCLUDES_ESTIMATE if outside else [low, high]
     return out

@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from .bootstrap import format_interval
 from .markdown_tables import number, table, with_interval
 from .paired import FIGURE_NAMES
 
@@ -50,7 +51,7 @@ def _paired_section(paired: Sequence[dict]) -> list[str]:
         for name, f in c["figures"].items():
             pct = "pearson" not in name
             d, ci = f["difference"], f["ci"]
-            diff = f"{number(d, percent=pct)} [{number(ci[0], percent=pct)}, {number(ci[1], percent=pct)}]"
+            diff = number(d, percent=pct) + (format_interval(ci, lambda x, p=pct: number(x, percent=p)) or " [–, –]")
             rows.append([c["dataset"], c["a"], c["b"], FIGURE_NAMES.get(name, name), number(f["a"], percent=pct),
                          number(f["b"], percent=pct), diff, _p(f["p_value"]), f["test"], str(f["n"])])  # fmt: skip
     out += table(["Dataset", "A", "B", "Figure", "Value of A", "Value of B", "A - B [95% CI]", "p", "Test", "n"], rows)

@@ -137,7 +137,8 @@ def system_level_correlation(
         mx = (np.bincount(sid, weights=x, minlength=m) / count)[present]
         my = (np.bincount(sid, weights=y, minlength=m) / count)[present]
     res = grouped_correlations(mx, my, None)
-    out = {name: float(getattr(res, name)[0]) for name in CORRELATIONS}
+    # no system with a parsed row (a critic all unparsed): NaN, as for one system
+    out = {name: float(getattr(res, name)[0]) if len(getattr(res, name)) else math.nan for name in CORRELATIONS}
     out["n_systems"] = int(present.sum())
     return out
 
@@ -312,5 +313,4 @@ def _correlation_intervals(predictions, references, query_ids, system_ids, n_res
                 out.update({f"system_{k}": v for k, v in _rowwise(mx, my).items()})
         return out
 
-    intervals = bootstrap_intervals(statistic, len(queries), n_resamples, seed, confidence)
-    return {k: list(v) for k, v in intervals.items()}
+    return bootstrap_intervals(statistic, len(queries), n_resamples, seed, confidence)

@@ -19,7 +19,9 @@ critic with the length baseline, figure by figure (:mod:`~hf_critic.meta_eval.pa
 
 from __future__ import annotations
 
+import logging
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +44,18 @@ from .length import (
 from .paired import compare_pairwise, compare_pointwise, verdict_line
 from .ppi import draw_human_subset, ppi_comparison, win_predictions, win_values
 
-__all__ = ["LENGTH_CRITIC", "PPISpec", "compare_critics", "pairwise_extras", "pointwise_extras", "ppi_figures"]
+__all__ = [
+    "LENGTH_CRITIC",
+    "ROW_ID",
+    "PPISpec",
+    "compare_critics",
+    "match_rows",
+    "pairwise_extras",
+    "pointwise_extras",
+    "ppi_figures",
+    "row_keys",
+]
+logger = logging.getLogger(__name__)
 
 #: The name of the length baseline when it is compared with the critics.
 LENGTH_CRITIC = {"pairwise": "longer wins", "pointwise": "length as score"}
@@ -175,7 +188,8 @@ def pairwise_extras(
         prediction = win_predictions(first, swapped, combined if combined is not None else distributions)
         out["ppi"] = {"target": "win rate of response 1 (a tie counts half)", "source": source,
                       "estimates": ppi_figures(values, prediction, labelled, None, ppi.confidence)}  # fmt: skip
-    out["rows"] = {"groups": _questions(dataset), "references": gold, "credits": credits, "baseline": length}
+    out["rows"] = {"groups": _questions(dataset), "references": gold, "credits": credits, "baseline": length,
+                   **row_keys(dataset)}  # fmt: skip
     return out
 
 
@@ -243,17 +257,72 @@ def pointwise_extras(
         "references": human,
         "scores": pred,
         "baseline": lengths,
+        **row_keys(dataset),
     }
     return out
 
 
-def _same_rows(a: dict, b: dict) -> bool:
-    ra, rb = a["references"], b["references"]
-    return (
-        len(ra) == len(rb)
-        and np.array_equal(np.asarray(ra, dtype=float), np.asarray(rb, dtype=float), equal_nan=True)
-        and np.array_equal(a["groups"], b["groups"])
-    )
+#: The column naming a row, by which two critics' rows are matched (else their question and responses).
+ROW_ID = "id"
+
+
+def row_keys(dataset) -> dict[str, np.ndarray | None]:
+    """What identifies each row for pairing two critics' runs (issue 39: by identity, never by position).
+
+    Returns:
+        ``{"ids": the ``id`` column as text (None when absent or null somewhere), "contents": a hash of the question,
+        reference and responses}``, each ``(n,)``.
+    """
+    ids = _column(dataset, ROW_ID)
+    if ids is not None:
+        ids = [None if v is None else str(v) for v in _values(ids)]
+        ids = np.asarray(ids, dtype=object) if None not in ids else None
+    fields = [c for c in (schema.QUESTION, schema.REFERENCE, schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2)
+              if c in dataset.column_names]  # fmt: skip
+    columns = [_values(dataset[c]) for c in fields]
+    rows = zip(*columns, strict=True)
+    contents = [schema.query_id("\x1f".join("" if v is None else str(v) for v in row)) for row in rows]
+    return {"ids": ids, "contents": np.asarray(contents if fields else [""] * len(dataset), dtype=object)}
+
+
+def match_rows(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray, str]:
+    """The rows of two runs that are the same rows, whatever their order.
+
+    By the ``id`` column when both runs have one, else by question, reference and responses, and always by the gold
+    (a row whose gold differs between the runs is not the same row); rows with one key (a benchmark judged by several
+    annotators repeats its pairs) are paired in their order of appearance.
+
+    Returns:
+        ``(indices into a, indices into b, "id" | "content")``, in a's order.
+    """
+    how = "id" if a.get("ids") is not None and b.get("ids") is not None else "content"
+    keys_a = _occurrences(a["ids"] if how == "id" else a["contents"], a["references"])
+    keys_b = _occurrences(b["ids"] if how == "id" else b["contents"], b["references"])
+    where = {k: j for j, k in enumerate(keys_b)}
+    pairs = [(i, where[k]) for i, k in enumerate(keys_a) if k in where]
+    return np.asarray([i for i, _ in pairs], dtype=int), np.asarray([j for _, j in pairs], dtype=int), how
+
+
+def _occurrences(keys: np.ndarray, gold) -> list[tuple]:
+    """Each row's ``(key, gold, how many earlier rows had both)``: unique, and equal across runs for the same row."""
+    seen: Counter = Counter()
+    out = []
+    for key, value in zip(keys.tolist(), np.asarray(gold, dtype=float).tolist(), strict=True):
+        tag = (key, "nan" if math.isnan(value) else value)
+        out.append((*tag, seen[tag]))
+        seen[tag] += 1
+    return out
+
+
+def _take(rows: dict, index: np.ndarray) -> dict:
+    """A run's per-row values on the rows ``index``."""
+
+    def pick(value):
+        if isinstance(value, dict):
+            return {k: pick(v) for k, v in value.items()}
+        return None if value is None else np.asarray(value)[index]
+
+    return {k: pick(v) for k, v in rows.items()}
 
 
 def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> list:
@@ -267,7 +336,9 @@ def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, 
 
     Returns:
         ``[{"dataset", "task", "a", "b", "figures": {figure: {"a", "b", "difference", "ci", "p_value", "test", "n",
-        ...}}, "line": the plain line}]``; runs whose rows differ (another ``--limit``, another order) are not paired.
+        ...}}, "rows": rows compared, "matched_by": "id" | "content", "unmatched": [A's, B's], "line": the plain line
+        with the rows compared}]``. Rows are paired by identity (:func:`match_rows`), whatever their order; rows of one
+        run that the other lacks are left out, with a warning; two runs with no row in common are not compared.
     """
     out = []
     runs = [r for r in results if r.rows]
@@ -276,11 +347,23 @@ def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, 
         if a.rows.get("baseline") is not None:  # every run against length
             pairs.append((LENGTH_CRITIC[a.task], _baseline_rows(a)))
         for name_b, rows_b in pairs:
-            if not _same_rows(a.rows, rows_b):
+            if rows_b.get("contents") is a.rows["contents"]:  # the run's own length baseline: its very rows
+                index_a = index_b = np.arange(len(a.rows["contents"]))
+                how = "position (the run's own rows)"
+            else:
+                index_a, index_b, how = match_rows(a.rows, rows_b)
+            n_a, n_b, n = len(a.rows["contents"]), len(rows_b["contents"]), len(index_a)
+            if n < max(n_a, n_b):
+                logger.warning("%s: %s vs %s: %d of %d and %d of %d rows match by %s; compared on the %d that do",
+                               a.dataset, a.critic, name_b, n, n_a, n, n_b, how, n)  # fmt: skip
+            if not n:
                 continue
-            figures = _compare(a.task, a.rows, rows_b, resamples, seed, confidence)
+            rows_a, rows_b = _take(a.rows, index_a), _take(rows_b, index_b)
+            figures = _compare(a.task, rows_a, rows_b, resamples, seed, confidence)
+            unmatched = f"; {n_a - n} of A's and {n_b - n} of B's rows unmatched" if n < max(n_a, n_b) else ""
+            line = f"{verdict_line(a.critic, name_b, figures, confidence)} [{n} rows matched by {how}{unmatched}]"
             out.append({"dataset": a.dataset, "task": a.task, "a": a.critic, "b": name_b, "figures": figures,
-                        "line": verdict_line(a.critic, name_b, figures, confidence)})  # fmt: skip
+                        "rows": n, "matched_by": how, "unmatched": [n_a - n, n_b - n], "line": line})  # fmt: skip
     return out
 
 

@@ -191,6 +191,16 @@ def _annotator_correlation(dataset, annotators: Sequence[str], human, queries) -
     return ceiling
 
 
+def _numbers(dataset, column: str) -> np.ndarray:
+    """A column of scores as floats (None: NaN); ValueError naming the first row that holds no number."""
+    values = dataset[column][:]
+    try:
+        return np.asarray([np.nan if v is None else v for v in values], dtype=float)
+    except (TypeError, ValueError):
+        row = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, (int, float)))
+        raise ValueError(f"row {row}: {column} {values[row]!r} is not a number") from None
+
+
 def _pointwise_run(
     dataset, critic, name, *, human_score, categories, unparsed, bootstrap, figures, annotators, ppi=None
 ) -> RunResult:
@@ -199,8 +209,7 @@ def _pointwise_run(
     probability = schema.CRITIQUE_DISTRIBUTION in dataset.column_names
     queries = _column(dataset, "query_id") or [schema.query_id(q) for q in dataset[schema.QUESTION]]
     systems = _column(dataset, "system_id") or _column(dataset, "model")
-    pred = np.asarray(dataset[schema.CRITIQUE_SCORE], dtype=float)
-    human = np.asarray(dataset[human_score], dtype=float)
+    pred, human = _numbers(dataset, schema.CRITIQUE_SCORE), _numbers(dataset, human_score)
     metrics = critique_correlation(pred, human, query_ids=queries, system_ids=systems, **figures)
     per_category = _per_category_correlation(pred, human, categories, queries, figures)
     ceiling = _annotator_correlation(dataset, annotators, human, queries)

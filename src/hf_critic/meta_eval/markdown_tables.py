@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .bootstrap import format_interval
+
 __all__ = ["number", "table", "with_interval"]
 
 
@@ -20,8 +22,8 @@ def with_interval(values: dict[str, Any], key: str, percent: bool = False) -> st
     """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``."""
     text = number(values.get(key), percent=percent)
     interval = (values.get("ci") or {}).get(key)
-    if interval and text != "–":
-        text += f" [{number(interval[0], percent=percent)}, {number(interval[1], percent=percent)}]"
+    if text != "–":
+        text += format_interval(interval, lambda bound: number(bound, percent=percent))
     return text
 
 

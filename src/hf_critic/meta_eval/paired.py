@@ -71,7 +71,7 @@ def _intervals(statistic: Callable, n_units: int, resamples: int, seed: int, con
     """``{figure: [low, high]}`` of one bootstrap shared by every figure (NaN without resamples or units)."""
     if not resamples or not n_units:
         return {name: [math.nan, math.nan] for name in names}
-    return {k: list(v) for k, v in bootstrap_intervals(statistic, n_units, resamples, seed, confidence).items()}
+    return bootstrap_intervals(statistic, n_units, resamples, seed, confidence)
 
 
 def _sign_blocks(n_units: int, resamples: int, seed: int):

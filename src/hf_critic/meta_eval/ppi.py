@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import stats
 
 from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from .bootstrap import TOO_SMALL
 
 __all__ = [
     "classical_mean_interval",
@@ -75,7 +76,8 @@ def classical_mean_interval(labels: Sequence[float] | np.ndarray, confidence: fl
 
     Returns:
         ``{"estimate", "ci": [low, high], "se", "width", "n"}`` (the standard deviation with divisor ``n``, as
-        ``ppi_python``'s ``classical_mean_ci``); NaN without labels.
+        ``ppi_python``'s ``classical_mean_ci``); NaN without labels; with one label its value, ``"ci":``
+        :data:`~hf_critic.meta_eval.bootstrap.TOO_SMALL` and NaN ``se`` / ``width``.
 
     Raises:
         ValueError: ``confidence`` outside (0, 1).
@@ -84,8 +86,10 @@ def classical_mean_interval(labels: Sequence[float] | np.ndarray, confidence: fl
     y = np.asarray([np.nan if v is None else v for v in labels], dtype=np.float64)
     y = y[np.isfinite(y)]
     n = len(y)
-    if not n:
-        return {"estimate": math.nan, "ci": [math.nan, math.nan], "se": math.nan, "width": math.nan, "n": 0}
+    if n < 2:  # one label: no spread to measure, never a zero-width "95%" interval (issue 39)
+        estimate = float(y.mean()) if n else math.nan
+        return {"estimate": estimate, "ci": TOO_SMALL if n else [math.nan, math.nan], "se": math.nan,
+                "width": math.nan, "n": n}  # fmt: skip
     mean, se = float(y.mean()), float(y.std() / math.sqrt(n))
     return {"estimate": mean, "ci": [mean - z * se, mean + z * se], "se": se, "width": 2 * z * se, "n": n}
 

@@ -28,6 +28,7 @@ import numpy as np
 from .. import schema
 from ..labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
+from .bootstrap import format_interval
 from .correlation import critique_correlation
 from .length import pairwise_baselines, pointwise_length_baseline
 from .within_question import within_question_accuracy
@@ -294,7 +295,8 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, reward: bool =
                 line += f"; text-level Pearson {f['text_pearson']:.3f} over {f['n_queries_used']} questions"
             if "within_question_accuracy" in f:
                 ci = (f.get("ci") or {}).get("within_question_accuracy")
-                interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci and not np.isnan(ci[0]) else ""
+                finite = isinstance(ci, str) or (ci and not np.isnan(ci[0]))
+                interval = format_interval(ci, lambda x: f"{100 * x:.1f}") if finite else ""
                 line += (f"; within-question accuracy {100 * f['within_question_accuracy']:.1f}%{interval} over "
                          f"{f['within_question_pairs']} pairs of one question's responses with different {column} "
                          f"({f['within_question_ties']} critic ties counted half, "

@@ -142,5 +142,5 @@ def within_question_accuracy(
                 return {"within_question_accuracy": (w @ credit) / (w @ pairs)}
 
         intervals = bootstrap_intervals(statistic, n_groups, bootstrap, seed, confidence)
-        out["ci"] = {k: list(v) for k, v in intervals.items()}
+        out["ci"] = intervals
     return out

@@ -40,7 +40,9 @@ class TemplateFieldError(ValueError):
     def __init__(self, template: str, fields: tuple[str, ...]):
         self.template = template
         self.fields = fields
-        super().__init__(f"template {template!r}: missing or empty field(s) {', '.join(map(repr, fields))}")
+        hint = ("; give the criteria with --rubric FILE (a score rubric YAML, e.g. examples/rubric_helpfulness.yaml) or "
+                "a 'rubric' column") if "rubric" in fields else ""  # fmt: skip
+        super().__init__(f"template {template!r}: missing or empty field(s) {', '.join(map(repr, fields))}{hint}")
 
 
 @dataclass(frozen=True)
