@@ -25,6 +25,7 @@ FLOORS: dict[str, int] = {
     "cache": 0,
     "redaction": 0,
     "sandbox": 0,
+    "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
     "tiny_models": 0,  # tiny models for tests and benchmarks
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,

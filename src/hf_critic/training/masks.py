@@ -16,6 +16,7 @@ from pathlib import Path
 
 import datasets
 
+from ..control_tokens import encode_chat
 from .messages import MESSAGES
 
 __all__ = [
@@ -158,15 +159,12 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
     elif mode == "completion":
         from trl.data_utils import common_prefix_length
 
-        prompt = tokenizer.apply_chat_template(
-            messages[:-1], tokenize=True, add_generation_prompt=True, return_dict=True
-        )
-        full = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)
-        prompt_ids, full_ids = list(prompt["input_ids"]), list(full["input_ids"])
+        prompt_ids = encode_chat(tokenizer, messages[:-1], add_generation_prompt=True)
+        full_ids = encode_chat(tokenizer, messages)
         cut = common_prefix_length(prompt_ids, full_ids)
         mask = LossMask(full_ids, [0] * cut + [1] * (len(full_ids) - cut))
     else:
-        ids = list(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
+        ids = encode_chat(tokenizer, messages)
         mask = LossMask(ids, [1] * len(ids))
     if not mask.n_trained:
         raise ValueError("no token of the conversation carries a label; check the chat template's generation markers")
