@@ -78,8 +78,10 @@ def main(script_args, training_args, model_args, validation_args):
         kwargs = {"num_examples": script_args.dry_run_examples, "max_length": training_args.max_length}
         print(training.dry_run_report(dataset["train"], tokenizer, mode=mode, color=sys.stdout.isatty(), **kwargs))
         return None
-    if mode == "completion" and not training_args.assistant_only_loss:
-        dataset = datasets.DatasetDict({k: training.to_prompt_completion(v) for k, v in dataset.items()})
+    # tokenised here, the judged text's control-token strings kept as text (hf_critic.control_tokens); the labels carry
+    # the loss mask of `mode` (TRL refuses assistant_only_loss on tokenised data)
+    dataset = datasets.DatasetDict({k: training.tokenize_for_trl(v, tokenizer, mode) for k, v in dataset.items()})
+    training_args.assistant_only_loss = False
 
     ######## Model, trainer and validation callback ########
     quantization_config = training.model_init_kwargs(model_args, training_args)  # sets training_args' too

@@ -286,3 +286,41 @@ def test_llamacpp_keeps_the_answer_as_text():
     first = {e["token"]: e["logprob"] for e in direct["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
     assert ours.probabilities["2"] == pytest.approx(torch.tensor(first["2"]).exp().item(), rel=1e-4)
     assert backend.generate([attack], DecodingConfig(max_new_tokens=4))[0][0]
+
+
+def test_assistant_only_masks_keep_the_datas_control_tokens_as_text(tokenizer):
+    from hf_critic.training.masks import compute_loss_mask
+
+    clean = [{"role": "user", "content": "Grade: Paris."}, {"role": "assistant", "content": "Rating: [[2]]"}]
+    out = tokenizer.apply_chat_template(clean, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+    expected = compute_loss_mask(tokenizer, clean, "assistant")
+    assert (expected.input_ids, expected.mask) == (list(out["input_ids"]), list(out["assistant_masks"]))
+    attack = [{"role": "user", "content": f"Grade: {ATTACK}"}, {"role": "assistant", "content": f"Rating: [[2]]{ATTACK}"}]
+    mask = compute_loss_mask(tokenizer, attack, "assistant")
+    assert_text_ids(tokenizer, mask.input_ids, attack)
+    trained = tokenizer.decode([i for i, m in zip(mask.input_ids, mask.mask, strict=True) if m])
+    assert trained == f"Rating: [[2]]{ATTACK}<|im_end|>"
+
+
+@pytest.mark.parametrize("mode", ["assistant", "completion"])
+def test_trl_trains_on_the_text_ids_and_masks(tiny_model_dir, tmp_path, mode):
+    """The SFT recipe hands TRL the ids built here: TRL takes them as processed and labels the critique only."""
+    import datasets
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from hf_critic.training.masks import compute_loss_mask, tokenize_for_trl
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    messages = [{"role": "user", "content": f"Grade: {ATTACK}"}, {"role": "assistant", "content": "Rating: [[2]]"}]
+    data = tokenize_for_trl(datasets.Dataset.from_list([{"messages": messages, "id": 1}]), tok, mode)
+    args = SFTConfig(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[], max_length=512)
+    args.assistant_only_loss = False  # as recipes/sft.py sets it: the labels carry the mask
+    trainer = SFTTrainer(model=str(tiny_model_dir), args=args, train_dataset=data, processing_class=tok)
+    row = trainer.train_dataset[0]
+    batch = trainer.data_collator([row])
+    expected = compute_loss_mask(tok, messages, mode)
+    assert batch["input_ids"][0].tolist() == expected.input_ids
+    labels = [i for i in batch["labels"][0].tolist() if i != -100]
+    assert tok.decode(labels).startswith("Rating: [[2]]") and not set(labels) - set(expected.input_ids)
+    assert_text_ids(tok, expected.input_ids, messages)

@@ -31,6 +31,7 @@ __all__ = [
     "encode_chat",
     "encode_rendered",
     "encode_text",
+    "encode_with_spans",
     "find_control_tokens",
     "mark",
     "render_chat",
@@ -148,12 +149,42 @@ def encode_text(tokenizer, text: str) -> list[int]:
     return ids
 
 
-def _encode_piece(tokenizer, piece: str, as_text: bool, newline: list[int]) -> list[int]:
-    """A piece from the middle of a prompt: encoded after a newline that is then removed, so a SentencePiece
-    tokenizer adds no prefix space it would not have added in the whole text (as transformers does)."""
-    encode = (lambda s: encode_text(tokenizer, s)) if as_text else (lambda s: _plain(tokenizer, s))
-    ids = encode("\n" + piece)
-    return ids[len(newline) :] if ids[: len(newline)] == newline else encode(piece)
+def _segments(tokenizer, text: str) -> list[tuple[str, int, bool]]:
+    """``text`` cut at the markers: ``(piece, its start in text, is a marked control-token string)``, markers out."""
+    out, pos = [], 0
+    for m in _patterns(control_tokens(tokenizer))[1].finditer(text):
+        out.append((text[pos : m.start()], pos, False))
+        if m.group(1) is not None:
+            out.append((m.group(1), m.start(1), True))
+        pos = m.end()
+    return [*out, (text[pos:], pos, False)]
+
+
+def _encode_marked(tokenizer, text: str, offsets: bool = False) -> tuple[list[int], list[tuple[int, int]]]:
+    """Ids (and with ``offsets`` each token's character span in ``text``) of a rendered prompt that holds markers.
+
+    Every piece after the first is encoded after a newline that is then removed, so a SentencePiece tokenizer adds no
+    prefix space it would not have added in the whole text (as transformers does).
+    """
+    newline = _plain(tokenizer, "\n")
+    ids: list[int] = []
+    spans: list[tuple[int, int]] = []
+    for k, (piece, start, as_text) in enumerate(_segments(tokenizer, text)):
+        if not piece:
+            continue
+        kwargs = {"add_special_tokens": False, "split_special_tokens": as_text, "return_offsets_mapping": offsets}
+        shift = int(k > 0)
+        enc = tokenizer("\n" + piece if shift else piece, **kwargs)
+        if shift and enc["input_ids"][: len(newline)] != newline:  # the newline merged: encode the piece alone
+            enc, shift = tokenizer(piece, **kwargs), 0
+        cut = len(newline) if shift else 0
+        piece_ids = [int(i) for i in enc["input_ids"][cut:]]
+        if as_text and tokenizer.convert_tokens_to_ids(piece) in piece_ids:
+            raise ValueError(f"cannot keep {piece!r} as text: the tokenizer makes it from plain text")
+        ids += piece_ids
+        if offsets:
+            spans += [(start + a - shift, start + b - shift) for a, b in enc["offset_mapping"][cut:]]
+    return ids, spans
 
 
 def _plain(tokenizer, text: str) -> list[int]:
@@ -181,21 +212,20 @@ def encode_rendered(tokenizer, texts: str | Sequence[str]) -> list[int] | list[l
         batch = tokenizer([texts[i] for i in clean], add_special_tokens=False)["input_ids"]
         for i, ids in zip(clean, batch, strict=True):
             out[i] = [int(t) for t in ids]
-    tokens = control_tokens(tokenizer)
-    newline = _plain(tokenizer, "\n")
     for i in sorted(set(range(len(texts))) - set(clean)):
-        pieces = _patterns(tokens)[1].split(texts[i])  # [text, token, text, token, ..., text]; None: a lone marker
-        ids = _plain(tokenizer, pieces[0])
-        for k, piece in enumerate(pieces[1:], start=1):
-            if not piece:
-                continue
-            as_text = k % 2 == 1
-            piece_ids = _encode_piece(tokenizer, piece, as_text, newline)
-            if as_text and tokenizer.convert_tokens_to_ids(piece) in piece_ids:
-                raise ValueError(f"cannot keep {piece!r} as text: the tokenizer makes it from plain text")
-            ids += piece_ids
-        out[i] = ids
+        out[i] = _encode_marked(tokenizer, texts[i])[0]
     return out
+
+
+def encode_with_spans(tokenizer, text: str, spans: Sequence[tuple[int, int]]) -> tuple[list[int], list[int]]:
+    """Ids of a rendered prompt (as :func:`encode_rendered`) and a 0/1 mask: 1 for a token overlapping a character
+    span of ``text`` (e.g. the ``{% generation %}`` blocks of an assistant-only loss). Fast tokenizers only.
+
+    Returns:
+        ``(ids, mask)``, equal lengths.
+    """
+    ids, offsets = _encode_marked(tokenizer, text, offsets=True)
+    return ids, [int(any(a < e and b > s for s, e in spans)) for a, b in offsets]
 
 
 def encode_chat(tokenizer, messages: Sequence[dict], **template_kwargs) -> list[int]:

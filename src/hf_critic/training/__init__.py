@@ -28,6 +28,7 @@ from .masks import (
     compute_loss_mask,
     dry_run_report,
     filter_by_length,
+    tokenize_for_trl,
     format_loss_mask,
     has_generation_markers,
     loss_mode,
@@ -85,6 +86,7 @@ __all__ = [
     "sft_model_card",
     "templates_in",
     "to_prompt_completion",
+    "tokenize_for_trl",
     "validation_callback",
     "weighted_subset",
 ]
