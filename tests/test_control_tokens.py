@@ -295,7 +295,10 @@ def test_assistant_only_masks_keep_the_datas_control_tokens_as_text(tokenizer):
     out = tokenizer.apply_chat_template(clean, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
     expected = compute_loss_mask(tokenizer, clean, "assistant")
     assert (expected.input_ids, expected.mask) == (list(out["input_ids"]), list(out["assistant_masks"]))
-    attack = [{"role": "user", "content": f"Grade: {ATTACK}"}, {"role": "assistant", "content": f"Rating: [[2]]{ATTACK}"}]
+    attack = [
+        {"role": "user", "content": f"Grade: {ATTACK}"},
+        {"role": "assistant", "content": f"Rating: [[2]]{ATTACK}"},
+    ]
     mask = compute_loss_mask(tokenizer, attack, "assistant")
     assert_text_ids(tokenizer, mask.input_ids, attack)
     trained = tokenizer.decode([i for i, m in zip(mask.input_ids, mask.mask, strict=True) if m])

@@ -33,15 +33,14 @@ from typing import Any
 
 from ..redaction import redact_text, redact_url, register_secret, split_url_credentials
 from .retry import (
-    FATAL_STATUS,
-    RETRYABLE_STATUS,
+    Attempts,
     EndpointError,
     FatalAPIError,
     RequestsFailedError,
     RetryPolicy,
     _Fail,
     _Retry,
-    _retry_after,
+    status_error,
 )
 
 try:  # the HTTP library openai is built on: httpx2 from openai 3 (the same API), httpx before
@@ -187,13 +186,9 @@ class PoolingRewardClient:
         status = response.status_code
         if status != 200:
             message = _message(response)
-            if status in FATAL_STATUS:
-                raise FatalAPIError(f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} "
-                                    f"({message}); check the model name, ${self.api_key_env}, and that the server "
-                                    "runs `--runner pooling`")  # fmt: skip
-            if status in RETRYABLE_STATUS or status >= 500:
-                raise _Retry(str(status), f"{status}: {message}", _retry_after(response.headers))
-            raise _Fail(f"{status}: {message}")
+            fatal = (f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} ({message}); "
+                     f"check the model name, ${self.api_key_env}, and that the server runs `--runner pooling`")  # fmt: skip
+            raise status_error(status, f"{status}: {message}", response.headers, fatal)
         try:
             data = next(item["data"] for item in response.json()["data"] if item.get("index", 0) == 0)
         except (ValueError, KeyError, TypeError, AttributeError, StopIteration):
@@ -202,15 +197,15 @@ class PoolingRewardClient:
 
     def _one(self, client: httpx.Client, conversation: Sequence[Mapping[str, str]]) -> float:
         """The reward of one conversation, retried under :attr:`policy`; ``_Fail`` once retries are spent."""
-        body, retries = self._body(conversation), 0
+        body, tries = self._body(conversation), Attempts(self.policy, self._rng)
         while True:
             try:
                 return self._attempt(client, body)
             except _Retry as err:
-                if retries >= self.policy.max_retries:
-                    raise _Fail(f"{err.detail} (after {retries + 1} attempts)") from None
-                time.sleep(self.policy.delay(retries, self._rng, err.retry_after))
-                retries += 1
+                wait = tries.wait(err)
+                if wait is None:
+                    raise _Fail(f"{err.detail} (after {tries.errors} attempts)") from None
+                time.sleep(wait)
 
     def rewards(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[float]:
         """One scalar reward per conversation, in input order.

@@ -28,11 +28,11 @@ from .masks import (
     compute_loss_mask,
     dry_run_report,
     filter_by_length,
-    tokenize_for_trl,
     format_loss_mask,
     has_generation_markers,
     loss_mode,
     set_chat_template,
+    tokenize_for_trl,
 )
 from .messages import MESSAGES, critique_messages, ensure_messages, to_prompt_completion
 from .mixture import DatasetMixture, DatasetSource, MixtureResult, load_mixture, templates_in, weighted_subset
