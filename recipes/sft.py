@@ -45,7 +45,6 @@ import logging
 import sys
 from pathlib import Path
 
-import datasets
 from transformers import set_seed
 from trl import SFTTrainer, get_peft_config
 
@@ -78,10 +77,8 @@ def main(script_args, training_args, model_args, validation_args):
         kwargs = {"num_examples": script_args.dry_run_examples, "max_length": training_args.max_length}
         print(training.dry_run_report(dataset["train"], tokenizer, mode=mode, color=sys.stdout.isatty(), **kwargs))
         return None
-    # tokenised here, the judged text's control-token strings kept as text (hf_critic.control_tokens); the labels carry
-    # the loss mask of `mode` (TRL refuses assistant_only_loss on tokenised data)
-    dataset = datasets.DatasetDict({k: training.tokenize_for_trl(v, tokenizer, mode) for k, v in dataset.items()})
-    training_args.assistant_only_loss = False
+    # tokenised here: the judged text's control tokens stay text; the labels carry the loss mask (tokenize_for_trl)
+    dataset = training.tokenize_for_trl(dataset, tokenizer, mode, training_args)
 
     ######## Model, trainer and validation callback ########
     quantization_config = training.model_init_kwargs(model_args, training_args)  # sets training_args' too

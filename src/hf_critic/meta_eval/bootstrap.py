@@ -14,11 +14,24 @@ formula. Counts are drawn in blocks of at most :data:`MAX_CELLS` cells, so memor
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
-__all__ = ["MAX_CELLS", "bootstrap_intervals", "resample_counts"]
+__all__ = ["MAX_CELLS", "Intervals", "bootstrap_intervals", "resample_counts"]
+
+logger = logging.getLogger(__name__)
+
+
+class Intervals(dict):
+    """``{figure: (low, high)}``, with :attr:`dropped`: ``{figure: resamples left out as non-finite}`` (only the
+    figures that lost any) and :attr:`n_resamples`."""
+
+    def __init__(self, intervals: Mapping[str, tuple[float, float]], dropped: Mapping[str, int], n_resamples: int):
+        super().__init__(intervals)
+        self.dropped, self.n_resamples = dict(dropped), n_resamples
+
 
 #: Most resample × unit cells drawn at once (float64: 64 MiB).
 MAX_CELLS = 1 << 23
@@ -57,7 +70,7 @@ def bootstrap_intervals(
     n_resamples: int,
     seed: int = 0,
     confidence: float = 0.95,
-) -> dict[str, tuple[float, float]]:
+) -> Intervals:
     """Percentile bootstrap intervals of several figures computed by one weighted ``statistic``.
 
     Args:
@@ -69,8 +82,9 @@ def bootstrap_intervals(
         confidence: the interval's coverage in (0, 1), e.g. 0.95 for the 2.5th and 97.5th percentiles.
 
     Returns:
-        ``{figure: (low, high)}``; NaN bounds where no resample gave a finite value (a resample whose figure is
-        undefined, e.g. a correlation over constant scores, is left out of the percentiles).
+        :class:`Intervals` ``{figure: (low, high)}``; NaN bounds where no resample gave a finite value. A resample
+        whose figure is undefined (e.g. a correlation over constant scores) is left out of the percentiles and
+        counted in ``.dropped`` (a warning names the figures and counts).
 
     Raises:
         ValueError: ``confidence`` outside (0, 1), or see :func:`resample_counts`.
@@ -82,13 +96,18 @@ def bootstrap_intervals(
         for name, values in statistic(counts).items():
             samples.setdefault(name, []).append(np.asarray(values, dtype=np.float64))
     tail = 100 * (1 - confidence) / 2
-    out = {}
+    out, dropped = {}, {}
     for name, parts in samples.items():
         values = np.concatenate(parts)
-        values = values[np.isfinite(values)]
+        finite = values[np.isfinite(values)]
+        if len(finite) < len(values):
+            dropped[name] = len(values) - len(finite)
         out[name] = (
-            (float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail)))
-            if len(values)
+            (float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail)))
+            if len(finite)
             else (np.nan, np.nan)
         )
-    return out
+    if dropped:
+        said = ", ".join(f"{name} {count}" for name, count in dropped.items())
+        logger.warning("bootstrap: non-finite resamples left out of the intervals (of %d): %s", n_resamples, said)
+    return Intervals(out, dropped, n_resamples)

@@ -143,4 +143,6 @@ def within_question_accuracy(
 
         intervals = bootstrap_intervals(statistic, n_groups, bootstrap, seed, confidence)
         out["ci"] = {k: list(v) for k, v in intervals.items()}
+        if intervals.dropped:  # resamples whose figure was undefined, left out of the interval
+            out["ci_dropped"] = intervals.dropped
     return out

@@ -179,22 +179,29 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
     return mask
 
 
-def tokenize_for_trl(dataset: datasets.Dataset, tokenizer, mode: str) -> datasets.Dataset:
+def tokenize_for_trl(dataset, tokenizer, mode: str, training_args=None):
     """``messages`` rows as the token ids TRL's ``SFTTrainer`` trains on, built here so that the judged text's
     control-token strings stay text (TRL's own tokenisation renders the template with the tokenizer's defaults).
 
     A dataset with ``input_ids`` is taken by TRL as processed, and its ``labels`` (``-100`` off the loss mask of
-    ``mode``) are used as they are. TRL refuses ``assistant_only_loss=True`` on processed data, so the trainer runs
-    with it off (the recipe sets it; the labels carry the mask).
+    ``mode``) are used as they are. TRL refuses ``assistant_only_loss=True`` on processed data, so it is turned off in
+    ``training_args`` (the labels carry the mask).
 
     Args:
-        dataset: rows with ``messages``.
+        dataset: a ``datasets.Dataset`` or ``DatasetDict`` of rows with ``messages``.
         tokenizer: with the training chat template.
         mode: a :data:`LOSS_MODES` entry (:func:`loss_mode` of the ``SFTConfig``).
+        training_args: the ``SFTConfig`` to set ``assistant_only_loss=False`` on, or None.
 
     Returns:
-        The dataset with ``input_ids`` and ``labels`` only.
+        The same kind of dataset with ``input_ids`` and ``labels`` only.
     """
+    if isinstance(dataset, datasets.DatasetDict):
+        return datasets.DatasetDict(
+            {k: tokenize_for_trl(v, tokenizer, mode, training_args) for k, v in dataset.items()}
+        )
+    if training_args is not None:
+        training_args.assistant_only_loss = False
 
     def encode(messages):
         mask = compute_loss_mask(tokenizer, messages, mode)
