@@ -367,7 +367,13 @@ class RewardModel:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .models import default_num_threads, dequantized_gguf_config, inference_dtype, resolve_model
+        from .models import (
+            default_num_threads,
+            dequantized_gguf_config,
+            inference_device,
+            inference_dtype,
+            resolve_model,
+        )
 
         torch.set_num_threads(num_threads or default_num_threads())
         folder = Path(resolve_model(model))
@@ -393,8 +399,7 @@ class RewardModel:
             raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
         tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
-        if torch.cuda.is_available():
-            lm = lm.to("cuda")
+        lm = lm.to(inference_device())
         lm.eval()
         name = f"{model}@{_fingerprint(folder)}:{torch_dtype}"
         return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,
