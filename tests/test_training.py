@@ -653,3 +653,45 @@ def test_broken_deepspeed_config_is_rejected(tmp_path):
     bad_key.write_text(text.replace("zero_stage: 2", "zero_stage: 2\n  zero_stgae: 3"))
     with pytest.raises(ValueError, match="unknown deepspeed_config key"):
         training.deepspeed_config_from_accelerate(bad_key)
+
+
+def test_deepspeed_auto_values_are_resolved_by_transformers(tmp_path):
+    """Issue 38 item 4: the "auto" values come from transformers' own HfTrainerDeepSpeedConfig (the training
+    arguments, the model's hidden size), not from constants: the checked config is the one that trains."""
+    from transformers import LlamaConfig, TrainingArguments
+
+    (tmp_path / "ds.json").write_text(
+        json.dumps(
+            {
+                "train_batch_size": "auto",
+                "train_micro_batch_size_per_gpu": "auto",
+                "gradient_accumulation_steps": "auto",
+                "gradient_clipping": "auto",
+                "zero_optimization": {
+                    "stage": 3,
+                    "reduce_bucket_size": "auto",
+                    "stage3_prefetch_bucket_size": "auto",
+                    "stage3_param_persistence_threshold": "auto",
+                },
+            }
+        )
+    )
+    text = (REPO / "accelerate_configs" / "zero3.yaml").read_text()
+    block = text[text.index("deepspeed_config:") : text.index("distributed_type")]
+    path = tmp_path / "zero3_file.yaml"
+    path.write_text(text.replace(block, "deepspeed_config:\n  deepspeed_config_file: ds.json\n"))
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, gradient_accumulation_steps=4, max_grad_norm=0.3,
+        use_cpu=True, report_to=[], bf16=True,
+    )  # fmt: skip
+    resolved = training.deepspeed_config_from_accelerate(
+        path, training_args=args, model_config=LlamaConfig(hidden_size=64)
+    )
+    zero = resolved["zero_optimization"]
+    assert (zero["reduce_bucket_size"], zero["stage3_prefetch_bucket_size"]) == (64 * 64, int(0.9 * 64 * 64))
+    assert zero["stage3_param_persistence_threshold"] == 10 * 64
+    assert resolved["gradient_clipping"] == 0.3
+    assert resolved["train_batch_size"] == 2 * 4 * 8  # 8 processes in zero3.yaml
+    assert resolved["bf16"]["enabled"] is True  # the launch's mixed precision, set by accelerate
+    unresolved = training.deepspeed_config_from_accelerate(path, training_args=args)
+    assert unresolved["zero_optimization"]["reduce_bucket_size"] == "auto"  # only the model can fill it
