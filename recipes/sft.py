@@ -46,7 +46,7 @@ import sys
 from pathlib import Path
 
 from transformers import set_seed
-from trl import SFTTrainer, get_peft_config
+from trl import get_peft_config
 
 from hf_critic import training
 from hf_critic.models import ModelNotFoundError
@@ -82,7 +82,7 @@ def main(script_args, training_args, model_args, validation_args):
 
     ######## Model, trainer and validation callback ########
     quantization_config = training.model_init_kwargs(model_args, training_args)  # sets training_args' too
-    trainer = SFTTrainer(
+    trainer = training.CriticSFTTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=dataset["train"],

@@ -493,12 +493,21 @@ def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, mo
         load_best_model_at_end=True,
         learning_rate=1e-3,
     )
-    trainer = SFTTrainer(
+    plain = SFTTrainer(model=model, args=args, train_dataset=data, eval_dataset=data, processing_class=tokenizer)
+    plain.add_callback(training.CritiquePearsonCallback(records, trainer=plain, template="mtbench"))
+    with pytest.raises(TypeError, match="needs hf_critic.training.CriticSFTTrainer"):
+        plain.train()  # its evaluate() would not return the Pearson: refused before any step
+    trainer = training.CriticSFTTrainer(
         model=model, args=args, train_dataset=data, eval_dataset=data.select(range(2)), processing_class=tokenizer
     )
     callback = training.CritiquePearsonCallback(records, trainer=trainer, template="mtbench")
     trainer.add_callback(callback)
+    returned = []
+    evaluate = trainer.evaluate
+    trainer.evaluate = lambda *a, **k: returned.append(evaluate(*a, **k)) or returned[-1]
     trainer.train()
+    # issue 38: the Pearson is in what evaluate() returns, next to the loss (not written into the Trainer's dict)
+    assert all("eval_critique_pearson" in m and "eval_loss" in m for m in returned) and len(returned) == 3
 
     expected = [
         stats.pearsonr(*zip(*[(s, g) for s, g in zip(p, gold, strict=True) if s is not None], strict=True))[0]

@@ -19,7 +19,7 @@ v2 §4.3 settings (ChatGLM3-6B, ZeRO-2, AdamW, weight decay 0.1, lr 6e-5, 10% wa
 5 epochs) live in ``recipes/chatglm3-6b/sft/full.yaml``.
 """
 
-from .callbacks import CritiquePearsonCallback, logged_eval_metrics, validation_callback
+from .callbacks import CriticSFTTrainer, CritiquePearsonCallback, logged_eval_metrics, validation_callback
 from .card import model_card, sft_model_card
 from .config import ScriptArguments, ValidationArguments, deepspeed_config_from_accelerate, parser
 from .masks import (
@@ -50,6 +50,7 @@ from .sft import (
 )
 
 __all__ = [
+    "CriticSFTTrainer",
     "CritiquePearsonCallback",
     "DatasetMixture",
     "DatasetSource",
