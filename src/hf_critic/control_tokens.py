@@ -35,6 +35,7 @@ __all__ = [
     "find_control_tokens",
     "mark",
     "render_chat",
+    "split_marked",
     "unmark",
 ]
 
@@ -149,10 +150,15 @@ def encode_text(tokenizer, text: str) -> list[int]:
     return ids
 
 
-def _segments(tokenizer, text: str) -> list[tuple[str, int, bool]]:
-    """``text`` cut at the markers: ``(piece, its start in text, is a marked control-token string)``, markers out."""
+def split_marked(text: str, tokens: Sequence[str]) -> list[tuple[str, int, bool]]:
+    """``text`` (rendered from :func:`mark`-ed data) cut at the markers, the markers dropped.
+
+    Returns:
+        ``[(piece, its start in text, True for a marked control-token string of the data), ...]``; a lone marker (a
+        template that split a marked string) only cuts the text.
+    """
     out, pos = [], 0
-    for m in _patterns(control_tokens(tokenizer))[1].finditer(text):
+    for m in _patterns(tuple(tokens))[1].finditer(text):
         out.append((text[pos : m.start()], pos, False))
         if m.group(1) is not None:
             out.append((m.group(1), m.start(1), True))
@@ -169,7 +175,7 @@ def _encode_marked(tokenizer, text: str, offsets: bool = False) -> tuple[list[in
     newline = _plain(tokenizer, "\n")
     ids: list[int] = []
     spans: list[tuple[int, int]] = []
-    for k, (piece, start, as_text) in enumerate(_segments(tokenizer, text)):
+    for k, (piece, start, as_text) in enumerate(split_marked(text, control_tokens(tokenizer))):
         if not piece:
             continue
         kwargs = {"add_special_tokens": False, "split_special_tokens": as_text, "return_offsets_mapping": offsets}

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import signal
 import threading
 import urllib.request
@@ -47,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
-from ..control_tokens import END, START, mark
+from ..control_tokens import mark, split_marked
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
@@ -253,15 +252,14 @@ class LlamaCppBackend(Backend):
         the template's text with ``parse_special`` (its own control tokens and BOS), the marked strings without.
         """
         prompt = self._post("/apply-template", {"messages": mark(list(messages), self.control_tokens)})["prompt"]
-        pattern = "|".join(map(re.escape, self.control_tokens))
-        pieces = re.split(f"{START}({pattern}){END}|[{START}{END}]", prompt)
-        ids = self._post("/tokenize", {"content": pieces[0], "add_special": True, "parse_special": True})["tokens"]
+        (first, _, _), *rest = split_marked(prompt, self.control_tokens)
+        ids = self._post("/tokenize", {"content": first, "add_special": True, "parse_special": True})["tokens"]
         newline = self._tokenize("\n")
-        for k, piece in enumerate(pieces[1:], start=1):
+        for piece, _, data in rest:
             if piece:  # after a newline that is removed again, so SentencePiece adds no prefix space mid-prompt
-                piece_ids = self._tokenize("\n" + piece, special=k % 2 == 0)
+                piece_ids = self._tokenize("\n" + piece, special=not data)
                 fits = piece_ids[: len(newline)] == newline
-                ids += piece_ids[len(newline) :] if fits else self._tokenize(piece, special=k % 2 == 0)
+                ids += piece_ids[len(newline) :] if fits else self._tokenize(piece, special=not data)
         return ids
 
     def complete(self, body: dict[str, Any]) -> dict[str, Any]:
