@@ -45,9 +45,8 @@ import logging
 import sys
 from pathlib import Path
 
-import datasets
 from transformers import set_seed
-from trl import SFTTrainer, get_peft_config
+from trl import get_peft_config
 
 from hf_critic import training
 from hf_critic.models import ModelNotFoundError
@@ -78,12 +77,12 @@ def main(script_args, training_args, model_args, validation_args):
         kwargs = {"num_examples": script_args.dry_run_examples, "max_length": training_args.max_length}
         print(training.dry_run_report(dataset["train"], tokenizer, mode=mode, color=sys.stdout.isatty(), **kwargs))
         return None
-    if mode == "completion" and not training_args.assistant_only_loss:
-        dataset = datasets.DatasetDict({k: training.to_prompt_completion(v) for k, v in dataset.items()})
+    # tokenised here: the judged text's control tokens stay text; the labels carry the loss mask (tokenize_for_trl)
+    dataset = training.tokenize_for_trl(dataset, tokenizer, mode, training_args)
 
     ######## Model, trainer and validation callback ########
     quantization_config = training.model_init_kwargs(model_args, training_args)  # sets training_args' too
-    trainer = SFTTrainer(
+    trainer = training.CriticSFTTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
         train_dataset=dataset["train"],

@@ -8,6 +8,7 @@ its own business). A new unit must be given a floor here, which is where a newco
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ FLOORS: dict[str, int] = {
     "cache": 0,
     "redaction": 0,
     "sandbox": 0,
+    "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
     "tiny_models": 0,  # tiny models for tests and benchmarks
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
@@ -384,3 +386,42 @@ def test_the_size_check_finds_a_long_function(tmp_path):
     path.write_text(f"def long():\n{body}", encoding="utf-8")
     assert oversized([path], file_lines=700, function_lines=100, root=tmp_path) == ["long.py long: 101 lines"]
     assert oversized([path], file_lines=5, function_lines=200, root=tmp_path) == ["long.py: 101 lines"]
+
+
+#: Import names whose distribution is named otherwise.
+_DISTRIBUTIONS = {"yaml": "pyyaml", "huggingface_hub": "huggingface-hub", "sklearn": "scikit-learn"}
+#: Subpackages that need an extra (``pip install 'hf-critic[train]'``): their modules may import its packages.
+_EXTRAS = {"training": "train"}
+
+
+def test_every_module_level_import_is_a_declared_dependency():
+    """Issue 38 item 4: what a module imports at load time is installed with the package (pandas was not declared).
+    Imports inside functions are the optional extras' business."""
+    import sys
+
+    import tomllib
+
+    project = tomllib.loads((SRC.parent / "pyproject.toml").read_text())["project"]
+
+    def distributions(requirements):
+        return {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower() for d in requirements}
+
+    missing = set()
+    for path in (SRC / "hf_critic").rglob("*.py"):
+        extra = _EXTRAS.get(path.relative_to(SRC / "hf_critic").parts[0])
+        declared = distributions(project["dependencies"])
+        declared |= distributions(project["optional-dependencies"].get(extra, []))
+        tree = ast.parse(path.read_text())
+        for node in tree.body:  # module level only
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for name in names:
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top in ("hf_critic", "__future__"):
+                    continue
+                if _DISTRIBUTIONS.get(top, top).lower() not in declared:
+                    missing.add(f"{path.relative_to(SRC)}: {top}")
+    assert missing == set()

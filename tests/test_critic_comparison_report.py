@@ -63,6 +63,10 @@ def test_report_compares_critics_on_the_same_rows(tmp_path):
     assert "- bench: oracle vs coin: oracle better than coin on" in text
     assert "## Baselines on the same pairs" in text and f"| bench | longer wins | {100 * longer_wins:.2f} |" in text
     assert "## Length and position" in text
+    # issue 38: the report names its kappa (the two implementations differ on unparsed verdicts)
+    assert (
+        "Pairwise κ: Cohen's kappa (1960), unweighted, over all pairs with a gold label, an unparsed verdict" in text
+    )
     report = json.loads((tmp_path / "report.json").read_text())
     assert len(report["paired"]) == 3 and "rows" not in report["runs"][0]
     baselines = report["runs"][0]["baselines"]
@@ -199,6 +203,8 @@ def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path
     assert first["line"].startswith("sharp vs blunt: sharp better than blunt on text-level Pearson")
     # Length here is the human score itself (10 words per point): length as score beats both critics.
     assert runs[0].baselines["length_as_score"]["within_question_accuracy"] == 1.0
+    text = (tmp_path / "report.md").read_text()
+    assert "Pointwise κ: quadratic-weighted (Cohen, 1968), the critic's scores binned to the gold's scale" in text
     estimates = runs[0].ppi["estimates"]
     assert set(estimates) == {"all", *(f"s{k}" for k in range(8))}
     tuned = estimates["all"]["ppi_tuned"]

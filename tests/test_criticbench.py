@@ -395,6 +395,27 @@ def test_sandbox_blocks_network_and_caps_memory():
         run_python("pass", timeout=0)
 
 
+def test_sandbox_warns_and_records_when_only_the_audit_hook_isolates(monkeypatch, caplog):
+    """Issue 38 item 4: without a network namespace the run says so (a warning) and records it in every result."""
+    from hf_critic import sandbox
+
+    for cached in (sandbox.isolation, sandbox.network_isolation):
+        cached.cache_clear()
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)  # no `unshare` on this system
+    try:
+        with caplog.at_level("WARNING"):
+            result = run_python("print('hi')")
+        assert result.passed and result.isolation == sandbox.AUDIT_HOOK_ONLY
+        assert "audit hook alone" in caplog.text
+        net = run_python("import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)")
+        assert net.status == "failed" and "network access is disabled" in net.stderr
+        assert caplog.text.count("audit hook alone") == 1  # once per process
+    finally:
+        for cached in (sandbox.isolation, sandbox.network_isolation):
+            cached.cache_clear()
+    assert run_python("pass").isolation == sandbox.isolation()
+
+
 # ------------------------------------------------------------------------------------------------ command line
 def test_meta_eval_scores_prediction_folders_against_the_gold(tmp_path, capsys):
     from hf_critic.cli import main

@@ -388,3 +388,26 @@ def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_tracebac
 
     out = system_level_correlation([None, None, None], [1.0, 2.0, 3.0], ["a", "b", "c"])
     assert math.isnan(out["pearson"]) and out["n_systems"] == 0
+
+
+def test_bootstrap_says_how_many_resamples_it_left_out(caplog):
+    """Issue 38 item 4: non-finite resamples are counted, logged and shown next to the interval."""
+    from hf_critic.meta_eval.bootstrap import bootstrap_intervals, resample_counts
+    from hf_critic.meta_eval.markdown_tables import with_interval
+
+    x = np.array([1.0, 1.0, 1.0, 2.0])  # a resample that never draws the 2.0 gives 0 / 0 for "share"
+
+    def statistic(w):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            spread = w @ (x - 1.0)
+            return {"share": spread / spread, "mean": (w @ x) / w.sum(axis=1)}
+
+    n = 400
+    expected = int(sum((counts[:, 3] == 0).sum() for counts in resample_counts(4, n, seed=3)))
+    with caplog.at_level("WARNING"):
+        intervals = bootstrap_intervals(statistic, 4, n, seed=3)
+    assert expected > 0 and intervals.dropped == {"share": expected} and intervals.n_resamples == n
+    assert f"share {expected}" in caplog.text
+    assert intervals["share"] == (1.0, 1.0)
+    line = with_interval({"share": 1.0, "ci": {"share": [1.0, 1.0]}, "ci_dropped": intervals.dropped}, "share")
+    assert line == f"1.000 [1.000, 1.000] ({expected} resamples undefined)"

@@ -25,13 +25,13 @@ def test_inference_dtype_names_and_auto(monkeypatch):
     assert models.inference_dtype(torch.float16) is torch.float16
     with pytest.raises(ValueError, match="unknown dtype 'fp8'"):
         models.inference_dtype("fp8")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(models, "inference_device", lambda: torch.device("cpu"))
     monkeypatch.setattr(models, "cpu_flags", lambda: AMX)
     assert models.inference_dtype("auto", batch_size=1) is torch.float32
     assert models.inference_dtype("auto", batch_size=8) is torch.bfloat16
     monkeypatch.setattr(models, "cpu_flags", lambda: AVX2)
     assert models.inference_dtype("auto") is torch.float32  # emulated bfloat16 is slow: stay in float32
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(models, "inference_device", lambda: torch.device("cuda"))
     assert models.inference_dtype("auto") == "auto"  # the checkpoint's own dtype on GPU
 
 
@@ -232,3 +232,24 @@ def test_a_model_folder_without_tokenizer_files_says_so_not_sentencepiece(tiny_m
     assert main([*argv, "--template", "mtbench", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "holds no tokenizer" in err and "sentencepiece" not in err
+
+
+def test_models_go_to_the_device_accelerate_names(tiny_model_dir, tmp_path, monkeypatch):
+    """Issue 38 item 4: the device comes from accelerate's PartialState (MPS, XPU, ... not CUDA alone); a stand-in
+    state naming the meta device moves the causal LM and the reward model there."""
+    import accelerate
+    import torch
+
+    from hf_critic.reward_model import RewardModel
+    from hf_critic.tiny_models import build_tiny_reward_model
+
+    class Elsewhere:
+        device = torch.device("meta")
+
+    monkeypatch.setattr(accelerate, "PartialState", Elsewhere)
+    assert models.inference_device() == torch.device("meta")
+    assert models.inference_dtype("auto") == "auto"  # an accelerator: the checkpoint's own dtype
+    lm, _ = models.load_model(str(tiny_model_dir), dtype="float32")
+    assert lm.device.type == "meta"
+    reward = RewardModel.from_pretrained(str(build_tiny_reward_model(tmp_path / "rm")), dtype="float32")
+    assert reward.model.device.type == "meta"

@@ -163,6 +163,29 @@ def test_a_503_then_a_200_is_retried():
     assert len(server.pooled) == 6 and set(seen.values()) == {2}
 
 
+@pytest.mark.parametrize(
+    ("headers", "wait"), [({"retry-after-ms": "3000"}, 3.0), ({"Retry-After": "Wed, 01 Jan 2031 00:00:00 GMT"}, 60.0)]
+)
+def test_the_pooling_client_waits_as_the_server_says(headers, wait, monkeypatch):
+    """Issue 38 item 4: the chat client's retry loop (backends.retry.Attempts), every Retry-After form (capped)."""
+    import types
+
+    from hf_critic.backends import pooling
+
+    slept = []
+    monkeypatch.setattr(pooling, "time", types.SimpleNamespace(sleep=slept.append))
+    calls = []
+
+    def once(body, headers_in):
+        calls.append(1)
+        return (429, headers, {"error": {"message": "slow down"}}) if len(calls) == 1 else None
+
+    policy = RetryPolicy(max_retries=2, initial_backoff=0.01, max_backoff=60.0, jitter=0.0)
+    with StubPoolingServer(respond=once) as server:
+        assert PoolingRewardClient(server.url, "stub-rm", policy=policy).rewards([conversation("q", "abc")]) == [3.0]
+    assert slept == [wait]
+
+
 def test_retries_are_bounded_then_the_batch_fails():
     always = lambda body, headers: (500, {}, {"error": {"message": "boom"}})  # noqa: E731
     with StubPoolingServer(respond=always) as server:

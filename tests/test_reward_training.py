@@ -181,3 +181,36 @@ def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path,
     encoded = preference_pairs(pairs["train"], tokenizer, 64, source="eval_instruct")
     kept = [r for r in pairs["train"] if not r["swapped"] and r["label"] in (0, 1)]
     assert len(encoded) == len(kept) > 0 and encoded[0]["chosen_ids"] and encoded[0]["rejected_ids"]
+
+
+def test_the_reward_trainer_keeps_the_length_columns_through_the_public_route(tmp_path):
+    """Issue 38 item 4: remove_unused_columns=False carries the length columns to the collator (TRL's private
+    _set_signature_columns_if_needed is no longer overridden), and evaluation still sees whole pairs."""
+    import datasets
+    from transformers import AutoTokenizer
+    from trl import RewardConfig
+
+    from hf_critic.training.reward import CriticRewardTrainer, get_trainer, preference_pairs
+
+    assert "_set_signature_columns_if_needed" not in CriticRewardTrainer.__dict__
+    folder = build_tiny_reward_model(tmp_path / "rm")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    rows = datasets.Dataset.from_list(
+        [
+            {"question": f"q{i}", "response_1": "a" * (i + 1), "response_2": "bb" * (i + 2), "label": i % 2}
+            for i in range(6)
+        ]
+    )
+    pairs = preference_pairs(rows, tokenizer, 128)
+    args = RewardConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to=[],
+                        per_device_eval_batch_size=4, max_length=128)  # fmt: skip
+    model = AutoModelForSequenceClassification.from_pretrained(folder)
+    trainer = get_trainer(model, tokenizer, {"train": pairs, "validation": pairs}, args, None)
+    assert trainer.args.remove_unused_columns is False
+    batch = next(iter(trainer.get_eval_dataloader()))
+    assert batch["chosen_length"].tolist()[:2] == pairs["chosen_length"][:2]
+    metrics = trainer.evaluate()
+    assert metrics["eval_longer_wins_accuracy"] == pytest.approx(
+        sum((c > r) + 0.5 * (c == r) for c, r in zip(pairs["chosen_length"], pairs["rejected_length"], strict=True))
+        / 6
+    )

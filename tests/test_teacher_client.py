@@ -336,3 +336,41 @@ def test_identical_requests_in_a_batch_are_sent_once():
     assert len({r.text for r in out[:3]}) == 1
     usage = c.ledger.stage("s")
     assert (usage.items, usage.succeeded, usage.requests) == (5, 5, 3)
+
+
+# ----------------------------------------------------------------------------------------------- Retry-After
+def test_retry_after_reads_seconds_milliseconds_and_http_dates():
+    """Issue 38 item 4: the server's wait in its three forms (OpenAI sends retry-after-ms, RFC 9110 allows a date)."""
+    from hf_critic.backends.retry import retry_after
+
+    now = 1_700_000_000.0  # Tue, 14 Nov 2023 22:13:20 GMT
+    assert retry_after({"Retry-After": "7"}) == 7.0
+    assert retry_after({"retry-after-ms": "1500", "Retry-After": "7"}) == 1.5  # the finer one wins
+    assert retry_after({"Retry-After": "Tue, 14 Nov 2023 22:13:50 GMT"}, now=now) == 30.0
+    assert retry_after({"Retry-After": "Tue, 14 Nov 2023 22:00:00 GMT"}, now=now) == 0.0  # in the past
+    for bad in ({}, None, {"Retry-After": "soon"}, {"Retry-After": "-3"}, {"Retry-After": "nan"}):
+        assert retry_after(bad) is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"), [({"retry-after-ms": "3000"}, 3.0), ({"Retry-After": "Wed, 01 Jan 2031 00:00:00 GMT"}, 60.0)]
+)
+def test_the_chat_client_waits_as_the_server_says(headers, wait):
+    """Every Retry-After form reaches the wait (capped at max_backoff); the pooling client: test_pooling_server.py."""
+    calls = []
+
+    def once(body, headers_in):
+        calls.append(1)
+        return (429, headers, b'{"error": {"message": "slow down"}}') if len(calls) == 1 else None
+
+    waits = []
+
+    async def record(seconds):
+        waits.append(seconds)
+
+    policy = RetryPolicy(max_retries=2, initial_backoff=0.01, max_backoff=60.0, jitter=0.0)
+    with StubOpenAIServer(respond=once) as server:
+        result = OpenAIClient(server.url, "m", retry=policy, sleep=record).complete_many(
+            requests(1), stage="s", progress=False
+        )
+    assert result[0].ok and waits == [wait]

@@ -493,12 +493,21 @@ def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, mo
         load_best_model_at_end=True,
         learning_rate=1e-3,
     )
-    trainer = SFTTrainer(
+    plain = SFTTrainer(model=model, args=args, train_dataset=data, eval_dataset=data, processing_class=tokenizer)
+    plain.add_callback(training.CritiquePearsonCallback(records, trainer=plain, template="mtbench"))
+    with pytest.raises(TypeError, match="needs hf_critic.training.CriticSFTTrainer"):
+        plain.train()  # its evaluate() would not return the Pearson: refused before any step
+    trainer = training.CriticSFTTrainer(
         model=model, args=args, train_dataset=data, eval_dataset=data.select(range(2)), processing_class=tokenizer
     )
     callback = training.CritiquePearsonCallback(records, trainer=trainer, template="mtbench")
     trainer.add_callback(callback)
+    returned = []
+    evaluate = trainer.evaluate
+    trainer.evaluate = lambda *a, **k: returned.append(evaluate(*a, **k)) or returned[-1]
     trainer.train()
+    # issue 38: the Pearson is in what evaluate() returns, next to the loss (not written into the Trainer's dict)
+    assert all("eval_critique_pearson" in m and "eval_loss" in m for m in returned) and len(returned) == 3
 
     expected = [
         stats.pearsonr(*zip(*[(s, g) for s, g in zip(p, gold, strict=True) if s is not None], strict=True))[0]
@@ -653,3 +662,45 @@ def test_broken_deepspeed_config_is_rejected(tmp_path):
     bad_key.write_text(text.replace("zero_stage: 2", "zero_stage: 2\n  zero_stgae: 3"))
     with pytest.raises(ValueError, match="unknown deepspeed_config key"):
         training.deepspeed_config_from_accelerate(bad_key)
+
+
+def test_deepspeed_auto_values_are_resolved_by_transformers(tmp_path):
+    """Issue 38 item 4: the "auto" values come from transformers' own HfTrainerDeepSpeedConfig (the training
+    arguments, the model's hidden size), not from constants: the checked config is the one that trains."""
+    from transformers import LlamaConfig, TrainingArguments
+
+    (tmp_path / "ds.json").write_text(
+        json.dumps(
+            {
+                "train_batch_size": "auto",
+                "train_micro_batch_size_per_gpu": "auto",
+                "gradient_accumulation_steps": "auto",
+                "gradient_clipping": "auto",
+                "zero_optimization": {
+                    "stage": 3,
+                    "reduce_bucket_size": "auto",
+                    "stage3_prefetch_bucket_size": "auto",
+                    "stage3_param_persistence_threshold": "auto",
+                },
+            }
+        )
+    )
+    text = (REPO / "accelerate_configs" / "zero3.yaml").read_text()
+    block = text[text.index("deepspeed_config:") : text.index("distributed_type")]
+    path = tmp_path / "zero3_file.yaml"
+    path.write_text(text.replace(block, "deepspeed_config:\n  deepspeed_config_file: ds.json\n"))
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=2, gradient_accumulation_steps=4, max_grad_norm=0.3,
+        use_cpu=True, report_to=[], bf16=True,
+    )  # fmt: skip
+    resolved = training.deepspeed_config_from_accelerate(
+        path, training_args=args, model_config=LlamaConfig(hidden_size=64)
+    )
+    zero = resolved["zero_optimization"]
+    assert (zero["reduce_bucket_size"], zero["stage3_prefetch_bucket_size"]) == (64 * 64, int(0.9 * 64 * 64))
+    assert zero["stage3_param_persistence_threshold"] == 10 * 64
+    assert resolved["gradient_clipping"] == 0.3
+    assert resolved["train_batch_size"] == 2 * 4 * 8  # 8 processes in zero3.yaml
+    assert resolved["bf16"]["enabled"] is True  # the launch's mixed precision, set by accelerate
+    unresolved = training.deepspeed_config_from_accelerate(path, training_args=args)
+    assert unresolved["zero_optimization"]["reduce_bucket_size"] == "auto"  # only the model can fill it

@@ -429,17 +429,30 @@ def _llamacpp_faster(batch_size: int, flags: dict[str, bool]) -> bool:
     return llama[nearest] > ours[nearest]
 
 
+def inference_device():
+    """The accelerator this process runs models on: accelerate's ``PartialState().device`` (CUDA, ROCm, MPS, XPU,
+    NPU, ... or the CPU; under ``accelerate launch`` this process's own device), so no backend is CUDA-only.
+
+    Returns:
+        A ``torch.device``.
+    """
+    from accelerate import PartialState
+
+    return PartialState().device
+
+
 def inference_dtype(dtype: str = "auto", batch_size: int = 8):
     """The torch dtype critiques are generated in.
 
     Args:
         dtype: ``"auto"`` or a torch dtype name (``"float32"``, ``"bfloat16"``, ``"float16"``). ``"auto"`` is the
-            checkpoint's own dtype on CUDA (transformers' ``"auto"``) and :func:`auto_dtype` on CPU.
+            checkpoint's own dtype on an accelerator (transformers' ``"auto"``; :func:`inference_device`) and
+            :func:`auto_dtype` on CPU.
         batch_size: the batch size generation will run at (the smaller of ``--batch-size`` and the number of rows):
             on some CPUs the faster dtype depends on it (:func:`auto_dtype`).
 
     Returns:
-        A ``torch.dtype``, or the string ``"auto"`` (CUDA).
+        A ``torch.dtype``, or the string ``"auto"`` (an accelerator).
 
     Raises:
         ValueError: an unknown dtype name.
@@ -447,7 +460,7 @@ def inference_dtype(dtype: str = "auto", batch_size: int = 8):
     import torch
 
     if dtype == "auto":
-        if torch.cuda.is_available():
+        if inference_device().type != "cpu":
             return "auto"
         return auto_dtype(batch_size)
     if isinstance(dtype, torch.dtype):
@@ -512,7 +525,6 @@ def load_model(
         ModelNotFoundError: see :func:`resolve_model`.
         ValueError: an unknown dtype.
     """
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = resolve_model(model)
@@ -524,8 +536,7 @@ def load_model(
     clean = dequantized_gguf_config(path)  # the default critic: plain weights under a stale GGUF config
     extra = {"config": clean} if clean is not None else {}
     lm = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, trust_remote_code=trust_remote_code, **extra)
-    if torch.cuda.is_available():
-        lm = lm.to("cuda")
+    lm = lm.to(inference_device())
     lm.eval()
     return lm, tokenizer
 

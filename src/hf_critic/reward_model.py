@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from .control_tokens import encode_chat, encode_text
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .models import batch_token_budget, token_batches
 
@@ -253,18 +254,16 @@ def reward_conversation(question: str, response: str) -> list[dict[str, str]]:
 
 def encode_ids(tokenizer, question: str, response: str) -> list[int]:
     """Token ids of one (question, response) as a reward model reads it: its chat template (question as the user turn,
-    response as the assistant turn), or the text pair for a tokenizer without one (encoder reward models)."""
+    response as the assistant turn), or the text pair for a tokenizer without one (encoder reward models). Special-token
+    strings in the question or response stay text (:mod:`hf_critic.control_tokens`)."""
     if getattr(tokenizer, "chat_template", None):
-        encoded = tokenizer.apply_chat_template(
-            reward_conversation(question, response), tokenize=True, return_dict=True
-        )
-        return list(encoded["input_ids"])
-    return list(tokenizer(question, response)["input_ids"])
+        return encode_chat(tokenizer, reward_conversation(question, response))
+    return list(tokenizer(question, response, split_special_tokens=True)["input_ids"])
 
 
 def _cut_middle(tokenizer, text: str, remove: int) -> str:
     """``text`` without ``remove`` tokens from its middle, the cut marked " ... "."""
-    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = encode_text(tokenizer, text)
     keep = max(len(ids) - remove, 0)
     head, tail = keep - keep // 2, keep // 2
     return tokenizer.decode(ids[:head]) + " ... " + (tokenizer.decode(ids[-tail:]) if tail else "")
@@ -293,7 +292,7 @@ def fit_ids(
         raise OverflowError(f"{len(ids)} tokens, {len(ids) - limit} over the reward model's context of {limit}")
     if truncate == "skip":
         return None, True
-    response_tokens = len(tokenizer(response, add_special_tokens=False)["input_ids"])
+    response_tokens = len(encode_text(tokenizer, response))
     for _ in range(3):  # re-tokenisation at the seams can leave a few tokens over: cut again
         excess = len(ids) - limit
         if excess <= 0:
@@ -358,6 +357,7 @@ class RewardModel:
     """
 
     kind = "reward model"
+    keeps_text = True  # its inputs are encoded with control-token strings kept as text
 
     def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
                  batch_size: int = 8, progress: bool = True, max_batch_tokens: int | None | str = "auto"):  # fmt: skip
@@ -405,7 +405,13 @@ class RewardModel:
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .models import default_num_threads, dequantized_gguf_config, inference_dtype, resolve_model
+        from .models import (
+            default_num_threads,
+            dequantized_gguf_config,
+            inference_device,
+            inference_dtype,
+            resolve_model,
+        )
 
         torch.set_num_threads(num_threads or default_num_threads())
         folder = Path(resolve_model(model))
@@ -431,8 +437,7 @@ class RewardModel:
             raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
         tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
-        if torch.cuda.is_available():
-            lm = lm.to("cuda")
+        lm = lm.to(inference_device())
         lm.eval()
         name = f"{model}@{_fingerprint(folder)}:{torch_dtype}"
         return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,

@@ -12,11 +12,15 @@ forever, fork without end, eat memory, write files or open sockets, so each prog
 * under resource limits: address space (``memory_mb``), CPU seconds, process count (a fork bomb's ``fork()`` fails),
   file size and open files;
 * without network: in a new user + network namespace (``unshare -rn``) where the system allows it, and always with
-  an audit hook that refuses socket creation, connections and name lookups from Python code.
+  an audit hook that refuses socket creation, connections and name lookups from Python code. Where the namespace is
+  not available a warning says so (once per process: the audit hook alone stops Python's own calls, not a C
+  extension's or a child program's), and every :class:`ExecResult` records which isolation ran
+  (:func:`isolation`).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import resource
 import shutil
@@ -28,7 +32,13 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["ExecResult", "network_isolation", "run_python"]
+__all__ = ["AUDIT_HOOK_ONLY", "NETWORK_NAMESPACE", "ExecResult", "isolation", "network_isolation", "run_python"]
+
+logger = logging.getLogger(__name__)
+
+#: What :attr:`ExecResult.isolation` says: a network namespace besides the audit hook, or the audit hook alone.
+NETWORK_NAMESPACE = "network namespace + audit hook"
+AUDIT_HOOK_ONLY = "audit hook only"
 
 # Runs first in the child: Python-level network calls raise before any bytes leave (the namespace, when available,
 # already has no interface but loopback).
@@ -57,6 +67,7 @@ class ExecResult:
         returncode: the process exit code (negative: killed by that signal); None on timeout.
         stdout, stderr: the process output, decoded as UTF-8 (errors replaced), each cut to 20,000 characters.
         seconds: wall-clock run time.
+        isolation: how the network was shut off (:data:`NETWORK_NAMESPACE` or :data:`AUDIT_HOOK_ONLY`).
     """
 
     status: str
@@ -64,6 +75,7 @@ class ExecResult:
     stdout: str
     stderr: str
     seconds: float
+    isolation: str = NETWORK_NAMESPACE
 
     @property
     def passed(self) -> bool:
@@ -81,6 +93,18 @@ def network_isolation() -> bool:
         return subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
+
+
+@cache
+def isolation() -> str:
+    """The network isolation the sandbox runs with here; warns once when it is the audit hook alone."""
+    if network_isolation():
+        return NETWORK_NAMESPACE
+    logger.warning(
+        "sandbox: no user + network namespace here (`unshare -rn` failed); model-written code runs with the audit "
+        "hook alone, which stops Python's own network calls but not a C extension's or a child program's"
+    )
+    return AUDIT_HOOK_ONLY
 
 
 def _limits(memory_mb: int, cpu_seconds: int, max_processes: int):
@@ -127,7 +151,8 @@ def run_python(
         with open(os.path.join(workdir, "solution.py"), "w", encoding="utf-8") as handle:
             handle.write(code)
         command = [python, "-I", "-c", _GUARD]
-        if network_isolation():
+        isolated = isolation()
+        if isolated == NETWORK_NAMESPACE:
             command = [shutil.which("unshare"), "-rn", *command]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": workdir}
         start = time.monotonic()
@@ -159,6 +184,6 @@ def run_python(
         return data.decode("utf-8", errors="replace")[:20_000]
 
     if timed_out:
-        return ExecResult("timeout", None, text(out), text(err), seconds)
+        return ExecResult("timeout", None, text(out), text(err), seconds, isolated)
     status = "passed" if process.returncode == 0 else "failed"
-    return ExecResult(status, process.returncode, text(out), text(err), seconds)
+    return ExecResult(status, process.returncode, text(out), text(err), seconds, isolated)

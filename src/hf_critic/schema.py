@@ -65,6 +65,8 @@ REFERENCE = "reference"
 RESPONSE = "response"
 RESPONSE_1 = "response_1"
 RESPONSE_2 = "response_2"
+#: The record columns that carry judged (untrusted) text.
+JUDGED_FIELDS = (QUESTION, REFERENCE, RESPONSE, RESPONSE_1, RESPONSE_2)
 
 
 class ParseStatus(str, enum.Enum):

@@ -28,12 +28,17 @@ class Backend(ABC):
             behind its server).
         embedded: True for the embedded default critic (set by :func:`hf_critic.backends.load_backend`); the
             critic's ``verdict="auto"`` reads probabilities for it.
+        keeps_text: True when the engine itself tokenises the prompt and keeps the control-token strings of the
+            judged text as text (:mod:`hf_critic.control_tokens`); False for a server, which tokenises for itself.
+        control_tokens: the model's own control-token strings when known (flagged besides the common ones).
     """
 
     name: str
     context_length: int | None = None
     embedded: bool = False
     supports_grammar: bool = False
+    keeps_text: bool = False
+    control_tokens: tuple[str, ...] = ()
 
     @abstractmethod
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:

@@ -37,6 +37,7 @@ __all__ = [
     "RECODE_TYPES",
     "SLOW_ON_CPU",
     "check_gguf",
+    "control_tokens",
     "file_type",
     "fingerprint",
     "parameter_count",
@@ -135,6 +136,28 @@ def file_type(path: str | os.PathLike) -> str | None:
         return LlamaFileType(int(field.parts[field.data[0]][0])).name.removeprefix("MOSTLY_") if field else None
     except Exception:  # a damaged or exotic header: the fingerprint still identifies the file
         return None
+
+
+def control_tokens(path: str | os.PathLike) -> tuple[str, ...]:
+    """The token strings llama.cpp parses as tokens of their own in a prompt (``parse_special``): the vocabulary's
+    control and user-defined tokens (``tokenizer.ggml.token_type`` 3 and 4), longest first.
+
+    Raises:
+        GGUFError: see :func:`check_gguf`.
+    """
+    from gguf import GGUFReader, TokenType
+
+    fields = GGUFReader(check_gguf(path)).fields
+    tokens, types = fields.get("tokenizer.ggml.tokens"), fields.get("tokenizer.ggml.token_type")
+    if tokens is None or types is None:
+        return ()
+    special = {int(TokenType.CONTROL), int(TokenType.USER_DEFINED)}
+    found = {
+        bytes(tokens.parts[tokens.data[i]]).decode("utf-8", "replace")
+        for i, part in enumerate(types.data)
+        if int(types.parts[part][0]) in special
+    }
+    return tuple(sorted(found, key=lambda t: (-len(t), t)))
 
 
 def parameter_count(path: str | os.PathLike) -> int:

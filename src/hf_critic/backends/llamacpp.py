@@ -43,12 +43,14 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
 from typing import Any
 
+from ..control_tokens import mark, split_marked
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
-from .gguf_files import GGUFError, check_gguf, file_type, fingerprint, recoded_gguf
+from .gguf_files import GGUFError, check_gguf, control_tokens, file_type, fingerprint, recoded_gguf
 
 __all__ = [
     "GGUFError",
@@ -193,6 +195,7 @@ class LlamaCppBackend(Backend):
     """
 
     supports_grammar = True
+    keeps_text = True
 
     def __init__(
         self,
@@ -230,8 +233,47 @@ class LlamaCppBackend(Backend):
         with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
 
-    def _tokenize(self, text: str) -> list[int]:
-        return self._post("/tokenize", {"content": text, "add_special": False})["tokens"]
+    def _tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        """``text``'s ids; control-token strings in it parsed as control tokens only with ``special``."""
+        body = {"content": text, "add_special": False, "parse_special": special}
+        return self._post("/tokenize", body)["tokens"] if text else []
+
+    @cached_property
+    def control_tokens(self) -> tuple[str, ...]:
+        """The strings llama.cpp's server would read as control tokens inside a message (from the GGUF's vocabulary)."""
+        return control_tokens(self.path)
+
+    def _prompt_ids(self, messages: Messages) -> list[int]:
+        """The chat-templated prompt's ids with the messages' control-token strings kept as text.
+
+        llama.cpp's chat endpoint tokenises the whole templated prompt with ``parse_special`` and has no switch for
+        the messages alone, so the messages are marked (:func:`hf_critic.control_tokens.mark`), templated by the
+        server (``/apply-template``, which also prefills a final assistant message), and the pieces tokenised apart:
+        the template's text with ``parse_special`` (its own control tokens and BOS), the marked strings without.
+        """
+        prompt = self._post("/apply-template", {"messages": mark(list(messages), self.control_tokens)})["prompt"]
+        (first, _, _), *rest = split_marked(prompt, self.control_tokens)
+        ids = self._post("/tokenize", {"content": first, "add_special": True, "parse_special": True})["tokens"]
+        newline = self._tokenize("\n")
+        for piece, _, data in rest:
+            if piece:  # after a newline that is removed again, so SentencePiece adds no prefix space mid-prompt
+                piece_ids = self._tokenize("\n" + piece, special=not data)
+                fits = piece_ids[: len(newline)] == newline
+                ids += piece_ids[len(newline) :] if fits else self._tokenize(piece, special=not data)
+        return ids
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Answer one chat-completion body; a body whose messages hold control-token strings is sent as the prompt's
+        token ids (:meth:`_prompt_ids`) to the completion endpoint and answered in the chat shape."""
+        messages = body["messages"]
+        if mark(list(messages), self.control_tokens) == list(messages):
+            return self.server.handle_chat_completions(body)
+        request = {k: v for k, v in body.items() if k not in ("messages", "logprobs", "top_logprobs")}
+        request.update(prompt=self._prompt_ids(messages), n_probs=body.get("top_logprobs", 0))
+        out = self.server.handle_completions(request)
+        for choice in out.get("choices", []):
+            choice["message"] = {"role": "assistant", "content": choice.pop("text", "")}
+        return out
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` with the GGUF's own tokenizer, no special tokens."""
@@ -239,8 +281,7 @@ class LlamaCppBackend(Backend):
 
     def prompt_tokens(self, conversation: Messages) -> int:
         """Tokens of the prompt after the GGUF's chat template (generation prompt included)."""
-        prompt = self._post("/apply-template", {"messages": list(conversation)})["prompt"]
-        return len(self._post("/tokenize", {"content": prompt, "add_special": True, "parse_special": True})["tokens"])
+        return len(self._prompt_ids(conversation))
 
     def truncate_middle(self, text: str, num_tokens: int) -> str:
         """Remove ``num_tokens`` tokens from the middle of ``text`` and mark the cut with " ... "."""
@@ -272,7 +313,7 @@ class LlamaCppBackend(Backend):
         lock = threading.Lock()
 
         def one(body):
-            out = self.server.handle_chat_completions(body)
+            out = self.complete(body)
             with lock:
                 bar.update(1)
             return out

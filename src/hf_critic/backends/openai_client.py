@@ -57,14 +57,12 @@ from .chat import (
     rejection,
 )
 from .retry import (
-    FATAL_STATUS,
-    RETRYABLE_STATUS,
+    Attempts,
     EndpointError,
-    FatalAPIError,
     RetryPolicy,
     _Fail,
     _Retry,
-    _retry_after,
+    status_error,
 )
 
 logger = logging.getLogger(__name__)
@@ -275,16 +273,12 @@ class OpenAIClient:
             )
             body = raw.content
         except openai.APIStatusError as err:
-            status = err.status_code
-            detail = f"{status}: {str(err.message)[:120]}"
-            if status in FATAL_STATUS:
-                raise FatalAPIError(
-                    f"{self.display_url} answered {detail} for model {self.model!r}; check the model name and "
-                    f"${self.api_key_env}"
-                ) from None
-            if status in RETRYABLE_STATUS or status >= 500:
-                raise _Retry(str(status), detail, _retry_after(err.response.headers)) from None
-            raise _Fail(detail) from None
+            detail = f"{err.status_code}: {str(err.message)[:120]}"
+            fatal = (
+                f"{self.display_url} answered {detail} for model {self.model!r}; check the model name and "
+                f"${self.api_key_env}"
+            )
+            raise status_error(err.status_code, detail, err.response.headers, fatal) from None
         except openai.APITimeoutError:
             raise _Retry("timeout", f"timeout after {self.timeout:g} s") from None
         except openai.APIConnectionError as err:
@@ -296,9 +290,9 @@ class OpenAIClient:
     ) -> ChatResult:
         usage = self.ledger.stage(stage)
         params = self.request_params(request)
-        attempts, errors, invalid, last, rejected = 0, 0, 0, "no attempt", None
+        attempts, tries, rejected = 0, Attempts(self.retry, self._rng), None
         while True:
-            backoff = 0.0  # a rejected answer is asked again at once: the server is healthy, the answer was not
+            backoff: float | None = 0.0  # a rejected answer is asked again at once: the server is healthy
             async with gate:
                 attempts += 1
                 usage.requests += 1
@@ -308,9 +302,7 @@ class OpenAIClient:
                     )
                 except _Retry as err:
                     usage.errors[err.kind] += 1
-                    errors += 1
-                    last = err.detail
-                    backoff = self.retry.delay(errors - 1, self._rng, err.retry_after)
+                    backoff = tries.wait(err)
                 except _Fail as err:
                     usage.errors["client_error"] += 1
                     usage.failed += 1
@@ -329,16 +321,17 @@ class OpenAIClient:
                         usage.succeeded += 1
                         return result
                     usage.errors[f"rejected:{reason.split(':', 1)[0]}"] += 1
-                    invalid += 1
-                    last, rejected = f"answer rejected: {reason}", text
-            if errors > self.retry.max_retries or invalid > self.retry.max_invalid_retries:
+                    rejected = text
+                    if not tries.rejected(reason):
+                        break
+            if backoff is None:  # retries spent
                 break
             usage.retries += 1
             if backoff:
                 await self._sleep(backoff)
         usage.failed += 1
-        error = f"{last} (after {attempts} attempts)"
-        if not last.startswith("answer rejected"):
+        error = f"{tries.last} (after {attempts} attempts)"
+        if not tries.last.startswith("answer rejected"):
             rejected = None  # the last attempt was a transport error: no answer to show
         return ChatResult(request.id, None, error, attempts=attempts, key=key, rejected=rejected)
 

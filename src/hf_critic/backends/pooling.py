@@ -33,15 +33,14 @@ from typing import Any
 
 from ..redaction import redact_text, redact_url, register_secret, split_url_credentials
 from .retry import (
-    FATAL_STATUS,
-    RETRYABLE_STATUS,
+    Attempts,
     EndpointError,
     FatalAPIError,
     RequestsFailedError,
     RetryPolicy,
     _Fail,
     _Retry,
-    _retry_after,
+    status_error,
 )
 
 try:  # the HTTP library openai is built on: httpx2 from openai 3 (the same API), httpx before
@@ -190,13 +189,9 @@ class PoolingRewardClient:
         status = response.status_code
         if status != 200:
             message = _message(response)
-            if status in FATAL_STATUS:
-                raise FatalAPIError(f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} "
-                                    f"({message}); check the model name, ${self.api_key_env}, and that the server "
-                                    "runs `--runner pooling`")  # fmt: skip
-            if status in RETRYABLE_STATUS or status >= 500:
-                raise _Retry(str(status), f"{status}: {message}", _retry_after(response.headers))
-            raise _Fail(f"{status}: {message}")
+            fatal = (f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} ({message}); "
+                     f"check the model name, ${self.api_key_env}, and that the server runs `--runner pooling`")  # fmt: skip
+            raise status_error(status, f"{status}: {message}", response.headers, fatal)
         try:
             data = next(item["data"] for item in response.json()["data"] if item.get("index", 0) == 0)
         except (ValueError, KeyError, TypeError, AttributeError, StopIteration):
@@ -205,27 +200,20 @@ class PoolingRewardClient:
 
     def _one(self, client: httpx.Client, conversation: Sequence[Mapping[str, str]]) -> float:
         """The reward of one conversation, retried under :attr:`policy`; ``_Fail`` once retries are spent or the
-        waits would pass ``policy.max_total_wait`` (a ``Retry-After`` beyond it fails at once); a wait of 5 s or
+        waits would pass ``policy.max_total_wait`` (:class:`~hf_critic.backends.retry.Attempts`); a wait of 5 s or
         more is said before it starts."""
-        body, retries, waited = self._body(conversation), 0, 0.0
+        body, tries = self._body(conversation), Attempts(self.policy, self._rng)
         while True:
             try:
                 return self._attempt(client, body)
             except _Retry as err:
-                attempts = f"after {retries + 1} attempts"
-                if retries >= self.policy.max_retries:
-                    raise _Fail(f"{err.detail} ({attempts})") from None
-                wait = self.policy.delay(retries, self._rng, err.retry_after)
-                asked = max(wait, err.retry_after or 0.0)
-                if waited + asked > self.policy.max_total_wait:
-                    raise _Fail(f"{err.detail} ({attempts}; waiting {asked:g} s more would pass the "
-                                f"{self.policy.max_total_wait:g} s a request may wait in all)") from None  # fmt: skip
+                wait = tries.wait(err)
+                if wait is None:
+                    raise _Fail(f"{tries.last} (after {tries.errors} attempts)") from None
                 if wait >= 5:
-                    logger.warning("%s: %s; retry %d of %d in %.0f s", self.display_url, err.detail, retries + 1,
+                    logger.warning("%s: %s; retry %d of %d in %.0f s", self.display_url, err.detail, tries.errors,
                                    self.policy.max_retries, wait)  # fmt: skip
                 time.sleep(wait)
-                waited += wait
-                retries += 1
 
     def rewards(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[float]:
         """One scalar reward per conversation, in input order.

@@ -1,15 +1,20 @@
 """Bounded retries of requests to an OpenAI-compatible server, and what its failures become.
 
 :class:`RetryPolicy` says when and how long to wait before retrying a failed attempt (exponential backoff with
-jitter, ``Retry-After`` honoured); :data:`RETRYABLE_STATUS` / :data:`FATAL_STATUS` sort HTTP statuses; the errors
-(:class:`FatalAPIError`, :class:`EndpointError`, :class:`RequestsFailedError`) are one line each and never hold a key.
-Used by :class:`hf_critic.backends.openai_client.OpenAIClient` for the Eval-Instruct teacher and for critics behind a
-server.
+jitter, ``Retry-After`` honoured in its three forms: :func:`retry_after`); :class:`Attempts` counts one request's
+failed attempts against the policy; :func:`status_error` sorts an HTTP status into retry / fail / stop
+(:data:`RETRYABLE_STATUS`, :data:`FATAL_STATUS`); the errors (:class:`FatalAPIError`, :class:`EndpointError`,
+:class:`RequestsFailedError`) are one line each and never hold a key. The one retry helper of every HTTP path:
+:class:`hf_critic.backends.openai_client.OpenAIClient` (the Eval-Instruct teacher, critics behind a server) and
+:class:`hf_critic.backends.pooling.PoolingRewardClient` (reward models behind vLLM's ``/pooling``).
 """
 
 from __future__ import annotations
 
+import email.utils
+import math
 import random
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +24,13 @@ from ..redaction import redact_url
 __all__ = [
     "FATAL_STATUS",
     "RETRYABLE_STATUS",
+    "Attempts",
     "EndpointError",
     "FatalAPIError",
     "RequestsFailedError",
     "RetryPolicy",
+    "retry_after",
+    "status_error",
 ]
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
@@ -142,9 +150,89 @@ class _Fail(Exception):
     """One failed attempt that must not be retried (the item fails)."""
 
 
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    value = (headers or {}).get("retry-after")
+class Attempts:
+    """The failed attempts of one request, counted against a :class:`RetryPolicy`: the one retry loop of every HTTP
+    path (the caller attempts, and on a :class:`_Retry` asks :meth:`wait` how long to sleep, None when spent).
+
+    Attributes:
+        errors: transport failures so far (retryable statuses, timeouts, lost connections, garbage bodies).
+        invalid: answers rejected so far (cut off, or refused by the caller's check).
+        last: the last failure's one-line detail.
+    """
+
+    def __init__(self, policy: RetryPolicy, rng: random.Random):
+        self.policy, self.rng = policy, rng
+        self.errors, self.invalid, self.last, self.waited = 0, 0, "no attempt", 0.0
+
+    @property
+    def attempts(self) -> int:
+        """Attempts made so far (each failure counted once, plus none in flight)."""
+        return self.errors + self.invalid
+
+    def wait(self, err: _Retry) -> float | None:
+        """Count ``err``; the seconds to wait before the next attempt, or None once ``max_retries`` are spent or the
+        waits would pass ``max_total_wait`` (a ``Retry-After`` beyond it gives up at once; :attr:`last` says why)."""
+        self.errors += 1
+        self.last = err.detail
+        if self.errors > self.policy.max_retries:
+            return None
+        wait = self.policy.delay(self.errors - 1, self.rng, err.retry_after)
+        asked = max(wait, err.retry_after or 0.0)
+        if self.waited + asked > self.policy.max_total_wait:
+            self.last = (f"{err.detail}; waiting {asked:g} s more would pass the {self.policy.max_total_wait:g} s a "
+                         "request may wait in all")  # fmt: skip
+            return None
+        self.waited += wait
+        return wait
+
+    def rejected(self, reason: str) -> bool:
+        """Count a rejected answer; True while another attempt is allowed (``max_invalid_retries``)."""
+        self.invalid += 1
+        self.last = f"answer rejected: {reason}"
+        return self.invalid <= self.policy.max_invalid_retries
+
+
+def status_error(status: int, detail: str, headers: Mapping[str, str] | None, fatal: str) -> Exception:
+    """The exception an HTTP error status becomes: :class:`FatalAPIError` (``fatal``, for 401 / 403 / 404: every
+    request would fail), :class:`_Retry` (408 / 409 / 425 / 429 / 5xx, with the server's :func:`retry_after`), else
+    :class:`_Fail` (this request alone fails, e.g. a 400)."""
+    if status in FATAL_STATUS:
+        return FatalAPIError(fatal)
+    if status in RETRYABLE_STATUS or status >= 500:
+        return _Retry(str(status), detail, retry_after(headers))
+    return _Fail(detail)
+
+
+def retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
+    """The wait the server asks for, in seconds, or None: ``retry-after-ms`` (milliseconds, OpenAI's and Azure's),
+    else ``Retry-After`` as delay-seconds or as an HTTP-date (RFC 9110 §10.2.3; a date in the past is 0).
+
+    Args:
+        headers: the response headers (any case; an ``httpx.Headers`` or a dict).
+        now: the current time (seconds since the epoch) for the date form; default ``time.time()``.
+
+    Returns:
+        A finite number >= 0, or None when absent or unreadable.
+    """
+    lower = {k.lower(): v for k, v in (headers or {}).items()}
     try:
-        return float(value) if value is not None else None
+        if "retry-after-ms" in lower:
+            value = float(lower["retry-after-ms"]) / 1000
+            return value if math.isfinite(value) and value >= 0 else None
     except ValueError:
+        pass
+    value = lower.get("retry-after")
+    if value is None:
         return None
+    try:
+        seconds = float(value)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None  # RFC 9110 dates are GMT; a zone-less date is not one
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))

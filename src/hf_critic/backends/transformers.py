@@ -14,6 +14,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
+from ..control_tokens import control_tokens, encode_rendered, encode_text, render_chat
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
@@ -31,6 +32,9 @@ MIN_SHARED_PREFIX = 32
 class TransformersBackend(Backend):
     """Generate critiques with a local model: chat template, length-sorted left-padded batches, progress bar.
 
+    The judged text's control-token strings (``<|im_end|>`` inside an answer) are encoded as text, the template's own
+    as control tokens (:mod:`hf_critic.control_tokens`), in generation and in the verdict read-out alike.
+
     Args:
         model: a loaded causal LM in eval mode.
         tokenizer: its tokenizer, with a chat template (left padding is enforced here).
@@ -45,6 +49,8 @@ class TransformersBackend(Backend):
     Raises:
         ValueError: the tokenizer has no chat template.
     """
+
+    keeps_text = True
 
     def __init__(
         self,
@@ -68,6 +74,7 @@ class TransformersBackend(Backend):
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, model.device.type)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
         self._cache = _cache_keyword(model)
+        self.control_tokens = control_tokens(tokenizer)
 
     @classmethod
     def from_pretrained(
@@ -109,19 +116,25 @@ class TransformersBackend(Backend):
         return cls(lm, tokenizer, name=name, **kwargs)
 
     def _prompt_text(self, conversation: Messages) -> str:
-        return self.tokenizer.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+        """The chat-templated prompt with the messages' control-token strings marked as data
+        (:func:`hf_critic.control_tokens.render_chat`; encode it with :meth:`_encode`)."""
+        return render_chat(self.tokenizer, conversation, add_generation_prompt=True)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of rendered prompts: the template's control tokens real, the judged text's kept as text."""
+        return encode_rendered(self.tokenizer, list(texts))
 
     def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` without special tokens."""
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        """Tokens of ``text`` without special tokens (special-token strings in it count as the text they are)."""
+        return len(encode_text(self.tokenizer, text))
 
     def prompt_tokens(self, conversation: Messages) -> int:
         """Tokens of the chat-templated prompt, generation prompt included."""
-        return self.count_tokens(self._prompt_text(conversation))
+        return len(self._encode([self._prompt_text(conversation)])[0])
 
     def truncate_middle(self, text: str, num_tokens: int) -> str:
         """Remove ``num_tokens`` tokens from the middle of ``text`` and mark the cut with " ... "."""
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = encode_text(self.tokenizer, text)
         keep = max(len(ids) - num_tokens, 0)
         head, tail = keep - keep // 2, keep // 2
         return self.tokenizer.decode(ids[:head]) + " ... " + (self.tokenizer.decode(ids[-tail:]) if tail else "")
@@ -202,7 +215,7 @@ class TransformersBackend(Backend):
             ``config.num_return_sequences`` completions per conversation, special tokens stripped.
         """
         texts = [self._prompt_text(c) for c in conversations]
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encoded = self._encode(texts)
         order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
         n = config.num_return_sequences
         gen_config = GenerationConfig(
@@ -269,7 +282,7 @@ class TransformersBackend(Backend):
             raise ValueError("verdict_probabilities needs one continuation per conversation")
         trie = self._verdict_trie(continuations, verdicts)
         texts = [self._prompt_text(c) + cont for c, cont in zip(conversations, continuations, strict=True)]
-        encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        encoded = self._encode(texts)
         order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
         tokens = torch.tensor(trie.tokens[1:], device=self.model.device)
         sources = torch.tensor(trie.source[1:], device=self.model.device)

@@ -122,6 +122,13 @@ def register(subparsers) -> None:
     critics.add_argument(
         "--swap", action=argparse.BooleanOptionalAction, default=True, help="judge both orders (default: on)"
     )
+    critics.add_argument(
+        "--attacks",
+        metavar="NAMES",
+        help="robustness to judge attacks (hf_critic.meta_eval.attacks): all, groups (master-key, verdict, turn, "
+        "authority, padding, position) or names, comma-separated; the worse answer of each pair is attacked "
+        "(pointwise with references: content-free answers against the reference); writes attacks.md / attacks.json",
+    )
     add_cache_args(critics)
     add_decoding_args(parser)
 
@@ -326,6 +333,64 @@ def _critic_runs(args, benchmarks):
     return runs
 
 
+def _family(critic, task: str) -> str:
+    """The critic family whose verdict format the critic's template for ``task`` uses (for verdict injection)."""
+    from ..formats import families
+    from ..schema import Setting, Task
+
+    fmt = critic.template_for(Setting(Task(task), False)).output.format
+    return next((f.name for f in families() if fmt in {v.name for v in f.formats}), "mtbench")
+
+
+def _attack_runs(args, benchmarks) -> list[dict]:
+    """Judge each benchmark again under each ``--attacks`` attack with every --model; the robustness figures."""
+    from ..meta_eval.attacks import attack_pairs, pairwise_robustness, pointwise_shift, resolve_attacks
+
+    attacks = resolve_attacks(args.attacks)
+    results = []
+    for model in args.model or [None]:
+        critic_name = "default-critic" if model is None else Path(model).name or model
+        critic = critic_from_args(args, model)
+        for name, data, _ in benchmarks:
+            rows = data.to_list()
+            if "response_1" in data.column_names:
+                family = _family(critic, "pairwise")
+                clean = critic.compare(data, source=name)["critique_label"]
+                for attack in attacks:
+                    attacked = critic.compare(attack_pairs(rows, attack, family), source=f"{name} ({attack.name})")
+                    figures = pairwise_robustness(
+                        data[args.human_label], clean, attacked["critique_label"],
+                        swapped=attack.render is None, seed=args.bootstrap_seed,
+                    )  # fmt: skip
+                    results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
+                                    "task": "pairwise", **figures})  # fmt: skip
+            elif "reference" in data.column_names:
+                graded = critic.grade([{**r, "response": r["reference"]} for r in rows], source=f"{name} (references)")
+                for attack in (a for a in attacks if a.content_free):
+                    free = [{**r, "response": attack.render("", None)} for r in rows]
+                    scores = critic.grade(free, source=f"{name} ({attack.name})")["critique_score"]
+                    figures = pointwise_shift(graded["critique_score"], scores)
+                    results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
+                                    "task": "pointwise", **figures})  # fmt: skip
+            else:
+                raise ValueError(
+                    f"--attacks on {name}: needs pairwise pairs with a gold label, or pointwise references"
+                )
+    return results
+
+
+def _write_attacks(output_dir: str, results: list[dict]) -> None:
+    """attacks.md and attacks.json in ``output_dir``; the table on stdout."""
+    import json
+
+    from ..meta_eval.attacks import robustness_markdown
+
+    text = robustness_markdown(results)
+    (Path(output_dir) / "attacks.md").write_text(text + "\n", encoding="utf-8")
+    (Path(output_dir) / "attacks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    print(text)
+
+
 def _check_criticbench_path(path: str, gold: bool) -> None:
     """Fail before any model loads on a criticbench ``--benchmark`` path that does not exist (no glob match either);
     when it only serves as the gold of ``--predictions`` (``gold``) and lacks CriticBench's Hub layout, say on stderr
@@ -422,7 +487,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     check_resamples(args.bootstrap, "--bootstrap")
     check_resamples(args.paired_resamples, "--paired-resamples", none=False)
     ppi = _ppi_spec(args, PPISpec)
-    reports = ("report.md", "report.json", "criticbench.md", "criticbench.json")
+    reports = ("report.md", "report.json", "criticbench.md", "criticbench.json", "attacks.md", "attacks.json")
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
     runs, files = [], {}
     for spec in args.critiques:
@@ -447,6 +512,10 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     runs += _verdict_runs(args, benchmarks)
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
+    if args.attacks:
+        if not benchmarks:
+            raise ValueError("--attacks needs a --benchmark to attack (and a critic run on it)")
+        _write_attacks(args.output_dir, _attack_runs(args, benchmarks))
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
     options = {"human_score": args.human_score, "label": args.human_label, "category": args.category,

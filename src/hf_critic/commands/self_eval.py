@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
             raise RecordError(f"{args.data}: {err}") from None
     # float32: the features are log-probabilities, entropies and variances (bfloat16 keeps ~3 digits)
     lm, tokenizer = load_model(args.model, trust_remote_code=args.trust_remote_code, dtype="float32")
-    if not torch.cuda.is_available():
+    if lm.device.type == "cpu":
         torch.set_num_threads(args.threads or default_num_threads())
     evaluator = GlassBoxEvaluator(
         lm,

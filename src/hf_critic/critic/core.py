@@ -17,6 +17,7 @@ from .. import schema
 from ..backends.base import Backend
 from ..backends.cached import CachedBackend, Generations
 from ..cache import GenerationCache
+from ..control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from ..io import check_fields
 from ..labels import swap_label
@@ -421,8 +422,18 @@ class Critic:
 
     def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool, votes=None):
         """The critiques (and stats): ``columns`` plus every verdict's ``critique_confidence``
-        (:func:`hf_critic.selective.confidence_of`; ``votes``: the text verdicts' samples per row)."""
+        (:func:`hf_critic.selective.confidence_of`; ``votes``: the text verdicts' samples per row), and the count of
+        inputs holding control-token strings."""
         columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, votes=votes)[0]
+        engine = self.reward if self.reward is not None else self.backend
+        stats.keeps_text = bool(getattr(engine, "keeps_text", False))
+        stats.control_tokens = count_control_tokens(dataset, getattr(engine, "control_tokens", ()))
+        if stats.control_tokens and not stats.keeps_text:
+            logger.warning(
+                "%d input(s) hold chat control-token strings (e.g. <|im_end|>); the server tokenises the prompt itself "
+                "and may read them as control tokens, so the judged text could end its turn (see hf_critic.control_tokens)",
+                stats.control_tokens,
+            )
         self.last_stats = stats
         critiques = add_columns(dataset, columns)
         return CritiqueRun(critiques, stats) if return_stats else critiques
@@ -586,6 +597,17 @@ def _label_votes(samples: list | None) -> list:
 def _judged_texts(dataset: datasets.Dataset, setting: schema.Setting) -> list[list[str | None]]:
     """The texts a critic judges in each row (question, reference, responses), as its prompt shows them."""
     return [list(row) for row in zip(*(dataset[f] for f in setting.fields), strict=True)]
+
+
+def count_control_tokens(dataset: datasets.Dataset, own: Sequence[str] = ()) -> int:
+    """Rows whose judged fields (question, response(s), reference) hold a chat control-token string: the common ones
+    (:data:`~hf_critic.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
+    tokens = (*COMMON_CONTROL_TOKENS, *own)
+    fields = [f for f in schema.JUDGED_FIELDS if f in dataset.column_names]
+    return sum(
+        any(isinstance(row[f], str) and find_control_tokens(row[f], tokens) for f in fields)
+        for row in dataset.select_columns(fields)
+    )
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:

@@ -50,6 +50,10 @@ class RunStats:
         unseen: allowed verdicts a top-k server did not return, summed (probability only; counted as 0).
         min_mass: the ``--min-verdict-mass`` in force.
         text: under ``--verdict both``, the same counts for the text verdicts.
+        control_tokens: inputs whose judged text (question, responses, reference) holds a chat control-token string
+            (:data:`hf_critic.control_tokens.COMMON_CONTROL_TOKENS` or the local model's own, e.g. ``<|im_end|>``).
+        keeps_text: True when the engine kept those strings as text (the local engines); False for a server, which
+            tokenises the prompt itself and may read them as control tokens (a warning is logged).
     """
 
     total: int = 0
@@ -69,6 +73,8 @@ class RunStats:
     min_mass: float = DEFAULT_MIN_VERDICT_MASS
     text: RunStats | None = None
     source: str = ""
+    control_tokens: int = 0
+    keeps_text: bool = True
 
     @property
     def parse_rate(self) -> float:
@@ -93,6 +99,9 @@ class RunStats:
         if self.reasked:
             tail += f", re-asked {self.reasked} cached critique(s) that did not parse"
         tail += f", from cache {self.cached}"
+        if self.control_tokens:
+            kept = "kept as text" if self.keeps_text else "sent to the server as they are: it may read them as such"
+            tail += f", {self.control_tokens} input(s) holding control-token strings ({kept})"
         if self.cached_readouts is not None:
             tail += f" critique(s) and {self.cached_readouts} read-out(s)"
         if self.verdict == "reward":

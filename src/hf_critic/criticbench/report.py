@@ -191,7 +191,7 @@ def render_criticbench_markdown(reports: dict[str, dict[str, Any]]) -> str:
                 for task, t in cor["by_task"].items():
                     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(t["reasons"].items()))
                     lines.append(f"| {task} | {_f(t['pass_rate'])} | {t['n']} | {outcomes} |")
-                lines.append("")
+                lines += ["", f"Programs ran in the sandbox with network isolation: {cor.get('sandbox')}.", ""]
         if report["consistency"]:
             lines += [
                 "### Comparison: the same verdict in both orders (no gold needed)",

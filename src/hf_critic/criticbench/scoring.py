@@ -550,8 +550,10 @@ def objective_scores(predictions, root, split: str, *, timeout: float = 10.0) ->
 
 
 def _correction_scores(pairs, timeout: float) -> dict[str, Any] | None:
-    """``{"pass_rate": mean over tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}}`` of the objective
-    corrections ``pairs`` (``(gold record, prediction)``), each program run in the sandbox; None without any."""
+    """``{"pass_rate": mean over tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}, "sandbox": the network
+    isolation the programs ran under}`` of the objective corrections ``pairs`` (``(gold record, prediction)``), each
+    program run in the sandbox; None without any."""
+    from ..sandbox import isolation
     from .loaders import OBJECTIVE_CORRECTION_TASKS
 
     by_task: dict[str, dict[str, Any]] = {}
@@ -565,4 +567,5 @@ def _correction_scores(pairs, timeout: float) -> dict[str, Any] | None:
             }
     if not by_task:
         return None
-    return {"pass_rate": sum(t["pass_rate"] for t in by_task.values()) / len(by_task), "by_task": by_task}
+    mean = sum(t["pass_rate"] for t in by_task.values()) / len(by_task)
+    return {"pass_rate": mean, "by_task": by_task, "sandbox": isolation()}

@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from ..control_tokens import encode_chat, encode_text
+
 
 class AlignmentError(ValueError):
     """The prompt and response tokens cannot be laid out as the model would have generated them."""
@@ -55,24 +57,11 @@ def _supports_kwarg(fn, name: str) -> bool:
 def _prompt_ids(tokenizer, messages: list[dict]) -> list[int]:
     if not getattr(tokenizer, "chat_template", None):
         raise AlignmentError("the tokenizer has no chat template; glass-box features score chat-templated prompts")
-    kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": True}
-    if _supports_kwarg(tokenizer.apply_chat_template, "sanitize_control_tokens"):
-        kwargs["sanitize_control_tokens"] = True  # "<|im_end|>" typed by a user stays text
-    if _supports_kwarg(tokenizer.apply_chat_template, "return_dict"):
-        kwargs["return_dict"] = False
-    ids = tokenizer.apply_chat_template(messages, **kwargs)
-    if hasattr(ids, "keys"):
-        ids = ids["input_ids"]
-    if ids and isinstance(ids[0], list):
-        ids = ids[0]
-    return [int(i) for i in ids]
+    return encode_chat(tokenizer, messages, add_generation_prompt=True)  # "<|im_end|>" typed by a user stays text
 
 
 def _text_ids(tokenizer, text: str) -> list[int]:
-    kwargs: dict[str, Any] = {"add_special_tokens": False}
-    if getattr(tokenizer, "is_fast", False):
-        kwargs["split_special_tokens"] = True  # special-token strings inside a response are text
-    return [int(i) for i in tokenizer(text, **kwargs)["input_ids"]]
+    return encode_text(tokenizer, text)  # special-token strings inside a response are text
 
 
 def end_of_turn_token_id(tokenizer) -> int | None:

@@ -523,7 +523,10 @@ def _figures(
     }
     out["per_class"] = _per_class(pred, ref, classes)
     if bootstrap and n:
-        out["ci"] = bootstrap_intervals(statistic, n, bootstrap, seed, confidence)
+        intervals = bootstrap_intervals(statistic, n, bootstrap, seed, confidence)
+        out["ci"] = dict(intervals)
+        if intervals.dropped:  # resamples whose figure was undefined, left out of the interval
+            out["ci_dropped"] = intervals.dropped
     return out
 
 

@@ -14,6 +14,7 @@ formula. Counts are drawn in blocks of at most :data:`MAX_CELLS` cells, so memor
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -22,6 +23,7 @@ import numpy as np
 
 __all__ = [
     "EXCLUDES_ESTIMATE",
+    "Intervals",
     "MAX_CELLS",
     "MIN_RESAMPLES",
     "MIN_UNITS",
@@ -31,6 +33,18 @@ __all__ = [
     "format_interval",
     "resample_counts",
 ]
+
+logger = logging.getLogger(__name__)
+
+
+class Intervals(dict):
+    """``{figure: [low, high] or a note}``, with :attr:`dropped`: ``{figure: resamples left out as non-finite}`` (only the
+    figures that lost any) and :attr:`n_resamples`."""
+
+    def __init__(self, intervals: Mapping[str, Any], dropped: Mapping[str, int], n_resamples: int):
+        super().__init__(intervals)
+        self.dropped, self.n_resamples = dict(dropped), n_resamples
+
 
 #: Most resample × unit cells drawn at once (float64: 64 MiB).
 MAX_CELLS = 1 << 23
@@ -105,7 +119,7 @@ def bootstrap_intervals(
     n_resamples: int,
     seed: int = 0,
     confidence: float = 0.95,
-) -> dict[str, tuple[float, float]]:
+) -> Intervals:
     """Percentile bootstrap intervals of several figures computed by one weighted ``statistic``.
 
     Args:
@@ -120,7 +134,8 @@ def bootstrap_intervals(
         ``{figure: [low, high]}``; NaN bounds where no resample gave a finite value (a resample whose figure is
         undefined, e.g. a correlation over constant scores, is left out of the percentiles); :data:`TOO_SMALL` for
         every figure when ``n_units < MIN_UNITS``, and :data:`EXCLUDES_ESTIMATE` where the percentiles exclude the
-        point estimate (never an interval that does).
+        point estimate (never an interval that does); an :class:`Intervals` whose ``.dropped`` counts, per figure,
+        the non-finite resamples left out (a warning names them).
 
     Raises:
         ValueError: ``confidence`` outside (0, 1), fewer than :data:`MIN_RESAMPLES` resamples, or see
@@ -133,21 +148,27 @@ def bootstrap_intervals(
         raise ValueError(f"bootstrap needs at least one unit, got {n_units}")
     estimates = {k: float(np.asarray(v, dtype=np.float64)[0]) for k, v in statistic(np.ones((1, n_units))).items()}
     if n_units < MIN_UNITS:
-        return dict.fromkeys(estimates, TOO_SMALL)
+        return Intervals(dict.fromkeys(estimates, TOO_SMALL), {}, n_resamples)
     samples: dict[str, list[np.ndarray]] = {}
     for counts in resample_counts(n_units, n_resamples, seed):
         for name, values in statistic(counts).items():
             samples.setdefault(name, []).append(np.asarray(values, dtype=np.float64))
     tail = 100 * (1 - confidence) / 2
     out: dict[str, Any] = {}
+    dropped: dict[str, int] = {}
     for name, parts in samples.items():
         values = np.concatenate(parts)
-        values = values[np.isfinite(values)]
-        if not len(values):
+        finite = values[np.isfinite(values)]
+        if len(finite) < len(values):
+            dropped[name] = len(values) - len(finite)
+        if not len(finite):
             out[name] = [np.nan, np.nan]
             continue
-        low, high = float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+        low, high = float(np.percentile(finite, tail)), float(np.percentile(finite, 100 - tail))
         estimate, slack = estimates.get(name, np.nan), 1e-9 * max(1.0, abs(high), abs(low))
         outside = math.isfinite(estimate) and not low - slack <= estimate <= high + slack
         out[name] = EXCLUDES_ESTIMATE if outside else [low, high]
-    return out
+    if dropped:
+        said = ", ".join(f"{name} {count}" for name, count in dropped.items())
+        logger.warning("bootstrap: non-finite resamples left out of the intervals (of %d): %s", n_resamples, said)
+    return Intervals(out, dropped, n_resamples)

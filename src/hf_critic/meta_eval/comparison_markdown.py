@@ -19,6 +19,17 @@ from .paired import FIGURE_NAMES
 __all__ = ["comparison_sections"]
 
 
+#: Which Cohen's kappa each table gives: the two implementations differ on unparsed verdicts.
+PAIRWISE_KAPPA_NOTE = (
+    "Pairwise κ: Cohen's kappa (1960), unweighted, over all pairs with a gold label, an unparsed verdict counting as "
+    "a category of its own (hf_critic.meta_eval.agreement; chance.cohen_kappa would leave those pairs out)."
+)
+POINTWISE_KAPPA_NOTE = (
+    "Pointwise κ: quadratic-weighted (Cohen, 1968), the critic's scores binned to the gold's scale, unparsed scores "
+    "left out (hf_critic.meta_eval.chance.binned_weighted_kappa)."
+)
+
+
 def comparison_sections(results: Sequence, paired: Sequence[dict] = ()) -> list[str]:
     """Markdown lines of the sections, in order: paired comparisons, baselines, agreement beyond chance, length and
     position, PPI; a section with nothing to show is left out.
@@ -90,7 +101,8 @@ def _baselines_section(results: Sequence) -> list[str]:
         out += ["## Baselines on the same pairs", ""]
         header = ["Dataset", "Verdict", "First-order (%)", "Cohen's κ"] + (["Two-way (%)"] if two_way else [])
         out += table(header, rows)
-        out += ["", "Longer / shorter wins: the response with more / fewer words; a tie on equal lengths.", ""]
+        out += ["", "Longer / shorter wins: the response with more / fewer words; a tie on equal lengths. "
+                f"{PAIRWISE_KAPPA_NOTE}", ""]  # fmt: skip
     pointwise = [r for r in results if r.task == "pointwise" and r.baselines.get("length_as_score")]
     if pointwise:
         keys = ("text_pearson", "pooled_pearson", "within_question_accuracy")
@@ -103,8 +115,7 @@ def _baselines_section(results: Sequence) -> list[str]:
         out += table(
             ["Dataset", "Score", "Text-level r", "Row-level r", "Within-question acc. (%)", "Weighted κ"], rows
         )
-        out += ["", "Length as score: the answer's number of words. Weighted κ: quadratic, the critic's scores binned "
-                "to the gold's scale.", ""]  # fmt: skip
+        out += ["", f"Length as score: the answer's number of words. {POINTWISE_KAPPA_NOTE}", ""]
     return out
 
 
@@ -125,8 +136,7 @@ def _chance_section(results: Sequence) -> list[str]:
     return out + [
         "",
         "α (Krippendorff, 2011): 1 = perfect, 0 = chance; with the critic as one more annotator, an α as high as the "
-        "annotators' own says the critic fits in with them. κ: Cohen's kappa of the critic against the gold (quadratic-"
-        "weighted for scores binned to the gold's scale).",
+        f"annotators' own says the critic fits in with them. {PAIRWISE_KAPPA_NOTE} {POINTWISE_KAPPA_NOTE}",
         "",
     ]
 

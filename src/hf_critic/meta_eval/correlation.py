@@ -201,7 +201,10 @@ def critique_correlation(
         out["n_systems"] = system["n_systems"]
         out["per_system"] = system_table(predictions, references, system_ids)
     if bootstrap and query_ids is not None:
-        out["ci"] = _correlation_intervals(predictions, references, query_ids, system_ids, bootstrap, seed, confidence)
+        intervals = _correlation_intervals(predictions, references, query_ids, system_ids, bootstrap, seed, confidence)
+        out["ci"] = {k: list(v) for k, v in intervals.items()}
+        if intervals.dropped:  # resamples whose figure was undefined (constant scores), left out of the interval
+            out["ci_dropped"] = intervals.dropped
     return out
 
 

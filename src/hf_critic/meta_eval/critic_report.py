@@ -175,7 +175,7 @@ def _per_category_correlation(pred, human, categories, queries, figures) -> dict
         m = cats == cat
         r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
         keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows",
-                "within_question_accuracy", "within_question_pairs", "ci")  # fmt: skip
+                "within_question_accuracy", "within_question_pairs", "ci", "ci_dropped")  # fmt: skip
         per_category[cat] = {k: r[k] for k in keys if k in r}
     return per_category
 

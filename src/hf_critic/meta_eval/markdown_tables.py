@@ -19,11 +19,15 @@ def number(value: Any, digits: int = 3, percent: bool = False) -> str:
 
 
 def with_interval(values: dict[str, Any], key: str, percent: bool = False) -> str:
-    """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``."""
+    """A figure with its bootstrap interval when there is one: ``54.96 [52.30, 57.61]``, and how many resamples the
+    interval left out as undefined when any did: ``0.412 [0.20, 0.61] (12 resamples undefined)``."""
     text = number(values.get(key), percent=percent)
     interval = (values.get("ci") or {}).get(key)
     if text != "–":
         text += format_interval(interval, lambda bound: number(bound, percent=percent))
+        dropped = (values.get("ci_dropped") or {}).get(key)
+        if dropped:
+            text += f" ({dropped} resamples undefined)"
     return text
 
 

@@ -142,5 +142,7 @@ def within_question_accuracy(
                 return {"within_question_accuracy": (w @ credit) / (w @ pairs)}
 
         intervals = bootstrap_intervals(statistic, n_groups, bootstrap, seed, confidence)
-        out["ci"] = intervals
+        out["ci"] = dict(intervals)
+        if intervals.dropped:  # resamples whose figure was undefined, left out of the interval
+            out["ci_dropped"] = intervals.dropped
     return out

@@ -19,7 +19,7 @@ v2 §4.3 settings (ChatGLM3-6B, ZeRO-2, AdamW, weight decay 0.1, lr 6e-5, 10% wa
 5 epochs) live in ``recipes/chatglm3-6b/sft/full.yaml``.
 """
 
-from .callbacks import CritiquePearsonCallback, logged_eval_metrics, validation_callback
+from .callbacks import CriticSFTTrainer, CritiquePearsonCallback, logged_eval_metrics, validation_callback
 from .card import model_card, sft_model_card
 from .config import ScriptArguments, ValidationArguments, deepspeed_config_from_accelerate, parser
 from .masks import (
@@ -32,6 +32,7 @@ from .masks import (
     has_generation_markers,
     loss_mode,
     set_chat_template,
+    tokenize_for_trl,
 )
 from .messages import MESSAGES, critique_messages, ensure_messages, to_prompt_completion
 from .mixture import DatasetMixture, DatasetSource, MixtureResult, load_mixture, templates_in, weighted_subset
@@ -49,6 +50,7 @@ from .sft import (
 )
 
 __all__ = [
+    "CriticSFTTrainer",
     "CritiquePearsonCallback",
     "DatasetMixture",
     "DatasetSource",
@@ -85,6 +87,7 @@ __all__ = [
     "sft_model_card",
     "templates_in",
     "to_prompt_completion",
+    "tokenize_for_trl",
     "validation_callback",
     "weighted_subset",
 ]

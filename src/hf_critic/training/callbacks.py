@@ -7,11 +7,12 @@ from typing import Any
 
 import datasets
 from transformers import TrainerCallback
+from trl import SFTTrainer
 
 from .. import schema
 from ..formats import DEFAULT_FAMILY
 
-__all__ = ["CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]
+__all__ = ["CriticSFTTrainer", "CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]
 
 
 class CritiquePearsonCallback(TrainerCallback):
@@ -25,7 +26,7 @@ class CritiquePearsonCallback(TrainerCallback):
     Spearman, Kendall, the within-question pairwise accuracy (``eval_<metric_name>_within_question_accuracy``: the
     share of pairs of one query's responses with different gold scores that the critic's scores order the same way,
     a critic tie counting half; :func:`hf_critic.meta_eval.within_question.within_question_accuracy`), its number of
-    pairs and the parse rate, and adds the Pearson to the evaluation metrics, so
+    pairs and the parse rate; :class:`CriticSFTTrainer`'s ``evaluate()`` returns them with the loss, so
     ``metric_for_best_model: <metric_name>`` with ``load_best_model_at_end: true`` keeps the best checkpoint.
 
     All rows form one group (sample-level correlation) unless ``query_column`` is given, in which case the
@@ -176,17 +177,25 @@ class CritiquePearsonCallback(TrainerCallback):
             f"{name}_n": float(n),
         }
 
-    def on_evaluate(self, args, state, control, metrics=None, model=None, processing_class=None, **kwargs):
-        """Grade, log, and add ``eval_<metric_name>`` to ``metrics`` (the dict the Trainer picks the best model from)."""
-        trainer = self.trainer
-        tokenizer = processing_class if processing_class is not None else getattr(trainer, "processing_class", None)
-        if trainer is not None:
-            from trl.models.utils import unwrap_model_for_generation
+    def on_train_begin(self, args, state, control, **kwargs):
+        """Refuse a trainer whose ``evaluate()`` would not return the Pearson (the best model would be picked by
+        the loss alone, silently)."""
+        if self.trainer is not None and not isinstance(self.trainer, CriticSFTTrainer):
+            raise TypeError(
+                f"{type(self).__name__} needs hf_critic.training.CriticSFTTrainer, whose evaluate() returns the "
+                f"validation Pearson; got {type(self.trainer).__name__}"
+            )
+        return control
 
-            with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as unwrapped:
-                values = self.evaluate_model(unwrapped, tokenizer, trainer.accelerator)
-        else:
-            values = self.evaluate_model(model, tokenizer)
+    def validate(self, state, metric_key_prefix: str = "eval") -> dict[str, float]:
+        """Grade with the trainer's model, record :attr:`history`, log, and return ``{<prefix>_<metric>: value}``
+        (called by :meth:`CriticSFTTrainer.evaluate`)."""
+        trainer = self.trainer
+        tokenizer = getattr(trainer, "processing_class", None)
+        from trl.models.utils import unwrap_model_for_generation
+
+        with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator) as unwrapped:
+            values = self.evaluate_model(unwrapped, tokenizer, trainer.accelerator)
         name = self.metric_name
         self.history.append(
             {
@@ -200,14 +209,22 @@ class CritiquePearsonCallback(TrainerCallback):
                 "n": int(values[f"{name}_n"]),
             }
         )
-        values = {f"eval_{k}": v for k, v in values.items()}
-        if metrics is not None:
-            metrics.update(values)
-        if trainer is not None:
-            trainer.log(values)
-        else:
-            state.log_history.append({**values, "step": state.global_step})
-        return control
+        values = {f"{metric_key_prefix}_{k}": v for k, v in values.items()}
+        trainer.log(values)
+        return values
+
+
+class CriticSFTTrainer(SFTTrainer):
+    """TRL's ``SFTTrainer`` whose ``evaluate()`` returns the validation Pearson of its
+    :class:`CritiquePearsonCallback` with the loss, so ``metric_for_best_model: critique_pearson`` reads it from the
+    metrics the Trainer's own evaluation returns (no callback writing into the Trainer's metrics dict)."""
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> dict[str, float]:
+        metrics = super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+        for callback in self.callback_handler.callbacks:
+            if isinstance(callback, CritiquePearsonCallback):
+                metrics.update(callback.validate(self.state, metric_key_prefix))
+        return metrics
 
 
 def logged_eval_metrics(log_history: Sequence[Mapping[str, Any]], step: int) -> dict[str, float]:

@@ -128,37 +128,106 @@ def parser():
     return TrlParser((ScriptArguments, ValidationArguments, SFTConfig, ModelConfig))
 
 
+class _Launched:
+    """Training arguments as ``accelerate launch`` would see them: the config's world size (this process has no
+    process group), and its mixed precision when the recipe's arguments are not given."""
+
+    def __init__(self, args, world_size: int, precision: str | None = None):
+        self._args, self.world_size = args, world_size
+        if precision is not None:
+            self.bf16, self.fp16 = precision == "bf16", precision == "fp16"
+
+    def __getattr__(self, name):
+        return getattr(self._args, name)
+
+
 def deepspeed_config_from_accelerate(
-    path: str | os.PathLike, *, micro_batch_size: int = 1, gradient_accumulation_steps: int = 1
+    path: str | os.PathLike,
+    *,
+    micro_batch_size: int = 1,
+    gradient_accumulation_steps: int = 1,
+    training_args=None,
+    model_config=None,
+    num_training_steps: int = 1,
 ) -> dict | None:
-    """Validate an ``accelerate`` config file and, for DeepSpeed ones, build and validate its DeepSpeed config.
+    """Validate an ``accelerate`` config file and, for DeepSpeed ones, build, resolve and validate its DeepSpeed
+    config as the training run will.
 
     The YAML is read with accelerate's own ``ClusterConfig`` (unknown keys fail). For ``distributed_type:
     DEEPSPEED`` the ``deepspeed_config`` block becomes an accelerate ``DeepSpeedPlugin`` (what ``accelerate
-    launch`` does), its ``"auto"`` batch values are filled with the given sizes and ``num_processes``, and the result
-    is parsed by DeepSpeed's ``DeepSpeedConfig`` (which validates the ZeRO, offload and precision sections with
-    DeepSpeed's pydantic config classes). No process group and no GPU are needed.
+    launch`` does), or its ``deepspeed_config_file`` is read; its ``"auto"`` values are filled by transformers' own
+    resolution, ``HfTrainerDeepSpeedConfig.trainer_config_process`` (batch sizes over the config's
+    ``num_processes``, gradient clipping, optimizer and precision from the training arguments) and
+    ``trainer_config_finalize`` (the ZeRO buckets from the model's hidden size, the scheduler's steps); the result is
+    parsed by DeepSpeed's ``DeepSpeedConfig`` (its pydantic ZeRO, offload and precision classes). No process group and
+    no GPU are needed.
 
     Args:
         path: the accelerate YAML.
-        micro_batch_size, gradient_accumulation_steps: values for the ``"auto"`` batch fields.
+        micro_batch_size, gradient_accumulation_steps: the batch values when ``training_args`` is None.
+        training_args: the recipe's ``SFTConfig`` / ``TrainingArguments`` (None: defaults with the sizes above and
+            the accelerate config's mixed precision).
+        model_config: the model's config (its ``hidden_size``) for the ZeRO ``"auto"`` buckets; None: such keys are
+            left ``"auto"`` (the launch fills them) and out of DeepSpeed's check.
+        num_training_steps: for a scheduler's ``"auto"`` steps.
 
     Returns:
         The resolved DeepSpeed config dict, or None for a non-DeepSpeed config (e.g. ``MULTI_GPU``).
 
     Raises:
-        ValueError / TypeError / pydantic.ValidationError: an invalid accelerate or DeepSpeed config.
+        ValueError / TypeError / pydantic.ValidationError: an invalid accelerate or DeepSpeed config, or ``"auto"``
+            values that transformers cannot fill.
     """
+    import tempfile
+    from types import SimpleNamespace
+
     from accelerate.commands.config.config_args import ClusterConfig
-    from accelerate.utils import DeepSpeedPlugin
+    from transformers import TrainingArguments
+    from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
 
     config = ClusterConfig.from_yaml_file(str(path))
     if str(config.distributed_type) not in ("DEEPSPEED", "DistributedType.DEEPSPEED"):
         return None
-    ds = dict(config.deepspeed_config or {})
+    precision = str(config.mixed_precision or "no").lower()
+    plugin_config = _plugin(path, dict(config.deepspeed_config or {}), precision).deepspeed_config
+    world = int(config.num_processes or 1) * int(config.num_machines or 1)
+    launch_precision = None
+    if training_args is None:
+        training_args = TrainingArguments(
+            output_dir=tempfile.gettempdir(),
+            per_device_train_batch_size=micro_batch_size,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+            use_cpu=True,
+            report_to=[],
+        )
+        launch_precision = precision
+    args = _Launched(training_args, world, launch_precision)
+    hf = HfTrainerDeepSpeedConfig(json.loads(json.dumps(plugin_config)))
+    hf.trainer_config_process(args)
+    if model_config is not None:
+        hf.trainer_config_finalize(args, SimpleNamespace(config=model_config), num_training_steps)
+    resolved = hf.config
+    from deepspeed.runtime.config import DeepSpeedConfig
+
+    # DeepSpeed checks the batch arithmetic for the world it sees (1 process here): check it for that world, and
+    # without the keys only the model can fill
+    check = {
+        **resolved,
+        "train_batch_size": resolved["train_micro_batch_size_per_gpu"] * resolved["gradient_accumulation_steps"],
+    }
+    zero = {k: v for k, v in resolved.get("zero_optimization", {}).items() if v != "auto"}
+    DeepSpeedConfig({**check, "zero_optimization": zero})
+    return resolved
+
+
+def _plugin(path: str | os.PathLike, ds: dict, mixed_precision: str):
+    """The ``DeepSpeedPlugin`` ``accelerate launch`` builds from a ``deepspeed_config`` block (its file, or its
+    keys), with the launch's mixed precision set by accelerate's own ``set_mixed_precision``."""
+    from accelerate.utils import DeepSpeedPlugin
+
     if "deepspeed_config_file" in ds:
-        ds_file = Path(path).parent / ds["deepspeed_config_file"]
-        plugin_config = json.loads(Path(ds_file).read_text())
+        config = json.loads((Path(path).parent / ds["deepspeed_config_file"]).read_text())
+        plugin = DeepSpeedPlugin(hf_ds_config=config)
     else:
         known = {
             "zero_stage",
@@ -171,33 +240,9 @@ def deepspeed_config_from_accelerate(
             "offload_optimizer_nvme_path",
             "offload_param_nvme_path",
         }
-        ignored = {"deepspeed_multinode_launcher"}
-        unknown = set(ds) - known - ignored
+        unknown = set(ds) - known - {"deepspeed_multinode_launcher"}
         if unknown:
             raise ValueError(f"{path}: unknown deepspeed_config key(s) {sorted(unknown)}")
         plugin = DeepSpeedPlugin(**{k: v for k, v in ds.items() if k in known})
-        plugin_config = plugin.deepspeed_config
-    resolved = json.loads(json.dumps(plugin_config))
-    world = int(config.num_processes or 1) * int(config.num_machines or 1)
-    gas = (
-        gradient_accumulation_steps
-        if resolved.get("gradient_accumulation_steps") == "auto"
-        else resolved.get("gradient_accumulation_steps", 1)
-    )
-    resolved["train_micro_batch_size_per_gpu"] = micro_batch_size
-    resolved["gradient_accumulation_steps"] = gas
-    resolved["train_batch_size"] = micro_batch_size * gas * world
-    if resolved.get("gradient_clipping") == "auto":
-        resolved["gradient_clipping"] = 1.0
-    precision = str(config.mixed_precision or "no").lower()
-    if precision in ("bf16", "fp16"):
-        resolved.setdefault(precision, {})["enabled"] = True
-    zero = resolved.get("zero_optimization", {})
-    for key, value in list(zero.items()):
-        if value == "auto":
-            zero[key] = 50_000_000 if "bucket" in key or "threshold" in key else 1_000_000_000
-    from deepspeed.runtime.config import DeepSpeedConfig
-
-    # Without a process group DeepSpeed assumes one process, so the batch arithmetic is checked for a world of 1.
-    DeepSpeedConfig({**resolved, "train_batch_size": micro_batch_size * gas})
-    return resolved
+    plugin.set_mixed_precision(mixed_precision)
+    return plugin

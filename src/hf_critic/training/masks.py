@@ -16,6 +16,7 @@ from pathlib import Path
 
 import datasets
 
+from ..control_tokens import control_tokens, encode_chat, encode_with_spans, mark
 from .messages import MESSAGES
 
 __all__ = [
@@ -151,26 +152,63 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
                 ) from err
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError("assistant_only_loss needs a fast tokenizer (char offsets); use completion_only_loss")
-        out = tokenizer.apply_chat_template(
-            messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, chat_template=chat_template
+        from transformers.utils.chat_template_utils import render_jinja_template
+
+        # apply_chat_template's assistant mask, with the data's control-token strings kept as text (transformers
+        # refuses sanitize_control_tokens with return_assistant_tokens_mask): the generation blocks' character spans
+        # in the rendered text, mapped onto the tokens
+        rendered, blocks = render_jinja_template(
+            conversations=[mark(messages, control_tokens(tokenizer))],
+            chat_template=chat_template or tokenizer.chat_template,
+            return_assistant_tokens_mask=True,
+            **tokenizer.special_tokens_map,
         )
-        mask = LossMask(list(out["input_ids"]), [int(bool(m)) for m in out["assistant_masks"]])
+        mask = LossMask(*encode_with_spans(tokenizer, rendered[0], blocks[0]))
     elif mode == "completion":
         from trl.data_utils import common_prefix_length
 
-        prompt = tokenizer.apply_chat_template(
-            messages[:-1], tokenize=True, add_generation_prompt=True, return_dict=True
-        )
-        full = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)
-        prompt_ids, full_ids = list(prompt["input_ids"]), list(full["input_ids"])
+        prompt_ids = encode_chat(tokenizer, messages[:-1], add_generation_prompt=True)
+        full_ids = encode_chat(tokenizer, messages)
         cut = common_prefix_length(prompt_ids, full_ids)
         mask = LossMask(full_ids, [0] * cut + [1] * (len(full_ids) - cut))
     else:
-        ids = list(tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"])
+        ids = encode_chat(tokenizer, messages)
         mask = LossMask(ids, [1] * len(ids))
     if not mask.n_trained:
         raise ValueError("no token of the conversation carries a label; check the chat template's generation markers")
     return mask
+
+
+def tokenize_for_trl(dataset, tokenizer, mode: str, training_args=None):
+    """``messages`` rows as the token ids TRL's ``SFTTrainer`` trains on, built here so that the judged text's
+    control-token strings stay text (TRL's own tokenisation renders the template with the tokenizer's defaults).
+
+    A dataset with ``input_ids`` is taken by TRL as processed, and its ``labels`` (``-100`` off the loss mask of
+    ``mode``) are used as they are. TRL refuses ``assistant_only_loss=True`` on processed data, so it is turned off in
+    ``training_args`` (the labels carry the mask).
+
+    Args:
+        dataset: a ``datasets.Dataset`` or ``DatasetDict`` of rows with ``messages``.
+        tokenizer: with the training chat template.
+        mode: a :data:`LOSS_MODES` entry (:func:`loss_mode` of the ``SFTConfig``).
+        training_args: the ``SFTConfig`` to set ``assistant_only_loss=False`` on, or None.
+
+    Returns:
+        The same kind of dataset with ``input_ids`` and ``labels`` only.
+    """
+    if isinstance(dataset, datasets.DatasetDict):
+        return datasets.DatasetDict(
+            {k: tokenize_for_trl(v, tokenizer, mode, training_args) for k, v in dataset.items()}
+        )
+    if training_args is not None:
+        training_args.assistant_only_loss = False
+
+    def encode(messages):
+        mask = compute_loss_mask(tokenizer, messages, mode)
+        labels = [i if m else -100 for i, m in zip(mask.input_ids, mask.mask, strict=True)]
+        return {"input_ids": mask.input_ids, "labels": labels}
+
+    return dataset.map(encode, input_columns=MESSAGES, remove_columns=dataset.column_names)
 
 
 def filter_by_length(tokenizer, max_length: int | None) -> Callable[[dict], bool] | None:

@@ -144,12 +144,9 @@ class CriticRewardTrainer(RewardTrainer):
 
     ``prediction_step`` returns predictions of shape ``(batch, 2)`` (chosen, rejected rewards) and labels of shape
     ``(batch, 2)`` (the responses' lengths in characters), so the metrics see whole pairs whatever the batch size or
-    the number of processes; training log lines carry a :class:`ThroughputCallback`'s figures.
+    the number of processes; training log lines carry a :class:`ThroughputCallback`'s figures. The length columns
+    reach the collator through the public ``remove_unused_columns=False`` (:func:`get_trainer` sets it).
     """
-
-    def _set_signature_columns_if_needed(self):
-        super()._set_signature_columns_if_needed()
-        self._signature_columns = [*self._signature_columns, "chosen_length", "rejected_length"]
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         inputs = {k: v for k, v in inputs.items() if k not in ("chosen_length", "rejected_length")}
@@ -488,6 +485,7 @@ def get_trainer(
     evaluation and a :class:`ThroughputCallback` (pairs/h, peak RSS, load average)."""
     from trl.trainer.reward_trainer import DataCollatorForPreference
 
+    training_args.remove_unused_columns = False  # the length columns go to LengthCollator, which picks its keys
     trainer = CriticRewardTrainer(
         model=model,
         args=training_args,
