@@ -152,3 +152,19 @@ def test_recipe_trains_odin_with_balance_and_soft_labels(tmp_path, tiny_model_di
     rewards = critic.rewards_of_ids([critic.fit(q, a, "middle")[0] for q, a in items])
     wins = [(a > b) == (r["label"] == 0) for r, a, b in zip(rows, rewards[:8], rewards[8:], strict=True)]
     assert sum(wins) >= 7
+
+
+def test_the_gpu_scripts_configurations_are_the_recipes_options():
+    """gpu_reward.py (issue 40 item 6) names its configurations by recipes/reward.py's options, so a GPU run and a
+    CPU run of one name train the same way."""
+    import dataclasses
+    import importlib.util
+
+    from hf_critic.training.reward import RewardScriptArguments
+
+    spec = importlib.util.spec_from_file_location("gpu_reward", "recipes/smollm2-135m/gpu_reward.py")
+    gpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu)
+    fields = {f.name for f in dataclasses.fields(RewardScriptArguments)}
+    assert gpu.CONFIGS["plain"] == {} and gpu.CONFIGS["odin"] == {"length_head": True}
+    assert all(set(options) <= fields for options in gpu.CONFIGS.values())

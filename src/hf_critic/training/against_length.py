@@ -30,24 +30,33 @@ if TYPE_CHECKING:  # runtime needs only numpy and torch, so the GPU script impor
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["disentangled_loss", "keep_quality_head", "length_balanced", "pearson", "preference_loss"]
+__all__ = [
+    "disentangled_loss",
+    "keep_quality_head",
+    "length_balanced",
+    "length_balanced_index",
+    "pearson",
+    "preference_loss",
+    "score_heads",
+]
 
 
-def length_balanced(pairs: datasets.Dataset, *, seed: int) -> datasets.Dataset:
-    """The pairs resampled to as many "shorter wins" as "longer wins" pairs, the same number of rows in all.
+def length_balanced_index(chosen_lengths, rejected_lengths, *, seed: int) -> np.ndarray:
+    """Row indices of a length-balanced resample: as many "shorter wins" as "longer wins" pairs, the same number of
+    rows in all.
 
     Args:
-        pairs: :func:`hf_critic.training.reward.preference_pairs` rows (``chosen_length``, ``rejected_length``).
-        seed: shuffling seed.
+        chosen_lengths / rejected_lengths: the preferred and the other response's lengths, shape ``(n,)``.
+        seed: numpy ``default_rng`` seed.
 
     Returns:
-        ``len(pairs)`` rows: pairs of equal lengths kept as they are, the rest half "longer wins" and half "shorter
-        wins", each group cycled through in a seeded order (the smaller repeated, the larger cut), shuffled.
+        ``n`` indices: pairs of equal lengths kept as they are, the rest half "longer wins" and half "shorter wins",
+        each group cycled through in a seeded order (the smaller repeated, the larger cut), shuffled.
 
     Raises:
         ValueError: one of the two groups is empty (nothing to balance against).
     """
-    chosen, rejected = np.asarray(pairs["chosen_length"]), np.asarray(pairs["rejected_length"])
+    chosen, rejected = np.asarray(chosen_lengths), np.asarray(rejected_lengths)
     longer, shorter = np.flatnonzero(chosen > rejected), np.flatnonzero(chosen < rejected)
     equal = np.flatnonzero(chosen == rejected)
     if not len(longer) or not len(shorter):
@@ -56,16 +65,24 @@ def length_balanced(pairs: datasets.Dataset, *, seed: int) -> datasets.Dataset:
             f"{len(shorter)} where the shorter one does"
         )
     rng = np.random.default_rng(seed)
-    half = (len(pairs) - len(equal)) // 2
-    picks = [
-        np.resize(rng.permutation(group), n)
-        for group, n in ((longer, half), (shorter, len(pairs) - len(equal) - half))
-    ]
-    index = rng.permutation(np.concatenate([*picks, equal]))
+    half = (len(chosen) - len(equal)) // 2
+    sizes = ((longer, half), (shorter, len(chosen) - len(equal) - half))
+    picks = [np.resize(rng.permutation(group), n) for group, n in sizes]
     logger.info(
         "length-balanced sampling: %d longer-wins and %d shorter-wins pairs -> %d and %d (%d of equal length)",
         len(longer), len(shorter), half, len(picks[1]), len(equal),
     )  # fmt: skip
+    return rng.permutation(np.concatenate([*picks, equal]))
+
+
+def length_balanced(pairs: datasets.Dataset, *, seed: int) -> datasets.Dataset:
+    """:func:`length_balanced_index` applied to :func:`hf_critic.training.reward.preference_pairs` rows
+    (``chosen_length``, ``rejected_length``).
+
+    Raises:
+        ValueError: as :func:`length_balanced_index`.
+    """
+    index = length_balanced_index(pairs["chosen_length"], pairs["rejected_length"], seed=seed)
     return pairs.select(index.tolist())
 
 
