@@ -332,7 +332,7 @@ def _save(name: str, model, data, pad: int, args, log: dict) -> dict:
     tau = fit_tie_margin(np.array(validation[0::2]) - np.array(validation[1::2]), np.array([r["label"] for r in rows]))
     calibration = fit_calibration(np.array(grades), np.array([r["score"] for r in data["grades"]], dtype=float),
                                   (1.0, 10.0), tie_margin=tau, max_length=args.max_length,
-                                  source=f"{len(grades)} Auto-J validation grades (GPU run)")  # fmt: skip
+                                  source="Auto-J validation grades (GPU run)")  # fmt: skip
     folder = Path(args.work) / name
     model.save_pretrained(folder)
     weights = folder / "adapter_model.safetensors"
