@@ -52,7 +52,7 @@ def main(script_args, training_args, model_args):
     checkpoint = training.last_checkpoint(training_args)
 
     ######## Tokenizer, model and PEFT (LoRA on the top layers, top layers in full, or the score head alone) ########
-    tokenizer, model = reward.get_tokenizer_and_model(model_args, training_args)
+    tokenizer, model = reward.get_tokenizer_and_model(model_args, training_args, script_args)
     peft_config = get_peft_config(model_args)
     if peft_config is not None:
         reward.configure_peft(peft_config, script_args, model.config.num_hidden_layers)
@@ -60,8 +60,9 @@ def main(script_args, training_args, model_args):
     ######## Data: judgment pairs, cut to max_length as the critic cuts ########
     pairs = reward.get_pairs(script_args, tokenizer, training_args)
 
-    ######## Trainer (within-question accuracy and reward-length correlation at every evaluation) ########
-    trainer = reward.get_trainer(model, tokenizer, pairs, training_args, peft_config)
+    ######## Trainer (within-question accuracy and reward-length correlation at every evaluation; soft labels and
+    ######## ODIN's length head when asked) ########
+    trainer = reward.get_trainer(model, tokenizer, pairs, training_args, peft_config, objective=script_args)
 
     ######## Training loop ########
     metrics = trainer.train(resume_from_checkpoint=checkpoint).metrics

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
 # Held-out figures of a critic against issue 27's targets, with "the longer answer wins" on the same rows:
-#   HHH alignment (221 pairs, two-way), Auto-J Eval-P (200 pairs, seed 0, first order), MT-Bench + Vicuna-Bench turn 1
+#   HHH alignment (two-way), Auto-J Eval-P (200 pairs, seed 0, first order), MT-Bench + Vicuna-Bench turn 1
 #   (within-question accuracy over the pairs GPT-4 graded apart; MT-Bench row-level Pearson).
-# Usage: bash recipes/smollm2-135m/evaluate_heldout.sh MODEL OUT_DIR
+# Usage: bash recipes/smollm2-135m/evaluate_heldout.sh MODEL OUT_DIR [dev|test]
 #   MODEL: anything --model takes (smollm2-135m-critic, a reward-model or adapter folder), or "default" for the
-#   embedded untrained critic. Real data from $HF_CRITIC_SHARED_DATA (default ../shared/data). About 9 minutes for a
-#   reward model on 2 cores. Every line it prints is also in OUT_DIR/summary.txt.
+#   embedded untrained critic. HALF (issue 40): judge only that half of each benchmark, split by question as
+#   recipes/smollm2-135m/splits/ says (written to outputs/heldout_halves/HALF first); every choice is made on dev
+#   (select_critic.py reads only dev folders), test is reported. Without HALF: the whole benchmarks (HHH 221 pairs,
+#   Eval-P 200 of 1,392, 160 + 160 answers). Real data from $HF_CRITIC_SHARED_DATA (default ../shared/data). About
+#   9 minutes for a reward model on 2 cores (half that for a half). Every line it prints is also in OUT_DIR/summary.txt.
 set -euo pipefail
-model=${1:?usage: evaluate_heldout.sh MODEL OUT_DIR}
-out=${2:?usage: evaluate_heldout.sh MODEL OUT_DIR}
+model=${1:?usage: evaluate_heldout.sh MODEL OUT_DIR [dev|test]}
+out=${2:?usage: evaluate_heldout.sh MODEL OUT_DIR [dev|test]}
+half=${3:-}
 data=${HF_CRITIC_SHARED_DATA:-../shared/data}
 [ -d "$data/prometheus" ] || { echo "no real data at $data (set HF_CRITIC_SHARED_DATA)" >&2; exit 2; }
 mkdir -p "$out"
+rm -f "$out/half.txt"
+if [ -n "$half" ]; then
+  case "$half" in dev|test) ;; *) echo "HALF must be dev or test, got $half" >&2; exit 2;; esac
+  halves=outputs/heldout_halves/$half
+  [ -d "$halves/prometheus" ] || python "$(dirname "$0")/heldout_halves.py" write "$half" --data-dir "$data" \
+    --output-dir "$halves"
+  data=$halves
+fi
 args=(--no-progress --overwrite)
 [ "$model" = default ] || args+=(--model "$model")
 {
@@ -27,3 +39,4 @@ args=(--no-progress --overwrite)
     --output-dir "$out/meta_eval"
   python scripts/length_baseline.py "$out/hhh.jsonl" "$out/autoj.jsonl" "$out/mt_bench.jsonl" "$out/mt_vicuna.jsonl"
 } 2>&1 | tee "$out/summary.txt"
+[ -z "$half" ] || echo "$half" > "$out/half.txt"

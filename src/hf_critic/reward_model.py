@@ -34,17 +34,23 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .control_tokens import encode_chat, encode_text
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .models import batch_token_budget, token_batches
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "REWARD_CONFIG",
     "RewardCalibration",
     "RewardModel",
     "encode_ids",
+    "fit_calibration",
     "fit_ids",
+    "fit_tie_margin",
     "is_reward_model",
     "pairwise_verdict",
     "rao_kupper",
@@ -245,6 +251,69 @@ class RewardCalibration:
             return cls(**fields)
         except (UnicodeDecodeError, ValueError, TypeError) as err:
             raise ValueError(f"{path}: not a reward calibration ({err})") from None
+
+
+def fit_calibration(
+    rewards: np.ndarray,
+    scores: np.ndarray,
+    scale: tuple[float, float],
+    *,
+    tie_margin: float = 0.0,
+    max_length: int | None = None,
+    source: str = "",
+) -> RewardCalibration:
+    """The pointwise map ``score ~ slope * reward + intercept`` fitted by least squares on graded responses.
+
+    Args:
+        rewards: the model's rewards, shape ``(n,)``.
+        scores: the gold grades of the same responses on ``scale``, shape ``(n,)``.
+        scale: ``(low, high)`` of the grades (e.g. ``(1, 10)``).
+        tie_margin: the pairwise tie band to store (reward units, >= 0).
+        max_length: the training context, stored so the critic cuts inputs the same way.
+        source: what the grades are, for the card (e.g. "77 Auto-J validation grades").
+
+    Raises:
+        ValueError: fewer than 3 graded responses or constant rewards.
+    """
+    import numpy as np
+
+    rewards, scores = np.asarray(rewards, dtype=float), np.asarray(scores, dtype=float)
+    if len(rewards) < 3 or np.std(rewards) == 0:
+        raise ValueError(f"cannot fit the pointwise map on {len(rewards)} graded response(s) with constant rewards")
+    slope, intercept = np.polyfit(rewards, scores, 1)
+    return RewardCalibration(
+        slope=float(slope),
+        intercept=float(intercept),
+        fitted_low=float(scale[0]),
+        fitted_high=float(scale[1]),
+        tie_margin=tie_margin,
+        max_length=max_length,
+        source=f"least squares on {len(rewards)} {source or 'graded responses'}",
+    )
+
+
+def fit_tie_margin(margins: np.ndarray, labels: np.ndarray) -> float:
+    """The tie band ``tau >= 0`` that maximises three-way agreement of ``|r1 - r2| <= tau -> tie`` with ``labels``.
+
+    Args:
+        margins: ``r1 - r2`` per pair, shape ``(n,)``.
+        labels: gold labels 0 / 1 / 2 (:mod:`hf_critic.labels`), shape ``(n,)``.
+
+    Returns:
+        0.0 when the labels hold no tie (a reward model then never says tie but for equal rewards).
+    """
+    import numpy as np
+
+    margins, labels = np.asarray(margins, dtype=float), np.asarray(labels)
+    if not np.any(labels == 2):
+        return 0.0
+    best, best_tau = -1.0, 0.0
+    for tau in np.unique(np.concatenate([[0.0], np.quantile(np.abs(margins), np.linspace(0.02, 0.6, 30))])):
+        predicted = np.where(np.abs(margins) <= tau, 2, np.where(margins > 0, 0, 1))
+        agreement = float(np.mean(predicted == labels))
+        if agreement > best:
+            best, best_tau = agreement, float(tau)
+    return best_tau
 
 
 def reward_conversation(question: str, response: str) -> list[dict[str, str]]:

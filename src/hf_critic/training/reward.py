@@ -29,7 +29,7 @@ from transformers import TrainerCallback
 from trl import RewardTrainer
 
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
-from ..reward_model import RewardCalibration, fit_ids
+from ..reward_model import RewardCalibration, fit_calibration, fit_ids, fit_tie_margin
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,11 @@ class RewardScriptArguments:
         lora_top_layers: LoRA adapters on the top N decoder layers only (PEFT ``layers_to_transform``; 0: all).
         score_head_only: no LoRA at all: the frozen base with its score head trained (``modules_to_save``).
         full_top_layers: no LoRA: the top N decoder layers trained in full with the score head (``modules_to_save``).
+        length_balance: resample the training pairs to as many "shorter wins" as "longer wins" pairs
+            (:func:`hf_critic.training.against_length.length_balanced`).
+        soft_labels: train against the judge's probability (the rows' ``preference``) instead of a hard label.
+        length_head: ODIN's disentangled reward (a quality and a length head; only the quality head judges);
+            ``length_correlation_weight`` and ``orthogonality_weight`` its two losses' weights.
     """
 
     dataset_name: str = field(default="outputs/judgment_data", metadata={"help": "Judgment data folder."})
@@ -91,6 +96,17 @@ class RewardScriptArguments:
     full_top_layers: int = field(
         default=0, metadata={"help": "No LoRA: the top N decoder layers are trained in full (PEFT modules_to_save)."}
     )
+    length_balance: bool = field(
+        default=False, metadata={"help": "Resample the pairs to as many shorter-wins as longer-wins pairs."}
+    )
+    soft_labels: bool = field(
+        default=False, metadata={"help": "Bradley-Terry loss against the judge's probability (the preference column)."}
+    )
+    length_head: bool = field(
+        default=False, metadata={"help": "ODIN: a length head beside the quality head; only the quality head judges."}
+    )
+    length_correlation_weight: float = field(default=1.0, metadata={"help": "ODIN's length-correlation loss weight."})
+    orthogonality_weight: float = field(default=1.0, metadata={"help": "ODIN's head-orthogonality loss weight."})
 
 
 def preference_pairs(
@@ -107,8 +123,9 @@ def preference_pairs(
 
     Returns:
         Rows with ``chosen_ids``, ``rejected_ids`` (token id lists), ``chosen_length`` / ``rejected_length`` (the
-        responses' lengths in characters, for the length correlation) and ``truncated`` (either side cut); ties and
-        swapped copies dropped.
+        responses' lengths in characters, for the length correlation), ``chosen_probability`` (the judge's
+        probability that the chosen response is better, from an optional ``preference`` column = P(response 2
+        better); 1.0 without one) and ``truncated`` (either side cut); ties and swapped copies dropped.
 
     Raises:
         ValueError: a missing column, or no pair left (names ``source``).
@@ -128,11 +145,14 @@ def preference_pairs(
         chosen, rejected = (row["response_1"], row["response_2"]) if first else (row["response_2"], row["response_1"])
         chosen_ids, cut_chosen = fit_ids(tokenizer, row["question"], chosen, max_length, "middle")
         rejected_ids, cut_rejected = fit_ids(tokenizer, row["question"], rejected, max_length, "middle")
+        preference = row.get("preference")
+        probability = 1.0 if preference is None else (1.0 - preference if first else preference)
         return {
             "chosen_ids": chosen_ids,
             "rejected_ids": rejected_ids,
             "chosen_length": len(chosen),
             "rejected_length": len(rejected),
+            "chosen_probability": float(probability),
             "truncated": cut_chosen or cut_rejected,
         }
 
@@ -144,13 +164,50 @@ class CriticRewardTrainer(RewardTrainer):
 
     ``prediction_step`` returns predictions of shape ``(batch, 2)`` (chosen, rejected rewards) and labels of shape
     ``(batch, 2)`` (the responses' lengths in characters), so the metrics see whole pairs whatever the batch size or
-    the number of processes; training log lines carry a :class:`ThroughputCallback`'s figures. The length columns
-    reach the collator through the public ``remove_unused_columns=False`` (:func:`get_trainer` sets it).
+    the number of processes; training log lines carry a :class:`ThroughputCallback`'s figures. The pair columns
+    (:data:`PAIR_COLUMNS`) reach the collator through the public ``remove_unused_columns=False`` (:func:`get_trainer`
+    sets it).
+
+    ``objective`` (the recipe's :class:`RewardScriptArguments`, set by :func:`get_trainer`) switches on soft labels
+    and ODIN's disentangled reward (:mod:`hf_critic.training.against_length`); without either the loss is TRL's.
     """
 
+    objective: RewardScriptArguments | None = None
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        inputs = {k: v for k, v in inputs.items() if k not in ("chosen_length", "rejected_length")}
-        return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        extra = {k: inputs.pop(k) for k in PAIR_COLUMNS if k in inputs}
+        goal = self.objective
+        if goal is None or not (goal.soft_labels or goal.length_head):
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        return self._against_length_loss(model, inputs, extra, return_outputs)
+
+    def _against_length_loss(self, model, inputs, extra, return_outputs):
+        """Soft-label and / or ODIN loss; the outputs' logits are the quality reward alone (what judges)."""
+        import torch
+
+        from .against_length import disentangled_loss, preference_loss, score_heads
+
+        goal = self.objective
+        outputs = model(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], use_cache=False)
+        rewards = outputs.logits.float()  # (2 x pairs, heads): chosen rows first, then rejected
+        chosen, rejected = rewards.sum(-1).chunk(2)  # ODIN ranks with r_Q + r_L
+        probability = extra["chosen_probability"].float() if goal.soft_labels else None
+        loss = preference_loss(chosen - rejected, probability)
+        if self.args.center_rewards_coefficient is not None:
+            loss = loss + self.args.center_rewards_coefficient * torch.mean((chosen + rejected) ** 2)
+        if goal.length_head:
+            lengths = torch.cat([extra["chosen_length"], extra["rejected_length"]])
+            head = next(h for h in score_heads(model) if h.weight.requires_grad)
+            extra_loss, figures = disentangled_loss(
+                rewards, lengths, head.weight.float(), correlation_weight=goal.length_correlation_weight,
+                orthogonality_weight=goal.orthogonality_weight,
+            )  # fmt: skip
+            loss = loss + extra_loss
+            mode = "train" if model.training else "eval"
+            for name, value in figures.items():
+                self._metrics[mode][name].append(value)
+        outputs.logits = outputs.logits[:, :1]
+        return (loss, outputs) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs:  # a training log line: add the run's speed (ThroughputCallback)
@@ -170,8 +227,12 @@ class CriticRewardTrainer(RewardTrainer):
         return loss.detach(), torch.stack([chosen, rejected], dim=-1), lengths
 
 
+#: per-pair columns the collator keeps as tensors beside TRL's (lengths for the metrics and ODIN, soft labels)
+PAIR_COLUMNS = ("chosen_length", "rejected_length", "chosen_probability")
+
+
 class LengthCollator:
-    """TRL's reward collator plus the two length columns (kept as tensors for :class:`CriticRewardTrainer`)."""
+    """TRL's reward collator plus :data:`PAIR_COLUMNS` (kept as tensors for :class:`CriticRewardTrainer`)."""
 
     def __init__(self, collator):
         self.collator = collator
@@ -180,8 +241,9 @@ class LengthCollator:
         import torch
 
         batch = self.collator([{k: e[k] for k in ("chosen_ids", "rejected_ids")} for e in examples])
-        batch["chosen_length"] = torch.tensor([e["chosen_length"] for e in examples])
-        batch["rejected_length"] = torch.tensor([e["rejected_length"] for e in examples])
+        for column in PAIR_COLUMNS:
+            if column in examples[0]:
+                batch[column] = torch.tensor([e[column] for e in examples])
         return batch
 
 
@@ -236,43 +298,6 @@ class ThroughputCallback(TrainerCallback):
         return out
 
 
-def fit_calibration(
-    rewards: np.ndarray,
-    scores: np.ndarray,
-    scale: tuple[float, float],
-    *,
-    tie_margin: float = 0.0,
-    max_length: int | None = None,
-    source: str = "",
-) -> RewardCalibration:
-    """The pointwise map ``score ~ slope * reward + intercept`` fitted by least squares on graded responses.
-
-    Args:
-        rewards: the model's rewards, shape ``(n,)``.
-        scores: the gold grades of the same responses on ``scale``, shape ``(n,)``.
-        scale: ``(low, high)`` of the grades (e.g. ``(1, 10)``).
-        tie_margin: the pairwise tie band to store (reward units, >= 0).
-        max_length: the training context, stored so the critic cuts inputs the same way.
-        source: what the grades are, for the card (e.g. "77 Auto-J validation grades").
-
-    Raises:
-        ValueError: fewer than 3 graded responses or constant rewards.
-    """
-    rewards, scores = np.asarray(rewards, dtype=float), np.asarray(scores, dtype=float)
-    if len(rewards) < 3 or np.std(rewards) == 0:
-        raise ValueError(f"cannot fit the pointwise map on {len(rewards)} graded response(s) with constant rewards")
-    slope, intercept = np.polyfit(rewards, scores, 1)
-    return RewardCalibration(
-        slope=float(slope),
-        intercept=float(intercept),
-        fitted_low=float(scale[0]),
-        fitted_high=float(scale[1]),
-        tie_margin=tie_margin,
-        max_length=max_length,
-        source=f"least squares on {len(rewards)} {source or 'graded responses'}",
-    )
-
-
 # ----------------------------------------------------------------------------------- recipe helpers
 def base_model_path(name: str) -> str:
     """A local path for the recipe's ``model_name_or_path`` (``default``: the embedded default critic).
@@ -285,12 +310,13 @@ def base_model_path(name: str) -> str:
     return str(default_model_dir()) if name in ("default", None) else resolve_model(name)
 
 
-def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = False):
-    """The base as a one-label sequence classifier (``score`` head newly initialised for a causal LM checkpoint).
+def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = False, num_labels: int = 1):
+    """The base as a sequence classifier (``score`` head newly initialised for a causal LM checkpoint).
 
     Args:
         path: a local model folder (:func:`base_model_path`).
         dtype: torch dtype name (``bfloat16``, ``float32``; None / ``auto``: the checkpoint's).
+        num_labels: the head's outputs: 1 (a reward), 2 for ODIN's quality and length heads.
     """
     import torch
     from transformers import AutoModelForSequenceClassification
@@ -298,9 +324,9 @@ def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = 
     from ..models import dequantized_gguf_config
 
     config = dequantized_gguf_config(path)  # the embedded default critic: plain weights under a stale GGUF config
-    kwargs = {"config": config} if config is not None else {"num_labels": 1}
+    kwargs = {"config": config} if config is not None else {"num_labels": num_labels}
     if config is not None:
-        config.num_labels = 1
+        config.num_labels = num_labels
     torch_dtype = getattr(torch, dtype) if dtype not in (None, "auto") else "auto"
     return AutoModelForSequenceClassification.from_pretrained(
         path, dtype=torch_dtype, trust_remote_code=trust_remote_code, **kwargs
@@ -380,28 +406,6 @@ def _rewards_of(model, tokenizer, items, max_length: int | None) -> np.ndarray:
         model.train(was_training)
 
 
-def fit_tie_margin(margins: np.ndarray, labels: np.ndarray) -> float:
-    """The tie band ``tau >= 0`` that maximises three-way agreement of ``|r1 - r2| <= tau -> tie`` with ``labels``.
-
-    Args:
-        margins: ``r1 - r2`` per pair, shape ``(n,)``.
-        labels: gold labels 0 / 1 / 2 (:mod:`hf_critic.labels`), shape ``(n,)``.
-
-    Returns:
-        0.0 when the labels hold no tie (a reward model then never says tie but for equal rewards).
-    """
-    margins, labels = np.asarray(margins, dtype=float), np.asarray(labels)
-    if not np.any(labels == 2):
-        return 0.0
-    best, best_tau = -1.0, 0.0
-    for tau in np.unique(np.concatenate([[0.0], np.quantile(np.abs(margins), np.linspace(0.02, 0.6, 30))])):
-        predicted = np.where(np.abs(margins) <= tau, 2, np.where(margins > 0, 0, 1))
-        agreement = float(np.mean(predicted == labels))
-        if agreement > best:
-            best, best_tau = agreement, float(tau)
-    return best_tau
-
-
 def calibrate(trainer, script_args: RewardScriptArguments, tokenizer, max_length: int | None) -> RewardCalibration:
     """The trained model's calibration: tie band fitted on up to 400 validation pairs (ties included), pointwise map
     fitted on ``grades_dataset`` when given (else the documented sigmoid map)."""
@@ -434,7 +438,7 @@ def point_adapter_at_base(folder: str, name: str) -> None:
 
 
 # ----------------------------------------------------------------------------------- the recipe's steps
-def get_tokenizer_and_model(model_args, training_args):
+def get_tokenizer_and_model(model_args, training_args, script_args: RewardScriptArguments | None = None):
     """The recipe's tokenizer and one-label sequence classifier (:func:`load_base`), with a pad token (the EOS token
     when the tokenizer has none) set on both.
 
@@ -442,6 +446,7 @@ def get_tokenizer_and_model(model_args, training_args):
         model_args: TRL's ``ModelConfig`` (``model_name_or_path``: a local folder, a cached Hub id or ``default``;
             ``dtype``).
         training_args: TRL's ``RewardConfig`` (``trust_remote_code``).
+        script_args: with ``length_head``, the head has two outputs (ODIN's quality and length rewards).
 
     Returns:
         ``(tokenizer, model)``.
@@ -453,7 +458,13 @@ def get_tokenizer_and_model(model_args, training_args):
 
     path = base_model_path(model_args.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=training_args.trust_remote_code)
-    model = load_base(path, dtype=model_args.dtype, trust_remote_code=training_args.trust_remote_code)
+    heads = 2 if script_args is not None and script_args.length_head else 1
+    model = load_base(
+        path, dtype=model_args.dtype, trust_remote_code=training_args.trust_remote_code, num_labels=heads
+    )
+    model.config.num_labels = (
+        1  # what the saved critic has (ODIN's length head is cut off before saving); TRL checks it
+    )
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     model.config.pad_token_id = tokenizer.pad_token_id
     return tokenizer, model
@@ -461,7 +472,8 @@ def get_tokenizer_and_model(model_args, training_args):
 
 def get_pairs(script_args: RewardScriptArguments, tokenizer, training_args) -> dict[str, datasets.Dataset]:
     """``{"train": ..., "validation": ...}`` preference rows (:func:`load_pairs` then :func:`preference_pairs`, cut
-    to ``training_args.max_length`` as the critic cuts), each split's size and cut count logged.
+    to ``training_args.max_length`` as the critic cuts; the training pairs length-balanced with
+    ``script_args.length_balance``), each split's size and cut count logged.
 
     Raises:
         FileNotFoundError, ValueError: as :func:`load_pairs`.
@@ -473,16 +485,21 @@ def get_pairs(script_args: RewardScriptArguments, tokenizer, training_args) -> d
         )
         for split, rows in data.items()
     }
+    if script_args.length_balance:
+        from .against_length import length_balanced
+
+        pairs["train"] = length_balanced(pairs["train"], seed=training_args.seed)
     for split, rows in pairs.items():
         logger.info(f"{split}: {len(rows)} pairs, {sum(rows['truncated'])} cut to {training_args.max_length} tokens")
     return pairs
 
 
 def get_trainer(
-    model, tokenizer, pairs: dict[str, datasets.Dataset], training_args, peft_config
+    model, tokenizer, pairs: dict[str, datasets.Dataset], training_args, peft_config, objective=None
 ) -> CriticRewardTrainer:
     """A :class:`CriticRewardTrainer` over ``pairs`` with the length-keeping collator, :func:`reward_metrics` at every
-    evaluation and a :class:`ThroughputCallback` (pairs/h, peak RSS, load average)."""
+    evaluation and a :class:`ThroughputCallback` (pairs/h, peak RSS, load average); ``objective`` (the recipe's
+    :class:`RewardScriptArguments`) turns on soft labels and ODIN's loss."""
     from trl.trainer.reward_trainer import DataCollatorForPreference
 
     training_args.remove_unused_columns = False  # the length columns go to LengthCollator, which picks its keys
@@ -496,6 +513,7 @@ def get_trainer(
         compute_metrics=reward_metrics,
         peft_config=peft_config,
     )
+    trainer.objective = objective
     args = training_args
     trainer.add_callback(
         ThroughputCallback(args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size)
@@ -515,10 +533,13 @@ def save_reward_model(trainer, script_args: RewardScriptArguments, model_args, t
     """
     import json
 
+    from .against_length import keep_quality_head
     from .card import reward_model_card
     from .sft import write_card
 
     args = trainer.args
+    if keep_quality_head(trainer.model):  # ODIN: only the quality reward judges, so only it is saved
+        logger.info("length head dropped: the saved critic judges with the quality head alone")
     trainer.save_model(args.output_dir)
     if not trainer.accelerator.is_main_process:
         return None

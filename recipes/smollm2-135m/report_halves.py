@@ -1,0 +1,38 @@
+"""Report critics' held-out figures on either half, beside "the longer answer wins" (hf_critic.meta_eval.halves).
+
+Usage:
+
+python recipes/smollm2-135m/report_halves.py outputs/test/shipped outputs/test/untrained
+
+It makes no choice (select_critic.py does, on dev folders only): it prints each folder's half, figures and the mean
+margin over length, in the order given. exit status: 0 done; 2 a missing critique file or half.txt.
+"""
+
+import sys
+
+from hf_critic.io import RecordError
+from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures
+
+
+def main(argv=None) -> int:
+    """Print one Markdown row per folder; returns the exit status."""
+    folders = sys.argv[1:] if argv is None else argv
+    if not folders:
+        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        return 2
+    names = [name for name, _, _ in FIGURES]
+    print("| critic | half | mean margin over length | " + " | ".join(names) + " |")
+    print("|---|---|---:|" + "---:|" * len(names))
+    try:
+        for folder in folders:
+            figures = heldout_figures(folder)
+            cells = [f"{figures[n]['critic']:.1f} ({figures[n]['length']:.1f}, n={figures[n]['n']})" for n in names]
+            print(f"| {folder} | {half_of(folder)} | {dev_score(figures):+.2f} | " + " | ".join(cells) + " |")
+    except RecordError as err:
+        print(f"report_halves.py: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Dev / test halves of the held-out benchmarks, split by question, and the one declared dev score (issue 40 item 1).
+
+A critic chosen on the benchmarks it is reported on is tuned to them. So every choice (configuration, checkpoint,
+learning rate, tie band, which critic ships) is made on the **dev** half of each out-of-distribution benchmark and
+the **test** half is only reported. The halves are seeded and by question, so no question, nor any of its answers,
+is in both: HHH alignment (Prometheus copy, 102 questions), Auto-J Eval-P (1,182 prompts), MT-Bench and
+Vicuna-Bench (80 question ids each). The split is committed as id files (:func:`save_split`): FastChat question ids,
+and for the others :func:`hf_critic.schema.query_id` of the question, so nothing of the data is copied.
+
+:func:`write_half` writes a half in the benchmark's own format (so ``hf-critic compare|grade --format`` read it as
+they read the whole file); :func:`heldout_figures` reads the critique files of
+``recipes/smollm2-135m/evaluate_heldout.sh`` and gives each figure beside "the longer answer wins" on the same rows;
+:func:`dev_score` is the declared score: the mean of the figures' margins over length, in points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..io import RecordError
+from ..labels import TIE
+from ..loaders import load_benchmark
+from ..schema import query_id
+from .within_question import within_question_accuracy
+
+__all__ = [
+    "BENCHMARKS",
+    "FIGURES",
+    "HALVES",
+    "dev_score",
+    "half_of",
+    "heldout_figures",
+    "load_split",
+    "make_split",
+    "save_split",
+    "write_half",
+]
+
+#: benchmark -> (loader format, path under the shared data folder)
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "hhh": ("prometheus", "prometheus/hhh_alignment_eval.json"),
+    "autoj_eval_p": ("autoj", "autoj/test/testdata_pairwise.jsonl"),
+    "mt_bench": ("fastchat", "selfeval/mt_bench"),
+    "vicuna_bench": ("fastchat", "selfeval/vicuna_bench"),
+}
+HALVES = ("dev", "test")
+#: the dev score's figures: (name, critique file of evaluate_heldout.sh, kind)
+FIGURES = (
+    ("hhh_two_way", "hhh.jsonl", "two_way"),
+    ("eval_p_first_order", "autoj.jsonl", "agreement"),
+    ("mt_vicuna_within_question", "mt_vicuna.jsonl", "within_question"),
+    ("mt_bench_row_pearson", "mt_bench.jsonl", "pearson"),
+)
+HALF_FILE = "half.txt"  # written by evaluate_heldout.sh into its output folder: which half it judged
+
+
+def _keys(benchmark: str, path: str | os.PathLike) -> list[str]:
+    """One question key per loaded row, in the file's order (FastChat: the question id; else the query id)."""
+    fmt, _ = BENCHMARKS[benchmark]
+    rows = load_benchmark(fmt, path)
+    if fmt == "fastchat":
+        return [str(q) for q in rows["query_id"]]
+    return [query_id(q) for q in rows["question"]]
+
+
+def make_split(data_dir: str | os.PathLike, *, seed: int = 0) -> dict[str, dict[str, list[str]]]:
+    """Split every benchmark's distinct questions into a dev and a test half at random (``seed``).
+
+    Args:
+        data_dir: the shared data folder (``../shared/data``).
+        seed: numpy ``default_rng`` seed; the distinct keys are sorted, permuted, and the first ``ceil(n / 2)`` are dev.
+
+    Returns:
+        ``{benchmark: {"dev": [keys], "test": [keys]}}``, keys sorted.
+    """
+    out = {}
+    for i, (name, (_, rel)) in enumerate(BENCHMARKS.items()):
+        keys = sorted(set(_keys(name, Path(data_dir) / rel)))
+        order = np.random.default_rng(seed + i).permutation(len(keys))
+        cut = math.ceil(len(keys) / 2)
+        out[name] = {"dev": sorted(keys[j] for j in order[:cut]), "test": sorted(keys[j] for j in order[cut:])}
+    return out
+
+
+def save_split(split: dict[str, dict[str, list[str]]], folder: str | os.PathLike) -> list[Path]:
+    """Write one ``<benchmark>.json`` (``{"dev": [...], "test": [...]}``) per benchmark into ``folder``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, halves in split.items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(halves, indent=0) + "\n", encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def load_split(folder: str | os.PathLike) -> dict[str, dict[str, list[str]]]:
+    """The committed split (:func:`save_split`'s files).
+
+    Raises:
+        RecordError: a benchmark's file is missing, lacks a half, or has a key in both halves.
+    """
+    out = {}
+    for name in BENCHMARKS:
+        path = Path(folder) / f"{name}.json"
+        if not path.is_file():
+            raise RecordError(f"{path}: no split file for {name}")
+        halves = json.loads(path.read_text(encoding="utf-8"))
+        if set(halves) != set(HALVES):
+            raise RecordError(f"{path}: expected the halves {list(HALVES)}, found {sorted(halves)}")
+        both = set(halves["dev"]) & set(halves["test"])
+        if both:
+            raise RecordError(f"{path}: {len(both)} question(s) in both halves, e.g. {sorted(both)[0]}")
+        out[name] = halves
+    return out
+
+
+def _filter_jsonl(source: Path, target: Path, question_ids: set[str]) -> int:
+    """Copy the lines of a FastChat JSONL file whose ``question_id`` is in ``question_ids``; returns their count."""
+    lines = [
+        line
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if line.strip() and str(json.loads(line)["question_id"]) in question_ids
+    ]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    return len(lines)
+
+
+def write_half(
+    data_dir: str | os.PathLike, split: dict[str, dict[str, list[str]]], half: str, out_dir: str | os.PathLike
+) -> dict[str, int]:
+    """Write the ``half`` of every benchmark in its own format under ``out_dir`` (same relative paths as in
+    ``data_dir``): the rows (HHH, Eval-P) or the FastChat files' lines (questions, answers, judgments, references)
+    whose question is in that half.
+
+    Returns:
+        ``{benchmark: rows written}`` (FastChat: questions).
+
+    Raises:
+        ValueError: ``half`` not dev / test.
+        RecordError: a benchmark whose loaded rows do not follow its file's rows one to one.
+    """
+    if half not in HALVES:
+        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
+    counts = {}
+    for name, (fmt, rel) in BENCHMARKS.items():
+        source, target, wanted = Path(data_dir) / rel, Path(out_dir) / rel, set(split[name][half])
+        if fmt == "fastchat":
+            for path in sorted(source.rglob("*.jsonl")):
+                n = _filter_jsonl(path, target / path.relative_to(source), wanted)
+                counts[name] = n if path.name == "question.jsonl" else counts.get(name, 0)
+            continue
+        keys = _keys(name, source)
+        if fmt == "prometheus":
+            raw = json.loads(source.read_text(encoding="utf-8"))
+        else:
+            raw = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if len(raw) != len(keys):
+            raise RecordError(f"{source}: {len(raw)} rows in the file but {len(keys)} loaded: cannot split by row")
+        kept = [row for row, key in zip(raw, keys, strict=True) if key in wanted]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "prometheus":
+            target.write_text(json.dumps(kept, ensure_ascii=False, indent=1), encoding="utf-8")
+        else:
+            target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
+        counts[name] = len(kept)
+    return counts
+
+
+def half_of(folder: str | os.PathLike) -> str:
+    """The half an ``evaluate_heldout.sh`` output folder judged (its ``half.txt``).
+
+    Raises:
+        RecordError: no ``half.txt`` (a run on the whole benchmarks) or an unknown value.
+    """
+    path = Path(folder) / HALF_FILE
+    if not path.is_file():
+        raise RecordError(f"{folder}: no {HALF_FILE}; judge a half with evaluate_heldout.sh MODEL OUT dev|test")
+    half = path.read_text(encoding="utf-8").strip()
+    if half not in HALVES:
+        raise RecordError(f"{path}: unknown half {half!r}")
+    return half
+
+
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        raise RecordError(f"{path}: no critique file")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _words(text: str) -> int:
+    return len(str(text).split())
+
+
+def _pairwise(rows: list[dict], two_way: bool) -> tuple[float, float, int]:
+    """(critic %, longer wins %, pairs): the critic's first-order label (``critique_label_first`` when the run
+    swapped, else ``critique_label``; unparsed counts as wrong); two-way: the pairs with a winner only."""
+    if two_way:
+        rows = [r for r in rows if r["label"] != TIE]
+    critic = [r.get("critique_label_first", r.get("critique_label")) for r in rows]
+    longer = [0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows]
+    gold = [r["label"] for r in rows]
+    agree = lambda verdicts: 100 * float(np.mean([v == g for v, g in zip(verdicts, gold, strict=True)]))  # noqa: E731
+    return agree(critic), agree(longer), len(rows)
+
+
+def _graded(rows: list[dict], kind: str) -> tuple[float, float, int]:
+    """(critic, length, rows) for graded rows: within-question accuracy in % or row-level Pearson x 100; rows
+    without a critic score are left out of both."""
+    from scipy.stats import pearsonr
+
+    rows = [r for r in rows if r.get("critique_score") is not None and r.get("human_score") is not None]
+    scores = [float(r["critique_score"]) for r in rows]
+    lengths = [float(_words(r["response"])) for r in rows]
+    human = [float(r["human_score"]) for r in rows]
+    if kind == "within_question":
+        qids = [r["query_id"] for r in rows]
+        figure = lambda x: 100 * within_question_accuracy(x, human, qids)["within_question_accuracy"]  # noqa: E731
+        pairs = within_question_accuracy(lengths, human, qids)["within_question_pairs"]
+        return figure(scores), figure(lengths), pairs
+    with warnings.catch_warnings():  # constant scores: nan, which the score then carries
+        warnings.simplefilter("ignore")
+        return 100 * float(pearsonr(scores, human)[0]), 100 * float(pearsonr(lengths, human)[0]), len(rows)
+
+
+def heldout_figures(folder: str | os.PathLike) -> dict[str, dict[str, float]]:
+    """Each figure of :data:`FIGURES` from an ``evaluate_heldout.sh`` output folder, beside "the longer answer
+    wins" (length as the score) on the same rows.
+
+    Returns:
+        ``{figure: {"critic": x, "length": y, "margin": x - y, "n": pairs or rows}}``; percentages (Pearson x 100).
+
+    Raises:
+        RecordError: a critique file is missing.
+    """
+    out = {}
+    for name, file, kind in FIGURES:
+        rows = _rows(Path(folder) / file)
+        critic, length, n = (
+            _pairwise(rows, kind == "two_way") if kind in ("two_way", "agreement") else _graded(rows, kind)
+        )
+        out[name] = {"critic": critic, "length": length, "margin": critic - length, "n": n}
+    return out
+
+
+def dev_score(figures: dict[str, dict[str, float]]) -> float:
+    """The declared dev score: the mean of the figures' margins over "the longer answer wins", in points
+    (HHH two-way, Eval-P first order, MT-Bench + Vicuna-Bench within-question, MT-Bench row Pearson x 100).
+    Positive: the critic beats length on average; NaN when a figure is undefined (constant scores)."""
+    return float(np.mean([figures[name]["margin"] for name, _, _ in FIGURES]))
