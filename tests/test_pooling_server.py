@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email.utils
 import json
 import threading
 import time
@@ -164,7 +165,13 @@ def test_a_503_then_a_200_is_retried():
 
 
 @pytest.mark.parametrize(
-    ("headers", "wait"), [({"retry-after-ms": "3000"}, 3.0), ({"Retry-After": "Wed, 01 Jan 2031 00:00:00 GMT"}, 60.0)]
+    ("headers", "wait"),
+    # an HTTP-date 100 s ahead: within the 300 s a request may wait in all, the wait capped at max_backoff (60 s);
+    # a Retry-After beyond that bound gives up at once (test_a_retry_after_beyond_the_bound_fails_at_once...)
+    [
+        ({"retry-after-ms": "3000"}, 3.0),
+        ({"Retry-After": email.utils.formatdate(time.time() + 100, usegmt=True)}, 60.0),
+    ],
 )
 def test_the_pooling_client_waits_as_the_server_says(headers, wait, monkeypatch):
     """Issue 38 item 4: the chat client's retry loop (backends.retry.Attempts), every Retry-After form (capped)."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import email.utils
 import itertools
 import random
 import sqlite3
 import threading
+import time
 
 import pytest
 
@@ -353,7 +355,11 @@ def test_retry_after_reads_seconds_milliseconds_and_http_dates():
 
 
 @pytest.mark.parametrize(
-    ("headers", "wait"), [({"retry-after-ms": "3000"}, 3.0), ({"Retry-After": "Wed, 01 Jan 2031 00:00:00 GMT"}, 60.0)]
+    ("headers", "wait"),  # a date 100 s ahead: within the 300 s a request may wait in all, capped at max_backoff
+    [
+        ({"retry-after-ms": "3000"}, 3.0),
+        ({"Retry-After": email.utils.formatdate(time.time() + 100, usegmt=True)}, 60.0),
+    ],
 )
 def test_the_chat_client_waits_as_the_server_says(headers, wait):
     """Every Retry-After form reaches the wait (capped at max_backoff); the pooling client: test_pooling_server.py."""
