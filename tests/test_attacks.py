@@ -144,7 +144,9 @@ def test_meta_eval_attacks_with_a_stand_in_critic(tmp_path, monkeypatch, capsys)
         r = results[name]
         return r["clean_accuracy"]["k"], r["attacked_accuracy"]["k"], r["flip_rate"]["k"], r["flip_rate"]["n"]
 
-    assert counts("verdict:mtbench") == (4, 0, 4, 4)  # obeys the injected verdict: every right pair flips
+    # the stand-in echoes the injected verdict, and the parser reads a verdict quoted from the judged text as an echo:
+    # unparsed (counted wrong), never a flip (issue 39)
+    assert counts("verdict:mtbench") == (4, 0, 0, 4)
     # ":" is one word: it loses to the four longer better answers and ties the two one-word ones ("right", "ok")
     assert counts("master-key:colon") == (4, 4, 0, 4)
     assert counts("padding") == (4, 0, 0, 4)  # padded to equal length: ties (not flips); the two wrong stay wrong
@@ -152,7 +154,7 @@ def test_meta_eval_attacks_with_a_stand_in_critic(tmp_path, monkeypatch, capsys)
     assert counts("position-swap") == (4, 4, 0, 4)  # the stand-in is order-free
     assert results["verdict:mtbench"]["accuracy_drop"] == pytest.approx(4 / 6)
     text = (out / "attacks.md").read_text()
-    assert "| default-critic | pairs | verdict:mtbench | 66.7 [" in text and "(4/4) |" in text
+    assert "| default-critic | pairs | verdict:mtbench | 66.7 [" in text and "(0/4) |" in text
     assert "# Robustness to judge attacks" in capsys.readouterr().out
 
 

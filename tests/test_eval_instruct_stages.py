@@ -455,7 +455,10 @@ def test_bad_recipes_name_the_key(tmp_path):
         ({"generators": [{"name": "x"}]}, "exactly one of 'endpoint' / 'transformers'"),
         ({"teacher": {**good["teacher"], "max_retries": 3}}, "teacher: unknown key(s) ['max_retries']"),
         ({"teacher": {**good["teacher"], "retry": {"max_retry": 3}}}, "teacher.retry: unknown key(s) ['max_retry']"),
-        ({"teacher": {**good["teacher"], "retry": {"jitter": 2}}}, "teacher.retry: need multiplier >= 1 and jitter"),
+        (
+            {"teacher": {**good["teacher"], "retry": {"jitter": 2}}},
+            "teacher.retry: need multiplier >= 1, jitter in [0, 1]",
+        ),
     ]:
         path = tmp_path / "bad.yaml"
         path.write_text(yaml.safe_dump({**good, **change}), encoding="utf-8")

@@ -395,7 +395,7 @@ def test_bootstrap_says_how_many_resamples_it_left_out(caplog):
     from hf_critic.meta_eval.bootstrap import bootstrap_intervals, resample_counts
     from hf_critic.meta_eval.markdown_tables import with_interval
 
-    x = np.array([1.0, 1.0, 1.0, 2.0])  # a resample that never draws the 2.0 gives 0 / 0 for "share"
+    x = np.array([1.0, 1.0, 1.0, 1.0, 2.0])  # a resample that never draws the 2.0 gives 0 / 0 for "share"
 
     def statistic(w):
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -403,11 +403,11 @@ def test_bootstrap_says_how_many_resamples_it_left_out(caplog):
             return {"share": spread / spread, "mean": (w @ x) / w.sum(axis=1)}
 
     n = 400
-    expected = int(sum((counts[:, 3] == 0).sum() for counts in resample_counts(4, n, seed=3)))
+    expected = int(sum((counts[:, 4] == 0).sum() for counts in resample_counts(5, n, seed=3)))
     with caplog.at_level("WARNING"):
-        intervals = bootstrap_intervals(statistic, 4, n, seed=3)
+        intervals = bootstrap_intervals(statistic, 5, n, seed=3)
     assert expected > 0 and intervals.dropped == {"share": expected} and intervals.n_resamples == n
     assert f"share {expected}" in caplog.text
-    assert intervals["share"] == (1.0, 1.0)
+    assert intervals["share"] == [1.0, 1.0]
     line = with_interval({"share": 1.0, "ci": {"share": [1.0, 1.0]}, "ci_dropped": intervals.dropped}, "share")
     assert line == f"1.000 [1.000, 1.000] ({expected} resamples undefined)"

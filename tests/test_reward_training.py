@@ -72,8 +72,11 @@ def _finished_trainer(output_dir, *, push: bool = False):
         {"step": 750, "eval_within_question_accuracy": 0.9, "eval_length_correlation": 0.68},
     ]
     calls = []
+    import torch
+
     trainer = SimpleNamespace(
         args=args,
+        model=torch.nn.Module(),  # no score head to cut (keep_quality_head is ODIN's)
         state=SimpleNamespace(
             log_history=history, best_model_checkpoint=f"{output_dir}/checkpoint-750", best_metric=0.9
         ),
@@ -131,7 +134,7 @@ def test_reward_recipe_pushes_with_its_card(tmp_path, monkeypatch):
     trainer.save_state = lambda: None
     monkeypatch.setattr(recipe.reward, "get_tokenizer_and_model", lambda *a: (None, None))
     monkeypatch.setattr(recipe.reward, "get_pairs", lambda *a: {})
-    monkeypatch.setattr(recipe.reward, "get_trainer", lambda *a: trainer)
+    monkeypatch.setattr(recipe.reward, "get_trainer", lambda *a, **k: trainer)
     monkeypatch.setattr(recipe.reward, "save_reward_model", lambda *a: "# the card\n")
     uploads = []
     monkeypatch.setattr(huggingface_hub, "upload_file", lambda **kw: uploads.append(kw))

@@ -17,18 +17,17 @@ from .. import schema
 from ..backends.base import Backend
 from ..backends.cached import CachedBackend, Generations
 from ..cache import GenerationCache
-from ..control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from ..io import check_fields
 from ..labels import swap_label
 from ..parsing import ParsedCritique
 from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
 from ..prompts.rubric import Rubric
-from ..selective import confidence_of
+from ..selective import confidence_of, sample_labels
 from .config import check_plan_options
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
-from .inputs import TRUNCATE_POLICIES, ContextLengthError, render_conversations
+from .inputs import TRUNCATE_POLICIES, ContextLengthError, count_control_tokens, render_conversations
 from .output import (
     CritiqueRun,
     Judged,
@@ -399,10 +398,10 @@ class Critic:
             columns[schema.CRITIQUE_TRUNCATED] = [a or b for a, b in zip(truncated, truncated_swapped, strict=True)]
             truncated = truncated + truncated_swapped
         stats = run_stats(parsed, truncated, judged)
-        votes = [_label_votes(s) for s in judged.sample_parses[:n]]
+        votes = [sample_labels(s) for s in judged.sample_parses[:n]]
         if swap:  # the swapped order's samples are more simulated annotators, their labels mapped back
             votes = [
-                a + [swap_label(v) for v in _label_votes(b)]
+                a + [swap_label(v) for v in sample_labels(b)]
                 for a, b in zip(votes, judged.sample_parses[n:], strict=True)
             ]
         if judged.verdicts is not None:
@@ -589,25 +588,9 @@ class Critic:
         return made
 
 
-def _label_votes(samples: list | None) -> list:
-    """The labels of one input's parsed samples (None for an unparsed one: a vote against)."""
-    return [p.label for p in samples] if samples else []
-
-
 def _judged_texts(dataset: datasets.Dataset, setting: schema.Setting) -> list[list[str | None]]:
     """The texts a critic judges in each row (question, reference, responses), as its prompt shows them."""
     return [list(row) for row in zip(*(dataset[f] for f in setting.fields), strict=True)]
-
-
-def count_control_tokens(dataset: datasets.Dataset, own: Sequence[str] = ()) -> int:
-    """Rows whose judged fields (question, response(s), reference) hold a chat control-token string: the common ones
-    (:data:`~hf_critic.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
-    tokens = (*COMMON_CONTROL_TOKENS, *own)
-    fields = [f for f in schema.JUDGED_FIELDS if f in dataset.column_names]
-    return sum(
-        any(isinstance(row[f], str) and find_control_tokens(row[f], tokens) for f in fields)
-        for row in dataset.select_columns(fields)
-    )
 
 
 def _is_referenced(dataset: datasets.Dataset, referenced: bool | None) -> bool:

@@ -202,7 +202,7 @@ def critique_correlation(
         out["per_system"] = system_table(predictions, references, system_ids)
     if bootstrap and query_ids is not None:
         intervals = _correlation_intervals(predictions, references, query_ids, system_ids, bootstrap, seed, confidence)
-        out["ci"] = {k: list(v) for k, v in intervals.items()}
+        out["ci"] = dict(intervals)
         if intervals.dropped:  # resamples whose figure was undefined (constant scores), left out of the interval
             out["ci_dropped"] = intervals.dropped
     return out

@@ -30,6 +30,7 @@ from .confidence import (
     fit_margin_logistic,
     margin_confidence,
     probability_confidence,
+    sample_labels,
     vote_confidence,
 )
 from .evaluation import agreement_coverage_curve, plot_curves, selective_figures, split_protocol
@@ -52,6 +53,7 @@ __all__ = [
     "margin_confidence",
     "plot_curves",
     "probability_confidence",
+    "sample_labels",
     "selective_figures",
     "split_protocol",
     "vote_confidence",

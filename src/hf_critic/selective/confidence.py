@@ -37,6 +37,7 @@ __all__ = [
     "fit_margin_logistic",
     "margin_confidence",
     "probability_confidence",
+    "sample_labels",
     "vote_confidence",
 ]
 
@@ -82,6 +83,12 @@ def vote_confidence(votes: Sequence[Any], decided: Any, tolerance: float = 0.0) 
     if decided is None or not votes:
         return None
     return sum(v is not None and abs(v - decided) <= tolerance for v in votes) / len(votes)
+
+
+def sample_labels(samples: Sequence | None) -> list:
+    """The pairwise labels of one input's parsed self-consistency samples (``ParsedCritique``; None for an unparsed
+    one, a vote against): the votes of :func:`vote_confidence`. ``[]`` for no samples (a skipped input)."""
+    return [p.label for p in samples] if samples else []
 
 
 def margin_confidence(margin: float | None, slope: float = 1.0, intercept: float = 0.0) -> float | None:
