@@ -194,6 +194,7 @@ def _encode_marked(tokenizer, text: str, offsets: bool = False) -> tuple[list[in
 
 
 def _plain(tokenizer, text: str) -> list[int]:
+    """Ids of trusted text (here only the separator newline), with the tokenizer's defaults; never judged data."""
     return [int(i) for i in tokenizer(text, add_special_tokens=False)["input_ids"]]
 
 
