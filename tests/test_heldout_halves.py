@@ -13,7 +13,15 @@ import pytest
 
 from hf_critic.io import RecordError
 from hf_critic.loaders import load_benchmark
-from hf_critic.meta_eval.halves import BENCHMARKS, dev_score, heldout_figures, load_split, make_split, write_half
+from hf_critic.meta_eval.halves import (
+    BENCHMARKS,
+    dev_score,
+    heldout_figures,
+    load_split,
+    make_split,
+    training_facts,
+    write_half,
+)
 from hf_critic.schema import query_id
 
 REPO = Path(__file__).resolve().parents[1]
@@ -100,6 +108,23 @@ def test_the_choice_making_script_reads_dev_halves_only(tmp_path):
     with pytest.raises(RecordError, match="no half.txt"):
         select.dev_table([str(_folder(tmp_path, None))])
     assert select.main([str(tmp_path / "critic_test")]) == 2
+
+
+def test_the_dev_table_gives_each_trained_critics_cost(tmp_path, capsys):
+    """Pairs or examples seen, training wall and per hour come from the judged model folder's trainer state."""
+    model = tmp_path / "run"
+    model.mkdir()
+    history = [{"loss": 0.7, "step": 10}, {"train_runtime": 1800.0, "train_samples_per_second": 2.5, "step": 500}]
+    (model / "trainer_state.json").write_text(json.dumps({"log_history": history}))
+    (tmp_path / "other").mkdir()
+    trained, untrained = _folder(tmp_path, "dev"), _folder(tmp_path / "other", "dev")
+    (trained / "model.txt").write_text(f"{model}\n")
+    (untrained / "model.txt").write_text("default\n")
+    assert training_facts(trained) == {"seen": 4500, "wall_s": 1800.0, "per_hour": 9000.0}
+    assert training_facts(untrained) is None
+    assert _select_critic().main([str(trained), str(untrained)]) == 0
+    table = capsys.readouterr().out
+    assert "| 4,500 | 30 min | 9,000 |" in table and table.count("|  |  |  |") == 1
 
 
 def test_no_choice_making_recipe_names_a_test_half():

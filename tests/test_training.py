@@ -704,3 +704,52 @@ def test_deepspeed_auto_values_are_resolved_by_transformers(tmp_path):
     assert resolved["bf16"]["enabled"] is True  # the launch's mixed precision, set by accelerate
     unresolved = training.deepspeed_config_from_accelerate(path, training_args=args)
     assert unresolved["zero_optimization"]["reduce_bucket_size"] == "auto"  # only the model can fill it
+
+
+# ------------------------------------------------------------------------------- LoRA on the top layers (recipes/sft.py)
+def _sft_args(model_dir, *extra):
+    script, _, training_args, model_args = training.parser().parse_args_and_config(
+        [
+            "--model_name_or_path",
+            str(model_dir),
+            "--dataset_name",
+            "unused",
+            "--output_dir",
+            "unused",
+            "--use_cpu",
+            "true",
+            "--bf16",
+            "false",
+            *extra,
+        ]
+    )
+    return model_args, script, training_args
+
+
+@pytest.mark.parametrize("targets", [["all-linear"], ["q_proj", "v_proj"]])
+def test_sft_lora_top_layers_adapts_only_the_top_layers(tiny_model_dir, targets):
+    from peft import get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model_args, script, training_args = _sft_args(
+        tiny_model_dir, "--use_peft", "true", "--lora_top_layers", "1", "--lora_target_modules", *targets
+    )
+    config = training.peft_config(model_args, script, training_args)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model_dir), config)
+    layers = {name.split("layers.")[1].split(".")[0] for name, p in model.named_parameters() if p.requires_grad}
+    top = str(model.config.num_hidden_layers - 1)
+    assert layers == {top}
+    adapted = {name.split(f"layers.{top}.")[1].split(".lora")[0].split(".")[-1] for name, p in
+               model.named_parameters() if p.requires_grad}  # fmt: skip
+    assert adapted == (set(targets) if targets != ["all-linear"] else set(training.config._LINEAR_NAMES))
+
+
+def test_sft_lora_top_layers_refuses_what_it_cannot_restrict(tiny_model_dir):
+    model_args, script, training_args = _sft_args(tiny_model_dir, "--lora_top_layers", "1")
+    with pytest.raises(training.RecipeError, match="needs use_peft"):
+        training.peft_config(model_args, script, training_args)
+    model_args, script, training_args = _sft_args(tiny_model_dir, "--use_peft", "true", "--lora_top_layers", "9")
+    with pytest.raises(training.RecipeError, match=r"lora_top_layers must be in \[1, 2\]"):
+        training.peft_config(model_args, script, training_args)
+    model_args, script, training_args = _sft_args(tiny_model_dir, "--use_peft", "true")
+    assert training.peft_config(model_args, script, training_args).layers_to_transform is None

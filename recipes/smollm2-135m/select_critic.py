@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures
+from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, training_facts
 
 
 def dev_table(folders: list[str]) -> list[dict]:
@@ -33,7 +33,8 @@ def dev_table(folders: list[str]) -> list[dict]:
         if half != "dev":
             raise RecordError(f"{folder}: a {half} half; choices are made on dev halves only")
         figures = heldout_figures(folder)
-        rows.append({"critic": Path(folder).name, "dev_score": dev_score(figures), **figures})
+        row = {"critic": Path(folder).name, "dev_score": dev_score(figures), **figures}
+        rows.append({**row, "training": training_facts(folder)})
     return sorted(rows, key=lambda r: -r["dev_score"] if r["dev_score"] == r["dev_score"] else float("inf"))
 
 
@@ -49,13 +50,20 @@ def main(argv=None) -> int:
         print(f"select_critic.py: error: {err}", file=sys.stderr)
         return 2
     names = [name for name, _, _ in FIGURES]
-    print("| critic | dev score | " + " | ".join(names) + " |")
-    print("|---|---:|" + "---:|" * len(names))
+    print("| critic | dev score | " + " | ".join(names) + " | trained on | training wall | per hour |")
+    print("|---|---:|" + "---:|" * (len(names) + 3))
     for row in rows:
         cells = [f"{row[n]['critic']:.1f} ({row[n]['length']:.1f}, n={row[n]['n']})" for n in names]
+        cost = row["training"]
+        cells += (
+            [f"{cost['seen']:,}", f"{cost['wall_s'] / 60:.0f} min", f"{cost['per_hour']:,.0f}"]
+            if cost
+            else ["", "", ""]
+        )
         print(f"| {row['critic']} | {row['dev_score']:+.2f} | " + " | ".join(cells) + " |")
     print(
-        f"chosen on dev: {rows[0]['critic']} (dev score {rows[0]['dev_score']:+.2f}; cells: critic (longer wins, n))"
+        f"chosen on dev: {rows[0]['critic']} (dev score {rows[0]['dev_score']:+.2f}; cells: critic (longer wins, n); "
+        "trained on: examples or pairs, from the model folder's trainer_state.json)"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")

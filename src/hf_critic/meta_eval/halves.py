@@ -33,12 +33,14 @@ __all__ = [
     "BENCHMARKS",
     "FIGURES",
     "HALVES",
+    "MODEL_FILE",
     "dev_score",
     "half_of",
     "heldout_figures",
     "load_split",
     "make_split",
     "save_split",
+    "training_facts",
     "write_half",
 ]
 
@@ -58,6 +60,7 @@ FIGURES = (
     ("mt_bench_row_pearson", "mt_bench.jsonl", "pearson"),
 )
 HALF_FILE = "half.txt"  # written by evaluate_heldout.sh into its output folder: which half it judged
+MODEL_FILE = "model.txt"  # written beside it: the --model it judged with
 
 
 def _keys(benchmark: str, path: str | os.PathLike) -> list[str]:
@@ -248,6 +251,29 @@ def heldout_figures(folder: str | os.PathLike) -> dict[str, dict[str, float]]:
         )
         out[name] = {"critic": critic, "length": length, "margin": critic - length, "n": n}
     return out
+
+
+def training_facts(folder: str | os.PathLike) -> dict[str, float] | None:
+    """What training cost the critic an ``evaluate_heldout.sh`` folder judged with: read from the ``trainer_state.json``
+    of the model folder named in its ``model.txt`` (a ``recipes/sft.py`` or ``recipes/reward.py`` output).
+
+    Returns:
+        ``{"seen": examples or pairs trained on, "wall_s": training seconds, "per_hour": seen per hour}``, or None for
+        a critic with no trainer state (the untrained critic, a Hub model, a folder moved since). A resumed run's
+        wall time is its last leg's (transformers times each ``train()`` call) while ``seen`` counts the whole run.
+    """
+    model_file = Path(folder) / MODEL_FILE
+    if not model_file.is_file():
+        return None
+    state = Path(model_file.read_text(encoding="utf-8").strip()) / "trainer_state.json"
+    if not state.is_file():
+        return None
+    history = json.loads(state.read_text(encoding="utf-8")).get("log_history", [])
+    final = next((entry for entry in reversed(history) if "train_runtime" in entry), None)
+    if final is None or not final.get("train_runtime"):
+        return None
+    seen = final["train_samples_per_second"] * final["train_runtime"]
+    return {"seen": round(seen), "wall_s": final["train_runtime"], "per_hour": 3600 * seen / final["train_runtime"]}
 
 
 def dev_score(figures: dict[str, dict[str, float]]) -> float:

@@ -21,7 +21,13 @@ v2 §4.3 settings (ChatGLM3-6B, ZeRO-2, AdamW, weight decay 0.1, lr 6e-5, 10% wa
 
 from .callbacks import CriticSFTTrainer, CritiquePearsonCallback, logged_eval_metrics, validation_callback
 from .card import model_card, sft_model_card
-from .config import ScriptArguments, ValidationArguments, deepspeed_config_from_accelerate, parser
+from .config import (
+    ScriptArguments,
+    ValidationArguments,
+    deepspeed_config_from_accelerate,
+    lora_on_top_layers,
+    parser,
+)
 from .masks import (
     LOSS_MODES,
     LossMask,
@@ -43,6 +49,7 @@ from .sft import (
     get_tokenizer,
     last_checkpoint,
     model_init_kwargs,
+    peft_config,
     push_with_card,
     resolve_loss_mode,
     save_model_and_card,
@@ -74,10 +81,12 @@ __all__ = [
     "has_generation_markers",
     "last_checkpoint",
     "load_mixture",
+    "lora_on_top_layers",
     "logged_eval_metrics",
     "loss_mode",
     "model_card",
     "model_init_kwargs",
+    "peft_config",
     "parser",
     "push_with_card",
     "resolve_loss_mode",

@@ -16,7 +16,13 @@ from trl import ScriptArguments as TrlScriptArguments
 
 from ..formats import DEFAULT_FAMILY
 
-__all__ = ["ScriptArguments", "ValidationArguments", "deepspeed_config_from_accelerate", "parser"]
+__all__ = [
+    "ScriptArguments",
+    "ValidationArguments",
+    "deepspeed_config_from_accelerate",
+    "lora_on_top_layers",
+    "parser",
+]
 
 
 @dataclass
@@ -49,6 +55,13 @@ class ScriptArguments(TrlScriptArguments):
         metadata={
             "help": "Drop examples longer than max_length instead of truncating them (truncation would cut the "
             "verdict, which comes last)."
+        },
+    )
+    lora_top_layers: int = field(
+        default=0,
+        metadata={
+            "help": "With use_peft: LoRA on the top N decoder layers only (0: every layer). The backward pass then "
+            "stops at the lowest adapted layer: about 3x faster a step on CPU with 4 of 30 layers."
         },
     )
     dry_run: bool = field(
@@ -115,6 +128,27 @@ class ValidationArguments:
         default="critique_pearson",
         metadata={"help": "Name of the validation Pearson (use it as metric_for_best_model)."},
     )
+
+
+_LINEAR_NAMES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
+def lora_on_top_layers(peft_config, top: int, num_layers: int) -> None:
+    """Restrict a PEFT LoRA config to the top ``top`` of ``num_layers`` decoder layers (``layers_to_transform``), in
+    place. ``"all-linear"`` becomes the Llama-style projection names, which ``layers_to_transform`` needs.
+
+    Raises:
+        ValueError: ``top`` outside ``[1, num_layers]``, or target modules given as a regular expression (PEFT
+            cannot restrict those to layers).
+    """
+    if not 1 <= top <= num_layers:
+        raise ValueError(f"lora_top_layers must be in [1, {num_layers}] (the model's layers), got {top}")
+    targets = peft_config.target_modules
+    if targets == "all-linear" or (not isinstance(targets, str) and set(targets or ()) == {"all-linear"}):
+        peft_config.target_modules = list(_LINEAR_NAMES)
+    elif isinstance(targets, str):
+        raise ValueError(f"lora_top_layers needs module names, not the pattern {targets!r}: list the modules")
+    peft_config.layers_to_transform = list(range(num_layers - top, num_layers))
 
 
 def parser():

@@ -30,6 +30,7 @@ from trl import RewardTrainer
 
 from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..reward_model import RewardCalibration, fit_calibration, fit_ids, fit_tie_margin
+from .config import lora_on_top_layers
 
 logger = logging.getLogger(__name__)
 
@@ -351,9 +352,7 @@ def configure_peft(peft_config, script_args: RewardScriptArguments, num_layers: 
         full_layers = [f"model.layers.{i}" for i in range(num_layers - full, num_layers)]
         peft_config.modules_to_save = list(dict.fromkeys([*(peft_config.modules_to_save or []), *full_layers]))
     elif top:
-        if isinstance(peft_config.target_modules, str):  # "all-linear": PEFT needs names with layers_to_transform
-            peft_config.target_modules = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        peft_config.layers_to_transform = list(range(num_layers - top, num_layers))
+        lora_on_top_layers(peft_config, top, num_layers)
     if str(peft_config.task_type) != "SEQ_CLS":  # PEFT trains a SEQ_CLS model's classifier ("score") itself
         peft_config.modules_to_save = list(dict.fromkeys([*(peft_config.modules_to_save or []), "score"]))
 

@@ -20,6 +20,7 @@ import transformers
 
 from ..io import RecordError
 from .callbacks import logged_eval_metrics
+from .config import lora_on_top_layers
 from .masks import loss_mode, set_chat_template
 from .messages import ensure_messages
 from .mixture import DatasetMixture, DatasetSource, MixtureResult, load_mixture
@@ -31,6 +32,7 @@ __all__ = [
     "get_tokenizer",
     "last_checkpoint",
     "model_init_kwargs",
+    "peft_config",
     "push_with_card",
     "resolve_loss_mode",
     "save_model_and_card",
@@ -198,6 +200,34 @@ def model_init_kwargs(model_args, training_args):
         kwargs.setdefault("device_map", {"": PartialState().local_process_index})
     training_args.model_init_kwargs = kwargs
     return quantization_config
+
+
+def peft_config(model_args, script_args, training_args):
+    """TRL's PEFT config of the recipe (``use_peft``, ``lora_*``; None without ``use_peft``), restricted to the top
+    ``lora_top_layers`` decoder layers when that is set (:func:`~hf_critic.training.config.lora_on_top_layers`).
+
+    Raises:
+        RecipeError: ``lora_top_layers`` without ``use_peft``, or outside the model's layers.
+    """
+    from transformers import AutoConfig
+    from trl import get_peft_config
+
+    config = get_peft_config(model_args)
+    top = script_args.lora_top_layers
+    if not top:
+        return config
+    if config is None:
+        raise RecipeError("lora_top_layers needs use_peft: true (it restricts the LoRA adapters)")
+    model_config = (training_args.model_init_kwargs or {}).get("config") or AutoConfig.from_pretrained(
+        model_args.model_name_or_path,
+        revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
+    )
+    try:
+        lora_on_top_layers(config, top, model_config.num_hidden_layers)
+    except ValueError as err:
+        raise RecipeError(str(err)) from None
+    return config
 
 
 def save_model_and_card(trainer, tokenizer, model_args, card: str) -> None:
