@@ -4,7 +4,8 @@ python scripts/show_verdicts.py outputs/demo/*.jsonl
 
 Pointwise rows whose ids end in ``-good`` / ``-bad`` are twins (same question): the good one must score higher.
 Pairwise rows with a ``label`` column (0 = response 1 better, 1 = response 2 better) must get that label. The last
-line counts the verdicts that match.
+line counts the verdicts that match, beside "the longer answer wins" on the same rows (more words; equal lengths
+count as wrong): a critic that does not beat it has learnt length, not judgement.
 
 A FILE is an ``hf-critic grade`` output (``critique_score``) or an ``hf-critic compare`` output (``critique_label``):
 JSONL / JSON / CSV / parquet, a folder of them (one block per file) or a ``save_to_disk`` folder (one block per
@@ -43,6 +44,30 @@ def _twins(rows: list, scores: list) -> dict[str, bool | None]:
     }
 
 
+def _words(row: dict, name: str) -> int:
+    return len(str(row.get(name, "")).split())
+
+
+def longer_wins(rows: list) -> list[bool | None]:
+    """Per row, whether "the longer answer wins" gets it right, where :func:`verdicts` checks the row (None
+    elsewhere): a -good twin's answer longer than its -bad twin's; a pairwise row's label on the longer response."""
+    where, first = rows[0]
+    if "critique_score" in first:
+        lengths = {str(row.get("id", "")): _words(row, "response") for _, row in rows}
+        out = []
+        for _, row in rows:
+            stem, _, kind = str(row.get("id", "")).rpartition("-")
+            bad = lengths.get(f"{stem}-bad")
+            out.append(lengths[f"{stem}-good"] > bad if kind == "good" and bad is not None else None)
+        return out
+    gold = row_verdicts(rows, "pairwise", "label") if any("label" in r for _, r in rows) else [None] * len(rows)
+    out = []
+    for (_, row), g in zip(rows, gold, strict=True):
+        one, two = _words(row, "response_1"), _words(row, "response_2")
+        out.append(None if g not in (0, 1) else one != two and g == (0 if one > two else 1))
+    return out
+
+
 def verdicts(rows: list) -> list[tuple[str, bool | None, bool]]:
     """``(verdict, matches the known better answer or None, pointwise)`` per row; the shape is the first row's."""
     where, first = rows[0]
@@ -76,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         help="hf-critic grade / compare outputs (JSONL, JSON, CSV, parquet), folders of them or save_to_disk folders",
     )
     args = parser.parse_args(argv)
-    right = total = 0
+    right = total = longer = 0
     try:
         for name, rows in rows_by_source(args.files):
             print(name)
+            longer += sum(bool(ok) for ok in longer_wins(rows))
             for (where, row), (verdict, ok, graded) in zip(rows, verdicts(rows), strict=True):
                 question = " ".join(str(row.get("question", "")).split())[:60]
                 mass = field(row, "critique_verdict_mass", where, kind="score", default=None)
@@ -92,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:  # RecordError, unreadable files: one line naming file, row and field
         print(f"{parser.prog}: error: {err}", file=sys.stderr)
         return 2
-    print(f"{right} of {total} verdicts match the known better answer")
+    print(f"{right} of {total} verdicts match the known better answer (the longer answer wins: {longer} of {total})")
     return 0
 
 

@@ -54,3 +54,21 @@ def test_heldout_pearson_reads_grade_files_and_names_a_missing_one(tmp_path):
                              capture_output=True, text=True, timeout=120)  # fmt: skip
     assert missing.returncode == 2 and "after_*.jsonl: no such file" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_show_verdicts_counts_the_critic_beside_the_longer_answer(tmp_path):
+    graded = _write(tmp_path / "graded.jsonl", [
+        {"id": "q1-good", "question": "q1", "response": "right and long answer", "critique_score": 2.0},
+        {"id": "q1-bad", "question": "q1", "response": "wrong", "critique_score": 7.0},  # critic wrong, length right
+        {"id": "q2-good", "question": "q2", "response": "42", "critique_score": 9.0},
+        {"id": "q2-bad", "question": "q2", "response": "a long wrong answer", "critique_score": 1.0},  # the reverse
+    ])  # fmt: skip
+    pairs = _write(tmp_path / "pairs.jsonl", [
+        {"response_1": "a b c", "response_2": "a", "label": 0, "critique_label": 0},  # both right
+        {"response_1": "a b", "response_2": "a c", "label": 1, "critique_label": 1},  # equal lengths: length wrong
+    ])  # fmt: skip
+    out = _run("show_verdicts.py", graded, pairs)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == (
+        "3 of 4 verdicts match the known better answer (the longer answer wins: 2 of 4)"
+    )
