@@ -99,6 +99,24 @@ def test_figures_and_the_dev_score(tmp_path):
     assert dev_score(figures) == pytest.approx(expected)
 
 
+def test_hhh_two_way_reads_a_probability_critics_tie_as_hf_critic_does(tmp_path):
+    """A probability read-out whose decided label is a tie still chooses between the two responses (the tie
+    dropped, as hf-critic's two-way accuracy); a text tie counts half; an unparsed verdict counts as wrong."""
+    folder = _folder(tmp_path, "dev")
+    tie_r1 = json.dumps({"response_1": 0.3, "response_2": 0.1, "tie": 0.6})
+    rows = [
+        {"response_1": "a", "response_2": "a b", "label": 0, "critique_label": 2, "critique_distribution": tie_r1},
+        {"response_1": "a", "response_2": "a b", "label": 1, "critique_label": 2, "critique_distribution": tie_r1},
+        {"response_1": "a", "response_2": "a b", "label": 1, "critique_label": None, "critique_distribution": None},
+        {"response_1": "a", "response_2": "a b", "label": 2, "critique_label": 2, "critique_distribution": tie_r1},
+    ]
+    (folder / "hhh.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert heldout_figures(folder)["hhh_two_way"]["critic"] == pytest.approx(100 / 3)  # right, wrong, unparsed
+    text = [{**r, "critique_distribution": None} for r in rows[:2]]
+    (folder / "hhh.jsonl").write_text("".join(json.dumps(r) + "\n" for r in text))
+    assert heldout_figures(folder)["hhh_two_way"]["critic"] == 50.0  # two text ties: half each
+
+
 def test_the_choice_making_script_reads_dev_halves_only(tmp_path):
     select = _select_critic()
     rows = select.dev_table([str(_folder(tmp_path, "dev"))])

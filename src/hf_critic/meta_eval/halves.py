@@ -27,6 +27,7 @@ from ..io import RecordError
 from ..labels import TIE
 from ..loaders import load_benchmark
 from ..schema import query_id
+from .agreement import two_way_decisions
 from .within_question import within_question_accuracy
 
 __all__ = [
@@ -203,15 +204,23 @@ def _words(text: str) -> int:
 
 
 def _pairwise(rows: list[dict], two_way: bool) -> tuple[float, float, int]:
-    """(critic %, longer wins %, pairs): the critic's first-order label (``critique_label_first`` when the run
-    swapped, else ``critique_label``; unparsed counts as wrong); two-way: the pairs with a winner only."""
+    """(critic %, longer wins %, pairs) from the critic's first-order verdict (``critique_label_first`` when the run
+    swapped, else ``critique_label``; unparsed counts as wrong). Two-way: the pairs with a winner only, scored as
+    hf-critic scores two-way accuracy (:func:`~hf_critic.meta_eval.agreement.two_way_decisions`): a probability
+    read-out chooses between P(response 1) and P(response 2) of its first order's ``critique_distribution``, the
+    tie dropped; a text tie counts half."""
     if two_way:
         rows = [r for r in rows if r["label"] != TIE]
-    critic = [r.get("critique_label_first", r.get("critique_label")) for r in rows]
-    longer = [0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows]
-    gold = [r["label"] for r in rows]
-    agree = lambda verdicts: 100 * float(np.mean([v == g for v, g in zip(verdicts, gold, strict=True)]))  # noqa: E731
-    return agree(critic), agree(longer), len(rows)
+    labels = [r.get("critique_label_first", r.get("critique_label")) for r in rows]
+    gold = np.array([r["label"] for r in rows], dtype=float)
+    longer = np.array([0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows], dtype=float)
+    if two_way:
+        distributions = [r.get("critique_distribution") for r in rows]
+        decisions = two_way_decisions(labels, distributions if any(d is not None for d in distributions) else None)
+        critic = np.nan_to_num(1 - np.abs(decisions - gold), nan=0.0)  # unparsed: wrong
+    else:
+        critic = np.array([v == g for v, g in zip(labels, gold, strict=True)], dtype=float)
+    return 100 * float(np.mean(critic)), 100 * float(np.mean(longer == gold)), len(rows)
 
 
 def _graded(rows: list[dict], kind: str) -> tuple[float, float, int]:
