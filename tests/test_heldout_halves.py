@@ -140,6 +140,9 @@ def test_the_dev_table_gives_each_trained_critics_cost(tmp_path, capsys):
     (untrained / "model.txt").write_text("default\n")
     assert training_facts(trained) == {"seen": 4500, "wall_s": 1800.0, "per_hour": 9000.0}
     assert training_facts(untrained) is None
+    (model / "train_results.json").write_text(json.dumps({"train_samples": 1500, "epoch": 2.0}))
+    assert training_facts(trained)["seen"] == 3000  # the recipe's rows x epochs, not the rounded rate
+    (model / "train_results.json").unlink()
     assert _select_critic().main([str(trained), str(untrained)]) == 0
     table = capsys.readouterr().out
     assert "| 4,500 | 30 min | 9,000 |" in table and table.count("|  |  |  |") == 1

@@ -264,7 +264,8 @@ def heldout_figures(folder: str | os.PathLike) -> dict[str, dict[str, float]]:
 
 def training_facts(folder: str | os.PathLike) -> dict[str, float] | None:
     """What training cost the critic an ``evaluate_heldout.sh`` folder judged with: read from the ``trainer_state.json``
-    of the model folder named in its ``model.txt`` (a ``recipes/sft.py`` or ``recipes/reward.py`` output).
+    of the model folder named in its ``model.txt`` (a ``recipes/sft.py`` or ``recipes/reward.py`` output), and the
+    rows trained on x epochs from its ``train_results.json`` where the recipe wrote them.
 
     Returns:
         ``{"seen": examples or pairs trained on, "wall_s": training seconds, "per_hour": seen per hour}``, or None for
@@ -281,7 +282,12 @@ def training_facts(folder: str | os.PathLike) -> dict[str, float] | None:
     final = next((entry for entry in reversed(history) if "train_runtime" in entry), None)
     if final is None or not final.get("train_runtime"):
         return None
-    seen = final["train_samples_per_second"] * final["train_runtime"]
+    seen = final["train_samples_per_second"] * final["train_runtime"]  # rounded by transformers to 3 decimals
+    results = state.with_name("train_results.json")  # the recipes' own count: training rows x epochs
+    if results.is_file():
+        counted = json.loads(results.read_text(encoding="utf-8"))
+        if "train_samples" in counted and "epoch" in counted:
+            seen = counted["train_samples"] * counted["epoch"]
     return {"seen": round(seen), "wall_s": final["train_runtime"], "per_hour": 3600 * seen / final["train_runtime"]}
 
 
