@@ -81,7 +81,6 @@ def main(script_args, training_args, model_args, validation_args):
 
     ######## Model, trainer and validation callback ########
     quantization_config = training.model_init_kwargs(model_args, training_args)  # sets training_args' too
-    peft_config = training.peft_config(model_args, script_args, training_args)
     trainer = training.CriticSFTTrainer(
         model=model_args.model_name_or_path,
         args=training_args,
@@ -89,7 +88,7 @@ def main(script_args, training_args, model_args, validation_args):
         eval_dataset=dataset["test"] if training_args.eval_strategy != "no" else None,
         processing_class=tokenizer,
         quantization_config=quantization_config,
-        peft_config=peft_config,
+        peft_config=training.peft_config(model_args, script_args, training_args),
     )
     template, language = script_args.template, script_args.language
     best = training_args.metric_for_best_model

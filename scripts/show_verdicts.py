@@ -105,8 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name, rows in rows_by_source(args.files):
             print(name)
+            checked = verdicts(rows)  # first: it names what a file that is neither kind lacks
             longer += sum(bool(ok) for ok in longer_wins(rows))
-            for (where, row), (verdict, ok, graded) in zip(rows, verdicts(rows), strict=True):
+            for (where, row), (verdict, ok, graded) in zip(rows, checked, strict=True):
                 question = " ".join(str(row.get("question", "")).split())[:60]
                 mass = field(row, "critique_verdict_mass", where, kind="score", default=None)
                 extra = f" (verdict mass {mass:.2f})" if mass is not None else ""
