@@ -135,7 +135,9 @@ _LINEAR_NAMES = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
 
 def lora_on_top_layers(peft_config, top: int, num_layers: int) -> None:
     """Restrict a PEFT LoRA config to the top ``top`` of ``num_layers`` decoder layers (``layers_to_transform``), in
-    place. ``"all-linear"`` becomes the Llama-style projection names, which ``layers_to_transform`` needs.
+    place. ``"all-linear"`` becomes the Llama-style projection names, which ``layers_to_transform`` needs. An
+    engineering choice beside CritiqueLLM's SFT (v1 §3.3, v2 §3.3): on CPU the backward pass stops at the lowest
+    adapted layer.
 
     Raises:
         ValueError: ``top`` outside ``[1, num_layers]``, or target modules given as a regular expression (PEFT

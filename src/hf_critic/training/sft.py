@@ -205,6 +205,10 @@ def model_init_kwargs(model_args, training_args):
 def peft_config(model_args, script_args, training_args):
     """TRL's PEFT config of the recipe (``use_peft``, ``lora_*``; None without ``use_peft``), restricted to the top
     ``lora_top_layers`` decoder layers when that is set (:func:`~hf_critic.training.config.lora_on_top_layers`).
+    The model's config is read for its layer count only when ``lora_top_layers`` is set.
+
+    Returns:
+        A ``peft.LoraConfig`` (``layers_to_transform`` set with ``lora_top_layers``), or None without ``use_peft``.
 
     Raises:
         RecipeError: ``lora_top_layers`` without ``use_peft``, or outside the model's layers.
