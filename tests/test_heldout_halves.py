@@ -20,6 +20,7 @@ from hf_critic.meta_eval.halves import (
     load_split,
     make_split,
     training_facts,
+    verdicts_of,
     write_half,
 )
 from hf_critic.schema import query_id
@@ -115,6 +116,33 @@ def test_hhh_two_way_reads_a_probability_critics_tie_as_hf_critic_does(tmp_path)
     text = [{**r, "critique_distribution": None} for r in rows[:2]]
     (folder / "hhh.jsonl").write_text("".join(json.dumps(r) + "\n" for r in text))
     assert heldout_figures(folder)["hhh_two_way"]["critic"] == 50.0  # two text ties: half each
+
+
+def test_a_verdict_both_run_is_also_scored_on_its_written_critiques(tmp_path):
+    """The written critique's parsed verdict (critique_text_*) is its own candidate: unparsed counts as wrong for a
+    pair and leaves a graded row out; a folder without text verdicts refuses the text view."""
+    folder = _folder(tmp_path, "dev")
+    assert verdicts_of(folder) == ("run",)
+    with pytest.raises(RecordError, match="no text verdicts"):
+        heldout_figures(folder, "text")
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        heldout_figures(folder, "reward")
+    for name in ("hhh", "autoj"):
+        rows = [json.loads(line) for line in (folder / f"{name}.jsonl").read_text().splitlines()]
+        texts = [0, None, 0, 1]  # right, unparsed, wrong, right
+        rows = [{**r, "critique_text_label": t} for r, t in zip(rows, texts, strict=True)]
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for name in ("mt_bench", "mt_vicuna"):
+        rows = [json.loads(line) for line in (folder / f"{name}.jsonl").read_text().splitlines()]
+        rows = [{**r, "critique_text_score": t} for r, t in zip(rows, [3.0, 8.0, None, 1.0], strict=True)]
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert verdicts_of(folder) == ("run", "text")
+    text = heldout_figures(folder, "text")
+    assert text["hhh_two_way"]["critic"] == 50.0 and text["eval_p_first_order"]["critic"] == 50.0
+    assert heldout_figures(folder)["hhh_two_way"]["critic"] == 75.0  # the run's own verdict is unchanged
+    assert text["mt_vicuna_within_question"] == {"critic": 0.0, "length": 100.0, "margin": -100.0, "n": 1}
+    rows = _select_critic().dev_table([str(folder)])
+    assert [r["critic"] for r in rows] == ["critic_dev", "critic_dev [text]"]
 
 
 def test_the_choice_making_script_reads_dev_halves_only(tmp_path):

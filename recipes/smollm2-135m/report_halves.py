@@ -5,13 +5,14 @@ Usage:
 python recipes/smollm2-135m/report_halves.py outputs/test/shipped outputs/test/untrained
 
 It makes no choice (select_critic.py does, on dev folders only): it prints each folder's half, figures and the mean
-margin over length, in the order given. exit status: 0 done; 2 a missing critique file or half.txt.
+margin over length, in the order given (a `--verdict both` folder twice: its run's verdict, then its written
+critiques' parsed verdict as FOLDER [text]). exit status: 0 done; 2 a missing critique file or half.txt.
 """
 
 import sys
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures
+from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, verdicts_of
 
 
 def main(argv=None) -> int:
@@ -25,9 +26,13 @@ def main(argv=None) -> int:
     print("|---|---|---:|" + "---:|" * len(names))
     try:
         for folder in folders:
-            figures = heldout_figures(folder)
-            cells = [f"{figures[n]['critic']:.1f} ({figures[n]['length']:.1f}, n={figures[n]['n']})" for n in names]
-            print(f"| {folder} | {half_of(folder)} | {dev_score(figures):+.2f} | " + " | ".join(cells) + " |")
+            for verdict in verdicts_of(folder):
+                figures = heldout_figures(folder, verdict)
+                cells = [
+                    f"{figures[n]['critic']:.1f} ({figures[n]['length']:.1f}, n={figures[n]['n']})" for n in names
+                ]
+                name = folder + (" [text]" if verdict == "text" else "")
+                print(f"| {name} | {half_of(folder)} | {dev_score(figures):+.2f} | " + " | ".join(cells) + " |")
     except RecordError as err:
         print(f"report_halves.py: error: {err}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ python recipes/smollm2-135m/select_critic.py outputs/dev/shipped outputs/dev/unt
 
 Each FOLDER is the output of `bash recipes/smollm2-135m/evaluate_heldout.sh MODEL FOLDER dev`. This is the one
 choice-making script of the protocol: it reads dev folders only and refuses any other (a test half, or a run on the
-whole benchmarks), so no choice can see a test half. `--json FILE` also writes the table.
+whole benchmarks), so no choice can see a test half. A folder judged with `--verdict both` gives two candidates:
+its run's verdict (the probability read-out) and its written critiques' parsed verdict (NAME [text]).
+`--json FILE` also writes the table.
 
 exit status: 0 done (the winner is the first row); 2 a folder that is not a dev half, or a missing critique file.
 """
@@ -18,11 +20,12 @@ import sys
 from pathlib import Path
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, training_facts
+from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, training_facts, verdicts_of
 
 
 def dev_table(folders: list[str]) -> list[dict]:
-    """``[{"critic", "dev_score", figure: {...}}]`` for dev folders, best dev score first.
+    """``[{"critic", "dev_score", figure: {...}, "training"}]`` for dev folders, one row per verdict a folder holds
+    (:func:`~hf_critic.meta_eval.halves.verdicts_of`; the text verdict's named ``NAME [text]``), best dev score first.
 
     Raises:
         RecordError: a folder that is not a dev half (``half.txt``), or a missing critique file.
@@ -32,9 +35,12 @@ def dev_table(folders: list[str]) -> list[dict]:
         half = half_of(folder)
         if half != "dev":
             raise RecordError(f"{folder}: a {half} half; choices are made on dev halves only")
-        figures = heldout_figures(folder)
-        row = {"critic": Path(folder).name, "dev_score": dev_score(figures), **figures}
-        rows.append({**row, "training": training_facts(folder)})
+        for verdict in verdicts_of(folder):
+            figures = heldout_figures(folder, verdict)
+            name = Path(folder).name + (" [text]" if verdict == "text" else "")
+            rows.append(
+                {"critic": name, "dev_score": dev_score(figures), **figures, "training": training_facts(folder)}
+            )
     return sorted(rows, key=lambda r: -r["dev_score"] if r["dev_score"] == r["dev_score"] else float("inf"))
 
 

@@ -35,10 +35,12 @@ __all__ = [
     "FIGURES",
     "HALVES",
     "MODEL_FILE",
+    "VERDICTS",
     "dev_score",
     "half_of",
     "heldout_figures",
     "load_split",
+    "verdicts_of",
     "make_split",
     "save_split",
     "training_facts",
@@ -60,6 +62,9 @@ FIGURES = (
     ("mt_vicuna_within_question", "mt_vicuna.jsonl", "within_question"),
     ("mt_bench_row_pearson", "mt_bench.jsonl", "pearson"),
 )
+#: where a figure's verdicts come from: the critique columns (the run's own --verdict: a probability read-out, a
+#: reward or the text), or the written critique's parsed verdict that a ``--verdict both`` run keeps beside them
+VERDICTS = {"run": ("critique_label", "critique_score"), "text": ("critique_text_label", "critique_text_score")}
 HALF_FILE = "half.txt"  # written by evaluate_heldout.sh into its output folder: which half it judged
 MODEL_FILE = "model.txt"  # written beside it: the --model it judged with
 
@@ -203,19 +208,20 @@ def _words(text: str) -> int:
     return len(str(text).split())
 
 
-def _pairwise(rows: list[dict], two_way: bool) -> tuple[float, float, int]:
+def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[float, float, int]:
     """(critic %, longer wins %, pairs) from the critic's first-order verdict (``critique_label_first`` when the run
-    swapped, else ``critique_label``; unparsed counts as wrong). Two-way: the pairs with a winner only, scored as
-    hf-critic scores two-way accuracy (:func:`~hf_critic.meta_eval.agreement.two_way_decisions`): a probability
-    read-out chooses between P(response 1) and P(response 2) of its first order's ``critique_distribution``, the
-    tie dropped; a text tie counts half."""
+    swapped, else ``critique_label``; the text verdict: ``critique_text_label``, the first order's; unparsed counts
+    as wrong). Two-way: the pairs with a winner only, scored as hf-critic scores two-way accuracy
+    (:func:`~hf_critic.meta_eval.agreement.two_way_decisions`): a probability read-out chooses between P(response 1)
+    and P(response 2) of its first order's ``critique_distribution``, the tie dropped; a text tie counts half."""
     if two_way:
         rows = [r for r in rows if r["label"] != TIE]
-    labels = [r.get("critique_label_first", r.get("critique_label")) for r in rows]
+    column = VERDICTS[verdict][0]
+    labels = [r.get("critique_label_first", r.get(column)) if verdict == "run" else r.get(column) for r in rows]
     gold = np.array([r["label"] for r in rows], dtype=float)
     longer = np.array([0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows], dtype=float)
     if two_way:
-        distributions = [r.get("critique_distribution") for r in rows]
+        distributions = [r.get("critique_distribution") for r in rows] if verdict == "run" else []
         decisions = two_way_decisions(labels, distributions if any(d is not None for d in distributions) else None)
         critic = np.nan_to_num(1 - np.abs(decisions - gold), nan=0.0)  # unparsed: wrong
     else:
@@ -223,13 +229,14 @@ def _pairwise(rows: list[dict], two_way: bool) -> tuple[float, float, int]:
     return 100 * float(np.mean(critic)), 100 * float(np.mean(longer == gold)), len(rows)
 
 
-def _graded(rows: list[dict], kind: str) -> tuple[float, float, int]:
+def _graded(rows: list[dict], kind: str, verdict: str = "run") -> tuple[float, float, int]:
     """(critic, length, rows) for graded rows: within-question accuracy in % or row-level Pearson x 100; rows
-    without a critic score are left out of both."""
+    without a critic score (the text verdict's: ``critique_text_score``) are left out of both."""
     from scipy.stats import pearsonr
 
-    rows = [r for r in rows if r.get("critique_score") is not None and r.get("human_score") is not None]
-    scores = [float(r["critique_score"]) for r in rows]
+    column = VERDICTS[verdict][1]
+    rows = [r for r in rows if r.get(column) is not None and r.get("human_score") is not None]
+    scores = [float(r[column]) for r in rows]
     lengths = [float(_words(r["response"])) for r in rows]
     human = [float(r["human_score"]) for r in rows]
     if kind == "within_question":
@@ -242,21 +249,40 @@ def _graded(rows: list[dict], kind: str) -> tuple[float, float, int]:
         return 100 * float(pearsonr(scores, human)[0]), 100 * float(pearsonr(lengths, human)[0]), len(rows)
 
 
-def heldout_figures(folder: str | os.PathLike) -> dict[str, dict[str, float]]:
+def verdicts_of(folder: str | os.PathLike) -> tuple[str, ...]:
+    """The verdicts an ``evaluate_heldout.sh`` folder can be scored on: ``("run",)``, and ``"text"`` too where the
+    run kept the written critique's parsed verdict (``--verdict both``: ``critique_text_*`` columns)."""
+    rows = _rows(Path(folder) / FIGURES[0][1])
+    return ("run", "text") if rows and VERDICTS["text"][0] in rows[0] else ("run",)
+
+
+def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str, dict[str, float]]:
     """Each figure of :data:`FIGURES` from an ``evaluate_heldout.sh`` output folder, beside "the longer answer
     wins" (length as the score) on the same rows.
+
+    Args:
+        folder: the output folder.
+        verdict: ``"run"`` (the critique columns: the run's own verdict) or ``"text"`` (the written critique's parsed
+            verdict of a ``--verdict both`` run, :func:`verdicts_of`).
 
     Returns:
         ``{figure: {"critic": x, "length": y, "margin": x - y, "n": pairs or rows}}``; percentages (Pearson x 100).
 
     Raises:
-        RecordError: a critique file is missing.
+        RecordError: a critique file is missing, or has no text verdicts when ``verdict="text"``.
+        ValueError: an unknown ``verdict``.
     """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict must be one of {sorted(VERDICTS)}, got {verdict!r}")
     out = {}
     for name, file, kind in FIGURES:
         rows = _rows(Path(folder) / file)
+        if verdict == "text" and rows and not any(c in rows[0] for c in VERDICTS["text"]):
+            raise RecordError(f"{Path(folder) / file}: no text verdicts (critique_text_*); judge with --verdict both")
         critic, length, n = (
-            _pairwise(rows, kind == "two_way") if kind in ("two_way", "agreement") else _graded(rows, kind)
+            _pairwise(rows, kind == "two_way", verdict)
+            if kind in ("two_way", "agreement")
+            else _graded(rows, kind, verdict)
         )
         out[name] = {"critic": critic, "length": length, "margin": critic - length, "n": n}
     return out
