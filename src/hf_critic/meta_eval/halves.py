@@ -40,10 +40,10 @@ __all__ = [
     "half_of",
     "heldout_figures",
     "load_split",
-    "verdicts_of",
     "make_split",
     "save_split",
     "training_facts",
+    "verdicts_of",
     "write_half",
 ]
 
