@@ -118,7 +118,7 @@ def test_hhh_two_way_reads_a_probability_critics_tie_as_hf_critic_does(tmp_path)
     assert heldout_figures(folder)["hhh_two_way"]["critic"] == 50.0  # two text ties: half each
 
 
-def test_a_verdict_both_run_is_also_scored_on_its_written_critiques(tmp_path):
+def test_a_verdict_both_run_is_also_scored_on_its_written_critiques(tmp_path, capsys):
     """The written critique's parsed verdict (critique_text_*) is its own candidate: unparsed counts as wrong for a
     pair and leaves a graded row out; a folder without text verdicts refuses the text view."""
     folder = _folder(tmp_path, "dev")
@@ -143,6 +143,15 @@ def test_a_verdict_both_run_is_also_scored_on_its_written_critiques(tmp_path):
     assert text["mt_vicuna_within_question"] == {"critic": 0.0, "length": 100.0, "margin": -100.0, "n": 1}
     rows = _select_critic().dev_table([str(folder)])
     assert [r["critic"] for r in rows] == ["critic_dev", "critic_dev [text]"]
+    spec = importlib.util.spec_from_file_location("report_halves", REPO / "recipes/smollm2-135m/report_halves.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    assert report.main([str(folder)]) == 0
+    printed = capsys.readouterr().out
+    score = {r["critic"]: f"{dev_score(r):+.2f}" for r in rows}
+    assert f"| {folder} | dev | {score['critic_dev']} |" in printed
+    assert f"| {folder} [text] | dev | {score['critic_dev [text]']} |" in printed
+    assert score["critic_dev"] != score["critic_dev [text]"]
 
 
 def test_the_choice_making_script_reads_dev_halves_only(tmp_path):

@@ -10,9 +10,10 @@ critiques' parsed verdict as FOLDER [text]). exit status: 0 done; 2 a missing cr
 """
 
 import sys
+from pathlib import Path
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, verdicts_of
+from hf_critic.meta_eval.halves import FIGURES, candidates, dev_score, half_of
 
 
 def main(argv=None) -> int:
@@ -26,13 +27,12 @@ def main(argv=None) -> int:
     print("|---|---|---:|" + "---:|" * len(names))
     try:
         for folder in folders:
-            for verdict in verdicts_of(folder):
-                figures = heldout_figures(folder, verdict)
+            for name, figures in candidates(folder):
                 cells = [
                     f"{figures[n]['critic']:.1f} ({figures[n]['length']:.1f}, n={figures[n]['n']})" for n in names
                 ]
-                name = folder + (" [text]" if verdict == "text" else "")
-                print(f"| {name} | {half_of(folder)} | {dev_score(figures):+.2f} | " + " | ".join(cells) + " |")
+                shown = str(Path(folder).parent / name)  # the folder as given, with " [text]" for written critiques
+                print(f"| {shown} | {half_of(folder)} | {dev_score(figures):+.2f} | " + " | ".join(cells) + " |")
     except RecordError as err:
         print(f"report_halves.py: error: {err}", file=sys.stderr)
         return 2

@@ -20,12 +20,12 @@ import sys
 from pathlib import Path
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import FIGURES, dev_score, half_of, heldout_figures, training_facts, verdicts_of
+from hf_critic.meta_eval.halves import FIGURES, candidates, dev_score, half_of, training_facts
 
 
 def dev_table(folders: list[str]) -> list[dict]:
     """``[{"critic", "dev_score", figure: {...}, "training"}]`` for dev folders, one row per verdict a folder holds
-    (:func:`~hf_critic.meta_eval.halves.verdicts_of`; the text verdict's named ``NAME [text]``), best dev score first.
+    (:func:`~hf_critic.meta_eval.halves.candidates`; the text verdict's named ``NAME [text]``), best dev score first.
 
     Raises:
         RecordError: a folder that is not a dev half (``half.txt``), or a missing critique file.
@@ -35,12 +35,9 @@ def dev_table(folders: list[str]) -> list[dict]:
         half = half_of(folder)
         if half != "dev":
             raise RecordError(f"{folder}: a {half} half; choices are made on dev halves only")
-        for verdict in verdicts_of(folder):
-            figures = heldout_figures(folder, verdict)
-            name = Path(folder).name + (" [text]" if verdict == "text" else "")
-            rows.append(
-                {"critic": name, "dev_score": dev_score(figures), **figures, "training": training_facts(folder)}
-            )
+        training = training_facts(folder)
+        for name, figures in candidates(folder):
+            rows.append({"critic": name, "dev_score": dev_score(figures), **figures, "training": training})
     return sorted(rows, key=lambda r: -r["dev_score"] if r["dev_score"] == r["dev_score"] else float("inf"))
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "HALVES",
     "MODEL_FILE",
     "VERDICTS",
+    "candidates",
     "dev_score",
     "half_of",
     "heldout_figures",
@@ -254,6 +255,21 @@ def verdicts_of(folder: str | os.PathLike) -> tuple[str, ...]:
     run kept the written critique's parsed verdict (``--verdict both``: ``critique_text_*`` columns)."""
     rows = _rows(Path(folder) / FIGURES[0][1])
     return ("run", "text") if rows and VERDICTS["text"][0] in rows[0] else ("run",)
+
+
+def candidates(folder: str | os.PathLike) -> list[tuple[str, dict[str, dict[str, float]]]]:
+    """Every critic an ``evaluate_heldout.sh`` folder holds, as ``(name, figures)``: the folder's name with the run's
+    verdict, and ``"NAME [text]"`` with its written critiques' parsed verdict where it kept them
+    (:func:`verdicts_of`); ``figures`` as :func:`heldout_figures` returns them.
+
+    Raises:
+        RecordError: a critique file is missing.
+    """
+    name = Path(folder).name
+    return [
+        (name + (" [text]" if verdict == "text" else ""), heldout_figures(folder, verdict))
+        for verdict in verdicts_of(folder)
+    ]
 
 
 def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str, dict[str, float]]:
