@@ -226,6 +226,7 @@ def verdict_modes(args, conversations, decoding, batch: int = 8) -> None:
 def prefix_sharing(conversations, decoding, batch: int = 8) -> None:
     """The prompts' shared token prefix prefilled once per call, against plain left-padded batches (same run, same
     model in the dtype ``auto`` picks at ``batch``): text critiques and the probability read-out, twice each."""
+    from hf_critic import prefill
     from hf_critic.backends import transformers as engine
 
     template = get_template("mtbench", Setting(Task.POINTWISE, referenced=False), "en")
@@ -243,16 +244,16 @@ def prefix_sharing(conversations, decoding, batch: int = 8) -> None:
             conversations, [template.output.verdict_prefix] * len(conversations), template.output.verdict_values()
         ),
     }
-    default = engine.MIN_SHARED_PREFIX
+    default = prefill.MIN_SHARED_PREFIX
     for name, job in jobs.items():
         times = {"plain": [], "shared prefix": []}
         for _ in range(2):
             for mode in times:
-                engine.MIN_SHARED_PREFIX = default if mode == "shared prefix" else 10**9
+                prefill.MIN_SHARED_PREFIX = default if mode == "shared prefix" else 10**9
                 started = time.perf_counter()
                 job()
                 times[mode].append(time.perf_counter() - started)
-        engine.MIN_SHARED_PREFIX = default
+        prefill.MIN_SHARED_PREFIX = default
         plain, ours = min(times["plain"]), min(times["shared prefix"])
         for mode, best in (("plain", plain), ("shared prefix", ours)):
             print(

@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict
+    "prefill": 1,  # forward passes planned by shared prefix (their KV caches prefilled once) and token budget
     "selective": 1,  # a verdict's confidence, thresholds with a human-agreement guarantee, their measurement
     # 2. what a critique needs around it: the critic families (one module each, and their registry), decoding, model
     # files, benchmark loaders

@@ -155,10 +155,10 @@ def test_the_probability_readout_sees_the_answer_as_text(backend):
     backend.model.seen.clear()
     readout = backend.verdict_probabilities([conversation], ["Rating: [["], verdicts)[0]
     tok = backend.tokenizer
-    fed = backend.model.seen[0]
     text_ids = encode_rendered(tok, render_chat(tok, conversation, add_generation_prompt=True) + "Rating: [[")
+    fed, trie = backend.model.seen[0][: len(text_ids)], backend.model.seen[0][len(text_ids) :]
     naive = naive_ids(tok, conversation, add_generation_prompt=True) + encode_text(tok, "Rating: [[")
-    assert fed == text_ids
+    assert fed == text_ids and len(trie) < 5  # the prompt, then the verdict trie's tokens in the same pass
     assert [tok.convert_ids_to_tokens(i) for i in fed if i in control_ids(tok)] == [
         "<|im_start|>",
         "<|im_end|>",

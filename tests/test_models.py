@@ -124,7 +124,7 @@ def _conversations(n: int) -> list[list[dict]]:
     ids=["greedy", "self_consistency", "beam"],
 )
 def test_shared_prefix_is_prefilled_once_and_changes_no_output(tiny_model_dir, monkeypatch, decoding):
-    from hf_critic.backends import transformers as engine
+    from hf_critic import prefill as engine
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=3, progress=False)
     conversations = _conversations(7)
@@ -152,7 +152,7 @@ def test_shared_prefix_is_prefilled_once_and_changes_no_output(tiny_model_dir, m
 
 
 def test_shared_prefix_leaves_verdict_probabilities_unchanged(tiny_model_dir, monkeypatch):
-    from hf_critic.backends import transformers as engine
+    from hf_critic import prefill as engine
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=3, progress=False)
     conversations, verdicts = _conversations(5), [str(v) for v in range(1, 11)]

@@ -45,7 +45,7 @@ def test_default_budget_on_cpu(tiny_model_dir):
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared prefix", "plain"])
 def test_readout_equals_the_rows_only_batches(tiny_model_dir, shared, monkeypatch):
-    from hf_critic.backends import transformers as engine
+    from hf_critic import prefill as engine
 
     if not shared:
         monkeypatch.setattr(engine, "MIN_SHARED_PREFIX", 10**9)

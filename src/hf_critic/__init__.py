@@ -6,6 +6,13 @@ so ``from hf_critic import Critic`` works without loading torch and transformers
 
 from __future__ import annotations
 
+import os
+
+# OpenMP threads that spin while they wait starve a shared CPU: under a second busy process, a 1,000-token prefill at
+# 2 threads took 5.4 s spinning and 3.9 s passive (2.0 s quiet either way; docs/performance.md). It must be set before
+# torch loads its OpenMP runtime, hence here; a user's own setting wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from ._lazy import lazy_names
 from ._version import __version__
 from .meta_eval.modules import install_metrics, metric_path  # stdlib-only module: cheap to import

@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .prefill import token_batches  # noqa: F401  (its home is hf_critic.prefill; kept importable here)
 
 logger = logging.getLogger(__name__)
 
@@ -283,35 +285,6 @@ def batch_token_budget(max_batch_tokens: int | None | str, device_type: str) -> 
     return max_batch_tokens
 
 
-def token_batches(
-    order: Sequence[int], lengths: Sequence[int], batch_size: int, max_tokens: int | None
-) -> list[list[int]]:
-    """``order`` (indices sorted longest first) cut into consecutive batches of at most ``batch_size`` rows whose
-    padded size (rows x the batch's first, longest row) stays within ``max_tokens``; a row longer than
-    ``max_tokens`` forms a batch alone. ``max_tokens=None`` cuts by rows only.
-
-    Args:
-        order: row indices, longest first.
-        lengths: tokens of each row, indexed by row.
-        batch_size: rows per batch (>= 1).
-        max_tokens: padded tokens per batch, or None.
-
-    Returns:
-        The batches, in ``order``'s order.
-    """
-    batches: list[list[int]] = []
-    for i in order:
-        current = batches[-1] if batches else None
-        full = current is None or len(current) == batch_size
-        if not full and max_tokens is not None:
-            full = (len(current) + 1) * lengths[current[0]] > max_tokens
-        if full:
-            batches.append([i])
-        else:
-            current.append(i)
-    return batches
-
-
 def cpu_flags() -> dict[str, bool]:
     """The CPU features that decide the ``auto`` dtype: AMX-BF16 / AMX tiles, AVX-512 BF16, AVX-512F, AVX2.
 
@@ -541,15 +514,52 @@ def load_model(
     return lm, tokenizer
 
 
-def default_num_threads(cores: int | None = None) -> int:
-    """Torch intra-op threads for CPU inference: one per physical core.
-
-    Measured on the project's quiet 2-core machine (SmolLM2-135M, 245-token prompt): 2 threads decode
-    1.8x faster than 1 at batch 1 and 2x faster at batch 8. On a machine busy with other work fewer
-    threads can win; pass ``--threads`` then.
+def usable_cpus(cgroup: str | os.PathLike = "/sys/fs/cgroup") -> int:
+    """CPUs this process may run on: its affinity mask (``taskset``, container cpusets), capped by a cgroup CPU quota
+    (``docker --cpus``, Kubernetes limits; v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
+    rounded up.
 
     Args:
-        cores: CPU cores available (default: physical cores reported by torch, else ``os.cpu_count()``).
+        cgroup: the cgroup file system's root (for tests).
+
+    Returns:
+        A count >= 1.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    root = Path(cgroup)
+    quota = None
+    try:
+        text = (root / "cpu.max").read_text().split()
+        if text and text[0] != "max":
+            quota = int(text[0]) / int(text[1])
+    except (OSError, ValueError, IndexError):
+        try:
+            q = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+            if q > 0:
+                quota = q / int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        except (OSError, ValueError, ZeroDivisionError):
+            pass
+    if quota is not None and quota > 0:
+        cpus = min(cpus, max(1, math.ceil(quota)))
+    return max(1, cpus)
+
+
+def default_num_threads(cores: int | None = None) -> int:
+    """CPU threads for inference (torch intra-op, llama.cpp): one per physical core this process may use, never more
+    than :func:`usable_cpus`.
+
+    More threads than usable CPUs never helps: OpenMP threads wait for each other at every operator, so one thread
+    descheduled stalls them all (under a second busy process, 2 threads on 1 free core ran a 1,000-token prefill 3.5x
+    slower than quiet, where 1 core less should cost 2x; ``benchmarks/bench_real_inputs.py``). Measured on the
+    project's quiet 2-core machine (SmolLM2-135M, 245-token prompt): 2 threads decode 1.8x faster than 1 at batch 1
+    and 2x faster at batch 8. ``--threads`` overrides it.
+
+    Args:
+        cores: CPU cores available (default: physical cores reported by torch, else ``os.cpu_count()``), capped by
+            :func:`usable_cpus`.
 
     Returns:
         Thread count >= 1.
@@ -561,4 +571,4 @@ def default_num_threads(cores: int | None = None) -> int:
             cores = torch.cpu.get_capabilities().get("num_physical_cores")
         except AttributeError:
             cores = None
-    return max(1, cores or os.cpu_count() or 1)
+    return max(1, min(cores or os.cpu_count() or 1, usable_cpus()))

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from .control_tokens import encode_chat, encode_text
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
-from .models import batch_token_budget, token_batches
+from .models import batch_token_budget
 
 if TYPE_CHECKING:
     import numpy as np
@@ -501,7 +501,7 @@ class RewardModel:
         if adapter:
             from peft import PeftModel
 
-            lm = PeftModel.from_pretrained(lm, str(folder))
+            lm = PeftModel.from_pretrained(lm, str(folder)).merge_and_unload()  # one matmul a layer, cache-ready
         if lm.config.num_labels != 1:
             raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
         tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
@@ -529,8 +529,13 @@ class RewardModel:
     def rewards_of_ids(
         self, encoded: Sequence[Sequence[int]], done: Callable[[int], None] | None = None
     ) -> list[float]:
-        """One reward per token sequence, batched by length (longest first) in batches of at most ``batch_size`` rows
-        and :attr:`max_batch_tokens` padded tokens (:func:`hf_critic.models.token_batches`), float32 out.
+        """One reward per token sequence, each read once, float32 out.
+
+        The passes are planned by :func:`hf_critic.prefill.plan_batches`: the responses to one question (both
+        responses of a pair) share the question and its chat template, which is prefilled once and its KV cache reused;
+        each pass then reads its rows' own tokens, longest first, at most ``batch_size`` rows and
+        :attr:`max_batch_tokens` padded tokens. The reward is the score head at each row's last token.
+        :attr:`last_readout` counts the call's passes and tokens.
 
         Args:
             encoded: token id lists, each within the context.
@@ -538,22 +543,26 @@ class RewardModel:
         """
         import torch
 
-        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+        from .prefill import PrefixCaches, ReadoutCounts, plan_batches, takes_prefilled_cache
+
         out = [0.0] * len(encoded)
-        device = next(self.model.parameters()).device
-        pad = self.tokenizer.pad_token_id
-        lengths = [len(ids) for ids in encoded]
-        for batch in token_batches(order, lengths, self.batch_size, self.max_batch_tokens):
-            width = max(len(encoded[i]) for i in batch)
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, i in enumerate(batch):
-                ids[row, : len(encoded[i])] = torch.tensor(encoded[i])
-                mask[row, : len(encoded[i])] = 1
+        caches = PrefixCaches(self.model, self.tokenizer.pad_token_id)
+        counts = ReadoutCounts(rows=len(encoded))
+        share = takes_prefilled_cache(self.model)
+        for batch in plan_batches(encoded, self.batch_size, self.max_batch_tokens, share=share):
+            ids, mask, cache = caches.inputs([encoded[i] for i in batch.rows], batch.prefix, base=batch.base)
+            start = batch.prefix
             with torch.inference_mode():
-                logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device)).logits
-            for row, i in enumerate(batch):
+                logits = self.model(
+                    input_ids=ids[:, start:],
+                    attention_mask=mask,
+                    position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, start:],
+                    **({caches.keyword: cache, "use_cache": True} if cache is not None else {}),
+                ).logits
+            for row, i in enumerate(batch.rows):
                 out[i] = float(logits[row, 0].float())
+            counts.add_pass(ids.shape[0] * (ids.shape[1] - start), int(mask[:, start:].sum()))
             if done is not None:
-                done(len(batch))
+                done(len(batch.rows))
+        self.last_readout = counts.with_prefixes(caches)
         return out

@@ -172,7 +172,7 @@ class LlamaCppBackend(Backend):
     Args:
         gguf: path of the ``.gguf`` file.
         parallel: decoding slots, i.e. requests in flight at once (>= 1). The CLI's ``--batch-size``.
-        threads: CPU threads (default: one per physical core).
+        threads: CPU threads (default :func:`hf_critic.models.default_num_threads`: never more than this process may use).
         context_length: tokens per slot (prompt + generation); the KV cache holds ``parallel`` times this.
         grammar: GBNF grammar every generation must match (see :func:`hf_critic.critic.grammars.verdict_grammar`), or None.
         top_logprobs: next tokens whose log-probabilities :meth:`verdict_probabilities` reads per position.
@@ -422,7 +422,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--model", help="GGUF file (default: the embedded SmolLM2-135M-Instruct Q4_1)")
     parser.add_argument("--port", type=int, default=8080, help="TCP port on 127.0.0.1 (default: 8080)")
     parser.add_argument("--parallel", type=int, default=4, help="decoding slots (default: 4)")
-    parser.add_argument("--threads", type=int, help="CPU threads (default: one per physical core)")
+    parser.add_argument(
+        "--threads", type=int, help="CPU threads (default: one per physical core this process may use)"
+    )
     parser.add_argument("--ctx-size", type=int, default=16384, help="KV-cache tokens shared by the slots")
     parser.add_argument("--alias", help="model name reported by /v1/models (default: the file's stem)")
     args = parser.parse_args(argv)

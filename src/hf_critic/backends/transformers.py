@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import inspect
 import logging
 import os
 import time
@@ -18,15 +16,19 @@ from ..control_tokens import control_tokens, encode_rendered, encode_text, rende
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import batch_token_budget, default_num_threads, load_model, token_batches
+from ..models import batch_token_budget, default_num_threads, load_model
+from ..prefill import (
+    PrefixCaches,
+    ReadoutCounts,
+    cache_keyword,
+    plan_batches,
+    shared_prefix,
+    sliding_window,
+    takes_prefilled_cache,
+)
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
-
-# Shortest common token prefix worth a prefill of its own. Critic prompts share the template's judge instructions
-# (133 of 261 tokens for the MT-Bench pointwise template on the demo records); a few shared tokens are not worth the
-# extra forward pass and cache copies.
-MIN_SHARED_PREFIX = 32
 
 
 class TransformersBackend(Backend):
@@ -73,8 +75,9 @@ class TransformersBackend(Backend):
         self.batch_size, self.progress = batch_size, progress
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, model.device.type)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
-        self._cache = _cache_keyword(model)
+        self._cache = cache_keyword(model)
         self.control_tokens = control_tokens(tokenizer)
+        self.last_readout: ReadoutCounts | None = None  # what the last verdict_probabilities call read
 
     @classmethod
     def from_pretrained(
@@ -141,58 +144,16 @@ class TransformersBackend(Backend):
 
     def _shared_prefix(self, encoded: Sequence[Sequence[int]]) -> list[int]:
         """The token prefix every prompt of a call starts with (each keeps one token of its own), or ``[]`` when it is
-        shorter than :data:`MIN_SHARED_PREFIX` or the model cannot take a prefilled cache with mid-sequence padding."""
-        if len(encoded) < 2 or not self._prefix_sharing:
-            return []
-        shared = os.path.commonprefix([list(ids) for ids in encoded])[: min(map(len, encoded)) - 1]
-        return shared if len(shared) >= MIN_SHARED_PREFIX else []
+        shorter than :data:`hf_critic.prefill.MIN_SHARED_PREFIX` or the model cannot take a prefilled cache."""
+        return shared_prefix(encoded) if self._prefix_sharing else []
 
     @property
     def _prefix_sharing(self) -> bool:
-        # Positions must come from the attention mask (padding sits between the prefix and each suffix), the cache
-        # must be transformers' own (remote-code models such as ChatGLM keep theirs), recurrent state cannot be
-        # copied row by row, and a sliding window (Mistral v0.1, Gemma 2/3) would count that padding as context.
-        forward = inspect.signature(self.model.forward).parameters
-        remote = bool(getattr(self.model.config, "auto_map", None))
-        stateful = getattr(self.model, "_is_stateful", False)
-        return "position_ids" in forward and not remote and not stateful and self._sliding_window is None
+        return takes_prefilled_cache(self.model)
 
     @property
     def _sliding_window(self) -> int | None:
-        """The attention window of the model's sliding-window layers (Mistral v0.1, Gemma 2/3, some Qwen2), or None
-        when every layer attends to the whole sequence."""
-        config = self.model.config
-        window = getattr(config, "sliding_window", None)
-        layer_types = getattr(config, "layer_types", None)
-        if layer_types is not None:
-            return window if "sliding_attention" in layer_types else None
-        return window if window and getattr(config, "use_sliding_window", True) else None
-
-    def _batch_inputs(self, rows: Sequence[Sequence[int]], prefix: list[int], memo: dict, copies: int = 1):
-        """Token rows -> ``(input_ids, attention_mask, cache)`` tensors for one batch.
-
-        Without a shared ``prefix``: left-padded rows and no cache. With one: the prefix is prefilled once per call
-        (``memo``), its KV cache copied to ``len(rows) * copies`` rows, and each row is ``prefix + padding + own
-        tokens``; the mask zeroes the padding, and positions follow the mask, so every row sees exactly its prompt.
-        """
-        device, pad = self.model.device, self.tokenizer.pad_token_id
-        if not prefix:
-            inputs = self.tokenizer.pad({"input_ids": list(rows)}, return_tensors="pt")
-            return inputs["input_ids"].to(device), inputs["attention_mask"].to(device), None
-        if "cache" not in memo:
-            memo["cache"] = DynamicCache(config=self.model.config)
-            self.model(
-                input_ids=torch.tensor([prefix], device=device), **{self._cache: memo["cache"]}, logits_to_keep=1
-            )
-        width = max(len(r) for r in rows) - len(prefix)
-        ids, mask = [], []
-        for row in rows:
-            own = list(row[len(prefix) :])
-            ids.append(prefix + [pad] * (width - len(own)) + own)
-            mask.append([1] * len(prefix) + [0] * (width - len(own)) + [1] * len(own))
-        cache = copy.deepcopy(memo["cache"])
-        cache.batch_repeat_interleave(len(rows) * copies)
-        return torch.tensor(ids, device=device), torch.tensor(mask, device=device), cache
+        return sliding_window(self.model.config)
 
     @torch.inference_mode()
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
@@ -224,14 +185,14 @@ class TransformersBackend(Backend):
             pad_token_id=self.tokenizer.pad_token_id,
         )
         copies = max(gen_config.num_beams or 1, n)  # generate runs this many sequences per prompt
-        prefix, memo = self._shared_prefix(encoded), {}
+        prefix, caches = len(self._shared_prefix(encoded)), PrefixCaches(self.model, self.tokenizer.pad_token_id)
         results: list[list[str]] = [[] for _ in texts]
         new_tokens, started = 0, time.perf_counter()
         bar = tqdm(
             total=len(texts), unit="critique", disable=not self.progress, desc=f"generating ({config.strategy})"
         )
         for batch in _balanced(order, self.batch_size):
-            ids, mask, cache = self._batch_inputs([encoded[i] for i in batch], prefix, memo, copies)
+            ids, mask, cache = caches.inputs([encoded[i] for i in batch], prefix, copies)
             digest = hashlib.sha256("\x00".join(texts[i] for i in batch).encode()).digest()
             torch.manual_seed(config.seed + int.from_bytes(digest[:4], "little"))
             output = self.model.generate(
@@ -268,12 +229,15 @@ class TransformersBackend(Backend):
     ) -> list[VerdictReadout]:
         """Exact verdict probabilities from the model's logits (see :meth:`Backend.verdict_probabilities`).
 
-        Rows sorted longest first, in batches of at most ``batch_size`` rows and :attr:`max_batch_tokens` padded
-        tokens (:func:`token_batches`). Per batch: one prefill of prompt + continuation (only the last position's logits are
-        kept; the prefix all rows share is prefilled once per call, as in :meth:`generate`), then one forward pass
-        of the verdict trie's internal tokens over the prefill's KV cache, with a tree attention mask (each trie
-        token sees the prompt and its own ancestors) and the positions it would have in the sequence. No decoding.
-        Float64 softmax of the logits.
+        **One forward pass a prompt**, proportional to the tokens it must read. The passes are planned by
+        :func:`hf_critic.prefill.plan_batches`: a prefix all rows share (the judge instructions) and a prefix a family of
+        rows shares (the two orders of a pair: instructions and question) are prefilled once and their KV caches
+        reused; each pass then reads its rows' own tokens, longest first, at most ``batch_size`` rows and
+        :attr:`max_batch_tokens` padded tokens, and after them the verdict trie's internal tokens (a multi-token verdict
+        such as ``10``), with an attention mask that lets each trie token see the prompt and its own ancestors only, at
+        the positions it would have in the sequence. The logits of the prompt's last token and of the trie tokens give
+        every verdict's probability (float64 softmax); nothing is decoded. :attr:`last_readout` counts the call's
+        passes and tokens.
 
         Returns:
             One readout per conversation, in input order.
@@ -283,60 +247,65 @@ class TransformersBackend(Backend):
         trie = self._verdict_trie(continuations, verdicts)
         texts = [self._prompt_text(c) + cont for c, cont in zip(conversations, continuations, strict=True)]
         encoded = self._encode(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(encoded[i]))
-        tokens = torch.tensor(trie.tokens[1:], device=self.model.device)
-        sources = torch.tensor(trie.source[1:], device=self.model.device)
-        fed_tokens = torch.tensor([trie.tokens[n] for n in trie.fed], dtype=torch.long, device=self.model.device)
-        depth = trie.depth
-        fed_depth = torch.tensor([depth[n] for n in trie.fed], dtype=torch.long, device=self.model.device)
-        tree = torch.from_numpy(trie.ancestors()).to(self.model.device)
-        prefix, memo = self._shared_prefix(encoded), {}
+        device = self.model.device
+        tokens = torch.tensor(trie.tokens[1:], device=device)
+        sources = torch.tensor(trie.source[1:], device=device)
+        fed = torch.tensor([trie.tokens[n] for n in trie.fed], dtype=torch.long, device=device)
+        fed_depth = torch.tensor([trie.depth[n] for n in trie.fed], dtype=torch.long, device=device)
+        tree = torch.from_numpy(trie.ancestors()).to(device)
+        caches = PrefixCaches(self.model, self.tokenizer.pad_token_id)
+        counts = ReadoutCounts(rows=len(texts))
         results: list[VerdictReadout | None] = [None] * len(texts)
         bar = tqdm(total=len(texts), unit="verdict", disable=not self.progress, desc="reading verdicts")
-        for batch in token_batches(order, [len(ids) for ids in encoded], self.batch_size, self.max_batch_tokens):
-            ids, mask, cache = self._batch_inputs([encoded[i] for i in batch], prefix, memo)
+        started = time.perf_counter()
+        for batch in plan_batches(encoded, self.batch_size, self.max_batch_tokens, share=self._prefix_sharing):
+            ids, mask, cache = caches.inputs([encoded[i] for i in batch.rows], batch.prefix, base=batch.base)
+            done, (b, length), n = batch.prefix, ids.shape, len(fed)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            done = len(prefix) if cache is not None else 0  # tokens already in the cache (the shared prefix)
-            if cache is None and trie.fed and self._sliding_window is not None:
-                cache = DynamicCache()  # sliding layers keep all keys too: the trie step's mask spans the prompt
+            if n:  # the trie's tokens after the prompt's, in the same pass
+                if cache is None and self._sliding_window is not None:
+                    cache = DynamicCache(config=self.model.config)  # sliding layers keep every key of the pass
+                step = {
+                    "input_ids": torch.cat([ids[:, done:], fed.expand(b, n)], dim=1),
+                    "position_ids": torch.cat([positions[:, done:], positions[:, -1:] + fed_depth], dim=1),
+                    "attention_mask": self._readout_mask(mask, done, tree, fed_depth),
+                }
+            else:
+                step = {"input_ids": ids[:, done:], "position_ids": positions[:, done:], "attention_mask": mask}
             out = self.model(
-                input_ids=ids[:, done:],
-                attention_mask=mask,
-                position_ids=positions[:, done:],
+                **step,
                 **{self._cache: cache},
-                cache_position=torch.arange(done, ids.shape[1], device=self.model.device),
-                use_cache=bool(trie.fed) or cache is not None,
-                logits_to_keep=1,
+                cache_position=torch.arange(done, length + n, device=device),
+                use_cache=cache is not None,
+                logits_to_keep=n + 1,
             )
-            dists = [torch.log_softmax(out.logits[:, -1].double(), dim=-1)]  # [B, V] at the root
-            if trie.fed:
-                b, length, n = ids.shape[0], ids.shape[1], len(trie.fed)
-                allowed = torch.cat([mask.bool()[:, None, :].expand(b, n, length), tree.expand(b, n, n)], dim=-1)
-                step = self.model(
-                    input_ids=fed_tokens.expand(b, n),
-                    attention_mask=self._tree_mask(allowed, fed_depth),
-                    position_ids=positions[:, -1:] + fed_depth,
-                    **{self._cache: out[self._cache]},
-                    cache_position=torch.arange(length, length + n, device=self.model.device),
-                    use_cache=False,
-                )
-                dists.append(torch.log_softmax(step.logits.double(), dim=-1))  # [B, n, V]
-            stacked = torch.cat([dists[0][:, None], *dists[1:]], dim=1)  # [B, 1 + n, V]
+            stacked = torch.log_softmax(out.logits.double(), dim=-1)  # [B, 1 + n, V]: the root, then the trie
             node_lp = stacked[:, sources, tokens]  # [B, nodes - 1]
             row = torch.cat([torch.zeros_like(node_lp[:, :1]), node_lp], dim=1).cpu().numpy()
-            for i, readout in zip(batch, trie.probabilities(row), strict=True):
+            for i, readout in zip(batch.rows, trie.probabilities(row), strict=True):
                 results[i] = readout
-            bar.update(len(batch))
+            counts.add_pass(b * (length - done + n), int(mask[:, done:].sum()) + b * n)
+            bar.update(b)
+            bar.set_postfix(tok_s=f"{(counts.tokens + caches.prefilled) / (time.perf_counter() - started):.0f}")
         bar.close()
+        self.last_readout = counts.with_prefixes(caches)
         return results  # type: ignore[return-value]
 
-    def _tree_mask(self, allowed: torch.Tensor, depth: torch.Tensor):
-        """The additive attention mask of the trie step from ``allowed`` ``[B, n, length + n]`` (True = may attend).
-
-        Models with sliding-window layers (Mistral v0.1, Gemma 2/3) get the window applied too: a trie token at depth
-        ``d`` stands at cache slot ``length - 1 + d`` and sees prompt slots ``k > length - 1 + d - window``. Mistral
-        takes one mask for all its layers, models with ``layer_types`` one per layer type.
+    def _readout_mask(self, mask: torch.Tensor, done: int, tree: torch.Tensor, depth: torch.Tensor):
+        """The additive attention mask ``[B, 1, q, length + n]`` of a read-out pass: the prompt's own ``q - n`` tokens
+        (cache slots ``done..length-1``) see the unpadded slots up to their own, the ``n`` trie tokens see the whole
+        prompt and their own ancestors (``tree``). Sliding-window layers (Mistral v0.1, Gemma 2/3) see only the last
+        ``window`` slots: a trie token at depth ``d`` stands at slot ``length - 1 + d``. Mistral takes one mask for all
+        its layers, models with ``layer_types`` one per layer type.
         """
+        b, length = mask.shape
+        n = tree.shape[0]
+        slots = torch.arange(length, device=mask.device)
+        keys = mask.bool()[:, None, :]  # [B, 1, length]
+        prompt = keys & (slots[None, :] <= slots[done:, None])[None]  # [B, length - done, length]
+        prompt = torch.cat([prompt, prompt.new_zeros(b, length - done, n)], dim=-1)
+        trie = torch.cat([keys.expand(b, n, length), tree.expand(b, n, n)], dim=-1)
+        allowed = torch.cat([prompt, trie], dim=1)  # [B, q, length + n]
 
         def additive(keep: torch.Tensor) -> torch.Tensor:
             out = torch.zeros(keep.shape, dtype=self.model.dtype, device=keep.device)
@@ -345,10 +314,9 @@ class TransformersBackend(Backend):
         window = self._sliding_window
         if window is None:
             return additive(allowed)
-        n, length = depth.shape[0], allowed.shape[-1] - depth.shape[0]
-        slots = torch.arange(length, device=allowed.device)
-        recent = slots[None, :] > length - 1 + depth[:, None] - window  # [n, length]
-        windowed = allowed & torch.cat([recent, recent.new_ones(n, n)], dim=-1)
+        at = torch.cat([slots[done:], length - 1 + depth])  # each query's slot
+        recent = torch.cat([slots, length - 1 + depth])[None, :] > at[:, None] - window  # [q, length + n]
+        windowed = allowed & recent
         if getattr(self.model.config, "layer_types", None) is None:
             return additive(windowed)
         return {"full_attention": additive(allowed), "sliding_attention": additive(windowed)}
@@ -364,9 +332,3 @@ def _balanced(items: list[int], batch_size: int) -> list[list[int]]:
         batches.append(items[start:end])
         start = end
     return batches
-
-
-def _cache_keyword(model) -> str:
-    """The KV-cache keyword of ``model``'s ``forward`` / ``generate`` and of its outputs: ``cache`` from transformers
-    5.x on (``past_key_values`` is deprecated there and warns on every call), ``past_key_values`` before."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
