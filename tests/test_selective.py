@@ -129,7 +129,8 @@ def test_confidence_per_critic_kind():
                                                     '{"response_1": 0.5, "response_2": 0.4, "tie": 0.1}']}  # fmt: skip
     assert confidence_of(dist) == ([0.7, 0.4], "probability")
     assert confidence_of({label: [0, 1, None], swapped: [0, 0, 1]}, recorded=True) == ([1.0, 0.5, None], "recorded")
-    assert confidence_of({label: [0]}, recorded=True) == ([None], None)  # one order: no confidence
+    # one order: a constant 1.0 (the critic kept whole or not at all), never "no confidence" for every row
+    assert confidence_of({label: [0, None]}, recorded=True) == ([1.0, None], "constant")
     votes = confidence_of({label: [0, 2]}, votes=[[0, 0, None, 1], [2]])
     assert votes == ([0.5, 1.0], "votes")  # an unparsed sample votes against
     rewards = {label: [0, 1], schema.CRITIQUE_REWARD: [2.0, 0.0], schema.CRITIQUE_REWARD_2: [0.0, 0.0]}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import time
 import unicodedata
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from . import schema
 from .critic import Critic
 from .critic.output import as_dataset
 from .labels import swap_label
-from .selective import CalibrationFile, confidence_of
+from .selective import CalibrationFile, confidence_of, keepable_confidences
 
 __all__ = [
     "CascadeStage",
@@ -33,6 +34,7 @@ __all__ = [
     "StageRun",
     "check_calibration",
     "critic_fingerprint",
+    "describe_missing",
     "judge_all",
     "pair_key",
     "run_cascade",
@@ -65,8 +67,12 @@ class RecordedVerdicts:
     """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
     orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
 
-    Rows are matched to the judged data by their text (:func:`pair_key`): question and both responses. A judged row
-    with no recorded verdict gets none (it is escalated, and counted as unmatched).
+    Rows are matched to the judged data by ``id`` where both have an ``id`` column (a recorded id whose pair differs
+    from the data's is refused), else by their text (:func:`pair_key`: question and both responses) and occurrence:
+    the data's k-th copy of a pair takes the recorded k-th copy. Copies whose verdicts agree are interchangeable;
+    copies with different verdicts are matched by order only when the data holds as many copies (and counted as
+    ``conflicting``), and refused otherwise (which copy is whose cannot be told). A judged row with no recorded
+    verdict gets none (it is escalated, and counted as unmatched).
 
     Args:
         name: the critic's name in reports.
@@ -85,9 +91,20 @@ class RecordedVerdicts:
         if missing:
             raise ValueError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
         self.name, self.rows, self.files, self.published = name, rows, list(files), published
-        self.index: dict[str, int] = {}
-        for i, r in enumerate(rows):
-            self.index.setdefault(pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]), i)
+        self.keys = _pair_keys(rows)
+        self.copies: dict[str, list[int]] = defaultdict(list)  # pair text -> its recorded rows, in order
+        for i, key in enumerate(self.keys):
+            self.copies[key].append(i)
+        verdict_columns = [c for c in (schema.CRITIQUE_LABEL, schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_CONFIDENCE)
+                           if c in rows.column_names]  # fmt: skip
+        self.verdicts = list(zip(*(rows[c] for c in verdict_columns), strict=True))
+        self.ids: dict[str, int] | None = None
+        if "id" in rows.column_names and None not in rows["id"]:
+            ids = [str(i) for i in rows["id"]]
+            self.ids = dict(zip(ids, range(len(ids)), strict=True))
+            if len(self.ids) != len(ids):
+                twice = next(i for i, n in Counter(ids).items() if n > 1)
+                raise ValueError(f"{', '.join(files)}: id {twice!r} is found more than once in the recorded verdicts")
 
     @classmethod
     def from_verdict_files(
@@ -101,7 +118,8 @@ class RecordedVerdicts:
             benchmark: the rows the files follow (question, response_1, response_2).
             first: the verdicts in the benchmark's order of responses.
             swapped: the same pairs judged with the responses swapped, in swapped terms (mapped back here); None when
-                only one order was judged (such verdicts carry no confidence, so a cascade never keeps them).
+                only one order was judged (every verdict then has confidence 1.0, kind ``constant``: a threshold keeps
+                the critic whole or not at all).
             field: the verdict field (default ``output``); label_map: the file's label convention.
 
         Raises:
@@ -122,7 +140,11 @@ class RecordedVerdicts:
                 columns[schema.CRITIQUE_LABEL] = verdicts
             else:
                 columns[schema.CRITIQUE_LABEL_SWAPPED] = [swap_label(v) for v in verdicts]
-        rows = benchmark.select_columns(list(schema.Setting(schema.Task.PAIRWISE, False).fields))
+        keep = [
+            *schema.Setting(schema.Task.PAIRWISE, False).fields,
+            *(["id"] if "id" in benchmark.column_names else []),
+        ]
+        rows = benchmark.select_columns(keep)
         for column, values in columns.items():
             rows = rows.add_column(column, values)
         return cls(name, rows, [p for p in (first, swapped) if p], published=True)
@@ -143,16 +165,54 @@ class RecordedVerdicts:
         """What identifies these verdicts: the digest of their files' content."""
         return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}"
 
-    def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], int]:
-        """The recorded verdicts of ``records``' rows.
+    def match(self, records: datasets.Dataset) -> tuple[list[int | None], int]:
+        """The recorded row of each row of ``records`` (class docstring): by id, else by (text, occurrence).
 
         Returns:
-            ``(columns, unmatched)``: ``critique_label`` (None where no verdict was recorded), ``critique_status``
-            (``skipped`` for unmatched rows), ``critique_confidence``, and the explanation / generation where the file
-            has them; ``unmatched`` counts the rows with no recorded verdict.
+            ``(found, conflicting)``: per row its recorded row index or None (no recorded verdict), and how many rows
+            were matched among copies of one pair whose recorded verdicts differ.
+
+        Raises:
+            ValueError: a recorded id whose pair differs from the data's, or copies of a pair with different recorded
+                verdicts in a number that differs from the data's copies (one line naming the files and the row).
         """
-        found = [self.index.get(pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]))
-                 for r in records]  # fmt: skip
+        files = ", ".join(self.files)
+        keys = _pair_keys(records)
+        if self.ids is not None and "id" in records.column_names:
+            found = [self.ids.get(str(i)) for i in records["id"]]
+            for row, (i, key) in enumerate(zip(found, keys, strict=True)):
+                if i is not None and self.keys[i] != key:
+                    raise ValueError(f"{files}: id {records['id'][row]!r} holds another pair than data row {row} "
+                                     "of the same id")  # fmt: skip
+            return found, 0
+        wanted, seen, found, conflicting = Counter(keys), Counter(), [], 0
+        for row, key in enumerate(keys):
+            copies, occurrence = self.copies.get(key, []), seen[key]
+            seen[key] += 1
+            if len({self.verdicts[i] for i in copies}) <= 1:  # no copy, or copies that agree: any one is the verdict
+                found.append(copies[min(occurrence, len(copies) - 1)] if copies else None)
+                continue
+            if wanted[key] != len(copies):
+                raise ValueError(f"{files}: the pair of data row {row} is recorded {len(copies)} times with different "
+                                 f"verdicts and found {wanted[key]} times in the data: which verdict is its own "
+                                 "cannot be told (give both an id column)")  # fmt: skip
+            found.append(copies[occurrence])
+            conflicting += 1
+        return found, conflicting
+
+    def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], int, int]:
+        """The recorded verdicts of ``records``' rows (matched by :meth:`match`).
+
+        Returns:
+            ``(columns, unmatched, conflicting)``: ``critique_label`` (None where no verdict was recorded),
+            ``critique_status`` (``skipped`` for unmatched rows), ``critique_confidence``, and the explanation /
+            generation where the file has them; ``unmatched`` counts the rows with no recorded verdict,
+            ``conflicting`` the rows matched among copies with different verdicts.
+
+        Raises:
+            ValueError: see :meth:`match`.
+        """
+        found, conflicting = self.match(records)
         present = [c for c in self.rows.column_names if c.startswith("critique_")]
         data = {c: self.rows[c] for c in present}
         columns = {c: [None if i is None else data[c][i] for i in found] for c in present}
@@ -168,7 +228,12 @@ class RecordedVerdicts:
             return (schema.ParseStatus.OK if labels[k] is not None else schema.ParseStatus.UNPARSED).value
 
         columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
-        return columns, sum(i is None for i in found)
+        return columns, sum(i is None for i in found), conflicting
+
+
+def _pair_keys(rows: datasets.Dataset) -> list[str]:
+    return [pair_key(q, a, b) for q, a, b in zip(rows[schema.QUESTION], rows[schema.RESPONSE_1], rows[schema.RESPONSE_2],
+                                                 strict=True)]  # fmt: skip
 
 
 @dataclass
@@ -217,8 +282,10 @@ class StageRun:
         name: the stage's name.
         columns: its critique columns (``critique_label``, ``critique_confidence``, ...), one value per row sent.
         asked: rows sent to it; calls: requests (rows x orders; 0 for recorded verdicts); seconds: wall time.
-        recorded: the verdicts were read, not computed; unmatched: rows a recorded critic had no verdict for.
+        recorded: the verdicts were read, not computed; unmatched: rows a recorded critic had no verdict for;
+        conflicting: rows a recorded critic matched among copies of one pair with different verdicts (by order).
         price_per_call: as in :class:`CascadeStage`.
+        kind: the confidence kind of its verdicts (:data:`hf_critic.selective.CONFIDENCE_KINDS`; None: none).
     """
 
     name: str
@@ -229,17 +296,53 @@ class StageRun:
     recorded: bool
     unmatched: int = 0
     price_per_call: float | None = None
+    conflicting: int = 0
+    kind: str | None = None
 
     @property
     def money(self) -> float | None:
         """``calls * price_per_call``, or None when unpriced."""
         return None if self.price_per_call is None else self.calls * self.price_per_call
 
+    def without_confidence(self, confidences: Sequence | None = None) -> Counter:
+        """The rows whose verdict has no usable confidence (never kept), by why: ``not in its files`` (a recorded
+        critic's unmatched rows), the row's status (``abstained`` in an earlier cascade's file, ``unparsed``,
+        ``low_mass`` ...), or ``no usable confidence`` (a verdict whose confidence is None, NaN or outside [0, 1]).
+
+        Args:
+            confidences: the confidences to count (default: ``columns["critique_confidence"]``).
+        """
+        confidences = self.columns[schema.CRITIQUE_CONFIDENCE] if confidences is None else confidences
+        statuses = self.columns.get(schema.CRITIQUE_STATUS) or [None] * len(confidences)
+        reasons = Counter()
+        for c, status in zip(confidences, statuses, strict=True):
+            if c is not None:
+                continue
+            if status == schema.ParseStatus.SKIPPED.value and self.recorded:
+                reasons["not in its files"] += 1
+            elif status in (None, schema.ParseStatus.OK.value):
+                reasons["no usable confidence"] += 1
+            else:
+                reasons[status] += 1
+        return reasons
+
+
+def describe_missing(reasons: Counter, rows: int) -> str:
+    """``"N of ROWS rows without a usable confidence (never kept): a not in its files, b abstained"``; "" for none."""
+    total = sum(reasons.values())
+    if not total:
+        return ""
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
+    return f"{total} of {rows} rows without a usable confidence (never kept): {why}"
+
 
 def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) -> StageRun:
+    """Run one stage on ``dataset``; its confidences made keepable (:func:`~hf_critic.selective.keepable_confidences`:
+    None where there is no verdict or no usable confidence) and its confidence kind recorded."""
     started = time.perf_counter()
+    conflicting = 0
     if stage.recorded:
-        columns, unmatched = stage.critic.compare(dataset)
+        columns, unmatched, conflicting = stage.critic.compare(dataset)
         calls = 0
     else:
         critiques = stage.critic.compare(dataset, swap=stage.swap, source=source)
@@ -247,8 +350,11 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
         unmatched, calls = 0, len(dataset) * (2 if stage.swap and stage.critic.reward is None else 1)
         if stage.logistic is not None and schema.CRITIQUE_REWARD in columns:
             columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, logistic=stage.logistic)[0]
+    kind = confidence_of(columns, recorded=stage.recorded and stage.critic.published)[1] if len(dataset) else None
+    columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(columns[schema.CRITIQUE_LABEL],
+                                                               columns[schema.CRITIQUE_CONFIDENCE])[0]  # fmt: skip
     return StageRun(stage.name, columns, len(dataset), calls, time.perf_counter() - started, stage.recorded,
-                    unmatched, stage.price_per_call)  # fmt: skip
+                    unmatched, stage.price_per_call, conflicting, kind)  # fmt: skip
 
 
 def judge_all(stages: Sequence[CascadeStage], records, source: str = "data") -> list[StageRun]:
@@ -298,7 +404,7 @@ class CascadeResult:
 
     def summary(self) -> dict:
         """``{"rows", "kept", "coverage", "abstained", "critics": [{"name", "threshold", "asked", "decided", "share",
-        "calls", "seconds", "money", "recorded", "unmatched"}]}``."""
+        "calls", "seconds", "money", "recorded", "unmatched", "conflicting", "without_confidence": {why: rows}}]}``."""
         rows = len(self.critiques)
         deciders = self.critiques[schema.CRITIQUE_CRITIC]
         critics = []
@@ -307,7 +413,8 @@ class CascadeResult:
             critics.append({"name": run.name, "threshold": lam, "asked": run.asked, "decided": decided,
                             "share": decided / rows if rows else 0.0, "calls": run.calls,
                             "seconds": round(run.seconds, 2), "money": run.money, "recorded": run.recorded,
-                            "unmatched": run.unmatched})  # fmt: skip
+                            "unmatched": run.unmatched, "conflicting": run.conflicting,
+                            "without_confidence": dict(run.without_confidence())})  # fmt: skip
         kept = sum(d is not None for d in deciders)
         return {"rows": rows, "kept": kept, "coverage": kept / rows if rows else 0.0, "abstained": rows - kept,
                 "critics": critics}  # fmt: skip
@@ -324,6 +431,12 @@ class CascadeResult:
             lam = "keeps no row (no threshold passed)" if c["threshold"] is None else f"threshold {c['threshold']:.4g}"
             lines.append(f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
                          f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}")  # fmt: skip
+            missing = describe_missing(Counter(c["without_confidence"]), c["asked"])
+            if missing:
+                lines.append(f"    {missing}")
+            if c["conflicting"]:
+                lines.append(f"    {c['conflicting']} rows matched by order among copies of a pair with different "
+                             "recorded verdicts")  # fmt: skip
         return lines
 
 
@@ -364,13 +477,17 @@ def run_cascade(
         if entry.logistic is not None:
             stage.logistic = tuple(entry.logistic)
         run = _judge_stage(stage, dataset.select(remaining), source)
+        if run.kind != entry.confidence:
+            raise ValueError(f"{calibration_path}: critic {stage.name!r} was calibrated on confidences of kind "
+                             f"{entry.confidence!r}, its verdicts now carry {run.kind!r}: calibrate this cascade "
+                             "with `hf-critic calibrate`")  # fmt: skip
         result.stages.append(run)
         result.thresholds.append(entry.threshold)
-        confidence = run.columns[schema.CRITIQUE_CONFIDENCE]
+        confidence = run.columns[schema.CRITIQUE_CONFIDENCE]  # None: no verdict, or no usable confidence
         left = []
         for k, row in enumerate(remaining):
             c = confidence[k]
-            if entry.threshold is None or c is None or c < entry.threshold:
+            if entry.threshold is None or c is None or not c >= entry.threshold:
                 left.append(row)
                 continue
             for column in VERDICT_COLUMNS:

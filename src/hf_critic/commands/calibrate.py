@@ -88,10 +88,13 @@ def register(subparsers) -> None:
 
 
 def _judged(args, stages, records):
-    """Per critic: (run, confidences, corrects); the human labels as codes."""
+    """Per critic: (run, confidences, corrects); the human labels as codes. A confidence is kept only on a row with a
+    verdict and a usable value (:func:`~hf_critic.selective.keepable_confidences`); a verdict is correct only when it
+    is a label equal to the human one (an abstained, unparsed or missing verdict is never correct)."""
     from .. import schema
     from ..cascade import judge_all
     from ..labels import normalize_labels
+    from ..selective import keepable_confidences
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
@@ -107,7 +110,7 @@ def _judged(args, stages, records):
         confidence = run.columns[schema.CRITIQUE_CONFIDENCE]
         if schema.CRITIQUE_REWARD in run.columns:  # a reward critic: the margin logistic fitted here
             confidence, stage.logistic = _fit_reward_confidence(run.columns, correct)
-        judged.append((run, confidence, correct))
+        judged.append((run, keepable_confidences(labels, confidence)[0], correct))
     return judged, human
 
 
@@ -124,7 +127,6 @@ def _fit_reward_confidence(columns, correct):
 def _calibration(args, stages, judged, records, setting):
     from ..cascade import critic_fingerprint
     from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
-    from ..selective.confidence import confidence_of
 
     alpha = 1 - args.target_agreement
     fitted = calibrate_cascade([j[1] for j in judged], [j[2] for j in judged], alpha=alpha, delta=args.delta,
@@ -133,12 +135,11 @@ def _calibration(args, stages, judged, records, setting):
     ids = records["query_id"] if "query_id" in records.column_names else list(range(rows))
     gold = records[args.human_label or "label"]
     critics = []
-    for stage, (run, _, _), (lam, n, k, upper, cal_rows) in zip(stages, judged, fitted, strict=True):
-        kind = confidence_of(run.columns, recorded=getattr(stage.critic, "published", False))[1]
+    for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed) in zip(stages, judged, fitted, strict=True):
         critics.append(CriticThreshold(
-            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=kind, threshold=lam, n=n, k=k,
-            upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows, coverage=n / rows,
-            logistic=list(stage.logistic) if stage.logistic else None,
+            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind, threshold=lam, n=n,
+            k=k, upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows, coverage=n / rows,
+            logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
         ))  # fmt: skip
     return CalibrationFile(
         task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
@@ -149,12 +150,19 @@ def _calibration(args, stages, judged, records, setting):
 def _calibration_lines(calibration, judged) -> list[str]:
     import numpy as np
 
+    from ..cascade import describe_missing
     from ..selective import cascade_decisions, selective_figures
     from ..selective.calibration import clopper_pearson_upper
 
     lines = [f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
              f"{calibration.data['rows']} rows"]  # fmt: skip
-    for c in calibration.critics:
+    for c, (run, confidence, _) in zip(calibration.critics, judged, strict=True):
+        missing = describe_missing(run.without_confidence(confidence), calibration.data["rows"])
+        if missing:
+            lines.append(f"  {c.name}: {missing}")
+        if run.conflicting:
+            lines.append(f"  {c.name}: {run.conflicting} rows matched by order among copies of a pair with different "
+                         "recorded verdicts")  # fmt: skip
         if c.threshold is None:
             lines.append(f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its "
                          f"{c.calibration_rows} rows)")  # fmt: skip
@@ -169,8 +177,8 @@ def _calibration_lines(calibration, judged) -> list[str]:
         low = 1 - clopper_pearson_upper(figures["kept"] - hits, figures["kept"], 0.025)
         high = clopper_pearson_upper(hits, figures["kept"], 0.025)
         lines.append(f"cascade on the calibration rows: coverage {100 * figures['coverage']:.1f}%, agreement "
-                     f"{100 * figures['agreement']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] on the kept rows, "
-                     f"{figures['abstained']} abstained")  # fmt: skip
+                     f"{100 * figures['agreement']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] on the {figures['kept']} "
+                     f"kept rows, {figures['abstained']} abstained")  # fmt: skip
     else:
         lines.append(f"cascade on the calibration rows: no row kept ({figures['abstained']} abstained)")
     return lines
@@ -199,6 +207,13 @@ def _split_report(args, stages, judged, human) -> dict:
     return report
 
 
+def _success(result: dict) -> str:
+    """``"98.5 (197 of 200)"``: the success rate over the splits that kept rows; ``"- (0 of 0)"`` when none did."""
+    kept = result["splits"] - result["empty_splits"]
+    rate = "-" if result["success_rate"] is None else f"{100 * result['success_rate']:.1f}"
+    return f"{rate} ({result['successes']} of {kept})"
+
+
 def _pct(spread: dict) -> str:
     if spread["mean"] is None:
         return "-"
@@ -209,8 +224,10 @@ def split_markdown(report: dict) -> str:
     """The split report as a Markdown table (one row per level and method)."""
     names = report["critics"]
     lines = [f"Selective judging over {report['splits']} random calibration / test splits of {report['rows']} rows "
-             f"(delta {report['delta']}); coverage and agreement on kept test rows: mean [2.5th, 97.5th percentile]",
-             "", "| target | method | success rate | coverage % | agreement on kept % | shares % "
+             f"(delta {report['delta']}); coverage and agreement on kept test rows: mean [2.5th, 97.5th percentile]. "
+             "The success rate is over the splits that kept test rows; a split that keeps none is no success and no "
+             "failure, and is counted apart.",
+             "", "| target | method | success rate % (of splits keeping rows) | coverage % | agreement on kept % | shares % "
              f"({' / '.join(names)}) | {names[-1]} asked on % of rows | splits keeping no row | no selection: agreement % |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]  # fmt: skip
     for entry in report["levels"]:
@@ -221,8 +238,8 @@ def split_markdown(report: dict) -> str:
             shares = " / ".join(f"{100 * s:.1f}" for s in r["shares"])
             label = {"cascade": "cascade" if len(names) > 1 else names[0], "strongest_alone": f"{names[-1]} alone",
                      "plain_cutoff": "plain cut-off (no bound)"}[method]  # fmt: skip
-            lines.append(f"| {entry['target']:.2f} | {label} | {100 * r['success_rate']:.1f} | {_pct(r['coverage'])} | "
-                         f"{_pct(r['agreement'])} | {shares} | {100 * r['strongest_asked']:.1f} | {r['vacuous']} | "
+            lines.append(f"| {entry['target']:.2f} | {label} | {_success(r)} | {_pct(r['coverage'])} | "
+                         f"{_pct(r['agreement'])} | {shares} | {100 * r['strongest_asked']:.1f} | {r['empty_splits']} | "
                          f"{100 * r['no_selection']['agreement']:.1f} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 

@@ -15,8 +15,10 @@ would take for it, or recorded (verdicts read from files)::
           swapped: ../shared/data/autoj/outputs/pairwise_exchange_example_output.jsonl
         price_per_call: 0.002   # optional: the summary's money
 
-Recorded critics may instead name ``critiques: FILE``, the output of an earlier ``hf-critic compare`` run. Paths are
-read from the working directory, as every other path of the command line.
+Recorded critics may instead name ``critiques: FILE``, the output of an earlier ``hf-critic compare`` run. A
+``generic:`` benchmark is read as ``meta-eval`` reads it with flags: ``columns:`` (a mapping or ``"a=b,c=d"``),
+``gold_label_map:``, ``label_columns:``, ``aggregate:``, ``coerce_text:`` (``label_map:`` is the verdict files'
+convention). Paths are read from the working directory, as every other path of the command line.
 """
 
 from __future__ import annotations
@@ -110,11 +112,41 @@ def _recorded(name: str, spec: dict, where: str):
     from .meta_eval import parse_benchmark
 
     _, fmt, path = parse_benchmark(str(spec["benchmark"]))
-    benchmark = load_benchmark(fmt, path, **({"task": "pairwise"} if fmt == "generic" else {}))
+    benchmark = load_benchmark(fmt, path, **_benchmark_options(spec, fmt, where))
     return RecordedVerdicts.from_verdict_files(
         name, benchmark, str(spec["verdicts"]), spec.get("swapped"), spec.get("field"),
         spec.get("label_map"),
     )  # fmt: skip
+
+
+#: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
+#: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
+BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label_columns": "label_columns",
+                     "aggregate": "aggregate", "coerce_text": "coerce_text"}  # fmt: skip
+
+
+def _benchmark_options(spec: dict, fmt: str, where: str) -> dict:
+    """The loader arguments of a recorded critic's ``benchmark:``: for ``generic``, the pairwise task and the
+    column map and gold options of :data:`BENCHMARK_OPTIONS` (``columns`` as a mapping or ``"a=b,c=d"``).
+
+    Raises:
+        ValueError: such an option for another format (its loader knows its own columns), or a malformed column map.
+    """
+    from ..io import parse_columns
+
+    given = {key: spec[key] for key in BENCHMARK_OPTIONS if spec.get(key) is not None}
+    if fmt != "generic":
+        if given:
+            raise ValueError(f"{where}: {', '.join(given)} read a generic: benchmark's own columns, not {fmt}:")
+        return {}
+    options = {"task": "pairwise"}
+    for key, value in given.items():
+        if key == "columns" and isinstance(value, dict):
+            value = {str(k): str(v) for k, v in value.items()}
+        elif key == "columns":
+            value = parse_columns(str(value))
+        options[BENCHMARK_OPTIONS[key]] = value
+    return options
 
 
 def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = None) -> list:
@@ -212,7 +244,9 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
                    if lab is not None]  # fmt: skip
         if decided:
             agree = sum(lab == h for lab, h in decided) / len(decided)
-            print(f"vs {gold}: agreement {100 * agree:.2f} on the {len(decided)} decided rows (target "
-                  f"{100 * (1 - calibration.alpha):.0f}, guaranteed with probability {1 - calibration.delta:.2f} on "
-                  "data like the calibration's)")  # fmt: skip
+            rows = len(result.critiques)
+            print(f"vs {gold}: agreement {100 * agree:.2f} on the {len(decided)} decided rows, coverage "
+                  f"{100 * len(decided) / rows:.1f}% ({rows - len(decided)} abstained, neither unparsed nor wrong; "
+                  f"target {100 * (1 - calibration.alpha):.4g}, guaranteed with probability "
+                  f"{1 - calibration.delta:.4g} on data like the calibration's)")  # fmt: skip
     return 0

@@ -90,14 +90,15 @@ def compare_parser() -> argparse.ArgumentParser:
 def load_rows(args: argparse.Namespace, task: str):
     """The rows to judge as the data options say (``--data`` read directly or with a ``--format`` loader, ``--columns``,
     ``--limit`` / ``--sample``), with the gold column read as the gold options say; ``task`` is ``"grade"`` or
-    ``"compare"``.
+    ``"compare"``. ``--format generic`` is ``--data`` read as it is: ``--columns`` and the gold options (``--label-map``,
+    ``--label-columns``, ``--aggregate``) map any layout, as ``meta-eval --benchmark generic:`` does.
 
     Raises:
         RecordError, ValueError: unreadable data, a bad column map or gold option, or no rows.
     """
     from ..io import load_records, parse_columns
 
-    if args.format:
+    if args.format and args.format != "generic":  # generic: any layout, read as --data with --columns and gold flags
         from ..io import rename_columns
         from ..loaders import load_benchmark
 

@@ -125,7 +125,7 @@ class DataOptions:
     )
     format: str | None = _opt(
         "read --data with a benchmark loader instead: alignbench, autoj, fastchat (MT-Bench / Vicuna-Bench "
-        "folder), prometheus (see hf_critic.loaders)",
+        "folder), prometheus (see hf_critic.loaders); generic: --data as it is, mapped by --columns and the gold options",
         None,
     )
     split: str = _opt("split to read from a Hub dataset (default: train)", "train")

@@ -80,6 +80,9 @@ def _policy_section(results: Sequence[RunResult]) -> list[str]:
     lines = []
     for policy in policies:
         lines.append(f"- Unparsed pairwise verdicts {meaning[policy]} (`--unparsed {policy}`).")
+    if any(r.n_abstained for r in results):
+        lines.append("- Abstained rows (a cascade's rows no critic was confident enough to keep) are neither unparsed "
+                     "nor wrong: every figure is of the decided rows, with the coverage beside it.")  # fmt: skip
     if any(r.task == "pointwise" for r in results):
         lines.append("- Unparsed pointwise scores are left out of the correlations and counted (Parse failures).")
         lines.append(
@@ -180,6 +183,8 @@ def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
     for dataset, referenced in pairwise:
         keys = ["agreement", "consistency", "first_order_agreement"]
         names = ["Agr.", "Cons.", "First-order"]
+        if any(r.n_abstained for r in results if r.dataset == dataset and r.task == "pairwise"):
+            keys, names = [*keys, "coverage"], [*names, "Coverage (decided rows)"]
         if any("two_way_accuracy" in r.metrics for r in results if r.dataset == dataset and r.task == "pairwise"):
             keys += ["two_way_accuracy", "two_way_accuracy_combined"]
             names += ["2-way", "2-way comb."]
@@ -193,7 +198,9 @@ def _pairwise_section(results: Sequence[RunResult]) -> list[str]:
             r = by_key.get((critic, dataset))
             keys = keys_of[dataset]
             order_free = r is not None and (r.verdicts or {}).get("verdict_source") == "reward"
-            cells = [_fci(r.metrics, k, percent=True) for k in keys] if r else [""] * len(keys)
+            cells = (
+                [_fci({**r.metrics, "coverage": r.coverage}, k, percent=True) for k in keys] if r else [""] * len(keys)
+            )
             if order_free:  # a reward critic judges once: consistency under swap is true by construction, not measured
                 cells = ["n/a (order-free)" if k == "consistency" else c for k, c in zip(keys, cells, strict=True)]
             row += cells
@@ -309,13 +316,19 @@ def _ceiling_section(results: Sequence[RunResult]) -> list[str]:
 
 
 def _parse_failures_section(results: Sequence[RunResult]) -> list[str]:
-    out = ["## Parse failures", ""]
+    abstained = any(r.n_abstained for r in results)
+    out = ["## Parse failures and abstentions" if abstained else "## Parse failures", ""]
     rows = [
         [r.critic, r.dataset, r.task, _setting(r), str(r.n_rows), f"{r.n_unparsed} / {r.n_critiques}",
          _f(r.parse_failure_rate, percent=True)]
+        + ([str(r.n_abstained), _f(r.coverage, percent=True)] if abstained else [])
         for r in results
     ]  # fmt: skip
-    out += _table(["Critic", "Dataset", "Task", "Setting", "Rows", "Unparsed", "Rate (%)"], rows)
+    header = ["Critic", "Dataset", "Task", "Setting", "Rows", "Unparsed", "Rate (%)"]
+    out += _table(header + (["Abstained", "Coverage (%)"] if abstained else []), rows)
+    if abstained:
+        out += ["", "Rows: the decided rows every figure is of. Abstained: a cascade's rows no critic was confident "
+                "enough to keep; they are neither unparsed nor wrong. Coverage: decided rows / all rows."]  # fmt: skip
     return out + [""]
 
 

@@ -16,6 +16,9 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
   pairwise data), as a table and as grouped bars;
 * **parse-failure rate** of every run (critiques without a score or label are never given one: they are left
   out of correlations and count as wrong in agreement, see :mod:`hf_critic.meta_eval.agreement`);
+* **abstentions**: a cascade's rows that no critic was confident enough to keep (status ``abstained``) are neither
+  unparsed nor wrong: they are counted apart (``n_abstained``), every figure is of the decided rows, and the
+  coverage (decided / all rows) stands beside them;
 * **score confusion heat map** per run: human score (rows) against critic score (columns, rounded to integers,
   plus an "unparsed" column); for pairwise runs, human label against verdict.
 
@@ -134,11 +137,44 @@ def evaluate_critiques(
         ppi: which rows count as human-labelled for prediction-powered inference (``--ppi``); None: no PPI.
 
     Returns:
-        A :class:`RunResult` (with its baselines, agreement beyond chance, length and position figures).
+        A :class:`RunResult` (with its baselines, agreement beyond chance, length and position figures). Rows whose
+        ``critique_status`` is ``abstained`` (a cascade kept no verdict) are left out of every figure and counted in
+        ``n_abstained`` (and, where there are any, in ``metrics["n_abstained"]`` beside ``metrics["coverage"]``, the
+        share of rows with a decided verdict).
 
     Raises:
-        ValueError: no critique column, or the human column is missing.
+        ValueError: no critique column, the human column is missing, or every row was abstained.
     """
+    dataset, abstained = _without_abstained(dataset, name)
+    result = _evaluate(dataset, critic, name, human_score=human_score, label=label, category=category,
+                       swapped_mapped_back=swapped_mapped_back, unparsed=unparsed, bootstrap=bootstrap, seed=seed,
+                       annotators=annotators, two_way=two_way, ppi=ppi)  # fmt: skip
+    if abstained:  # a cascade's output: the figures above are of the decided rows
+        result.n_abstained = abstained
+        result.metrics.update(n_abstained=abstained, coverage=result.coverage)
+    return result
+
+
+def _without_abstained(dataset, name: str):
+    """``(dataset without its abstained rows, how many were abstained)``.
+
+    Raises:
+        ValueError: every row was abstained (nothing decided to evaluate).
+    """
+    statuses = _column(dataset, schema.CRITIQUE_STATUS)
+    if statuses is None:
+        return dataset, 0
+    decided = [i for i, s in enumerate(statuses) if s != schema.ParseStatus.ABSTAINED.value]
+    abstained = len(statuses) - len(decided)
+    if abstained and not decided:
+        raise ValueError(f"{name}: all {abstained} rows were abstained (no critic of the cascade kept a verdict): "
+                         "no decided row to evaluate")  # fmt: skip
+    return (dataset.select(decided) if abstained else dataset), abstained
+
+
+def _evaluate(dataset, critic, name, *, human_score, label, category, swapped_mapped_back, unparsed, bootstrap, seed,
+              annotators, two_way, ppi) -> RunResult:  # fmt: skip
+    """:func:`evaluate_critiques` on the decided rows."""
     columns = dataset.column_names
     categories = _column(dataset, category)
     figures = {"bootstrap": bootstrap, "seed": seed}

@@ -49,6 +49,8 @@ class RunResult:
             positional preference.
         ppi: with ``--ppi``, the prediction-powered estimates beside the human-only ones
             (:func:`~hf_critic.meta_eval.critic_extras.ppi_figures`).
+        n_abstained: rows a cascade abstained on (no critic confident enough: no verdict); left out of every figure,
+            neither unparsed nor wrong; ``coverage = n_rows / (n_rows + n_abstained)``.
         rows: per-row values for the paired comparisons (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`);
             not written to report.json.
     """
@@ -71,7 +73,14 @@ class RunResult:
     chance: dict[str, Any] = field(default_factory=dict)
     length: dict[str, Any] = field(default_factory=dict)
     ppi: dict[str, Any] = field(default_factory=dict)
+    n_abstained: int = 0
     rows: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
+
+    @property
+    def coverage(self) -> float:
+        """Share of the rows with a decided verdict (not abstained), in [0, 1] (NaN without rows)."""
+        total = self.n_rows + self.n_abstained
+        return self.n_rows / total if total else math.nan
 
     @property
     def parse_failure_rate(self) -> float:

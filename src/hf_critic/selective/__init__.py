@@ -6,6 +6,7 @@ Escalate", ICLR 2025).
   recorded verdicts);
 * :mod:`.calibration`: fixed-sequence testing with the exact binomial bound, per critic and per cascade, and the
   calibration file;
+* :mod:`.claim`: a calibration file's fields checked against each other before any cascade uses it;
 * :mod:`.evaluation`: the success rate over random calibration / test splits, coverage, shares, cost, and the
   agreement-coverage curve.
 
@@ -17,13 +18,17 @@ from .calibration import (
     DEFAULT_MIN_ROWS,
     CalibrationFile,
     CriticThreshold,
+    as_confidences,
     calibrate_cascade,
     cascade_decisions,
     clopper_pearson_upper,
     data_hash,
+    fixed_sequence_test,
     fixed_sequence_threshold,
-    load_calibration,
+    keepable_confidences,
+    read_calibration,
 )
+from .claim import check_claim, load_calibration
 from .confidence import (
     CONFIDENCE_KINDS,
     confidence_of,
@@ -42,17 +47,22 @@ __all__ = [
     "CalibrationFile",
     "CriticThreshold",
     "agreement_coverage_curve",
+    "as_confidences",
     "calibrate_cascade",
     "cascade_decisions",
+    "check_claim",
     "clopper_pearson_upper",
     "confidence_of",
     "data_hash",
     "fit_margin_logistic",
+    "fixed_sequence_test",
     "fixed_sequence_threshold",
+    "keepable_confidences",
     "load_calibration",
     "margin_confidence",
     "plot_curves",
     "probability_confidence",
+    "read_calibration",
     "sample_labels",
     "selective_figures",
     "split_protocol",

@@ -26,16 +26,20 @@ __all__ = [
     "CALIBRATION_FORMAT",
     "CalibrationFile",
     "CriticThreshold",
+    "as_confidences",
     "calibrate_cascade",
     "cascade_decisions",
     "clopper_pearson_upper",
     "data_hash",
+    "fixed_sequence_test",
     "fixed_sequence_threshold",
-    "load_calibration",
+    "keepable_confidences",
+    "read_calibration",
 ]
 
-#: The ``format`` field of a calibration file; a file of another format is refused.
-CALIBRATION_FORMAT = "hf-critic-calibration/1"
+#: The ``format`` field of a calibration file; a file of another format is refused. Format 2 (issue 49) adds each
+#: critic's ``failed`` candidate, the evidence that its threshold is the one fixed-sequence testing stops at.
+CALIBRATION_FORMAT = "hf-critic-calibration/2"
 #: Default minimum number of calibration rows at or above a candidate threshold before it is tested.
 DEFAULT_MIN_ROWS = 30
 
@@ -82,6 +86,10 @@ class CriticThreshold:
         calibration_rows: the rows this critic was calibrated on (those its predecessors did not keep).
         coverage: the share of ALL calibration rows it keeps.
         logistic: a reward critic's fitted ``[slope, intercept]`` of its margin confidence, else None.
+        failed: the candidate whose failed test stopped the sequence, ``{"threshold", "n", "k", "upper_bound"}`` on
+            this critic's calibration rows (the next confidence below ``threshold``, or the first one tested when
+            none passed); None when no tested candidate failed. It is what makes ``threshold`` checkable: the file's
+            alpha must pass at ``threshold`` and fail there (:func:`hf_critic.selective.claim.check_claim`).
     """
 
     name: str
@@ -95,6 +103,7 @@ class CriticThreshold:
     calibration_rows: int
     coverage: float
     logistic: list[float] | None = None
+    failed: dict | None = None
 
 
 @dataclass
@@ -139,12 +148,13 @@ def _finite_in(value, low: float, high: float, what: str, path: str) -> float:
     return float(value)
 
 
-def load_calibration(path: str | Path) -> CalibrationFile:
-    """Read and check a calibration file.
+def read_calibration(path: str | Path) -> CalibrationFile:
+    """Read a calibration file and check its format and every field's type and range; that the fields add up is
+    checked by :func:`hf_critic.selective.claim.load_calibration`, the one to use.
 
     Raises:
-        ValueError: the file is missing, not JSON, of another format, or a field is missing or out of range (the
-            message names the file and the field).
+        ValueError: the file is missing, not JSON, of another format, or a field is missing or out of range (one line
+            naming the file and the field).
     """
     path = str(path)
     try:
@@ -153,6 +163,9 @@ def load_calibration(path: str | Path) -> CalibrationFile:
         raise ValueError(f"{path}: no such calibration file (write one with `hf-critic calibrate`)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a calibration file (invalid JSON: {err})") from None
+    if isinstance(raw, dict) and raw.get("format") == "hf-critic-calibration/1":
+        raise ValueError(f"{path}: a calibration file of format 1, whose thresholds cannot be checked against their "
+                         "evidence: calibrate again with `hf-critic calibrate`")  # fmt: skip
     if not isinstance(raw, dict) or raw.get("format") != CALIBRATION_FORMAT:
         raise ValueError(f"{path}: not a calibration file of format {CALIBRATION_FORMAT!r}")
     try:
@@ -176,6 +189,50 @@ def data_hash(ids: Sequence, labels: Sequence) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+def as_confidences(values: Sequence) -> np.ndarray:
+    """Confidences as floats, NaN wherever a value is no usable confidence.
+
+    Args:
+        values: one confidence per row, shape ``(rows,)``: a number in [0, 1]; anything else (None, NaN, an infinity,
+            a number outside [0, 1], a bool, text) is no confidence.
+
+    Returns:
+        A float array of shape ``(rows,)``: the value, or NaN. NaN is never kept: ``NaN >= threshold`` is False.
+    """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":  # fast path: numbers already
+        out = values.astype(float)
+        with np.errstate(invalid="ignore"):
+            out[~((out >= 0) & (out <= 1))] = np.nan
+        return out
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        if not isinstance(v, bool) and isinstance(v, int | float | np.number) and 0 <= v <= 1:
+            out[i] = float(v)
+    return out
+
+
+def keepable_confidences(labels: Sequence, confidences: Sequence) -> tuple[list[float | None], int]:
+    """The confidences a threshold may keep: a usable confidence (:func:`as_confidences`) on a row whose verdict is a
+    label 0 / 1 / 2; None elsewhere (a confidence without a verdict decides nothing).
+
+    Args:
+        labels: the critic's decided label per row (None: no verdict), shape ``(rows,)``.
+        confidences: its confidence per row, shape ``(rows,)``.
+
+    Returns:
+        ``(confidences, none)``: per row the confidence or None, and how many rows have None.
+
+    Raises:
+        ValueError: the two differ in length.
+    """
+    if len(labels) != len(confidences):
+        raise ValueError(f"labels ({len(labels)}) and confidences ({len(confidences)}) differ in length")
+    values = as_confidences(confidences)
+    out = [float(c) if lab in (0, 1, 2) and not isinstance(lab, bool) and not np.isnan(c) else None
+           for lab, c in zip(labels, values, strict=True)]  # fmt: skip
+    return out, sum(c is None for c in out)
+
+
 def _candidates(confidence: np.ndarray, thresholds: Sequence[float] | None) -> np.ndarray:
     """Candidate thresholds, highest first: the given grid, or every distinct confidence (Trust or Escalate)."""
     grid = np.unique(confidence[~np.isnan(confidence)]) if thresholds is None else np.asarray(thresholds, float)
@@ -189,7 +246,8 @@ def fixed_sequence_threshold(
     """Choose one critic's threshold by fixed-sequence testing (Trust or Escalate §3.1, Algorithm 1).
 
     Args:
-        confidence: the critic's confidence per calibration row, in [0, 1]; None (no verdict) is never kept.
+        confidence: the critic's confidence per calibration row, in [0, 1]; a row without a usable one (None, NaN,
+            outside [0, 1]: :func:`as_confidences`) is never kept.
         correct: whether the critic's verdict agrees with the human label, per row.
         alpha: tolerated disagreement rate in (0, 1); the guarantee is agreement ``>= 1 - alpha``.
         delta: error level of the guarantee in (0, 0.5].
@@ -203,16 +261,29 @@ def fixed_sequence_threshold(
         or above it, their disagreements and the bound there (None when none passed).
 
     Raises:
-        ValueError: lengths differ, alpha / delta out of range, a confidence outside [0, 1], or an unknown bound.
+        ValueError: lengths differ, alpha / delta out of range, or an unknown bound.
     """
-    conf = np.array([np.nan if c is None else c for c in confidence], dtype=float)
+    return fixed_sequence_test(confidence, correct, alpha=alpha, delta=delta, min_rows=min_rows,
+                               thresholds=thresholds, bound=bound)[:4]  # fmt: skip
+
+
+def fixed_sequence_test(
+    confidence: Sequence[float | None], correct: Sequence[bool], *, alpha: float, delta: float,
+    min_rows: int = DEFAULT_MIN_ROWS, thresholds: Sequence[float] | None = None, bound: str = "exact",
+) -> tuple[float | None, int, int, float | None, dict | None]:  # fmt: skip
+    """:func:`fixed_sequence_threshold` with the evidence of where the sequence stopped.
+
+    Returns:
+        ``(threshold, n, k, upper, failed)``: as :func:`fixed_sequence_threshold`, and ``failed``: the candidate
+        whose test failed and stopped the sequence, ``{"threshold", "n", "k", "upper_bound"}``, or None when every
+        tested candidate passed (or none had ``min_rows`` rows).
+    """
+    conf = as_confidences(confidence)
     ok = np.asarray(correct, dtype=bool)
     if conf.shape != ok.shape:
         raise ValueError(f"confidence ({conf.shape[0]}) and correct ({ok.shape[0]}) differ in length")
     if not 0 < alpha < 1 or not 0 < delta <= 0.5:
         raise ValueError(f"alpha must lie in (0, 1) and delta in (0, 0.5], got alpha={alpha}, delta={delta}")
-    if ((conf < 0) | (conf > 1)).any():
-        raise ValueError("confidences must lie in [0, 1]")
     if bound not in ("exact", "observed"):
         raise ValueError(f"bound must be 'exact' or 'observed', got {bound!r}")
     lams = _candidates(conf, thresholds)
@@ -225,11 +296,15 @@ def fixed_sequence_threshold(
     tested = n >= min_rows
     failed = np.flatnonzero(tested & (upper > alpha))
     stop = failed[0] if failed.size else len(lams)  # fixed sequence: the first failure ends the testing
+    evidence = None
+    if failed.size:
+        f = failed[0]
+        evidence = {"threshold": float(lams[f]), "n": int(n[f]), "k": int(k[f]), "upper_bound": float(upper[f])}
     passed = np.flatnonzero(tested[:stop])
     if not passed.size:
-        return None, 0, 0, None
+        return None, 0, 0, None, evidence
     j = passed[-1]
-    return float(lams[j]), int(n[j]), int(k[j]), float(upper[j])
+    return float(lams[j]), int(n[j]), int(k[j]), float(upper[j]), evidence
 
 
 def _upper_bounds(k: np.ndarray, n: np.ndarray, delta: float) -> np.ndarray:
@@ -246,7 +321,8 @@ def cascade_decisions(confidences: Sequence[Sequence[float | None]], thresholds:
 
     Args:
         confidences: per critic (cascade order), its confidence per row, shape ``(critics, rows)``.
-        thresholds: per critic, its threshold (None: it keeps no row).
+        thresholds: per critic, its threshold (None: it keeps no row). A confidence that is None, NaN or outside
+            [0, 1] is never kept.
 
     Returns:
         An int array of shape ``(rows,)``: the index of the first critic whose confidence is at least its threshold,
@@ -257,8 +333,7 @@ def cascade_decisions(confidences: Sequence[Sequence[float | None]], thresholds:
     for i, (conf, lam) in enumerate(zip(confidences, thresholds, strict=True)):
         if lam is None:
             continue
-        values = np.array([np.nan if c is None else c for c in conf], dtype=float)
-        decided[(decided == -1) & (values >= lam)] = i
+        decided[(decided == -1) & (as_confidences(conf) >= lam)] = i  # NaN (no usable confidence): never kept
     return decided
 
 
@@ -275,18 +350,19 @@ def calibrate_cascade(
         alpha, delta, min_rows, bound: as in :func:`fixed_sequence_threshold` (``delta`` for the whole cascade).
 
     Returns:
-        Per critic, ``(threshold, n, k, upper, calibration_rows)``.
+        Per critic, ``(threshold, n, k, upper, calibration_rows, failed)`` (``failed``: see
+        :func:`fixed_sequence_test`).
     """
     remaining = np.ones(len(confidences[0]), dtype=bool)
     share = delta / len(confidences)
     out = []
     for conf, ok in zip(confidences, corrects, strict=True):
-        conf = np.array([np.nan if c is None else c for c in conf], dtype=float)
+        conf = as_confidences(conf)
         ok = np.asarray(ok, dtype=bool)
-        lam, n, k, upper = fixed_sequence_threshold(
+        lam, n, k, upper, failed = fixed_sequence_test(
             conf[remaining], ok[remaining], alpha=alpha, delta=share, min_rows=min_rows, bound=bound
         )
-        out.append((lam, n, k, upper, int(remaining.sum())))
+        out.append((lam, n, k, upper, int(remaining.sum()), failed))
         if lam is not None:
             remaining &= ~(conf >= lam)
     return out

@@ -14,7 +14,10 @@ confidence is depends on where the verdict comes from:
   intercept 0 (the Bradley-Terry probability of the preferred response) until a calibration fits the logistic
   (:func:`fit_margin_logistic`). Pointwise rewards carry no confidence.
 * **recorded** verdicts (a published or earlier run's verdict files, read not computed): the agreement of the two
-  orders, 1.0 when both orders give the decided label and 0.5 when they differ; one order alone carries none.
+  orders, 1.0 when both orders give the decided label and 0.5 when they differ.
+* **constant**: a published judge's verdicts in one order only: no evidence of confidence, so every verdict gets
+  1.0 and a threshold keeps the critic whole or not at all (as an earlier run's critiques file of single greedy
+  verdicts does with its votes).
 
 A verdict that is missing (unparsed, skipped, low mass) has no confidence (None): it is never kept, always escalated.
 """
@@ -42,7 +45,7 @@ __all__ = [
 ]
 
 #: The confidence kinds (:func:`confidence_of`), as written in calibration files.
-CONFIDENCE_KINDS = ("probability", "votes", "reward margin", "recorded")
+CONFIDENCE_KINDS = ("probability", "votes", "reward margin", "recorded", "constant")
 
 
 def probability_confidence(distribution: Mapping[str, float] | str | None, decided: Any) -> float | None:
@@ -165,19 +168,22 @@ def confidence_of(
         votes: per row, the text verdicts' votes (self-consistency samples of every judged order, mapped back); None
             to use the decided label and, under swap, the swapped order's label.
         recorded: the verdicts are a published judge's labels read from files (both orders: their agreement is the
-            confidence); a critique file of an earlier hf-critic run is not "recorded" here: its own columns say.
+            confidence; one order: 1.0 for every verdict, kind ``constant``); a critique file of an earlier hf-critic
+            run is not "recorded" here: its own columns say.
         logistic: ``(slope, intercept)`` of a reward critic's fitted margin logistic (None: Bradley-Terry).
 
     Returns:
         ``(confidences, kind)``: one value in [0, 1] or None per row, and the kind (one of :data:`CONFIDENCE_KINDS`),
-        None when the verdicts carry no confidence (pointwise rewards, one recorded order).
+        None when the verdicts carry no confidence (pointwise rewards, recorded pointwise scores).
     """
     pairwise = schema.CRITIQUE_LABEL in columns
     decided = list(columns[schema.CRITIQUE_LABEL if pairwise else schema.CRITIQUE_SCORE])
     n = len(decided)
     if recorded:  # published verdicts: the two orders are the only evidence
-        if not pairwise or schema.CRITIQUE_LABEL_SWAPPED not in columns:
+        if not pairwise:
             return [None] * n, None
+        if schema.CRITIQUE_LABEL_SWAPPED not in columns:  # one order: the critic is kept whole or not at all
+            return [None if d is None else 1.0 for d in decided], "constant"
         return [vote_confidence(_label_votes(columns, i), decided[i]) for i in range(n)], "recorded"
     if schema.CRITIQUE_REWARD in columns:  # a reward critic: order-free, one reward per response
         if not pairwise:

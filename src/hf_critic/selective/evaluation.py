@@ -3,9 +3,9 @@ critic's share, the calls saved against the strongest critic, and the agreement-
 
 The protocol of Trust or Escalate (Jung, Brahman, Choi, ICLR 2025, §4.1): the human-labelled rows are split at random
 into a calibration half and a test half R times; the cascade is calibrated on the first and applied to the second; the
-guarantee holds on a split when the kept test rows agree with humans at rate at least ``1 - alpha`` (a split that
-keeps no row holds vacuously, and is counted as such). The success rate over the R splits should be at least
-``1 - delta``. Two references run on the same splits: no selection (the strongest critic, the cascade's last, on every
+guarantee holds on a split when the kept test rows agree with humans at rate at least ``1 - alpha``. A split that
+keeps no row says nothing about agreement: it is counted apart (``empty_splits``), never as a success, and the
+success rate is over the splits that kept rows (None when none did). It should be at least ``1 - delta``. Two references run on the same splits: no selection (the strongest critic, the cascade's last, on every
 row) and a plain confidence cut-off (the lowest threshold whose observed calibration agreement is at least
 ``1 - alpha``, no bound).
 """
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .calibration import DEFAULT_MIN_ROWS, calibrate_cascade, cascade_decisions
+from .calibration import DEFAULT_MIN_ROWS, as_confidences, calibrate_cascade, cascade_decisions
 
 __all__ = ["agreement_coverage_curve", "plot_curves", "selective_figures", "split_protocol"]
 
 
 def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
-    conf = np.array([[np.nan if c is None else c for c in row] for row in confidences], dtype=float)
+    conf = np.array([as_confidences(row) for row in confidences], dtype=float).reshape(len(confidences), -1)
     ok = np.array(corrects, dtype=bool)
     if conf.shape != ok.shape or conf.ndim != 2 or not conf.shape[1]:
         raise ValueError(f"confidences {conf.shape} and corrects {ok.shape} must both be (critics, rows), rows >= 1")
@@ -74,8 +74,10 @@ def split_protocol(
         seed: seed of the splits.
 
     Returns:
-        ``{"target", "splits", "success_rate", "vacuous" (splits that kept no test row), "coverage" / "agreement":
-        {"mean", "low", "high"} (2.5th and 97.5th percentiles over splits; agreement over splits that kept rows),
+        ``{"target", "splits", "success_rate" (share of the splits that kept test rows whose kept rows reach the
+        target; None when no split kept a row), "successes", "empty_splits" (splits that kept no test row: neither
+        success nor failure), "coverage" / "agreement": {"mean", "low", "high"} (2.5th and 97.5th percentiles over
+        splits; agreement over splits that kept rows),
         "shares": mean share per critic, "strongest_asked": mean share of rows the last critic judged,
         "no_selection": {"agreement", "success_rate"} of the last critic on every test row}``.
 
@@ -97,8 +99,8 @@ def split_protocol(
         decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
         figures = selective_figures(decided, ok[:, test])
         coverage.append(figures["coverage"])
-        success.append(figures["agreement"] is None or figures["agreement"] >= 1 - alpha)
-        if figures["agreement"] is not None:
+        if figures["agreement"] is not None:  # a split that keeps nothing is neither a success nor a failure
+            success.append(figures["agreement"] >= 1 - alpha)
             agreement.append(figures["agreement"])
         shares.append(figures["shares"])
         last_asked.append(figures["asked"][-1] / len(test))
@@ -114,8 +116,9 @@ def split_protocol(
     return {
         "target": 1 - alpha,
         "splits": splits,
-        "success_rate": float(np.mean(success)),
-        "vacuous": splits - len(agreement),
+        "success_rate": float(np.mean(success)) if success else None,
+        "successes": int(np.sum(success)),
+        "empty_splits": splits - len(agreement),
         "coverage": spread(coverage),
         "agreement": spread(agreement),
         "shares": np.mean(shares, axis=0).tolist(),
@@ -130,7 +133,7 @@ def agreement_coverage_curve(confidence: Sequence[float | None], correct: Sequen
     Returns:
         ``(coverages, agreements)``, from the highest threshold (least coverage) down.
     """
-    conf = np.array([np.nan if c is None else c for c in confidence], dtype=float)
+    conf = as_confidences(confidence)
     ok = np.asarray(correct, dtype=bool)
     coverages, agreements = [], []
     for lam in np.sort(np.unique(conf[~np.isnan(conf)]))[::-1]:

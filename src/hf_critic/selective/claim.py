@@ -1,0 +1,163 @@
+"""A calibration file is a claim: that each critic's threshold is the one fixed-sequence testing stops at on the
+calibration data, at the file's alpha and delta (Trust or Escalate, Jung et al., ICLR 2025, §3.1-3.3). Every field is
+checked against the others before a cascade uses it, so that an edited or damaged file is refused rather than
+printed as a guarantee it does not carry:
+
+* alpha in (0, 1), delta in (0, 0.5], min_rows >= 1, the data's rows and hash present;
+* each critic's delta is the cascade's delta shared among its critics (Bonferroni);
+* each critic's calibration rows are the data's rows less those its predecessors kept; its coverage is ``n / rows``;
+* where a critic keeps rows: ``0 <= k <= n``, ``n >= min_rows``, the stored bound is the exact (Clopper-Pearson)
+  bound recomputed from n, k and its delta, and it is at most alpha;
+* the candidate whose failure stopped the sequence (``failed``): below the threshold, keeping more rows, and its
+  recomputed bound above alpha. Together with the passing bound this is what makes the threshold the one the stored
+  selection implies: a threshold lowered to keep more rows, or an alpha raised to pass the failed candidate, is
+  refused;
+* where a critic keeps nothing, n = k = 0 and no bound; its failed candidate's bound is above alpha.
+
+What the file cannot show (the confidences above the threshold, the data itself) is checked elsewhere: the critic's
+fingerprint and confidence kind against the cascade (:func:`hf_critic.cascade.check_calibration`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from .calibration import CalibrationFile, CriticThreshold, clopper_pearson_upper, read_calibration
+from .confidence import CONFIDENCE_KINDS
+
+__all__ = ["check_claim", "load_calibration"]
+
+_TOLERANCE = 1e-9
+
+
+def _integer(value, what: str, path: str, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{path}: {what} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def _number(value, what: str, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{path}: {what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _data_rows(calibration: CalibrationFile, path: str) -> int:
+    data = calibration.data
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: data must be a mapping with rows and sha256, got {data!r}")
+    rows = _integer(data.get("rows"), "data.rows", path, low=1)
+    if not isinstance(data.get("sha256"), str) or not re.fullmatch(r"[0-9a-f]{16}", data["sha256"]):
+        raise ValueError(f"{path}: data.sha256 must be 16 hex digits (the calibration rows' hash), got "
+                         f"{data.get('sha256')!r}")  # fmt: skip
+    return rows
+
+
+def _check_failed(c: CriticThreshold, where: str, path: str, alpha: float, min_rows: int) -> None:
+    """The failed candidate: tested (at least ``min_rows`` rows), below the threshold with more rows, its bound
+    recomputed and above alpha."""
+    f = c.failed
+    if not isinstance(f, dict) or set(f) != {"threshold", "n", "k", "upper_bound"}:
+        raise ValueError(f"{path}: {where}.failed must be {{threshold, n, k, upper_bound}} or null, got {f!r}")
+    lam = _number(f["threshold"], f"{where}.failed.threshold", path)
+    n = _integer(f["n"], f"{where}.failed.n", path, low=max(min_rows, 1))
+    k = _integer(f["k"], f"{where}.failed.k", path)
+    if not 0 <= lam <= 1 or k > n or n > c.calibration_rows:
+        raise ValueError(f"{path}: {where}.failed (threshold {lam}, n {n}, k {k}) does not fit its "
+                         f"{c.calibration_rows} calibration rows")  # fmt: skip
+    bound = clopper_pearson_upper(k, n, c.delta)
+    if not math.isclose(bound, _number(f["upper_bound"], f"{where}.failed.upper_bound", path), abs_tol=_TOLERANCE):
+        raise ValueError(f"{path}: {where}.failed.upper_bound {f['upper_bound']} is not the exact bound of k={k} "
+                         f"of n={n} at delta {c.delta:.6g} ({bound:.6g})")  # fmt: skip
+    if bound <= alpha:
+        raise ValueError(f"{path}: {where}: the candidate {lam:.6g} passes at alpha {alpha:.6g} (bound {bound:.4f}), "
+                         f"so fixed-sequence testing would not stop at threshold {c.threshold}: the file's alpha or "
+                         "threshold was changed")  # fmt: skip
+    if c.threshold is not None and not (lam < c.threshold and n > c.n and k >= c.k):
+        raise ValueError(f"{path}: {where}.threshold {c.threshold} is not the one its selection implies: the "
+                         f"candidate that failed ({lam:.6g}, n {n}, k {k}) must lie below it and keep more rows "
+                         f"than its n {c.n}")  # fmt: skip
+
+
+def _check_critic(c: CriticThreshold, where: str, path: str, calibration: CalibrationFile, rows: int) -> None:
+    alpha = calibration.alpha
+    if c.confidence is not None and c.confidence not in CONFIDENCE_KINDS:
+        raise ValueError(f"{path}: {where}.confidence must be one of {CONFIDENCE_KINDS} or null, got {c.confidence!r}")
+    if not isinstance(c.fingerprint, str) or not c.fingerprint:
+        raise ValueError(f"{path}: {where}.fingerprint must be the critic's fingerprint, got {c.fingerprint!r}")
+    n, k = _integer(c.n, f"{where}.n", path), _integer(c.k, f"{where}.k", path)
+    if k > n or n > c.calibration_rows:
+        raise ValueError(f"{path}: {where}: k={k}, n={n} and calibration_rows={c.calibration_rows} must satisfy "
+                         "k <= n <= calibration_rows")  # fmt: skip
+    if not math.isclose(_number(c.coverage, f"{where}.coverage", path), n / rows, abs_tol=_TOLERANCE):
+        raise ValueError(f"{path}: {where}.coverage {c.coverage} is not n / data.rows = {n} / {rows}")
+    if c.threshold is None:
+        if n or k or c.upper_bound is not None:
+            raise ValueError(f"{path}: {where} keeps no row (threshold null) but claims n={n}, k={k}, "
+                             f"upper_bound={c.upper_bound}")  # fmt: skip
+    else:
+        if n < max(calibration.min_rows, 1):
+            raise ValueError(
+                f"{path}: {where}: n={n} rows at the threshold, fewer than min_rows {calibration.min_rows}"
+            )
+        bound = clopper_pearson_upper(k, n, c.delta)
+        if not math.isclose(bound, _number(c.upper_bound, f"{where}.upper_bound", path), abs_tol=_TOLERANCE):
+            raise ValueError(f"{path}: {where}.upper_bound {c.upper_bound} is not the exact bound of k={k} of n={n} "
+                             f"at delta {c.delta:.6g} ({bound:.6g})")  # fmt: skip
+        if bound > alpha + _TOLERANCE:
+            raise ValueError(f"{path}: {where}: its bound {bound:.4f} exceeds alpha {alpha:.6g} (target agreement "
+                             f"{1 - alpha:.4g}): the threshold {c.threshold} carries no guarantee at this target")  # fmt: skip
+    if c.failed is not None:
+        _check_failed(c, where, path, alpha, calibration.min_rows)
+
+
+def check_claim(calibration: CalibrationFile, path: str) -> None:
+    """Refuse a calibration file whose fields do not add up (module docstring).
+
+    Args:
+        calibration: the file as read (types and ranges of alpha, delta and thresholds already checked by
+            :func:`~hf_critic.selective.calibration.read_calibration`).
+        path: the file, for messages.
+
+    Raises:
+        ValueError: one line naming the file, the field and what it contradicts.
+    """
+    if calibration.task != "pairwise":
+        raise ValueError(f"{path}: task must be 'pairwise', got {calibration.task!r}")
+    alpha, delta = calibration.alpha, calibration.delta
+    if not 0 < alpha < 1:
+        raise ValueError(f"{path}: alpha must lie in (0, 1) (target agreement 1 - alpha), got {alpha}")
+    if not 0 < delta <= 0.5:
+        raise ValueError(f"{path}: delta must lie in (0, 0.5] (a guarantee with probability 1 - delta), got {delta}")
+    _integer(calibration.min_rows, "min_rows", path, low=1)
+    rows = _data_rows(calibration, path)
+    if not calibration.critics:
+        raise ValueError(f"{path}: no critics")
+    share, expected_rows = delta / len(calibration.critics), rows
+    for i, c in enumerate(calibration.critics):
+        where = f"critics[{i}] ({c.name})"
+        if not math.isclose(_number(c.delta, f"{where}.delta", path), share, rel_tol=1e-9):
+            raise ValueError(f"{path}: {where}.delta {c.delta} is not delta / critics = {delta} / "
+                             f"{len(calibration.critics)}")  # fmt: skip
+        if _integer(c.calibration_rows, f"{where}.calibration_rows", path) != expected_rows:
+            raise ValueError(f"{path}: {where}.calibration_rows {c.calibration_rows} is not the {expected_rows} rows "
+                             "its predecessors left (data.rows less the rows each kept)")  # fmt: skip
+        _check_critic(c, where, path, calibration, rows)
+        expected_rows -= c.n
+
+
+def load_calibration(path: str | Path) -> CalibrationFile:
+    """Read a calibration file and check it: its format, every field's range
+    (:func:`~hf_critic.selective.calibration.read_calibration`), and that the fields add up (:func:`check_claim`:
+    each bound recomputed from n, k and delta, the thresholds against alpha and the failed candidates, the deltas, row
+    counts and coverages against each other).
+
+    Raises:
+        ValueError: the file is missing, not JSON, of another format, a field is missing or out of range, or the
+            fields do not add up (one line naming the file and the field).
+    """
+    calibration = read_calibration(path)
+    check_claim(calibration, str(path))
+    return calibration
