@@ -61,6 +61,13 @@ def _file_digest(paths: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _canonical(value) -> str:
+    """A label map (or None) as canonical text: equal maps give equal text whatever their key order."""
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 class RecordedVerdicts:
     """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
     orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
@@ -86,8 +93,10 @@ class RecordedVerdicts:
             raise ValueError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
         self.name, self.rows, self.files, self.published = name, rows, list(files), published
         self.index: dict[str, int] = {}
-        for i, r in enumerate(rows):
-            self.index.setdefault(pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]), i)
+        self.index_order = [pair_key(r[schema.QUESTION], r[schema.RESPONSE_1], r[schema.RESPONSE_2]) for r in rows]
+        for i, key in enumerate(self.index_order):
+            self.index.setdefault(key, i)
+        self.reading = ""  # how the files were read (field, label map, benchmark), part of the fingerprint
 
     @classmethod
     def from_verdict_files(
@@ -125,7 +134,11 @@ class RecordedVerdicts:
         rows = benchmark.select_columns(list(schema.Setting(schema.Task.PAIRWISE, False).fields))
         for column, values in columns.items():
             rows = rows.add_column(column, values)
-        return cls(name, rows, [p for p in (first, swapped) if p], published=True)
+        recorded = cls(name, rows, [p for p in (first, swapped) if p], published=True)
+        # the verdicts' meaning: their field, label convention and the benchmark rows (in order) they follow
+        order = hashlib.sha256("\n".join(recorded.index_order).encode("utf-8")).hexdigest()[:16]
+        recorded.reading = f"field={field}|label_map={_canonical(label_map)}|benchmark={order}"
+        return recorded
 
     @classmethod
     def from_critiques(cls, name: str, path: str) -> RecordedVerdicts:
@@ -140,8 +153,9 @@ class RecordedVerdicts:
 
     @property
     def fingerprint_source(self) -> str:
-        """What identifies these verdicts: the digest of their files' content."""
-        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}"
+        """What identifies these verdicts: the digest of their files' content, and how they were read (field, label map,
+        the benchmark rows in order)."""
+        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}|{self.reading}"
 
     def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], int]:
         """The recorded verdicts of ``records``' rows.
@@ -196,16 +210,17 @@ class CascadeStage:
 
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
-    """The identity of a stage's critic for a setting: its model (name and weights), template (name and version),
-    verdict source, decoding and swap, or its recorded files' content; 16 hex digits of SHA-256."""
+    """The identity of a stage's critic for a setting: every option that changes its verdicts and nothing else
+    (:func:`hf_critic.critic.identity.verdict_options`: the model by content, template, verdict source, the decoding
+    fields its strategy reads, min_verdict_mass, truncate, constrain_verdict, a reward critic's tie margin) and swap,
+    or its recorded files' content, field, label map and the benchmark rows they follow; 16 hex digits of SHA-256."""
+    from .critic.identity import verdict_options
+
     critic = stage.critic
     if isinstance(critic, RecordedVerdicts):
         parts = [critic.fingerprint_source]
     else:
-        template = critic.template_for(setting)
-        model = critic.reward.name if critic.reward is not None else critic.backend.name
-        parts = [model, f"{template.name}@{template.version}", critic.verdict, critic.explanation,
-                 repr(critic.decoding), f"swap={stage.swap}"]  # fmt: skip
+        parts = [*verdict_options(critic, setting), f"swap={stage.swap}"]
     return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
 
 
