@@ -19,6 +19,7 @@ from .options import (
     add_model_args,
     add_verdict_args,
     critic_from_args,
+    require_extra,
     select_rows,
 )
 
@@ -527,6 +528,8 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         else:
             benchmarks.append((name, *_load_benchmark(args, fmt, path)))
     attack_plan = _plan_attacks(args, benchmarks) if args.attacks is not None else None  # before any critic runs
+    if not args.no_plots and (runs or benchmarks):  # the report's plots: checked before any critic runs
+        require_extra("matplotlib", "report", "the report's plots", "--no-plots")
     if args.predictions and not criticbench:
         raise ValueError("--predictions needs a --benchmark criticbench:DIR")
     if criticbench:
