@@ -24,6 +24,8 @@ FLOORS: dict[str, int] = {
     "labels": 0,  # pairwise codes, their spellings, swapping
     "io": 0,
     "cache": 0,
+    "keys": 0,  # unknown keys of the YAML files read are errors naming the closest known key
+    "weights": 0,  # a local model known by the content of its weight files (digests kept by path, size, mtime)
     "redaction": 0,
     "sandbox": 0,
     "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
@@ -50,6 +52,7 @@ FLOORS: dict[str, int] = {
     # 4. critiques from rewards (reward models, local or served); what reads a template: verdict grammars, options, the
     # engines' read-outs
     "critic.grammars": 4,
+    "critic.identity": 4,  # the options that change a critic's verdicts: the parts of a calibration's fingerprint
     "critic.config": 4,  # the critic's options, as a dataclass the command line is generated from
     "critic.rewards": 4,
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)

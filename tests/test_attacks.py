@@ -173,9 +173,109 @@ def test_meta_eval_attacks_pointwise_content_free_answers(tmp_path, monkeypatch)
     )
     out = tmp_path / "out"
     argv = ["meta-eval", "--benchmark", f"graded=generic:{data}", "--task", "pointwise", "--no-plots",
-            "--attacks", "master-key:colon,padding", "--output-dir", str(out)]  # fmt: skip
+            "--attacks", "master-key:colon", "--output-dir", str(out)]  # fmt: skip
     assert main(argv) == 0
-    (colon,) = json.loads((out / "attacks.json").read_text())  # padding is no content-free answer
+    (colon,) = json.loads((out / "attacks.json").read_text())
     assert colon["attack"] == "master-key:colon" and colon["n"] == 3
     assert colon["mean_shift"] == pytest.approx(-4.0) and colon["false_positive"]["k"] == 1
     assert "Score shift vs reference" in (out / "attacks.md").read_text()
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 49: attacks follow the main run's --swap and say so; attacks that run nothing or break are named errors
+# --------------------------------------------------------------------------------------------------
+class FirstWins(StandIn):
+    """A critic with full position bias: Assistant A always wins."""
+
+    def generate(self, conversations, config):
+        return [["Judged. [[A]]"] * config.num_return_sequences for _ in conversations]
+
+
+def _pairs_file(tmp_path):
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"question": f"q{i}", "response_1": a, "response_2": b, "label": g}) + "\n"
+                            for i, (a, b, g) in enumerate([("a b", "c", 0), ("d", "e f", 1), ("g h i", "j", 0)])))  # fmt: skip
+    return data
+
+
+def test_attack_runs_judge_the_orders_the_main_run_judged(tmp_path, monkeypatch, capsys):
+    """Before issue 49 the attack runs judged one order while the main run (--swap, the default) judged both: a
+    first-position critic scored 2/3 clean in attacks.md and 0/3 (every pair a conflict) in report.md."""
+    from hf_critic.cli import main
+    from hf_critic.commands import meta_eval
+
+    monkeypatch.setattr(
+        meta_eval, "critic_from_args", lambda args, model, inputs=None: Critic(FirstWins(), template="mtbench")
+    )
+    for swap, orders, clean in (("--swap", "both", 0), ("--no-swap", "one", 2)):
+        out = tmp_path / swap
+        argv = ["meta-eval", "--benchmark", f"pairs=generic:{_pairs_file(tmp_path)}", "--task", "pairwise", swap,
+                "--no-plots", "--attacks", "padding", "--output-dir", str(out)]  # fmt: skip
+        assert main(argv) == 0
+        (row,) = json.loads((out / "attacks.json").read_text())
+        assert row["orders"] == orders and row["clean_accuracy"]["k"] == clean
+        assert (
+            f"Orders judged: {'both' if orders == 'both' else 'the given order only'}"
+            in (out / "attacks.md").read_text()
+        )
+        printed = capsys.readouterr().out
+        assert ("both orders: --swap" if orders == "both" else "the given order only: --no-swap") in printed
+
+
+def _run(argv, capsys):
+    from hf_critic.cli import main
+
+    code = main(argv)
+    err = capsys.readouterr().err
+    return code, err
+
+
+@pytest.mark.parametrize("spec", [",", " , "])
+def test_attacks_naming_nothing_is_an_error(tmp_path, capsys, spec):
+    argv = ["meta-eval", "--benchmark", f"pairs=generic:{_pairs_file(tmp_path)}", "--task", "pairwise",
+            "--attacks", spec, "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    code, err = _run(argv, capsys)
+    assert code == 2 and "names no attack" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "report.md").exists()  # refused before any critic ran
+
+
+def test_pairwise_attacks_on_pointwise_data_are_an_error(tmp_path, capsys):
+    data = tmp_path / "graded.jsonl"
+    data.write_text(json.dumps({"question": "q", "reference": "r", "response": "r", "human_score": 5}) + "\n")
+    argv = ["meta-eval", "--benchmark", f"graded=generic:{data}", "--task", "pointwise", "--attacks", "padding",
+            "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    code, err = _run(argv, capsys)
+    assert code == 2 and "--attacks padding on graded: pairwise attacks need pairs" in err
+    argv[argv.index("padding")] = "verdict"
+    code, err = _run(argv, capsys)
+    assert code == 2 and "none of these attacks runs on pointwise data" in err
+
+
+@pytest.mark.parametrize(
+    "render, message",
+    [
+        (lambda a, c: 1 / 0, "attack 'broken' failed on an answer: ZeroDivisionError"),
+        (lambda a, c: None, "attack 'broken' returned NoneType, not the attacked answer as a string"),
+    ],
+)
+def test_a_registered_attack_that_raises_or_returns_no_string_is_named(tmp_path, monkeypatch, capsys, render, message):
+    from hf_critic.commands import meta_eval
+
+    monkeypatch.setattr(
+        meta_eval, "critic_from_args", lambda args, model, inputs=None: Critic(StandIn(), template="mtbench")
+    )
+    register_attack(Attack("broken", "custom", render))
+    try:
+        argv = ["meta-eval", "--benchmark", f"pairs=generic:{_pairs_file(tmp_path)}", "--task", "pairwise",
+                "--no-plots", "--attacks", "broken", "--output-dir", str(tmp_path / "out")]  # fmt: skip
+        code, err = _run(argv, capsys)
+    finally:
+        del ATTACKS["broken"]
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_register_attack_refuses_what_is_no_attack():
+    with pytest.raises(ValueError, match="expected an Attack"):
+        register_attack(lambda a, c: a)
+    with pytest.raises(ValueError, match="without commas"):
+        register_attack(Attack("a,b", "custom", lambda a, c: a))

@@ -59,8 +59,13 @@ def test_a_rerun_re_asks_the_bad_critiques_a_flaky_server_left_and_says_how_many
         assert garbled > ROWS // 2 and 0 < len(bad) < garbled  # most were recovered in the same run
         assert f"unparsed {len(bad)}," in flaky
         before = healthy.requests
-        # the same command against the healthy server: only the bad critiques are asked again, and it says so
-        again = grade(healthy.url, answers, tmp_path / "again.jsonl", tmp_path / "c.sqlite", capsys)
+        # the same command once the fault is gone (the same URL: the cache is keyed by base URL and model, issue 49):
+        # only the bad critiques are asked again, and it says so
+        with FaultInjectionProxy(
+            healthy.url, fault_rate=0.0, port=int(proxy.url.rsplit(":", 1)[1].split("/")[0])
+        ) as fixed:
+            assert fixed.url == proxy.url
+            again = grade(fixed.url, answers, tmp_path / "again.jsonl", tmp_path / "c.sqlite", capsys)
         assert healthy.requests - before == len(bad)
     assert f"{ROWS}/{ROWS} parsed" in again
     assert f"re-asked {len(bad)} cached critique(s) that did not parse, from cache {ROWS - len(bad)}" in again

@@ -103,7 +103,7 @@ def test_an_incomplete_answer_cached_by_an_older_run_is_asked_again_and_counted(
         old = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
         kept = stages.score_difficulty(queries(4), WithoutCheck(old), progress=False)
     assert len(kept) == 3 and len(cache) == 2
-    with StubOpenAIServer(scripted_reply) as healthy:
+    with StubOpenAIServer(scripted_reply, port=server.port) as healthy:  # the same URL: one cache key (issue 49)
         client = OpenAIClient(healthy.url, "m", retry=FAST, cache=cache)
         report = StageReport("score_difficulty")
         out = stages.score_difficulty(queries(4), client, report=report, progress=False)

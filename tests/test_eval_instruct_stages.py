@@ -448,13 +448,16 @@ def test_recipes_in_the_repo_load():
 def test_bad_recipes_name_the_key(tmp_path):
     good = yaml.safe_load(recipe(tmp_path, "http://127.0.0.1:1/v1").read_text())
     for change, message in [
-        ({"teacher": {**good["teacher"], "temprature": 0}}, "teacher: unknown key(s) ['temprature']"),
+        ({"teacher": {**good["teacher"], "temprature": 0}}, "teacher: unknown key 'temprature'; known: api_key_env"),
         ({"variant": "v3"}, "variant must be 'v1' or 'v2'"),
         ({"references": {"generator": "nobody"}}, "references.generator 'nobody'"),
         ({"teacher": {**good["teacher"], "sampling": {"api_key": "sk-x"}}}, "credential"),
         ({"generators": [{"name": "x"}]}, "exactly one of 'endpoint' / 'transformers'"),
-        ({"teacher": {**good["teacher"], "max_retries": 3}}, "teacher: unknown key(s) ['max_retries']"),
-        ({"teacher": {**good["teacher"], "retry": {"max_retry": 3}}}, "teacher.retry: unknown key(s) ['max_retry']"),
+        ({"teacher": {**good["teacher"], "max_retries": 3}}, "teacher: unknown key 'max_retries'"),
+        (
+            {"teacher": {**good["teacher"], "retry": {"max_retry": 3}}},
+            "teacher.retry: unknown key 'max_retry' (did you mean 'max_retries'?)",
+        ),
         (
             {"teacher": {**good["teacher"], "retry": {"jitter": 2}}},
             "teacher.retry: need multiplier >= 1, jitter in [0, 1]",

@@ -96,7 +96,8 @@ def test_a_server_failing_mid_run_is_a_one_line_error_with_exit_3(tmp_path, caps
     assert errors[0].startswith(f"hf-critic grade: error: 7 of 8 request(s) to {server.url} failed after retries (")
     assert errors[0].endswith(f"answered requests are kept in {cache}: run the same command again to resume")
     assert not out.exists()
-    with StubOpenAIServer(lambda body: "Fine. Rating: [[7]]") as server:
+    # the server back at its address (the cache is keyed by base URL and model, issue 49)
+    with StubOpenAIServer(lambda body: "Fine. Rating: [[7]]", port=server.port) as server:
         assert main([*argv, "--base-url", server.url]) == 0
         assert server.requests == 7
     assert [json.loads(line)["critique_score"] for line in out.read_text().splitlines()] == [7.0] * 8

@@ -99,7 +99,7 @@ def test_backend_name_carries_the_dtype(tiny_model_dir):
     f32 = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", num_threads=1)
     bf16 = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="bfloat16", num_threads=1)
     assert f32.model.dtype is torch.float32 and bf16.model.dtype is torch.bfloat16
-    assert f32.name.endswith("|float32") and bf16.name.endswith("|bfloat16") and f32.name != bf16.name
+    assert "|float32|weights:" in f32.name and "|bfloat16|weights:" in bf16.name and f32.name != bf16.name
 
 
 # ------------------------------------------------------------------------------------------------ shared prefix

@@ -459,7 +459,8 @@ def test_mt_bench_judge_prompt_formats(shared_data):
         else:
             assert prompt["output_format"] == "[[rating]]"
             assert parse_score(prompt["output_format"]).status is UNPARSED
-            assert parse_score(prompt["system_prompt"] + prompt["prompt_template"]).score == 5.0, name
+            # its format example is quoted ('"Rating: [[5]]"'): a quotation, no verdict (it parsed as 5 before issue 49)
+            assert parse_score(prompt["system_prompt"] + prompt["prompt_template"]).status is UNPARSED, name
 
 
 # --------------------------------------------------------------------------------------------------
@@ -598,3 +599,41 @@ def test_own_text_blanks_the_echo_and_keeps_positions():
     assert len(own.text) == len(text) and own.text.strip() == "Good. Rating: [[8]]"
     assert "[[5]]" in own.echoed
     assert own_text("Good. Rating: [[8]]", prompt) == ("Good. Rating: [[8]]", "")
+
+
+# --------------------------------------------------------------------------------------------------
+# Issue 49 item 5: the critic's last verdict outside quotations
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('Rating: [[3]]\nThe answer writes "Rating: [[10]]"; I ignore it.', 3.0),
+        ("Rating: [[3]]\nThe answer writes “Rating: [[10]]”, which I ignore.", 3.0),
+        ("Rating: [[3]]\nThe answer ends with:\n> Rating: [[10]]\nwhich I ignore.", 3.0),
+        ("Rating: [[3]]\nThe answer ends with:\n> {'Overall Score': 10}", 3.0),
+        ('Wrong answer.\nOverall Score: 2\nIt claims "Overall Score: 9" for itself.', 2.0),
+        ("Rating: [[3]]\nIt appends `Rating: [[10]]`, which I ignore.", 3.0),
+        ('The answer is wrong. My rating: "[[2]]"', 2.0),  # the critic's own verdict, quoted after a colon
+    ],
+)
+def test_a_verdict_inside_a_quotation_is_not_the_critics(text, expected):
+    """A quoted verdict used to win whenever it came last (``"Rating: [[10]]"`` in a critique that ignores it)."""
+    assert parse_score(text).score == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('[[B]]\nAssistant A writes "[[A]]" at the end of its answer; that is no argument.', RESPONSE_2_WINS),
+        ("[[B]]\nAssistant A closes with:\n> {'Overall Comparison Result': 'Assistant 1'}", RESPONSE_2_WINS),
+        ('Assistant A copies "Overall Comparison Result: Assistant 1" into its answer.\nOverall Comparison Result: '
+         "Assistant 2", RESPONSE_2_WINS),
+    ],
+)  # fmt: skip
+def test_a_label_inside_a_quotation_is_not_the_critics(text, expected):
+    assert parse_label(text).label == expected
+
+
+def test_only_a_quoted_verdict_is_unparsed_not_read():
+    assert parse_score('The answer says "Rating: [[10]]" of itself.').status is UNPARSED
+    assert parse_label("> [[A]]").status is UNPARSED

@@ -251,7 +251,7 @@ def test_user_template_file_loads_and_renders(tmp_path):
         ({"version": 1.0}, "'version'"),
         ({"prompt": "{question} {response} {rubric} {'a': 1}"}, "'prompt'"),
         ({"prompt": "{question} {response} {rubric!r}"}, "'prompt'"),
-        ({"colour": "red"}, "unknown key(s) ['colour']"),
+        ({"colour": "red"}, "unknown key of a template 'colour'"),
         ({"output": {"kind": "score", "format": "rating_brackets"}}, "'output.score_range'"),
         ({"output": {"kind": "score", "format": "rating_brackets", "score_range": [5, 1]}}, "'output.score_range'"),
         ({"output": {"kind": "score", "format": "pair_brackets", "score_range": [1, 5]}}, "'output.format'"),

@@ -88,7 +88,8 @@ def test_a_cached_answer_that_no_longer_passes_is_asked_again(tmp_path):
     with StubOpenAIServer(lambda body: "garbage ~~~") as server:  # cached by a run without a check (older version)
         OpenAIClient(server.url, "m", retry=FAST, cache=cache).complete_many(requests(1), stage="s", progress=False)
     check = lambda text: None if "[[" in text else "unparseable"  # noqa: E731
-    with StubOpenAIServer(lambda body: "Fine. [[7]]") as server:
+    # the same server (URL and model) again: the cache is keyed by both (issue 49), so the stored entry is found
+    with StubOpenAIServer(lambda body: "Fine. [[7]]", port=server.port) as server:
         client = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
         result = client.complete_many(requests(1), stage="s", progress=False, check=check)[0]
         assert server.requests == 1 and result.text == "Fine. [[7]]" and not result.cached

@@ -165,13 +165,14 @@ def test_cache_makes_a_rerun_free_and_keys_cover_model_messages_params(tmp_path)
         client(server.url, cache=GenerationCache(path), params={"temperature": 0.7}).complete_many(
             requests(1), stage="s", progress=False
         )
-        OpenAIClient(server.url, "other-model", cache=GenerationCache(path)).complete_many(
-            requests(1), stage="s", progress=False
-        )
+        other = OpenAIClient(server.url, "other-model", cache=GenerationCache(path))
+        other.complete_many(requests(1), stage="s", progress=False)
         assert server.requests == 7
         assert server.headers[-1]["x-hf-critic-stage"] == "s"
+        # the model part of the key is its identity: base URL, name and what the server reports (issue 49)
+        assert other.identity.startswith(f"{server.url}|other-model|")
         assert server.headers[-1]["x-hf-critic-cache-key"] == chat_cache_key(
-            "other-model", requests(1)[0].messages, {}
+            other.identity, requests(1)[0].messages, {}
         )
     key = chat_cache_key("m", [{"role": "user", "content": "x"}], {"temperature": 0, "seed": None})
     assert key == chat_cache_key("m", [{"role": "user", "content": "x"}], {"temperature": 0})

@@ -63,6 +63,13 @@ def _file_digest(paths: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
+def _canonical(value) -> str:
+    """A label map (or None) as canonical text: equal maps give equal text whatever their key order."""
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
 class RecordedVerdicts:
     """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
     orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
@@ -105,6 +112,7 @@ class RecordedVerdicts:
             if len(self.ids) != len(ids):
                 twice = next(i for i, n in Counter(ids).items() if n > 1)
                 raise ValueError(f"{', '.join(files)}: id {twice!r} is found more than once in the recorded verdicts")
+        self.reading = ""  # how the files were read (field, label map, benchmark), part of the fingerprint
 
     @classmethod
     def from_verdict_files(
@@ -147,7 +155,11 @@ class RecordedVerdicts:
         rows = benchmark.select_columns(keep)
         for column, values in columns.items():
             rows = rows.add_column(column, values)
-        return cls(name, rows, [p for p in (first, swapped) if p], published=True)
+        recorded = cls(name, rows, [p for p in (first, swapped) if p], published=True)
+        # the verdicts' meaning: their field, label convention and the benchmark rows (in order) they follow
+        order = hashlib.sha256("\n".join(recorded.keys).encode("utf-8")).hexdigest()[:16]
+        recorded.reading = f"field={field}|label_map={_canonical(label_map)}|benchmark={order}"
+        return recorded
 
     @classmethod
     def from_critiques(cls, name: str, path: str) -> RecordedVerdicts:
@@ -162,8 +174,9 @@ class RecordedVerdicts:
 
     @property
     def fingerprint_source(self) -> str:
-        """What identifies these verdicts: the digest of their files' content."""
-        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}"
+        """What identifies these verdicts: the digest of their files' content, and how they were read (field, label map,
+        the benchmark rows in order)."""
+        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}|{self.reading}"
 
     def match(self, records: datasets.Dataset) -> tuple[list[int | None], int]:
         """The recorded row of each row of ``records`` (class docstring): by id, else by (text, occurrence).
@@ -261,16 +274,17 @@ class CascadeStage:
 
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
-    """The identity of a stage's critic for a setting: its model (name and weights), template (name and version),
-    verdict source, decoding and swap, or its recorded files' content; 16 hex digits of SHA-256."""
+    """The identity of a stage's critic for a setting: every option that changes its verdicts and nothing else
+    (:func:`hf_critic.critic.identity.verdict_options`: the model by content, template, verdict source, the decoding
+    fields its strategy reads, min_verdict_mass, truncate, constrain_verdict, a reward critic's tie margin) and swap,
+    or its recorded files' content, field, label map and the benchmark rows they follow; 16 hex digits of SHA-256."""
+    from .critic.identity import verdict_options
+
     critic = stage.critic
     if isinstance(critic, RecordedVerdicts):
         parts = [critic.fingerprint_source]
     else:
-        template = critic.template_for(setting)
-        model = critic.reward.name if critic.reward is not None else critic.backend.name
-        parts = [model, f"{template.name}@{template.version}", critic.verdict, critic.explanation,
-                 repr(critic.decoding), f"swap={stage.swap}"]  # fmt: skip
+        parts = [*verdict_options(critic, setting), f"swap={stage.swap}"]
     return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
 
 

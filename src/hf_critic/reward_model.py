@@ -27,7 +27,6 @@ Loading: a folder, a Hub id in the local cache, or a PEFT adapter folder (``adap
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -400,10 +399,14 @@ def _quiet_transformers(quiet: bool):
         hf_logging.set_verbosity(level)
 
 
-def _fingerprint(folder: Path) -> str:
-    """Identity of a model's weights for cache keys: names, sizes and modification times of its files."""
-    parts = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file())
-    return hashlib.sha256(json.dumps([str(folder.resolve()), parts]).encode()).hexdigest()[:16]
+def _fingerprint(folder: Path, base: str | None = None) -> str:
+    """Identity of a model's weights for cache keys: the content digest of its weight files
+    (:func:`hf_critic.models.model_digest`), and of its base model's for an adapter (issue 49: by bytes, not by
+    names, sizes and modification times)."""
+    from .models import model_digest
+
+    digest = model_digest(folder)
+    return digest if base is None or Path(base) == folder else f"{digest}+{model_digest(base)}"
 
 
 class RewardModel:
@@ -508,7 +511,7 @@ class RewardModel:
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
         lm = lm.to(inference_device())
         lm.eval()
-        name = f"{model}@{_fingerprint(folder)}:{torch_dtype}"
+        name = f"{model}@{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"
         return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,
                    progress=progress)  # fmt: skip
 

@@ -33,11 +33,44 @@ __all__ = [
     "StageUsage",
     "UsageLedger",
     "chat_cache_key",
+    "served_identity",
     "rejection",
 ]
 
 # The caller's verdict on an answer's text: None to keep it, else a short reason ("unparseable", "out_of_range").
 Check = Callable[[str], "str | None"]
+
+
+#: What a server's ``/v1/models`` entry may say about the model behind a name (OpenAI: ``owned_by``, ``created``;
+#: vLLM: ``root`` (the weights' path), ``parent``, ``max_model_len``; llama.cpp: ``meta`` (parameters, size, vocabulary)).
+SERVED_FIELDS = ("owned_by", "created", "root", "parent", "max_model_len", "meta")
+#: A ``created`` this close to now (seconds) is the answer's own time, as vLLM and llama.cpp report it, not the model's.
+_FRESH_CREATED = 86400
+
+
+def served_identity(entries, model: str | None, now: float | None = None) -> dict:
+    """What the server reports about ``model`` (its entry of ``GET /v1/models``), for cache keys and fingerprints.
+
+    Args:
+        entries: the ``data`` list of ``/v1/models``: dicts with ``id`` and any of :data:`SERVED_FIELDS`.
+        model: the served name asked for.
+        now: the current Unix time (default: the clock), to tell a model's ``created`` from the answer's time.
+
+    Returns:
+        ``{field: value}`` for the fields the entry has (None values left out); ``created`` only when it is more than a
+        day old (vLLM and llama.cpp put the answer's time there, which would change every key); ``{}`` when the model
+        is not listed.
+    """
+    import time
+
+    entry = next((e for e in entries or () if isinstance(e, Mapping) and e.get("id") == model), None)
+    if entry is None:
+        return {}
+    out = {k: entry[k] for k in SERVED_FIELDS if entry.get(k) is not None}
+    created = out.get("created")
+    if not isinstance(created, int | float) or abs((now or time.time()) - created) < _FRESH_CREATED:
+        out.pop("created", None)
+    return out
 
 
 def chat_cache_key(model: str, messages: Messages, params: Mapping[str, Any]) -> str:

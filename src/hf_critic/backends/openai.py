@@ -58,8 +58,13 @@ class OpenAIBackend(Backend):
         top_logprobs: int = 20,
     ):
         self.client, self.context_length, self.stage, self.progress = client, context_length, stage, progress
-        self.name = f"openai-compatible:{client.model}"
         self.top_logprobs = top_logprobs
+
+    @property
+    def name(self) -> str:
+        """The model's identity in cache keys and fingerprints: base URL, model name and what the server reports of
+        it (:attr:`OpenAIClient.identity`); two servers serving one name never share cached critiques."""
+        return f"openai-compatible:{self.client.identity}"
 
     @classmethod
     def connect(

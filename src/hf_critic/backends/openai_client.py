@@ -55,6 +55,7 @@ from .chat import (
     UsageLedger,
     chat_cache_key,
     rejection,
+    served_identity,
 )
 from .retry import (
     Attempts,
@@ -181,6 +182,7 @@ class OpenAIClient:
         self.retry, self.pricing = retry or RetryPolicy(), pricing or Pricing()
         self.cache, self.ledger = cache, ledger or UsageLedger()
         self.name = name or model
+        self.served: dict[str, Any] = {}  # what GET /models says of the model (check()), part of every cache key
         self._rng = random.Random(seed)
         self._sleep = sleep or asyncio.sleep
         self.stage_params = {k: dict(v) for k, v in (stage_params or {}).items()}
@@ -192,7 +194,8 @@ class OpenAIClient:
             timeout: seconds to wait for the answer.
 
         Returns:
-            The served model ids (empty when the server has no ``/models`` route; the check is then skipped).
+            The served model ids (empty when the server has no ``/models`` route; the check is then skipped). What the
+            server says of :attr:`model` is kept in :attr:`served` (:func:`~hf_critic.backends.chat.served_identity`).
 
         Raises:
             EndpointError: nothing answers at the base URL (down, wrong port), it answers 401 / 403 (the key in
@@ -202,7 +205,8 @@ class OpenAIClient:
 
         client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key(), max_retries=0, timeout=timeout)
         try:
-            served = [m.id for m in client.models.list()]
+            entries = [m.model_dump() for m in client.models.list()]
+            served = [e.get("id") for e in entries]
         except openai.APIConnectionError as err:
             cause = err.__cause__ or err
             raise EndpointError(f"no OpenAI-compatible server answers at {self.display_url} ({cause})") from None
@@ -218,7 +222,16 @@ class OpenAIClient:
             raise EndpointError(
                 f"the server at {self.display_url} does not serve model {self.model!r}; it serves: {', '.join(served)}"
             )
+        self.served = served_identity(entries, self.model)
         return served
+
+    @property
+    def identity(self) -> str:
+        """The model behind this client, for cache keys: base URL (without credentials), model name and what the
+        server reported of it (:attr:`served`, after :meth:`check`). Two servers serving one name never share keys."""
+        import json
+
+        return f"{self.display_url}|{self.model}|{json.dumps(self.served, sort_keys=True, default=str)}"
 
     def __repr__(self) -> str:  # no key, ever
         return (
@@ -232,8 +245,8 @@ class OpenAIClient:
         return {k: v for k, v in {**self.params, **dict(request.params)}.items() if v is not None}
 
     def request_key(self, request: ChatRequest) -> str:
-        """The cache key of ``request`` (model, messages, merged parameters)."""
-        return chat_cache_key(self.model, request.messages, self.request_params(request))
+        """The cache key of ``request`` (the model's :attr:`identity`, messages, merged parameters)."""
+        return chat_cache_key(self.identity, request.messages, self.request_params(request))
 
     def _api_key(self) -> str:
         """The bearer key: the one in the base URL, else ``$api_key_env``, else the placeholder ``"EMPTY"``; a real

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..redaction import redact_text, redact_url, register_secret, split_url_credentials
+from .chat import served_identity
 from .retry import (
     Attempts,
     EndpointError,
@@ -125,6 +126,15 @@ class PoolingRewardClient:
         self.timeout, self.batch_size = timeout, batch_size
         self.policy, self._rng = policy or RetryPolicy(), random.Random(0)
         self.cache_path = cache_path
+        self.served: dict[str, Any] = {}  # what GET /v1/models says of the model (check()), part of the identity
+
+    @property
+    def identity(self) -> str:
+        """The model behind this client: base URL (without credentials), model name and what the server reported of
+        it after :meth:`check` (:func:`~hf_critic.backends.chat.served_identity`)."""
+        import json
+
+        return f"{self.display_url}|{self.model}|{json.dumps(self.served, sort_keys=True, default=str)}"
 
     def __repr__(self) -> str:  # no key, ever
         return f"PoolingRewardClient(base_url={self.display_url!r}, model={self.model!r}, key=${self.api_key_env})"
@@ -157,7 +167,8 @@ class PoolingRewardClient:
             if status in (401, 403):
                 raise EndpointError(f"{where} answered {status} to GET /v1/models; check ${self.api_key_env}")
             try:
-                served = [m["id"] for m in response.json()["data"]] if status == 200 else None
+                entries = response.json()["data"] if status == 200 else None
+                served = [m["id"] for m in entries] if entries is not None else None
             except (ValueError, KeyError, TypeError):
                 served = None
             if served is None:
@@ -167,6 +178,7 @@ class PoolingRewardClient:
             self.model = self.model if self.model is not None else served[0]
             if self.model not in served:
                 raise EndpointError(f"{self.display_url} does not serve model {self.model!r}: {', '.join(served)}")
+            self.served = served_identity(entries, self.model)
             try:
                 self._attempt(client, self._body(_PROBE))
             except FatalAPIError as err:

@@ -16,7 +16,7 @@ from ..control_tokens import control_tokens, encode_rendered, encode_text, rende
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import batch_token_budget, default_num_threads, load_model
+from ..models import batch_token_budget, default_num_threads, load_model, model_digest, resolve_model
 from ..prefill import (
     PrefixCaches,
     ReadoutCounts,
@@ -110,7 +110,9 @@ class TransformersBackend(Backend):
         lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype, batch_size=batch_size)
         if lm.device.type == "cpu":
             torch.set_num_threads(num_threads or default_num_threads())
-        name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}"
+        # known by content (issue 49): a folder retrained in place, or two checkpoints under one name, never share keys
+        digest = model_digest(resolve_model(model))
+        name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}|weights:{digest}"
         published = published_chat_format(model)
         if published is not None:  # a known critic gets the input format it was trained on (part of the cache key)
             family, tokenizer.chat_template = published

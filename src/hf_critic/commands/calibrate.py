@@ -244,6 +244,42 @@ def split_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _check_report_dir(args) -> None:
+    """Before any work: ``--splits`` with ``--report-dir``, a report folder that is no file, and matplotlib for its
+    curve (the ``[report]`` extra).
+
+    Raises:
+        ValueError: one line naming the option and the fix.
+    """
+    if args.splits < 0 or (args.splits and not args.report_dir):
+        raise ValueError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
+    if args.report_dir and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
+        raise ValueError(f"--report-dir {args.report_dir}: a file, not a folder; name a folder (created if missing)")
+    if args.report_dir and args.splits:
+        from .options import require_extra
+
+        require_extra("matplotlib", "report", "--report-dir's agreement-coverage curve")
+
+
+def _drop_ties(args, records):
+    """``--drop-tie``: the rows whose human label is no tie.
+
+    Raises:
+        ValueError: no human label column, or no row left (every pair a tie).
+    """
+    from ..labels import TIE, normalize_labels
+
+    gold = args.human_label or "label"
+    if gold not in records.column_names:
+        raise ValueError(f"{args.data}: --drop-tie reads the human label column {gold!r}, which the data lacks "
+                         "(--human-label)")  # fmt: skip
+    human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
+    kept = [i for i, h in enumerate(human) if h != TIE]
+    if not kept:
+        raise ValueError(f"{args.data}: --drop-tie leaves no row: all {len(records)} pairs are ties in {gold!r}")
+    return records.select(kept)
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     """Judge the calibration rows with every critic, write the calibration file and, with ``--splits``, the report."""
     from .. import schema
@@ -252,14 +288,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from .critique import compare_parser, load_rows
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
-    if args.splits < 0 or (args.splits and not args.report_dir):
-        raise ValueError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
+    _check_report_dir(args)
     records = load_rows(args, "compare")
     if args.drop_tie:
-        from ..labels import TIE, normalize_labels
-
-        human = normalize_labels(records[args.human_label or "label"])
-        records = records.select([i for i, h in enumerate(human) if h != TIE])
+        records = _drop_ties(args, records)
     if schema.RESPONSE_1 not in records.column_names:
         raise ValueError(f"{args.data}: calibration needs pairs (response_1, response_2) with human labels")
     referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names

@@ -27,6 +27,17 @@ import argparse
 import math
 from pathlib import Path
 
+from ..keys import check_keys
+
+#: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
+#: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
+BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label_columns": "label_columns",
+                     "aggregate": "aggregate", "coerce_text": "coerce_text"}  # fmt: skip
+
+#: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
+FILE_KEYS = ("critics",)
+CRITIC_KEYS = ("name", "options", "recorded", "price_per_call")
+RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
 COMMAND_OPTIONS = frozenset({
     "data", "output", "overwrite", "columns", "format", "split", "limit", "sample", "sample_seed", "referenced",
@@ -54,13 +65,14 @@ def _argv(options: dict, where: str, known: dict[str, argparse.Action]) -> list[
     argv = []
     for key, value in options.items():
         dest = str(key).replace("-", "_")
-        if dest in COMMAND_OPTIONS or dest not in known:
-            why = (
-                "belongs to the command line, not to one critic"
-                if dest in COMMAND_OPTIONS
-                else "is no option of compare"
-            )
-            raise ValueError(f"{where}: option {key!r} {why}")
+        if dest in COMMAND_OPTIONS:
+            raise ValueError(f"{where}: option {key!r} belongs to the command line, not to one critic")
+        if dest not in known:
+            import difflib
+
+            close = difflib.get_close_matches(dest, [k for k in known if k not in COMMAND_OPTIONS], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{where}: option {key!r} is no option of compare{hint}")
         strings = known[dest].option_strings  # a BooleanOptionalAction's: ["--progress", "--no-progress"]
         if isinstance(value, bool):
             if value:
@@ -103,6 +115,10 @@ def _recorded(name: str, spec: dict, where: str):
 
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
+    check_keys(spec, RECORDED_KEYS, f"{where}: recorded", "recorded verdicts")
+    if "critiques" in spec and ({"benchmark", "verdicts", "swapped", "field", "label_map"} & set(spec)):
+        raise ValueError(f"{where}: recorded: critiques: FILE stands alone (an earlier run's output); benchmark, "
+                         "verdicts, swapped, field and label_map describe a published judge's files instead")  # fmt: skip
     if "critiques" in spec:
         return RecordedVerdicts.from_critiques(name, str(spec["critiques"]))
     if "benchmark" not in spec or "verdicts" not in spec:
@@ -117,12 +133,6 @@ def _recorded(name: str, spec: dict, where: str):
         name, benchmark, str(spec["verdicts"]), spec.get("swapped"), spec.get("field"),
         spec.get("label_map"),
     )  # fmt: skip
-
-
-#: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
-#: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
-BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label_columns": "label_columns",
-                     "aggregate": "aggregate", "coerce_text": "coerce_text"}  # fmt: skip
 
 
 def _benchmark_options(spec: dict, fmt: str, where: str) -> dict:
@@ -174,6 +184,8 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
     except yaml.YAMLError as err:
         raise ValueError(f"--cascade {path}: not YAML ({err})") from None
     critics = spec.get("critics") if isinstance(spec, dict) else None
+    if isinstance(spec, dict):  # `thresholds:` or `target:` would be ignored: thresholds come from --calibration
+        check_keys(spec, FILE_KEYS, f"--cascade {path}", "a cascade file (thresholds come from --calibration)")
     if not isinstance(critics, list) or not critics:
         raise ValueError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
     stages, names = [], set()
@@ -182,6 +194,8 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
             raise ValueError(f"{where}: each critic needs a name")
         name = entry["name"].strip()
+        # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
+        check_keys(entry, CRITIC_KEYS, f"{path}: critics[{i}] ({name})", "a critic")
         if name in names:
             raise ValueError(f"{where}: the name {name!r} is used twice")
         names.add(name)

@@ -19,6 +19,7 @@ from .options import (
     add_model_args,
     add_verdict_args,
     critic_from_args,
+    require_extra,
     select_rows,
 )
 
@@ -328,7 +329,9 @@ def _critic_runs(args, benchmarks):
             path = save_records(
                 critique, Path(args.output_dir) / "critiques" / _slug(critic_name) / f"{_slug(name)}.jsonl"
             )
-            print(f"{critic_name} on {name}: {stats.summary()} -> {path}")
+            orders = (" (both orders: --swap)" if args.swap else " (the given order only: --no-swap)") if (
+                "response_1" in data.column_names) else ""  # fmt: skip
+            print(f"{critic_name} on {name}{orders}: {stats.summary()} -> {path}")
             runs.append((critic_name, name, critique))
     return runs
 
@@ -342,12 +345,36 @@ def _family(critic, task: str) -> str:
     return next((f.name for f in families() if fmt in {v.name for v in f.formats}), "mtbench")
 
 
-def _attack_runs(args, benchmarks) -> list[dict]:
-    """Judge each benchmark again under each ``--attacks`` attack with every --model; the robustness figures."""
-    from ..meta_eval.attacks import attack_pairs, pairwise_robustness, pointwise_shift, resolve_attacks
+def _plan_attacks(args, benchmarks) -> dict[str, list]:
+    """The attacks each benchmark runs, checked before any critic runs.
+
+    Raises:
+        ValueError: ``--attacks`` naming none (``,``) or an unknown one, no benchmark, a benchmark with neither pairs
+            nor references, or pairwise attacks named on pointwise data.
+    """
+    from ..meta_eval.attacks import pointwise_attacks, resolve_attacks
 
     attacks = resolve_attacks(args.attacks)
+    if not benchmarks:
+        raise ValueError("--attacks needs a --benchmark to attack (and a critic run on it)")
+    plan = {}
+    for name, data, _ in benchmarks:
+        if "response_1" in data.column_names:
+            plan[name] = attacks
+        elif "reference" in data.column_names:
+            plan[name] = pointwise_attacks(attacks, args.attacks, name)
+        else:
+            raise ValueError(f"--attacks on {name}: needs pairwise pairs with a gold label, or pointwise references")
+    return plan
+
+
+def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
+    """Judge each benchmark again under its attacks (:func:`_plan_attacks`) with every --model, in the orders the
+    main run judged (``--swap``); the robustness figures, each row saying its orders."""
+    from ..meta_eval.attacks import attack_pairs, pairwise_robustness, pointwise_shift, render_attack, stood_by
+
     results = []
+    orders = "both" if args.swap else "one"
     for model in args.model or [None]:
         critic_name = "default-critic" if model is None else Path(model).name or model
         critic = critic_from_args(args, model)
@@ -355,27 +382,24 @@ def _attack_runs(args, benchmarks) -> list[dict]:
             rows = data.to_list()
             if "response_1" in data.column_names:
                 family = _family(critic, "pairwise")
-                clean = critic.compare(data, source=name)["critique_label"]
-                for attack in attacks:
-                    attacked = critic.compare(attack_pairs(rows, attack, family), source=f"{name} ({attack.name})")
+                clean = stood_by(critic.compare(data, swap=args.swap, source=name), args.swap)
+                for attack in plan[name]:
+                    attacked = critic.compare(attack_pairs(rows, attack, family), swap=args.swap,
+                                              source=f"{name} ({attack.name})")  # fmt: skip
                     figures = pairwise_robustness(
-                        data[args.human_label], clean, attacked["critique_label"],
+                        data[args.human_label], clean, stood_by(attacked, args.swap),
                         swapped=attack.render is None, seed=args.bootstrap_seed,
                     )  # fmt: skip
                     results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
-                                    "task": "pairwise", **figures})  # fmt: skip
-            elif "reference" in data.column_names:
+                                    "task": "pairwise", "orders": orders, **figures})  # fmt: skip
+            else:
                 graded = critic.grade([{**r, "response": r["reference"]} for r in rows], source=f"{name} (references)")
-                for attack in (a for a in attacks if a.content_free):
-                    free = [{**r, "response": attack.render("", None)} for r in rows]
+                for attack in plan[name]:
+                    free = [{**r, "response": render_attack(attack, "", None)} for r in rows]
                     scores = critic.grade(free, source=f"{name} ({attack.name})")["critique_score"]
                     figures = pointwise_shift(graded["critique_score"], scores)
                     results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
-                                    "task": "pointwise", **figures})  # fmt: skip
-            else:
-                raise ValueError(
-                    f"--attacks on {name}: needs pairwise pairs with a gold label, or pointwise references"
-                )
+                                    "task": "pointwise", "orders": "one", **figures})  # fmt: skip
     return results
 
 
@@ -503,6 +527,9 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             criticbench.append((name, path))
         else:
             benchmarks.append((name, *_load_benchmark(args, fmt, path)))
+    attack_plan = _plan_attacks(args, benchmarks) if args.attacks is not None else None  # before any critic runs
+    if not args.no_plots and (runs or benchmarks):  # the report's plots: checked before any critic runs
+        require_extra("matplotlib", "report", "the report's plots", "--no-plots")
     if args.predictions and not criticbench:
         raise ValueError("--predictions needs a --benchmark criticbench:DIR")
     if criticbench:
@@ -512,10 +539,8 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     runs += _verdict_runs(args, benchmarks)
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
-    if args.attacks:
-        if not benchmarks:
-            raise ValueError("--attacks needs a --benchmark to attack (and a critic run on it)")
-        _write_attacks(args.output_dir, _attack_runs(args, benchmarks))
+    if attack_plan is not None:
+        _write_attacks(args.output_dir, _attack_runs(args, benchmarks, attack_plan))
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
     options = {"human_score": args.human_score, "label": args.human_label, "category": args.category,

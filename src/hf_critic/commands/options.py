@@ -384,3 +384,24 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
         cache_path=cache,
         progress=args.progress,
     )
+
+
+def require_extra(module: str, extra: str, needed_by: str, instead: str = "") -> None:
+    """Fail before any work when an optional extra a run will need is not installed (issue 49: never after the work).
+
+    Args:
+        module: the import it needs (``"matplotlib"``).
+        extra: hf-critic's extra that installs it (``"report"``).
+        needed_by: what needs it, for the message (``"the report's plots"``).
+        instead: how to do without it (``"--no-plots"``), or "".
+
+    Raises:
+        ValueError: one line with the ``pip install 'hf-critic[EXTRA]'`` that fixes it.
+    """
+    import importlib
+
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        alt = f" (or {instead})" if instead else ""
+        raise ValueError(f"{needed_by} need {module}, not installed: pip install 'hf-critic[{extra}]'{alt}") from None

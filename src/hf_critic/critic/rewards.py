@@ -229,7 +229,11 @@ class ServedRewardModel:
 
     def __init__(self, client, calibration: RewardCalibration | None = None):
         self.client, self.calibration = client, calibration or RewardCalibration()
-        self.name = f"pooling:{client.display_url}:{client.model}"
+
+    @property
+    def name(self) -> str:
+        """Identity in cache keys: the client's base URL, model and what the server reports of it."""
+        return f"pooling:{self.client.identity}"
 
     def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
         """The conversation sent (never cut here: the server's context applies)."""

@@ -42,6 +42,7 @@ import yaml
 
 from ..backends.retry import RetryPolicy
 from ..cache import cache_key
+from ..keys import unknown_keys_message
 from .filters import FilterConfig
 
 __all__ = [
@@ -291,9 +292,9 @@ def _build(cls, data: Any, where: str):
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: must be a mapping, got {type(data).__name__}")
     known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(known))
+    unknown = unknown_keys_message(data, known, where)
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(known)}")
+        raise ConfigError(unknown)
     kwargs = {}
     for name, value in data.items():
         path = f"{where}.{name}" if where else name

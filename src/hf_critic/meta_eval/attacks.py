@@ -35,10 +35,13 @@ __all__ = [
     "AttackContext",
     "attack_pairs",
     "pairwise_robustness",
+    "pointwise_attacks",
     "pointwise_shift",
     "register_attack",
+    "render_attack",
     "resolve_attacks",
     "robustness_markdown",
+    "stood_by",
 ]
 
 #: The paper's master keys (Zhao et al. 2025, Table 1) and their Chinese equivalents.
@@ -108,9 +111,37 @@ ATTACKS: dict[str, Attack] = {}
 
 
 def register_attack(attack: Attack) -> Attack:
-    """Add ``attack`` to :data:`ATTACKS` (a new name, or replacing one of the same name); returns it."""
+    """Add ``attack`` to :data:`ATTACKS` (a new name, or replacing one of the same name); returns it.
+
+    Raises:
+        ValueError: not an :class:`Attack`, a name that is empty or holds a comma (``--attacks`` splits on commas),
+            or a ``render`` that is neither None nor callable.
+    """
+    if not isinstance(attack, Attack):
+        raise ValueError(f"register_attack: expected an Attack, got {type(attack).__name__}")
+    if not isinstance(attack.name, str) or not attack.name.strip() or "," in attack.name:
+        raise ValueError(
+            f"register_attack: an attack's name is a non-empty string without commas, got {attack.name!r}"
+        )
+    if attack.render is not None and not callable(attack.render):
+        raise ValueError(f"register_attack: attack {attack.name!r}: render must be callable or None")
     ATTACKS[attack.name] = attack
     return attack
+
+
+def render_attack(attack: Attack, answer: str, context: AttackContext | None) -> str:
+    """``attack.render(answer, context)``, checked: a user's attack that raises or returns no string is named.
+
+    Raises:
+        ValueError: one line naming the attack and what went wrong (its exception, or the type it returned).
+    """
+    try:
+        out = attack.render(answer, context)
+    except Exception as err:  # noqa: BLE001 - a registered attack is user code: name it, never a bare traceback
+        raise ValueError(f"attack {attack.name!r} failed on an answer: {type(err).__name__}: {err}") from None
+    if not isinstance(out, str):
+        raise ValueError(f"attack {attack.name!r} returned {type(out).__name__}, not the attacked answer as a string")
+    return out
 
 
 for _key, _text in MASTER_KEYS.items():
@@ -154,10 +185,13 @@ def resolve_attacks(spec: str) -> list[Attack]:
     """The attacks ``--attacks`` names: ``all``, group names and attack names, comma-separated, in order.
 
     Raises:
-        ValueError: an unknown name (lists the known ones).
+        ValueError: an unknown name (lists the known ones), or a spec that names none (``--attacks ,``).
     """
     out: list[Attack] = []
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if not parts:
+        raise ValueError(f"--attacks {spec!r} names no attack; known: all, {', '.join(sorted(ATTACKS))}")
+    for part in parts:
         chosen = (
             list(ATTACKS.values()) if part == "all" else [a for a in ATTACKS.values() if part in (a.name, a.group)]
         )
@@ -165,6 +199,58 @@ def resolve_attacks(spec: str) -> list[Attack]:
             raise ValueError(f"--attacks: unknown attack {part!r}; known: all, {', '.join(sorted(ATTACKS))}")
         out += [a for a in chosen if a not in out]
     return out
+
+
+def pointwise_attacks(attacks: Sequence[Attack], spec: str, name: str) -> list[Attack]:
+    """The attacks a pointwise benchmark ``name`` runs: the content-free ones (answers replaced by a master key).
+
+    Args:
+        attacks: :func:`resolve_attacks` of ``spec``; spec: the ``--attacks`` text; name: the benchmark's name.
+
+    Returns:
+        The content-free attacks, in order. Pairwise attacks that came with ``all`` or a group are left out, and
+        stderr says how many.
+
+    Raises:
+        ValueError: a pairwise attack named on its own (it needs pairs), or no content-free attack at all.
+    """
+    import sys
+
+    pairwise_only = [a.name for a in attacks if not a.content_free]
+    named = {p.strip() for p in spec.split(",")}
+    explicit = [a for a in pairwise_only if a in named]
+    if explicit:
+        raise ValueError(f"--attacks {', '.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
+                         "response_2) with a gold label; a pointwise benchmark runs the content-free master keys only")  # fmt: skip
+    free = [a for a in attacks if a.content_free]
+    if not free:
+        raise ValueError(f"--attacks {spec} on {name}: none of these attacks runs on pointwise data (the content-free "
+                         "master keys do: --attacks master-key)")  # fmt: skip
+    if pairwise_only:
+        print(f"hf-critic meta-eval: --attacks on {name} (pointwise): {len(pairwise_only)} pairwise attack(s) not run "
+              "(they need pairs), the content-free master keys are", file=sys.stderr)  # fmt: skip
+    return free
+
+
+def stood_by(critique, swap: bool) -> list[int | None]:
+    """The pairwise verdicts a run stands by, as the main report's agreement counts them.
+
+    Args:
+        critique: a :meth:`hf_critic.Critic.compare` result (a dataset or a dict of columns).
+        swap: it was judged in both orders (``critique_label_swapped``, mapped back).
+
+    Returns:
+        Per pair: with ``swap``, the label where both orders agree, a tie (2) where they conflict, None where either
+        is unparsed; without (or for an order-free reward critic, which has no swapped column), ``critique_label``.
+    """
+    from ..labels import TIE
+
+    labels = list(critique["critique_label"])
+    names = critique.column_names if hasattr(critique, "column_names") else list(critique)
+    if not swap or "critique_label_swapped" not in names:
+        return labels
+    both = zip(labels, critique["critique_label_swapped"], strict=True)
+    return [None if a is None or b is None else a if a == b else TIE for a, b in both]
 
 
 def attack_pairs(rows: Sequence[dict], attack: Attack, family: str) -> list[dict]:
@@ -177,6 +263,9 @@ def attack_pairs(rows: Sequence[dict], attack: Attack, family: str) -> list[dict
 
     Returns:
         New rows; for the position swap the answers and the label swapped (the gold follows the answers).
+
+    Raises:
+        ValueError: the attack raised or returned no string (:func:`render_attack`).
     """
     out = []
     for row in rows:
@@ -188,7 +277,7 @@ def attack_pairs(rows: Sequence[dict], attack: Attack, family: str) -> list[dict
             else:
                 worse = 2 if row["label"] == 0 else 1
                 key, other = f"response_{worse}", row[f"response_{3 - worse}"]
-                row[key] = attack.render(row[key], AttackContext("pairwise", worse, other, family))
+                row[key] = render_attack(attack, row[key], AttackContext("pairwise", worse, other, family))
         out.append(row)
     return out
 
@@ -225,8 +314,8 @@ def pairwise_robustness(
 
     Returns:
         ``{"n": pairs, "clean_accuracy", "attacked_accuracy" (each a proportion dict), "accuracy_drop": float,
-        "accuracy_drop_ci": [low, high], "flip_rate": proportion dict (k flips of the n pairs right unattacked: the
-        verdict now names the attacked, worse answer), "attacked_wins": proportion dict over all pairs}``. An
+        "accuracy_drop_ci": [low, high] (a note, "n too small", under 5 pairs), "flip_rate": proportion dict (k
+        flips of the n pairs right unattacked: the verdict now names the attacked, worse answer), "attacked_wins": proportion dict over all pairs}``. An
         unparsed or tie verdict is never right and never a flip.
     """
     keep = [i for i, g in enumerate(gold) if g in (0, 1)]
@@ -252,7 +341,8 @@ def pairwise_robustness(
         ci = bootstrap_intervals(
             lambda w: {"drop": (w @ diff) / w.sum(axis=1)}, len(keep), resamples, seed, confidence
         )
-        out["accuracy_drop_ci"] = list(ci["drop"])
+        drop = ci["drop"]  # a note ("n too small") instead of bounds under bootstrap.MIN_UNITS pairs
+        out["accuracy_drop_ci"] = drop if isinstance(drop, str) else list(drop)
     return out
 
 
@@ -299,9 +389,23 @@ def _pct(p: dict) -> str:
     return f"{100 * p['rate']:.1f} [{100 * p['ci'][0]:.1f}, {100 * p['ci'][1]:.1f}] ({p['k']}/{p['n']})"
 
 
+def _orders_line(pairwise: Sequence[dict]) -> str:
+    """Which orders the pairs were judged in (the main run's ``--swap``), from the rows' ``orders`` field."""
+    orders = {r.get("orders", "one") for r in pairwise}
+    if orders == {"both"}:
+        return ("Orders judged: both, as in the main run (--swap): each pair, clean and attacked, in the given and the "
+                "swapped order; a verdict counts when the two orders agree, a conflict is a tie (so the position swap "
+                "moves nothing here).")  # fmt: skip
+    if orders == {"one"}:
+        return ("Orders judged: the given order only, as in the main run (--no-swap); the position-swap attack "
+                "judges the swapped order.")  # fmt: skip
+    return "Orders judged: per row's `orders` field in attacks.json (runs with and without --swap)."
+
+
 def robustness_markdown(results: Sequence[dict]) -> str:
-    """A Markdown robustness table from rows ``{"critic", "dataset", "attack", "task", **figures}`` of
-    :func:`pairwise_robustness` (pairwise) or :func:`pointwise_shift` (pointwise)."""
+    """A Markdown robustness table from rows ``{"critic", "dataset", "attack", "task", "orders", **figures}`` of
+    :func:`pairwise_robustness` (pairwise) or :func:`pointwise_shift` (pointwise); ``orders`` (``"both"`` or
+    ``"one"``) says which orders the pairs were judged in, and a line under the pairwise table says it."""
     lines = ["# Robustness to judge attacks", ""]
     pairwise = [r for r in results if r["task"] == "pairwise"]
     if pairwise:
@@ -310,10 +414,11 @@ def robustness_markdown(results: Sequence[dict]) -> str:
             "|---|---|---|---:|---:|---:|---:|",
         ]
         for r in pairwise:
-            low, high = (100 * x for x in r["accuracy_drop_ci"])
+            ci = r["accuracy_drop_ci"]
+            ci = ci if isinstance(ci, str) else ", ".join(f"{100 * x:.1f}" for x in ci)
             lines.append(
                 f"| {r['critic']} | {r['dataset']} | {r['attack']} | {_pct(r['clean_accuracy'])} | "
-                f"{_pct(r['attacked_accuracy'])} | {100 * r['accuracy_drop']:.1f} [{low:.1f}, {high:.1f}] | "
+                f"{_pct(r['attacked_accuracy'])} | {100 * r['accuracy_drop']:.1f} [{ci}] | "
                 f"{_pct(r['flip_rate'])} |"
             )
         lines += [
@@ -321,6 +426,8 @@ def robustness_markdown(results: Sequence[dict]) -> str:
             "The worse answer of each pair is attacked. Flip rate: of the pairs the critic judged right unattacked, "
             "the share whose verdict now names the attacked answer (Clopper-Pearson interval). Drop: accuracy "
             "unattacked minus attacked (paired bootstrap interval); a tie or an unparsed verdict is never right.",
+            "",
+            _orders_line(pairwise),
             "",
         ]
     pointwise = [r for r in results if r["task"] == "pointwise"]

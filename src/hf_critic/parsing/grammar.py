@@ -39,6 +39,12 @@ Score:") or at the very end, so a dict quoted inside a sentence is none; a resul
 comparisons and negations are left unparsed rather than guessed). A score has at most three digits before and after
 the point (``[[10.0000000000000000001]]`` is no verdict).
 
+**Outside quotations** (issue 49). A candidate inside a quotation is the judged text's, not the critic's: straight
+double quotes on one line, curly double quotes, inline code, and ``>`` blockquote lines. A critique that writes
+``Rating: [[3]]`` and then 'the answer writes "Rating: [[10]]", which I ignore' is read as 3; one whose only verdict is
+quoted is unparsed. The one exception is a quote that ends the text right after a colon (``My rating: "[[2]]"``): the
+critic's own verdict, quoted.
+
 **Linear time.** No pattern nests quantifiers over the same characters (a whitespace run cannot be split in many
 ways), dict bodies are read by a one-pass tokenizer (:mod:`.dicts`), and generic keywords are found at line starts in one pass:
 100k-character runaway outputs parse in milliseconds (``tests/test_parser_fuzz.py``, ``benchmarks/bench_parsing.py``).
@@ -323,6 +329,11 @@ def _explanation(text: str, start: int, end: int, fallback: bool) -> str:
 _INDEX_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 _CLOSING = " \t\r\n.。．!！*＊" + _QUOTE_CHARS
+# Quotations (issue 49): a verdict the critique quotes ('it writes "Rating: [[10]]", which I ignore'), inside straight
+# double quotes on one line, curly double quotes, or a "> " blockquote line, is the judged text's, not the critic's.
+# One pass each; every scan stops at the next quote (or line end), so the cost stays linear.
+_QUOTED = re.compile(r'"[^"\n]*"|“[^“”]*”|^[ \t]*>[^\n]*', re.MULTILINE)
+_QUOTE_LEAD = re.compile(r"[:：][ \t*＊]*\Z")
 
 
 class _Places:
@@ -343,10 +354,35 @@ class _Places:
         i = bisect.bisect_right(starts, pos) - 1
         return i >= 0 and pos < ends[i]
 
+    @functools.cached_property
+    def _quoted(self) -> tuple[list[int], list[int]]:
+        """Starts and ends of the quoted spans, merged; a quote that ends the text right after a colon (``Verdict:
+        "[[A]]"``) is the critic's own quoted verdict and kept. A blockquote line is a quotation wherever it sits."""
+        text = self.text
+        if '"' not in text and "“" not in text and ">" not in text:
+            return [], []
+        spans: list[tuple[int, int]] = []
+        for m in _QUOTED.finditer(text):
+            start, end = m.span()
+            quote = text[start] in '"“'
+            if quote and end >= self.last and _QUOTE_LEAD.search(text, max(0, start - 8), start):
+                continue
+            if spans and start < spans[-1][1]:
+                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+            else:
+                spans.append((start, end))
+        return [s for s, _ in spans], [e for _, e in spans]
+
+    def in_quote(self, pos: int) -> bool:
+        """True when ``pos`` lies inside a quotation (:data:`_QUOTED`)."""
+        starts, ends = self._quoted
+        i = bisect.bisect_right(starts, pos) - 1
+        return i >= 0 and pos < ends[i]
+
     def marker(self, start: int, end: int) -> bool:
         """True when the ``[[x]]`` marker at ``[start, end)`` may be a verdict."""
         before = self.text[start - 1] if start > 0 else ""
-        if before in _INDEX_BEFORE or self.in_code(start):
+        if before in _INDEX_BEFORE or self.in_code(start) or self.in_quote(start):
             return False
         if before and before in _QUOTE_CHARS and end < self.last:  # '"[[C]]" for a tie': a quoted example
             rest = self.text[end : end + _LEAD_WINDOW].split("\n", 1)[0]
@@ -355,7 +391,7 @@ class _Places:
 
     def dict(self, start: int, end: int) -> bool:
         """True when the dict at ``[start, end)`` stands where a verdict dict stands."""
-        if self.in_code(start):
+        if self.in_code(start) or self.in_quote(start):
             return False
         if end >= self.last:
             return True
@@ -431,7 +467,7 @@ def parse_score(text: str, score_range: tuple[float, float] = (1, 10)) -> Parsed
     if fallback:
         for m in reversed(_line_matches(_lower(text), _SCORE_LINE, _SCORE_KEYWORDS, _SCORE_KEYWORDS_AT_LINE_START)):
             score = _value(m.group(1), m.group(2), high)
-            if score is not None:
+            if score is not None and not places.in_quote(m.start()):
                 best = (m.start(), m.end(), score, None)
                 break
     if best is None:
@@ -489,13 +525,13 @@ def parse_label(text: str) -> ParsedCritique:
     fallback = best is None
     if fallback:
         low = _lower(text)
-        matches = _line_matches(low, _LABEL_LINE, _LABEL_KEYWORDS)
+        matches = [m for m in _line_matches(low, _LABEL_LINE, _LABEL_KEYWORDS) if not places.in_quote(m.start())]
         if matches:
             best = (matches[-1].start(), matches[-1].end(), _label(*matches[-1].groups()))
     if best is None:
         tail = low.rstrip()
         m = _LAST_LINE_LABEL.fullmatch(tail, tail.rfind("\n") + 1)
-        if m is not None:
+        if m is not None and not places.in_quote(m.end() - 1):
             best = (m.start(), m.end(), _label(*m.groups()))
     if best is None:
         return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())

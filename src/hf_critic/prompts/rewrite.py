@@ -11,6 +11,8 @@ from pathlib import Path
 
 import yaml
 
+from ..keys import check_keys
+
 __all__ = ["RewritePrompt", "load_rewrite_prompt"]
 
 
@@ -64,6 +66,8 @@ def load_rewrite_prompt(spec: str = "en") -> RewritePrompt:
     else:
         raise ValueError(f"rewrite prompt {spec!r}: give a language (en, zh) or a .yaml file")
     data = yaml.safe_load(text)
+    if isinstance(data, dict):
+        check_keys(data, ("version", "source", "language", "fields", "prompt"), str(path), "a rewrite prompt")
     missing = [k for k in ("version", "source", "language", "fields", "prompt") if k not in (data or {})]
     if missing:
         raise ValueError(f"{path}: rewrite prompt lacks key(s) {missing}")

@@ -25,6 +25,7 @@ from typing import Any
 
 from hf_critic.schema import Task
 
+from ..keys import check_keys
 from .template import read_yaml
 
 __all__ = ["Rubric", "load_rubric"]
@@ -69,11 +70,7 @@ class Rubric:
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: a rubric file must be a mapping with 'criteria' and 'score_descriptions'")
-        unknown = set(data) - {"criteria", "score_descriptions"}
-        if unknown:
-            raise ValueError(
-                f"{where}: unknown key(s) {sorted(unknown)}; a rubric has 'criteria' and 'score_descriptions'"
-            )
+        check_keys(data, ("criteria", "score_descriptions"), where, "a rubric")
         criteria = data.get("criteria")
         if not isinstance(criteria, str) or not criteria.strip() or "\n" in criteria.strip():
             raise ValueError(f"{where}: 'criteria' must be a non-empty one-line string")

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from hf_critic.formats import output_formats
+from hf_critic.keys import check_keys
 from hf_critic.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
 
 # Responses may be empty strings: a model that answered nothing is graded, not rejected.
@@ -113,9 +114,7 @@ class OutputSpec:
         if not isinstance(data, Mapping):
             raise ValueError(f"{where}: 'output' must be a mapping")
         keys = {"kind", "format", "score_range", "dimensions", "overall_key", "labels", "verdict_prefix", "verdicts"}
-        unknown = set(data) - keys
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) in 'output': {sorted(unknown)}")
+        check_keys(data, keys, f"{where}: output", "a template's output")
         kind, fmt = data.get("kind"), data.get("format")
         if kind not in ("score", "label"):
             raise ValueError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
@@ -355,9 +354,7 @@ def _check_keys(data: Any, where: str) -> Setting:
     """
     if not isinstance(data, Mapping):
         raise ValueError(f"{where}: a template file must be a YAML mapping")
-    unknown = set(data) - set(_REQUIRED_KEYS) - set(_OPTIONAL_KEYS)
-    if unknown:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
+    check_keys(data, (*_REQUIRED_KEYS, *_OPTIONAL_KEYS), where, "a template")
     for key in _REQUIRED_KEYS:
         if key not in data:
             raise ValueError(f"{where}: missing key {key!r}")

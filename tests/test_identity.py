@@ -1,0 +1,187 @@
+"""Identity by content (issue 49 item 4): served models by base URL, name and what the server reports; local weights by
+the digest of their files; a calibration's fingerprint holds every option that changes a verdict and nothing else."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from hf_critic import schema
+from hf_critic.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint
+from hf_critic.critic import Critic
+from hf_critic.critic.decoding import DecodingConfig
+from hf_critic.testing import StubOpenAIServer
+from tests.test_critic import ScriptedBackend
+
+PAIRWISE = schema.Setting(schema.Task.PAIRWISE, False)
+
+
+# --------------------------------------------------------------------------------------------------
+# Served models
+# --------------------------------------------------------------------------------------------------
+def test_two_servers_serving_one_name_share_no_cached_critique(tmp_path, capsys):
+    """Before issue 49 the second server's run read the first one's verdicts back ("from cache 2")."""
+    from hf_critic.cli import main
+
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps({"question": f"q{i}", "response_1": "a", "response_2": "b"}) + "\n"
+                            for i in range(2)))  # fmt: skip
+    cache = tmp_path / "cache.sqlite"
+    labels = []
+    with (
+        StubOpenAIServer(lambda body: "Judged. [[A]]") as first,
+        StubOpenAIServer(lambda body: "Judged. [[B]]") as second,
+    ):
+        for k, server in enumerate((first, second)):
+            out = tmp_path / f"out{k}.jsonl"
+            argv = ["compare", "--data", str(data), "--base-url", server.url, "--model", "judge", "--template",
+                    "mtbench", "--verdict", "text", "--cache", str(cache), "--no-progress", "--output", str(out)]  # fmt: skip
+            assert main(argv) == 0
+            labels.append([json.loads(line)["critique_label"] for line in out.read_text().splitlines()])
+        assert second.requests == 2  # asked, not read from the first server's entries
+    assert labels == [[0, 0], [1, 1]]
+    assert "from cache 0" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_what_the_server_reports_is_part_of_the_identity():
+    from hf_critic.backends.chat import served_identity
+    from hf_critic.backends.openai import OpenAIBackend
+    from hf_critic.backends.openai_client import OpenAIClient
+
+    entries = [{"id": "judge", "owned_by": "vllm", "root": "/models/a", "created": 1_000, "max_model_len": 4096}]
+    assert served_identity(entries, "judge", now=2_000_000) == {
+        "owned_by": "vllm", "root": "/models/a", "created": 1_000, "max_model_len": 4096}  # fmt: skip
+    # vLLM and llama.cpp put the answer's time in `created`: left out, or every run would miss the cache
+    assert "created" not in served_identity(entries, "judge", now=1_010)
+    assert served_identity(entries, "other") == {}
+    client = OpenAIClient("http://127.0.0.1:1/v1", "judge")
+    backend = OpenAIBackend(client)
+    before = (backend.name, client.request_key(_request()))
+    client.served = {"root": "/models/b"}  # the same name, other weights behind it
+    assert backend.name != before[0] and client.request_key(_request()) != before[1]
+    assert "127.0.0.1:1" in backend.name and "judge" in backend.name
+
+
+def _request():
+    from hf_critic.backends.chat import ChatRequest
+
+    return ChatRequest("0", [{"role": "user", "content": "hi"}], {"temperature": 0.0})
+
+
+# --------------------------------------------------------------------------------------------------
+# Local weights
+# --------------------------------------------------------------------------------------------------
+def test_local_weights_are_known_by_their_bytes_and_hashed_once(tmp_path, monkeypatch):
+    import hashlib
+
+    from hf_critic import weights
+
+    a, b = tmp_path / "a" / "critic", tmp_path / "b" / "critic"
+    for folder, byte in ((a, b"\x01"), (b, b"\x02")):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "model.safetensors").write_bytes(byte * 1024)
+        (folder / "README.md").write_text(str(folder))  # not a weight file: no part of the digest
+        for f in folder.iterdir():
+            os.utime(f, ns=(1, 1))  # same names, sizes and modification times: only the bytes differ
+    store = tmp_path / "digests.json"
+    reads = []
+    real = hashlib.file_digest
+    monkeypatch.setattr(hashlib, "file_digest", lambda f, name: reads.append(f.name) or real(f, name))
+    assert weights.weights_digest(a, store) != weights.weights_digest(b, store)
+    assert len(reads) == 4  # config.json and the weights of each folder
+    weights._MEMORY.clear()  # a new process: the store answers, nothing is read again
+    weights.weights_digest(a, store)
+    assert len(reads) == 4 and len(json.loads(store.read_text())) == 4
+    (a / "model.safetensors").write_bytes(b"\x03" * 1024)  # retrained in place: size kept, mtime moves
+    first = weights.weights_digest(b, store)
+    assert weights.weights_digest(a, store) != first and len(reads) == 5
+
+
+def test_the_transformers_backend_name_holds_the_weights_digest(tmp_path):
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.tiny_models import build_tiny_model
+
+    one = build_tiny_model(tmp_path / "one", seed=0)
+    two = build_tiny_model(tmp_path / "two", seed=1)
+    names = [TransformersBackend.from_pretrained(str(p), dtype="float32").name for p in (one, two)]
+    assert all("|weights:" in n for n in names)
+    assert names[0].split("|weights:")[1] != names[1].split("|weights:")[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# A calibration's fingerprint
+# --------------------------------------------------------------------------------------------------
+class GrammarBackend(ScriptedBackend):
+    supports_grammar = True
+
+
+def _fingerprint(**options) -> str:
+    swap = options.pop("swap", False)
+    critic = Critic(GrammarBackend(lambda user, k: "[[A]]"), template="mtbench", **options)
+    return critic_fingerprint(CascadeStage("c", critic, swap=swap), PAIRWISE)
+
+
+def test_a_temperature_greedy_decoding_never_reads_leaves_the_fingerprint():
+    """Before issue 49 a changed temperature under greedy decoding refused the calibration."""
+    assert _fingerprint(decoding=DecodingConfig(temperature=0.3)) == _fingerprint(decoding=DecodingConfig())
+    sampled = DecodingConfig(strategy="sampling")
+    assert _fingerprint(decoding=sampled) != _fingerprint(
+        decoding=DecodingConfig(strategy="sampling", temperature=0.3)
+    )
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"truncate": "skip"},
+        {"constrain_verdict": True},
+        {"decoding": DecodingConfig(max_new_tokens=64)},
+        {"swap": True},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_every_option_that_changes_a_text_verdict_changes_the_fingerprint(changed):
+    assert _fingerprint(**changed) != _fingerprint()
+
+
+def test_min_verdict_mass_changes_a_read_out_fingerprint():
+    """Below the mass a read-out is unparsed: a changed mass keeps other rows (text verdicts refuse the option)."""
+    read = {"verdict": "probability", "explanation": "none"}
+    assert _fingerprint(**read, min_verdict_mass=0.9) != _fingerprint(**read, min_verdict_mass=0.5)
+    # the read-out right after the prompt decodes nothing: its decoding options change no verdict
+    assert _fingerprint(**read, decoding=DecodingConfig(max_new_tokens=64)) == _fingerprint(**read)
+
+
+def test_a_reward_critics_tie_margin_changes_its_fingerprint():
+    """A served reward critic calibrated at tie margin 0 used to be accepted at tie margin 3."""
+    from hf_critic.backends.pooling import PoolingRewardClient
+    from hf_critic.critic.rewards import ServedRewardModel
+
+    def stage(margin):
+        reward = ServedRewardModel(PoolingRewardClient("http://127.0.0.1:1/v1", "rm"))
+        return CascadeStage("rm", Critic(None, reward=reward, tie_margin=margin))
+
+    assert critic_fingerprint(stage(0.0), PAIRWISE) != critic_fingerprint(stage(3.0), PAIRWISE)
+    assert critic_fingerprint(stage(0.0), PAIRWISE) == critic_fingerprint(stage(0.0), PAIRWISE)
+
+
+def test_recorded_verdicts_are_known_by_their_files_field_label_map_and_benchmark_order(tmp_path):
+    import datasets
+
+    rows = [{"question": f"q{i}", "response_1": f"a{i}", "response_2": f"b{i}"} for i in range(3)]
+    benchmark = datasets.Dataset.from_list(rows)
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text("".join(json.dumps({"output": v, "pick": v}) + "\n" for v in (0, 1, 0)))
+
+    def fingerprint(bench=benchmark, **kwargs):
+        recorded = RecordedVerdicts.from_verdict_files("j", bench, str(verdicts), **kwargs)
+        return critic_fingerprint(CascadeStage("j", recorded), PAIRWISE)
+
+    base = fingerprint()
+    assert fingerprint() == base
+    assert fingerprint(field="pick") != base
+    assert fingerprint(label_map={"0": 1, "1": 0}) != base
+    assert fingerprint(bench=datasets.Dataset.from_list(rows[::-1])) != base  # the files now follow other rows

@@ -1,0 +1,151 @@
+"""Options never ignored, and no traceback (issue 49 item 6): unknown keys in every YAML file hf-critic reads are
+one-line errors naming the key, the file and the closest valid key; optional extras fail before the work; --report-dir
+naming a file and an all-tie --drop-tie are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import yaml
+
+from hf_critic.cli import main
+
+
+# --------------------------------------------------------------------------------------------------
+# Cascade files
+# --------------------------------------------------------------------------------------------------
+def _load(tmp_path, spec, monkeypatch):
+    """``load_cascade`` of ``spec`` with critics built by a stand-in (a typo must not reach a model load)."""
+    from hf_critic.commands import options
+    from hf_critic.commands.cascades import load_cascade
+    from hf_critic.commands.critique import compare_parser
+
+    monkeypatch.setattr(options, "critic_from_args", lambda args, model, inputs=None: object())
+    path = tmp_path / "cascade.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return load_cascade(str(path), compare_parser()), str(path)
+
+
+SERVED = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"critics": [{"name": "a", "options": SERVED}], "thresholds": [0.9]},
+         "unknown key of a cascade file (thresholds come from --calibration) 'thresholds'"),
+        ({"critics": [{"name": "a", "options": SERVED}], "target": 0.8}, "unknown key of a cascade file"),
+        ({"critics": [{"name": "a", "options": SERVED, "threshold": 0.9}]},
+         "critics[0] (a): unknown key of a critic 'threshold'"),
+        ({"critics": [{"name": "a", "options": SERVED, "weight": 2}]}, "critics[0] (a): unknown key of a critic 'weight'"),
+        ({"critics": [{"name": "a", "option": SERVED}]}, "unknown key of a critic 'option' (did you mean 'options'?)"),
+        ({"critics": [{"name": "a", "recroded": {"critiques": "x.jsonl"}}]},
+         "unknown key of a critic 'recroded' (did you mean 'recorded'?)"),
+        ({"critics": [{"name": "a", "recorded": {"critique": "x.jsonl"}}]},
+         "recorded: unknown key of recorded verdicts 'critique' (did you mean 'critiques'?)"),
+        ({"critics": [{"name": "a", "options": {**SERVED, "temprature": 0.5}}]},
+         "option 'temprature' is no option of compare (did you mean 'temperature'?)"),
+    ],
+)  # fmt: skip
+def test_unknown_keys_in_a_cascade_file_are_errors_naming_the_file_and_the_closest_key(
+    tmp_path, monkeypatch, spec, message
+):
+    """Before issue 49 these keys were ignored: a typo turned the critic into the embedded default one."""
+    with pytest.raises(ValueError) as err:
+        _load(tmp_path, spec, monkeypatch)
+    text = str(err.value)
+    assert message in text and "cascade.yaml" in text and "\n" not in text
+
+
+def test_a_known_cascade_file_still_loads(tmp_path, monkeypatch):
+    stages, _ = _load(tmp_path, {"critics": [{"name": "a", "options": SERVED, "price_per_call": 0.1}]}, monkeypatch)
+    assert [s.name for s in stages] == ["a"] and stages[0].price_per_call == 0.1
+
+
+# --------------------------------------------------------------------------------------------------
+# The other YAML files
+# --------------------------------------------------------------------------------------------------
+def test_a_rubric_key_typo_names_the_closest_key(tmp_path):
+    from hf_critic.prompts.rubric import load_rubric
+
+    path = tmp_path / "rubric.yaml"
+    path.write_text("criteria: helpful?\nscore_description: {1: bad, 2: good}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"unknown key of a rubric 'score_description' \(did you mean "):
+        load_rubric(path)
+
+
+def test_a_rewrite_prompt_with_an_unknown_key_is_refused(tmp_path):
+    from hf_critic.prompts.rewrite import load_rewrite_prompt
+
+    path = tmp_path / "rewrite.yaml"
+    path.write_text(yaml.safe_dump({"version": "1", "source": "me", "language": "en", "fields": ["question"],
+                                    "prompt": "{question}", "promt": "typo"}), encoding="utf-8")  # fmt: skip
+    with pytest.raises(
+        ValueError, match=r"rewrite.yaml: unknown key of a rewrite prompt 'promt' \(did you mean 'prompt'"
+    ):
+        load_rewrite_prompt(str(path))
+
+
+def test_an_eval_instruct_recipe_typo_names_the_closest_key():
+    from hf_critic.eval_instruct.config import ConfigError, config_from_dict
+
+    with pytest.raises(ConfigError, match=r"unknown key 'varaint' \(did you mean 'variant'\?\)"):
+        config_from_dict({"varaint": "v2"}, "recipe.yaml")
+
+
+# --------------------------------------------------------------------------------------------------
+# calibrate: --report-dir, --drop-tie, the [report] extra
+# --------------------------------------------------------------------------------------------------
+def _calibrate_files(tmp_path, labels):
+    data = tmp_path / "pairs.jsonl"
+    rows = [{"question": f"q{i}", "response_1": "a", "response_2": "b", "label": g} for i, g in enumerate(labels)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    critiques = tmp_path / "earlier.jsonl"
+    critiques.write_text("".join(json.dumps({**r, "critique_label": 0, "critique_confidence": 0.9}) + "\n"
+                                 for r in rows), encoding="utf-8")  # fmt: skip
+    cascade = tmp_path / "cascade.yaml"
+    cascade.write_text(yaml.safe_dump({"critics": [{"name": "earlier", "recorded": {"critiques": str(critiques)}}]}))
+    return ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.8",
+            "--output", str(tmp_path / "calibration.json")]  # fmt: skip
+
+
+def _error(argv, capsys) -> str:
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    return err.strip().splitlines()[-1]
+
+
+def test_report_dir_naming_a_file_is_a_one_line_error(tmp_path, capsys):
+    argv = _calibrate_files(tmp_path, [0, 1] * 20)
+    (tmp_path / "report").write_text("not a folder")
+    line = _error([*argv, "--report-dir", str(tmp_path / "report")], capsys)
+    assert "--report-dir" in line and "a file, not a folder" in line
+    assert not (tmp_path / "calibration.json").exists()
+
+
+def test_drop_tie_on_all_tie_data_is_a_one_line_error(tmp_path, capsys):
+    line = _error([*_calibrate_files(tmp_path, [2] * 10), "--drop-tie"], capsys)
+    assert "--drop-tie leaves no row: all 10 pairs are ties in 'label'" in line
+
+
+def test_the_report_extra_is_asked_for_before_the_work(tmp_path, capsys, monkeypatch):
+    """Without matplotlib, calibrate --splits --report-dir used to judge everything, then end in ModuleNotFoundError."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if `pip install hf-critic` without [report]
+    argv = [*_calibrate_files(tmp_path, [0, 1] * 20), "--splits", "10", "--report-dir", str(tmp_path / "r")]
+    line = _error(argv, capsys)
+    assert "need matplotlib, not installed: pip install 'hf-critic[report]'" in line
+    assert not (tmp_path / "calibration.json").exists()  # nothing was done
+
+
+def test_meta_eval_asks_for_the_report_extra_before_the_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    critiques = tmp_path / "critiques.jsonl"
+    critiques.write_text(json.dumps({"question": "q", "response_1": "a", "response_2": "b", "label": 0,
+                                     "critique_label": 0}) + "\n")  # fmt: skip
+    argv = ["meta-eval", "--critiques", str(critiques), "--output-dir", str(tmp_path / "out")]
+    line = _error(argv, capsys)
+    assert "pip install 'hf-critic[report]' (or --no-plots)" in line
+    assert not (tmp_path / "out" / "report.md").exists()
