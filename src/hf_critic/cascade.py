@@ -24,6 +24,7 @@ import datasets
 from . import schema
 from .critic import Critic
 from .critic.output import as_dataset
+from .jury import JURY_MEMBERS, Jury, LongerWins
 from .labels import swap_label
 from .selective import CalibrationFile, confidence_of
 
@@ -177,14 +178,15 @@ class CascadeStage:
 
     Attributes:
         name: its name in the calibration file, the ``critique_critic`` column and the summary.
-        critic: a :class:`~hf_critic.critic.Critic` or :class:`RecordedVerdicts`.
+        critic: a :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.jury.Jury` or
+            :class:`~hf_critic.jury.LongerWins`.
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
     """
 
     name: str
-    critic: Critic | RecordedVerdicts
+    critic: Critic | RecordedVerdicts | Jury | LongerWins
     swap: bool = False
     price_per_call: float | None = None
     logistic: tuple[float, float] | None = None
@@ -199,8 +201,10 @@ def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     """The identity of a stage's critic for a setting: its model (name and weights), template (name and version),
     verdict source, decoding and swap, or its recorded files' content; 16 hex digits of SHA-256."""
     critic = stage.critic
-    if isinstance(critic, RecordedVerdicts):
+    if isinstance(critic, RecordedVerdicts | LongerWins):
         parts = [critic.fingerprint_source]
+    elif isinstance(critic, Jury):  # its aggregate and every member's identity
+        parts = [critic.fingerprint_source([critic_fingerprint(m, setting) for m in critic.members])]
     else:
         template = critic.template_for(setting)
         model = critic.reward.name if critic.reward is not None else critic.backend.name
@@ -241,6 +245,10 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
     if stage.recorded:
         columns, unmatched = stage.critic.compare(dataset)
         calls = 0
+    elif isinstance(stage.critic, Jury):
+        (columns, calls), unmatched = stage.critic.judge(dataset, source, _judge_stage), 0
+    elif isinstance(stage.critic, LongerWins):
+        columns, calls, unmatched = stage.critic.compare(dataset), 0, 0
     else:
         critiques = stage.critic.compare(dataset, swap=stage.swap, source=source)
         columns = {c: critiques[c] for c in critiques.column_names if c.startswith("critique_")}
@@ -275,6 +283,8 @@ def check_calibration(calibration: CalibrationFile, stages: Sequence[CascadeStag
     if names != [s.name for s in stages]:
         raise ValueError(f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}")
     for entry, stage in zip(calibration.critics, stages, strict=True):
+        if isinstance(stage.critic, Jury):  # a changed member is named (and a fitted aggregate taken)
+            stage.critic.load_fit(entry.jury, [critic_fingerprint(m, setting) for m in stage.critic.members], path)
         if entry.fingerprint != critic_fingerprint(stage, setting):
             raise ValueError(f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
                              f"verdict source, decoding, swap or recorded files changed): {again}")  # fmt: skip
@@ -287,7 +297,8 @@ class CascadeResult:
     Attributes:
         critiques: the input rows plus ``critique_label`` (None when abstained), ``critique_status`` (``abstained``
             where no critic kept the row), ``critique_confidence`` and ``critique_critic`` (the deciding critic),
-            ``critique_explanation`` and ``critique_generation`` where the deciding critic wrote them.
+            ``critique_explanation`` and ``critique_generation`` where the deciding critic wrote them, and
+            ``jury_members`` (each member's verdict) on the rows a jury judged.
         stages: one :class:`StageRun` per critic asked.
         thresholds: the thresholds applied, per critic.
     """
@@ -325,6 +336,15 @@ class CascadeResult:
             lines.append(f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
                          f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}")  # fmt: skip
         return lines
+
+
+def _keep_jury_members(out: dict[str, list], columns: dict[str, list], rows: list[int]) -> None:
+    """A jury's members' verdicts (``jury_members``) on every row it judged, kept or escalated."""
+    if JURY_MEMBERS not in columns:
+        return
+    kept = out.setdefault(JURY_MEMBERS, [None] * len(out[schema.CRITIQUE_STATUS]))
+    for k, row in enumerate(rows):
+        kept[row] = {**(kept[row] or {}), **columns[JURY_MEMBERS][k]}
 
 
 def run_cascade(
@@ -366,6 +386,7 @@ def run_cascade(
         run = _judge_stage(stage, dataset.select(remaining), source)
         result.stages.append(run)
         result.thresholds.append(entry.threshold)
+        _keep_jury_members(out, run.columns, remaining)
         confidence = run.columns[schema.CRITIQUE_CONFIDENCE]
         left = []
         for k, row in enumerate(remaining):

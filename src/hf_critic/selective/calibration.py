@@ -82,6 +82,8 @@ class CriticThreshold:
         calibration_rows: the rows this critic was calibrated on (those its predecessors did not keep).
         coverage: the share of ALL calibration rows it keeps.
         logistic: a reward critic's fitted ``[slope, intercept]`` of its margin confidence, else None.
+        jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
+            (:meth:`hf_critic.jury.Jury.fit_entry`), else None.
     """
 
     name: str
@@ -95,6 +97,7 @@ class CriticThreshold:
     calibration_rows: int
     coverage: float
     logistic: list[float] | None = None
+    jury: dict | None = None
 
 
 @dataclass
