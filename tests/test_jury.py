@@ -265,3 +265,20 @@ def test_meta_eval_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
     assert block["aurc"] == pytest.approx(aurc([r[schema.CRITIQUE_CONFIDENCE] for r in rows], credit))
     assert math.isclose(block["agreement_at_coverage"]["1.0"], sum(credit) / ROWS)
     assert (out / "risk_coverage.png").exists() and "## Risk-coverage" in (out / "report.md").read_text()
+
+
+def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorded_block():
+    import yaml
+
+    from hf_critic.jury import LONGER_WINS
+
+    examples = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "cascades"
+    local, then = (yaml.safe_load((examples / f).read_text()) for f in ("local_jury.yaml", "jury_then_autoj.yaml"))
+    (stage,) = local["critics"]
+    members = stage["jury"]["members"]
+    assert stage["jury"]["aggregate"] == "fitted" and members[-1] == LONGER_WINS
+    assert members[0]["options"] == {"model": "smollm2-135m-critic"}
+    assert members[1]["options"] == {"template": "mtbench", "verdict": "probability", "swap": True, "dtype": "float32"}
+    assert then["critics"][0] == stage
+    (autoj,) = yaml.safe_load((examples / "autoj_13b.yaml").read_text())["critics"]
+    assert then["critics"][1] == autoj
