@@ -74,13 +74,14 @@ def _blocks(conf: np.ndarray) -> tuple[np.ndarray, int]:
 
 def _block_sums(conf, errors, weights) -> tuple[np.ndarray, np.ndarray]:
     """``(W, E)``, shape ``(b, blocks)``: each block's weight and weighted errors per weight row."""
-    block, n_blocks = _blocks(conf)
-    onehot = np.zeros((len(conf), n_blocks))
-    onehot[np.arange(len(conf)), block] = 1.0
+    block, _ = _blocks(conf)
     w = np.ones((1, len(conf))) if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
     if w.shape[1] != len(conf) or (w < 0).any():
         raise ValueError(f"weights must be non-negative with one column per row ({len(conf)}), got {w.shape}")
-    return w @ onehot, (w * errors) @ onehot
+    order = np.argsort(block, kind="stable")  # rows grouped by block, so each block's sum is one reduceat segment
+    starts = np.flatnonzero(np.r_[True, np.diff(block[order]) > 0])
+    w = w[:, order]
+    return np.add.reduceat(w, starts, axis=1), np.add.reduceat(w * errors[order], starts, axis=1)
 
 
 def _harmonic(x: np.ndarray) -> np.ndarray:
