@@ -61,6 +61,7 @@ FLOORS: dict[str, int] = {
     # 5. the critic and the Eval-Instruct pipeline
     "critic.core": 5,  # the Critic class
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
+    "jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
     "eval_instruct": 5,
     # 6. what uses a critic or its data
     "judgments": 6,

@@ -117,7 +117,7 @@ def test_write_report_files(tmp_path):
     assert payload["runs"][0]["parse_failure_rate"] == pytest.approx(1 / 6)
     names = sorted(p.name for p in out["plots"])
     assert names == ["confusion_critic_bench.png", "confusion_critic_pairs.png", "per_category_bench.png",
-                     "per_category_pairs.png"]  # fmt: skip
+                     "per_category_pairs.png", "risk_coverage.png"]  # fmt: skip
     assert all(p.read_bytes().startswith(PNG) for p in out["plots"])
     assert "![per_category_bench](per_category_bench.png)" in out["markdown"].read_text()
 

@@ -25,6 +25,7 @@ import datasets
 from . import schema
 from .critic import Critic
 from .critic.output import as_dataset
+from .jury import JURY_MEMBERS, Jury, LongerWins
 from .labels import swap_label
 from .selective import CalibrationFile, confidence_of, keepable_confidences
 
@@ -255,14 +256,15 @@ class CascadeStage:
 
     Attributes:
         name: its name in the calibration file, the ``critique_critic`` column and the summary.
-        critic: a :class:`~hf_critic.critic.Critic` or :class:`RecordedVerdicts`.
+        critic: a :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.jury.Jury` or
+            :class:`~hf_critic.jury.LongerWins`.
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
     """
 
     name: str
-    critic: Critic | RecordedVerdicts
+    critic: Critic | RecordedVerdicts | Jury | LongerWins
     swap: bool = False
     price_per_call: float | None = None
     logistic: tuple[float, float] | None = None
@@ -281,8 +283,10 @@ def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     from .critic.identity import verdict_options
 
     critic = stage.critic
-    if isinstance(critic, RecordedVerdicts):
+    if isinstance(critic, RecordedVerdicts | LongerWins):
         parts = [critic.fingerprint_source]
+    elif isinstance(critic, Jury):  # its aggregate and every member's identity
+        parts = [critic.fingerprint_source([critic_fingerprint(m, setting) for m in critic.members])]
     else:
         parts = [*verdict_options(critic, setting), f"swap={stage.swap}"]
     return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
@@ -350,6 +354,16 @@ def describe_missing(reasons: Counter, rows: int) -> str:
     return f"{total} of {rows} rows without a usable confidence (never kept): {why}"
 
 
+def confidence_kind(stage: CascadeStage, columns: dict) -> str | None:
+    """The confidence kind of a stage's verdicts, as its calibration records it: ``AGGREGATE aggregate`` (a jury),
+    ``length`` (``longer-wins``) or the verdict source's (:func:`~hf_critic.selective.confidence_of`)."""
+    if isinstance(stage.critic, Jury):
+        return f"{stage.critic.how} aggregate"
+    if isinstance(stage.critic, LongerWins):
+        return "length"
+    return confidence_of(columns, recorded=stage.recorded and stage.critic.published)[1]
+
+
 def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) -> StageRun:
     """Run one stage on ``dataset``; its confidences made keepable (:func:`~hf_critic.selective.keepable_confidences`:
     None where there is no verdict or no usable confidence) and its confidence kind recorded."""
@@ -358,13 +372,17 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
     if stage.recorded:
         columns, unmatched, conflicting = stage.critic.compare(dataset)
         calls = 0
+    elif isinstance(stage.critic, Jury):
+        (columns, calls), unmatched = stage.critic.judge(dataset, source, _judge_stage), 0
+    elif isinstance(stage.critic, LongerWins):
+        columns, calls, unmatched = stage.critic.compare(dataset), 0, 0
     else:
         critiques = stage.critic.compare(dataset, swap=stage.swap, source=source)
         columns = {c: critiques[c] for c in critiques.column_names if c.startswith("critique_")}
         unmatched, calls = 0, len(dataset) * (2 if stage.swap and stage.critic.reward is None else 1)
         if stage.logistic is not None and schema.CRITIQUE_REWARD in columns:
             columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, logistic=stage.logistic)[0]
-    kind = confidence_of(columns, recorded=stage.recorded and stage.critic.published)[1] if len(dataset) else None
+    kind = confidence_kind(stage, columns) if len(dataset) else None
     columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(columns[schema.CRITIQUE_LABEL],
                                                                columns[schema.CRITIQUE_CONFIDENCE])[0]  # fmt: skip
     return StageRun(stage.name, columns, len(dataset), calls, time.perf_counter() - started, stage.recorded,
@@ -395,6 +413,8 @@ def check_calibration(calibration: CalibrationFile, stages: Sequence[CascadeStag
     if names != [s.name for s in stages]:
         raise ValueError(f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}")
     for entry, stage in zip(calibration.critics, stages, strict=True):
+        if isinstance(stage.critic, Jury):  # a changed member is named (and a fitted aggregate taken)
+            stage.critic.load_fit(entry.jury, [critic_fingerprint(m, setting) for m in stage.critic.members], path)
         if entry.fingerprint != critic_fingerprint(stage, setting):
             raise ValueError(f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
                              f"verdict source, decoding, swap or recorded files changed): {again}")  # fmt: skip
@@ -407,7 +427,8 @@ class CascadeResult:
     Attributes:
         critiques: the input rows plus ``critique_label`` (None when abstained), ``critique_status`` (``abstained``
             where no critic kept the row), ``critique_confidence`` and ``critique_critic`` (the deciding critic),
-            ``critique_explanation`` and ``critique_generation`` where the deciding critic wrote them.
+            ``critique_explanation`` and ``critique_generation`` where the deciding critic wrote them, and
+            ``jury_members`` (each member's verdict) on the rows a jury judged.
         stages: one :class:`StageRun` per critic asked.
         thresholds: the thresholds applied, per critic.
     """
@@ -454,6 +475,15 @@ class CascadeResult:
         return lines
 
 
+def _keep_jury_members(out: dict[str, list], columns: dict[str, list], rows: list[int]) -> None:
+    """A jury's members' verdicts (``jury_members``) on every row it judged, kept or escalated."""
+    if JURY_MEMBERS not in columns:
+        return
+    kept = out.setdefault(JURY_MEMBERS, [None] * len(out[schema.CRITIQUE_STATUS]))
+    for k, row in enumerate(rows):
+        kept[row] = {**(kept[row] or {}), **columns[JURY_MEMBERS][k]}
+
+
 def run_cascade(
     stages: Sequence[CascadeStage], records, calibration: CalibrationFile, *, source: str = "data",
     calibration_path: str = "calibration",
@@ -497,6 +527,7 @@ def run_cascade(
                              "with `hf-critic calibrate`")  # fmt: skip
         result.stages.append(run)
         result.thresholds.append(entry.threshold)
+        _keep_jury_members(out, run.columns, remaining)
         confidence = run.columns[schema.CRITIQUE_CONFIDENCE]  # None: no verdict, or no usable confidence
         left = []
         for k, row in enumerate(remaining):

@@ -7,6 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
+from .calibrate_report import (
+    calibration_risk_coverage,
+    jury_entry,
+    jury_lines,
+    jury_refits,
+    prepare_juries,
+)
 from .cascades import load_cascade
 from .options import add_data_args, add_gold_args
 
@@ -22,7 +29,9 @@ Every critic judges every calibration row once (computed critics through the gen
 model call). Each critic's threshold is tested from its highest confidence down; the first threshold whose exact
 (Clopper-Pearson) bound on disagreement exceeds 1 - target stops the sequence; a critic none of whose thresholds
 passes keeps no row. delta is divided among the critics; each later critic is calibrated on the rows its
-predecessors did not keep.
+predecessors did not keep. A jury stage (a cascade file's `jury:`, members aggregated by vote, mean or a fitted
+logistic regression) is one critic here; a fitted jury is fitted on these calibration rows only (again on each
+calibration half under --splits) and its fit is stored in the calibration file with its members' fingerprints.
 """
 
 
@@ -76,14 +85,22 @@ def register(subparsers) -> None:
     )
     report = parser.add_argument_group("measuring the guarantee (random calibration / test splits)")
     report.add_argument(
-        "--report-dir", help="write report.md, report.json, the curve (PNG) and each critic's critiques"
+        "--report-dir",
+        help="write each critic's critiques, its risk-coverage (AURC with a bootstrap interval over questions, "
+        "agreement at coverage, coverage at agreement; beside longer-wins and the label prior) in report.md, "
+        "report.json and risk_coverage.png, and with --splits the guarantee's report and agreement_coverage.png",
     )
     report.add_argument("--splits", type=int, default=0, help="R random splits (Trust or Escalate §4.1; 0: none)")
     report.add_argument(
         "--calibration-fraction", type=_fraction, default=0.5, help="share of rows calibrated on per split (0.5)"
     )
     report.add_argument("--levels", type=_levels, help="target agreements to measure (default: --target-agreement)")
-    report.add_argument("--seed", type=int, default=0, help="seed of the splits (default 0)")
+    report.add_argument("--seed", type=int, default=0, help="seed of the splits and the bootstrap (default 0)")
+    report.add_argument(
+        "--bootstrap", type=int, default=1000,
+        help="bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default "
+        "1000)",
+    )  # fmt: skip
     parser.set_defaults(func=run_calibrate)
 
 
@@ -102,6 +119,7 @@ def _judged(args, stages, records):
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     if (human < 0).any():
         raise ValueError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
+    prepare_juries(stages, human.tolist())  # a fitted jury fits on these, the calibration rows, only
     runs = judge_all(stages, records, source=args.data)
     judged = []
     for stage, run in zip(stages, runs, strict=True):
@@ -137,9 +155,10 @@ def _calibration(args, stages, judged, records, setting):
     critics = []
     for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed) in zip(stages, judged, fitted, strict=True):
         critics.append(CriticThreshold(
-            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind, threshold=lam, n=n,
-            k=k, upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows, coverage=n / rows,
-            logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
+            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind,
+            threshold=lam, n=n, k=k, upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows,
+            coverage=n / rows, logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
+            jury=jury_entry(stage, setting),
         ))  # fmt: skip
     return CalibrationFile(
         task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
@@ -194,13 +213,17 @@ def _split_report(args, stages, judged, human) -> dict:
               "calls": [j[0].calls for j in judged], "levels": []}  # fmt: skip
     kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
               "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
+    refits = jury_refits(stages, human.tolist())  # a fitted jury: refit on each calibration half only
     for level in levels:
         alpha = 1 - level
         entry = {"target": level}
-        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, **kwargs)
-        entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", **kwargs)
+        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, refit=refits, **kwargs)
+        entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", refit=refits,
+                                               **kwargs)  # fmt: skip
         if len(stages) > 1:  # the strongest critic alone, calibrated with the whole delta
-            entry["strongest_alone"] = split_protocol(confidences[-1:], corrects[-1:], alpha=alpha, **kwargs)
+            last = {0: refits[len(stages) - 1]} if len(stages) - 1 in refits else None
+            entry["strongest_alone"] = split_protocol(confidences[-1:], corrects[-1:], alpha=alpha, refit=last,
+                                                      **kwargs)  # fmt: skip
         report["levels"].append(entry)
     report["curves"] = {s.name: agreement_coverage_curve(c, ok) for s, c, ok in zip(stages, confidences, corrects,
                                                                                        strict=True)}  # fmt: skip
@@ -255,10 +278,10 @@ def _check_report_dir(args) -> None:
         raise ValueError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
     if args.report_dir and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
         raise ValueError(f"--report-dir {args.report_dir}: a file, not a folder; name a folder (created if missing)")
-    if args.report_dir and args.splits:
+    if args.report_dir:  # risk_coverage.png, and the splits' figures
         from .options import require_extra
 
-        require_extra("matplotlib", "report", "--report-dir's agreement-coverage curve")
+        require_extra("matplotlib", "report", "--report-dir's risk-coverage and agreement-coverage curves")
 
 
 def _drop_ties(args, records):
@@ -281,13 +304,16 @@ def _drop_ties(args, records):
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    """Judge the calibration rows with every critic, write the calibration file and, with ``--splits``, the report."""
+    """Judge the calibration rows with every critic, write the calibration file and, with ``--report-dir``, the
+    report (risk-coverage of every critic; with ``--splits``, the guarantee over random splits)."""
     from .. import schema
-    from ..io import check_output, save_records, write_text
-    from ..selective import plot_curves
+    from ..io import check_output, write_text
     from .critique import compare_parser, load_rows
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
+    from ..meta_eval.bootstrap import check_resamples
+
+    check_resamples(args.bootstrap, "--bootstrap")
     _check_report_dir(args)
     records = load_rows(args, "compare")
     if args.drop_tie:
@@ -300,27 +326,49 @@ def run_calibrate(args: argparse.Namespace) -> int:
     judged, human = _judged(args, stages, records)
     calibration = _calibration(args, stages, judged, records, setting)
     write_text(args.output, calibration.to_json())
-    for line in _calibration_lines(calibration, judged):
+    for line in [*_calibration_lines(calibration, judged), *jury_lines(stages)]:
         print(line)
     print(f"wrote {args.output}")
     if args.report_dir:
-        out = Path(args.report_dir)
-        for stage, (run, _, _) in zip(stages, judged, strict=True):
-            save_records(records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
-                         .add_column("critique_label", run.columns[schema.CRITIQUE_LABEL])
-                         .add_column("critique_confidence", run.columns[schema.CRITIQUE_CONFIDENCE]),
-                         out / "critiques" / f"{stage.name}.jsonl")  # fmt: skip
-        if args.splits:
-            report = _split_report(args, stages, judged, human)
-            markdown = split_markdown(report)
-            write_text(out / "report.md", markdown)
-            write_text(out / "report.json", json.dumps(report, indent=1))
-            points = {}
-            for entry in report["levels"]:
-                r = entry["cascade"]
-                if r["agreement"]["mean"] is not None:
-                    points[f"cascade @ {entry['target']:.2f}"] = (r["coverage"]["mean"], r["agreement"]["mean"])
-            plot_curves(report["curves"], points, out / "agreement_coverage.png")
-            print(markdown)
-            print(f"wrote {out / 'report.md'}, {out / 'report.json'} and {out / 'agreement_coverage.png'}")
+        _write_report_dir(args, stages, judged, records, human)
     return 0
+
+
+def _write_report_dir(args, stages, judged, records, human) -> None:
+    """Each critic's critiques, the risk-coverage of every critic (report.json's ``risk_coverage``, report.md,
+    risk_coverage.png) and, with ``--splits``, the split report and the agreement-coverage curve."""
+    from .. import schema
+    from ..io import save_records, write_text
+    from ..jury import JURY_MEMBERS
+    from ..meta_eval.risk_coverage import risk_coverage_markdown
+    from ..selective import plot_curves
+    from ..selective.risk_coverage import plot_risk_coverage
+
+    out = Path(args.report_dir)
+    for stage, (run, _, _) in zip(stages, judged, strict=True):
+        rows = (records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
+                .add_column("critique_label", run.columns[schema.CRITIQUE_LABEL])
+                .add_column("critique_confidence", run.columns[schema.CRITIQUE_CONFIDENCE]))  # fmt: skip
+        if JURY_MEMBERS in run.columns:
+            rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
+        save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
+    blocks, curves = calibration_risk_coverage(stages, judged, records, human, resamples=args.bootstrap,
+                                               seed=args.seed)  # fmt: skip
+    report = {"risk_coverage": blocks, "juries": {s.name: vars(s.critic.counts) for s in stages
+                                                  if getattr(s.critic, "counts", None) is not None}}  # fmt: skip
+    markdown = risk_coverage_markdown({f"calibration rows ({len(records)})": blocks})
+    plot_risk_coverage({f"calibration rows ({len(records)})": curves}, out / "risk_coverage.png")
+    if args.splits:
+        report.update(_split_report(args, stages, judged, human))
+        markdown = split_markdown(report) + "\n" + markdown
+        points = {}
+        for entry in report["levels"]:
+            r = entry["cascade"]
+            if r["agreement"]["mean"] is not None:
+                points[f"cascade @ {entry['target']:.2f}"] = (r["coverage"]["mean"], r["agreement"]["mean"])
+        plot_curves(report["curves"], points, out / "agreement_coverage.png")
+    write_text(out / "report.md", markdown)
+    write_text(out / "report.json", json.dumps(report, indent=1))
+    print(markdown)
+    pictures = "risk_coverage.png" + (" and agreement_coverage.png" if args.splits else "")
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {pictures}")

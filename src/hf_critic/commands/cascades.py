@@ -19,6 +19,18 @@ Recorded critics may instead name ``critiques: FILE``, the output of an earlier 
 ``generic:`` benchmark is read as ``meta-eval`` reads it with flags: ``columns:`` (a mapping or ``"a=b,c=d"``),
 ``gold_label_map:``, ``label_columns:``, ``aggregate:``, ``coerce_text:`` (``label_map:`` is the verdict files'
 convention). Paths are read from the working directory, as every other path of the command line.
+
+A critic may also be ``baseline: longer-wins`` (the longer response wins, with a confidence; the bare string
+``longer-wins`` is short for ``{name: longer-wins, baseline: longer-wins}``), or a jury of critics judged as one
+(:mod:`hf_critic.jury`)::
+
+      - name: local-jury
+        jury:
+          aggregate: fitted      # vote | mean | fitted (fitted by `hf-critic calibrate` on its calibration rows)
+          members:               # any critics above (not a jury), each with its own name
+            - name: smollm2-135m-critic
+              options: {model: smollm2-135m-critic}
+            - longer-wins
 """
 
 from __future__ import annotations
@@ -36,7 +48,8 @@ BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label
 
 #: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
 FILE_KEYS = ("critics",)
-CRITIC_KEYS = ("name", "options", "recorded", "price_per_call")
+CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_call")
+JURY_KEYS = ("members", "aggregate")
 RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
 COMMAND_OPTIONS = frozenset({
@@ -174,9 +187,6 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
     """
     import yaml
 
-    from ..cascade import CascadeStage
-    from .options import critic_from_args
-
     try:
         spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -188,28 +198,67 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
         check_keys(spec, FILE_KEYS, f"--cascade {path}", "a cascade file (thresholds come from --calibration)")
     if not isinstance(critics, list) or not critics:
         raise ValueError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
+    return _stages(critics, f"{path}: critics", parser, rows)
+
+
+def _stages(entries: list, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool = True) -> list:
+    """The stages of a list of critic entries (a cascade's critics, or a jury's members: ``jury=False``)."""
     stages, names = [], set()
-    for i, entry in enumerate(critics):
-        where = f"{path}: critics[{i}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
-            raise ValueError(f"{where}: each critic needs a name")
-        name = entry["name"].strip()
-        # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
-        check_keys(entry, CRITIC_KEYS, f"{path}: critics[{i}] ({name})", "a critic")
-        if name in names:
-            raise ValueError(f"{where}: the name {name!r} is used twice")
-        names.add(name)
-        if "recorded" in entry and "options" in entry:
-            raise ValueError(f"{where}: a critic is either recorded or computed (options), not both")
-        if "recorded" in entry:
-            stages.append(
-                CascadeStage(name, _recorded(name, entry["recorded"], where), price_per_call=_price(entry, where))
-            )
-            continue
-        args = critic_namespace(entry.get("options") or {}, where, parser)
-        critic = critic_from_args(args, args.model, inputs=rows)
-        stages.append(CascadeStage(name, critic, swap=args.swap, price_per_call=_price(entry, where)))
+    for i, entry in enumerate(entries):
+        stage = _stage(entry, f"{where}[{i}]", parser, rows, jury)
+        if stage.name in names:
+            raise ValueError(f"{where}[{i}]: the name {stage.name!r} is used twice")
+        names.add(stage.name)
+        stages.append(stage)
     return stages
+
+
+#: The keys that say what kind of critic an entry is; an entry has at most one (none: computed with no options).
+_KINDS = ("options", "recorded", "jury", "baseline")
+
+
+def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool):
+    """One critic entry as a :class:`~hf_critic.cascade.CascadeStage`: computed (``options``), ``recorded``, a
+    ``jury`` (not inside a jury), or ``baseline: longer-wins`` (also written as the bare string ``longer-wins``)."""
+    from ..cascade import CascadeStage
+    from ..jury import LONGER_WINS, Jury, LongerWins
+    from .options import critic_from_args
+
+    if entry == LONGER_WINS:
+        entry = {"name": LONGER_WINS, "baseline": LONGER_WINS}
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
+        raise ValueError(f"{where}: each critic needs a name")
+    name, price = entry["name"].strip(), _price(entry, where)
+    # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
+    check_keys(entry, CRITIC_KEYS, f"{where} ({name})", "a critic")
+    kinds = [k for k in _KINDS if k in entry]
+    if len(kinds) > 1:
+        raise ValueError(f"{where}: a critic is one of computed (options), recorded, jury or baseline, not "
+                         f"{' and '.join(kinds)}")  # fmt: skip
+    if "recorded" in entry:
+        return CascadeStage(name, _recorded(name, entry["recorded"], where), price_per_call=price)
+    if "baseline" in entry:
+        if entry["baseline"] != LONGER_WINS:
+            raise ValueError(f"{where}: baseline must be {LONGER_WINS!r}, got {entry['baseline']!r}")
+        return CascadeStage(name, LongerWins(), price_per_call=price)
+    if "jury" in entry:
+        spec = entry["jury"]
+        if not jury:
+            raise ValueError(f"{where}: a jury member cannot be a jury itself")
+        if (
+            not isinstance(spec, dict)
+            or not isinstance(spec.get("members"), list)
+            or not spec["members"]
+            or ("aggregate" not in spec)
+        ):
+            raise ValueError(f"{where}: jury needs a non-empty list members: and aggregate: vote | mean | fitted")
+        check_keys(spec, JURY_KEYS, f"{where} ({name}): jury", "a jury")
+        members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
+        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}"),
+                            price_per_call=price)  # fmt: skip
+    args = critic_namespace(entry.get("options") or {}, where, parser)
+    critic = critic_from_args(args, args.model, inputs=rows)
+    return CascadeStage(name, critic, swap=args.swap, price_per_call=price)
 
 
 def refuse_critic_options(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

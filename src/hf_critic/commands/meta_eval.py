@@ -67,6 +67,9 @@ the positional preference. --ppi --human-subset 0.1 adds prediction-powered esti
 Selective judging (which verdicts to trust, a human-agreement guarantee, cascades that escalate or abstain) is
 measured by `hf-critic calibrate --splits R --report-dir DIR`: coverage, agreement on the kept rows, the guarantee's
 success rate over R random calibration / test splits against no selection and a plain cut-off, and the curve.
+Every pairwise report has each critic's risk-coverage (critique_confidence, or its verdict source's confidence):
+the AURC with a bootstrap interval over questions (--bootstrap), agreement at 10/25/50/100% coverage and coverage at
+70/75/80/85% agreement, beside longer-wins and the label prior, and risk_coverage.png.
 Writes report.md (Table 2 / Table 3 layouts, within-question pairwise accuracy of pointwise grades, two-way
 accuracy where the human labels have no tie, parse failures, per-category tables), report.json and PNG plots
 (per-category bars, confusion heat maps); critiques generated here go to <output-dir>/critiques/<critic>/<dataset>.jsonl.

@@ -43,11 +43,13 @@ from .. import schema
 from ..io import write_text
 from ..labels import normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
+from ..selective.risk_coverage import plot_risk_coverage
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
 from .critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
 from .critic_markdown import render_markdown
 from .critic_plots import plot_confusions, plot_per_category, plot_reliability
+from .risk_coverage import risk_coverage_markdown, risk_coverage_report
 from .run_result import LABEL_SHORT, RunResult
 from .verdict_sources import pairwise_verdict_figures, pointwise_verdict_figures
 
@@ -317,6 +319,7 @@ def _pairwise_run(
         dataset, label=label, first=first, swapped=swapped, unparsed=unparsed, two_way=two_way,
         distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION), combined=combined, annotators=annotators, ppi=ppi,
     )  # fmt: skip
+    risk, curves = _risk_coverage(dataset, critic, label, bootstrap, figures["seed"])
     return RunResult(
         critic=critic,
         dataset=name,
@@ -332,8 +335,26 @@ def _pairwise_run(
         bootstrap=bootstrap,
         ceiling=ceiling,
         verdicts=pairwise_verdict_figures(dataset, label, two_way=two_way) if probability else {},
+        risk_coverage=risk,
+        risk_curves=curves,
         **extras,
     )
+
+
+def _risk_coverage(dataset, critic: str, label: str, bootstrap: int, seed: int) -> tuple[dict, dict]:
+    """The run's risk-coverage block (with the baselines') and curves: the decided label (``critique_label``) and its
+    ``critique_confidence``, or the confidence its verdict source gives (:func:`hf_critic.selective.confidence_of`)."""
+    from ..selective import confidence_of
+
+    columns = {c: dataset[c] for c in dataset.column_names if c.startswith("critique_")}
+    confidence = columns.get(schema.CRITIQUE_CONFIDENCE) or confidence_of(columns)[0]
+    texts = [_column(dataset, c) for c in (schema.RESPONSE_1, schema.RESPONSE_2)]
+    blocks, curves = risk_coverage_report(
+        {critic: (normalize_labels(columns[schema.CRITIQUE_LABEL], name=schema.CRITIQUE_LABEL).tolist(), confidence)},
+        dataset[label], questions=_column(dataset, "query_id") or _column(dataset, schema.QUESTION),
+        response_1=texts[0], response_2=texts[1], resamples=bootstrap, seed=seed,
+    )  # fmt: skip
+    return {**blocks.pop(critic), "baselines": blocks}, curves
 
 
 def _jsonable(value: Any) -> Any:
@@ -381,8 +402,14 @@ def write_report(
         if plots
         else []
     )
+    sections = _risk_sections(results)
+    if plots and sections:
+        images.append(plot_risk_coverage({title: curves for title, (_, curves) in sections.items()},
+                                         out_dir / "risk_coverage.png"))  # fmt: skip
     paired = compare_critics(results, resamples=paired_resamples, seed=seed)
-    markdown = write_text(out_dir / "report.md", render_markdown(results, title, [p.name for p in images], paired))
+    text = render_markdown(results, title, [p.name for p in images], paired)
+    text += risk_coverage_markdown({title: blocks for title, (blocks, _) in sections.items()})
+    markdown = write_text(out_dir / "report.md", text)
     payload = {
         "title": title,
         "runs": [{**_fields(r), "parse_failure_rate": r.parse_failure_rate} for r in results],
@@ -390,6 +417,23 @@ def write_report(
     }
     json_path = write_text(out_dir / "report.json", json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
     return {"markdown": markdown, "json": json_path, "plots": images, "paired": paired}
+
+
+def _risk_sections(results: Sequence[RunResult]) -> dict[str, tuple[dict, dict]]:
+    """``{dataset: (blocks, curves)}`` of the pairwise runs: each critic judged on the dataset, then the baselines
+    (of the dataset's first run: the same rows)."""
+    sections: dict[str, tuple[dict, dict]] = {}
+    for r in results:
+        if not r.risk_coverage:
+            continue
+        blocks, curves = sections.setdefault(r.dataset, ({}, {}))
+        blocks[r.critic] = {k: v for k, v in r.risk_coverage.items() if k != "baselines"}
+        curves.update({k: v for k, v in r.risk_curves.items() if not k.startswith("baseline:")})
+    for dataset, (blocks, curves) in sections.items():
+        first = next(r for r in results if r.dataset == dataset and r.risk_coverage)
+        blocks.update(first.risk_coverage["baselines"])
+        curves.update({k: v for k, v in first.risk_curves.items() if k.startswith("baseline:")})
+    return sections
 
 
 def _fields(result: RunResult) -> dict[str, Any]:

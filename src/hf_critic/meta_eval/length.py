@@ -38,6 +38,7 @@ from .correlation import critique_correlation
 __all__ = [
     "fit_logistic",
     "length_credits",
+    "length_confidence",
     "length_controlled_agreement",
     "length_tercile_agreement",
     "length_verdicts",
@@ -77,6 +78,36 @@ def length_verdicts(
         raise ValueError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
     diff = a - b if longer else b - a
     return np.where(diff > 0, RESPONSE_1_WINS, np.where(diff < 0, RESPONSE_2_WINS, TIE)).astype(np.int64)
+
+
+def length_confidence(
+    response_1: Sequence[str | None] | np.ndarray, response_2: Sequence[str | None] | np.ndarray
+) -> np.ndarray:
+    """The confidence of the "longer wins" verdict: ``0.5 + 0.5 * |l1 - l2| / max(l1, l2)`` (lengths in words).
+
+    It grows monotonically with the relative length difference: 0.5 for equal lengths (the verdict is then a tie),
+    1.0 when one response is empty and the other is not. This makes "longer wins" a critic with a confidence, so its
+    risk-coverage (:mod:`hf_critic.selective.risk_coverage`) and a jury that counts length as a member
+    (:mod:`hf_critic.jury`) can be measured like any critic's.
+
+    Args:
+        response_1: the first response's text or length, shape ``(n,)``.
+        response_2: the second response's text or length, shape ``(n,)``.
+
+    Returns:
+        float64 confidences in [0.5, 1], shape ``(n,)``.
+
+    Raises:
+        ValueError: different lengths, or a negative length.
+    """
+    a, b = _lengths(response_1), _lengths(response_2)
+    if len(a) != len(b):
+        raise ValueError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
+    if (a < 0).any() or (b < 0).any():
+        raise ValueError("response lengths must be >= 0")
+    longest = np.maximum(a, b)
+    relative = np.divide(np.abs(a - b), longest, out=np.zeros_like(longest), where=longest > 0)
+    return 0.5 + 0.5 * relative
 
 
 def _lengths(values) -> np.ndarray:

@@ -51,6 +51,10 @@ class RunResult:
             (:func:`~hf_critic.meta_eval.critic_extras.ppi_figures`).
         n_abstained: rows a cascade abstained on (no critic confident enough: no verdict); left out of every figure,
             neither unparsed nor wrong; ``coverage = n_rows / (n_rows + n_abstained)``.
+        risk_coverage: pairwise: the critic's risk-coverage block (AURC with its interval over questions, agreement
+            at coverage, coverage at agreement; :func:`~hf_critic.meta_eval.risk_coverage.risk_coverage_block`) with
+            ``"baselines"``: ``longer-wins`` and ``label-prior``'s blocks on the same rows; empty for pointwise runs.
+        risk_curves: the risk-coverage curves behind ``risk_coverage.png``; not written to report.json.
         rows: per-row values for the paired comparisons (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`);
             not written to report.json.
     """
@@ -74,6 +78,8 @@ class RunResult:
     length: dict[str, Any] = field(default_factory=dict)
     ppi: dict[str, Any] = field(default_factory=dict)
     n_abstained: int = 0
+    risk_coverage: dict[str, Any] = field(default_factory=dict)
+    risk_curves: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
     rows: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
 
     @property

@@ -8,7 +8,10 @@ Escalate", ICLR 2025).
   calibration file;
 * :mod:`.claim`: a calibration file's fields checked against each other before any cascade uses it;
 * :mod:`.evaluation`: the success rate over random calibration / test splits, coverage, shares, cost, and the
-  agreement-coverage curve.
+  agreement-coverage curve;
+* :mod:`.risk_coverage`: the area under the risk-coverage curve (AURC), agreement at coverage, coverage at agreement
+  (Geifman and El-Yaniv, 2017);
+* :mod:`.jury`: a jury of critics' verdicts aggregated into one (vote, mean, a fitted logistic regression).
 
 Running a cascade of critics on data lives in :mod:`hf_critic.cascade` (it drives critics, which stand above this).
 """

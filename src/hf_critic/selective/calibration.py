@@ -90,6 +90,8 @@ class CriticThreshold:
             this critic's calibration rows (the next confidence below ``threshold``, or the first one tested when
             none passed); None when no tested candidate failed. It is what makes ``threshold`` checkable: the file's
             alpha must pass at ``threshold`` and fail there (:func:`hf_critic.selective.claim.check_claim`).
+        jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
+            (:meth:`hf_critic.jury.Jury.fit_entry`), else None.
     """
 
     name: str
@@ -104,6 +106,7 @@ class CriticThreshold:
     coverage: float
     logistic: list[float] | None = None
     failed: dict | None = None
+    jury: dict | None = None
 
 
 @dataclass

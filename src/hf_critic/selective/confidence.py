@@ -45,7 +45,17 @@ __all__ = [
 ]
 
 #: The confidence kinds (:func:`confidence_of`), as written in calibration files.
-CONFIDENCE_KINDS = ("probability", "votes", "reward margin", "recorded", "constant")
+CONFIDENCE_KINDS = (
+    "probability",
+    "votes",
+    "reward margin",
+    "recorded",
+    "constant",
+    "length",  # longer-wins: the relative length difference (hf_critic.jury.LongerWins)
+    "vote aggregate",  # juries (hf_critic.jury.Jury): their aggregated probability
+    "mean aggregate",
+    "fitted aggregate",
+)
 
 
 def probability_confidence(distribution: Mapping[str, float] | str | None, decided: Any) -> float | None:

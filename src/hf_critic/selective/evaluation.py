@@ -12,7 +12,7 @@ row) and a plain confidence cut-off (the lowest threshold whose observed calibra
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,18 @@ def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
     ok = np.array(corrects, dtype=bool)
     if conf.shape != ok.shape or conf.ndim != 2 or not conf.shape[1]:
         raise ValueError(f"confidences {conf.shape} and corrects {ok.shape} must both be (critics, rows), rows >= 1")
+    return conf, ok
+
+
+def _refitted(conf: np.ndarray, ok: np.ndarray, refit, cal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The confidences and corrects of one split, with each refitted critic's rows from its fit on ``cal``."""
+    if not refit:
+        return conf, ok
+    conf, ok = conf.copy(), ok.copy()
+    for i, fn in refit.items():
+        confidence, correct = fn(cal)
+        conf[i] = [np.nan if c is None else c for c in confidence]
+        ok[i] = correct
     return conf, ok
 
 
@@ -62,7 +74,7 @@ def selective_figures(decided: np.ndarray, ok: np.ndarray) -> dict:
 def split_protocol(
     confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
     splits: int = 1000, calibration_fraction: float = 0.5, min_rows: int = DEFAULT_MIN_ROWS, seed: int = 0,
-    bound: str = "exact",
+    bound: str = "exact", refit: Mapping[int, Callable[[np.ndarray], tuple[Sequence, Sequence]]] | None = None,
 ) -> dict:  # fmt: skip
     """The guarantee over ``splits`` random calibration / test splits (Trust or Escalate §4.1).
 
@@ -72,6 +84,9 @@ def split_protocol(
         splits: R, the number of random splits (>= 1).
         calibration_fraction: the share of rows in each calibration half, in (0, 1).
         seed: seed of the splits.
+        refit: ``{critic index: fn}`` for critics fitted on calibration rows (a fitted jury): on each split,
+            ``fn(calibration row indices)`` refits on those rows only and returns that critic's ``(confidences,
+            corrects)`` on every row, which replace its row of ``confidences`` / ``corrects`` for the split.
 
     Returns:
         ``{"target", "splits", "success_rate" (share of the splits that kept test rows whose kept rows reach the
@@ -84,8 +99,8 @@ def split_protocol(
     Raises:
         ValueError: shapes, ``splits < 1`` or a calibration fraction that leaves an empty half.
     """
-    conf, ok = _arrays(confidences, corrects)
-    rows = conf.shape[1]
+    base_conf, base_ok = _arrays(confidences, corrects)
+    rows = base_conf.shape[1]
     n_cal = int(round(calibration_fraction * rows))
     if splits < 1 or not 0 < n_cal < rows:
         raise ValueError(f"split_protocol needs splits >= 1 and both halves non-empty ({rows} rows, fraction "
@@ -95,6 +110,7 @@ def split_protocol(
     for _ in range(splits):
         order = rng.permutation(rows)
         cal, test = order[:n_cal], order[n_cal:]
+        conf, ok = _refitted(base_conf, base_ok, refit, cal)
         fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound)
         decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
         figures = selective_figures(decided, ok[:, test])
@@ -162,11 +178,23 @@ def plot_curves(curves: dict[str, tuple[list, list]], points: dict[str, tuple[fl
     for label, (cov, agr) in points.items():
         ax.scatter([cov], [agr], marker="o", zorder=3)
         ax.annotate(label, (cov, agr), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xlabel("coverage (share of rows kept)")
-    ax.set_ylabel("agreement with humans on kept rows")
+    coverage_axes(ax, "coverage (share of rows kept)", "agreement with humans on kept rows", "lower left")
+    save_figure(fig, path)
+
+
+def coverage_axes(ax, xlabel: str, ylabel: str, legend: str) -> None:
+    """Label a coverage plot's axes (coverage from 0 to 1 on x), grid it and place its legend at ``legend``."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_xlim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc=legend)
+
+
+def save_figure(fig, path: str | Path) -> None:
+    """Write a matplotlib figure as a PNG (tight layout, 120 dpi) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -1,0 +1,109 @@
+"""What ``hf-critic calibrate`` adds for juries and risk-coverage: fitting a jury's aggregate on the calibration rows
+(and again on each calibration half under ``--splits``), the jury's calibration-file entry, and the risk-coverage of
+every critic, jury member and baseline on the calibration rows (``report.json``'s ``risk_coverage``,
+``risk_coverage.png``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import schema
+from ..jury import Jury, LongerWins
+from ..selective.jury import aggregate, fit_features, fitted_verdicts, jury_features
+
+__all__ = [
+    "calibration_risk_coverage",
+    "jury_entry",
+    "jury_lines",
+    "jury_refits",
+    "prepare_juries",
+]
+
+
+def prepare_juries(stages, human) -> None:
+    """Have every ``fitted`` jury fit its aggregate on the rows about to be judged (the calibration rows, whose human
+    label codes are ``human``), and nothing else."""
+    for stage in stages:
+        if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
+            stage.critic.calibrate_on(human)
+
+
+def jury_entry(stage, setting) -> dict | None:
+    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit); None for other stages."""
+    from ..cascade import critic_fingerprint
+
+    if not isinstance(stage.critic, Jury):
+        return None
+    return stage.critic.fit_entry([critic_fingerprint(m, setting) for m in stage.critic.members])
+
+
+def jury_lines(stages) -> list[str]:
+    """One line per jury: how many rows it left undecided and how many member verdicts were missing."""
+    return [f"  jury {s.name} ({s.critic.how}): {s.critic.counts.line()}" for s in stages
+            if isinstance(s.critic, Jury) and s.critic.counts is not None]  # fmt: skip
+
+
+def _corrects(labels, human) -> list[bool]:
+    return [lab is not None and lab == h for lab, h in zip(labels, human, strict=True)]
+
+
+def jury_refits(stages, human) -> dict:
+    """``{stage index: fn}`` for :func:`~hf_critic.selective.evaluation.split_protocol`: each ``fitted`` jury refit
+    on a split's calibration half only (its members' features are computed once), applied to every row."""
+    refits = {}
+    for i, stage in enumerate(stages):
+        if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
+            names, x = jury_features(stage.critic.member_columns)
+            gold = np.asarray(human)
+
+            def refit(cal, names=names, x=x, gold=gold):
+                labels, confidences = fitted_verdicts(fit_features(names, x[cal], gold[cal]), names, x)
+                return confidences, _corrects(labels, gold)
+
+            refits[i] = refit
+    return refits
+
+
+def _without_baselines(jury: Jury, human) -> tuple[list, list] | None:
+    """The jury's verdicts with its ``longer-wins`` members left out (a ``fitted`` one refit on the same rows);
+    None when it has no such member or no other."""
+    kept = {m.name: jury.member_columns[m.name] for m in jury.members if not isinstance(m.critic, LongerWins)}
+    if len(kept) in (0, len(jury.members)):
+        return None
+    if jury.how == "fitted":
+        names, x = jury_features(kept)
+        return fitted_verdicts(fit_features(names, x, human), names, x)
+    labels, confidences, _ = aggregate(jury.how, kept)
+    return labels, confidences
+
+
+def calibration_risk_coverage(stages, judged, records, human, *, resamples: int, seed: int):
+    """The risk-coverage blocks and curves of every stage, every jury member (``JURY/MEMBER``; a ``longer-wins`` member
+    is the baseline), every jury without its ``longer-wins`` members, and the baselines (``longer-wins``, the calibration rows' label prior), on the calibration rows.
+
+    A fitted jury is measured on the rows it was fitted on (in-sample): its out-of-sample figures are ``--splits``'
+    success rate and ``meta-eval`` on held-out rows judged with ``compare --cascade``.
+
+    Returns:
+        ``(blocks, curves)`` of :func:`~hf_critic.meta_eval.risk_coverage.risk_coverage_report`.
+    """
+    from ..meta_eval.risk_coverage import risk_coverage_report
+
+    critics = {}
+    for stage, (run, confidence, _) in zip(stages, judged, strict=True):
+        critics[stage.name] = (run.columns[schema.CRITIQUE_LABEL], confidence)
+        if isinstance(stage.critic, Jury):
+            for member in stage.critic.members:
+                if isinstance(member.critic, LongerWins):  # the baseline below
+                    continue
+                columns = stage.critic.member_columns[member.name]
+                critics[f"{stage.name}/{member.name}"] = (columns[schema.CRITIQUE_LABEL],
+                                                          columns[schema.CRITIQUE_CONFIDENCE])  # fmt: skip
+            without = _without_baselines(stage.critic, human)
+            if without is not None:
+                critics[f"{stage.name} without longer-wins"] = without
+    questions = records["query_id"] if "query_id" in records.column_names else records[schema.QUESTION]
+    return risk_coverage_report(
+        critics, list(human), questions=questions, response_1=records[schema.RESPONSE_1],
+        response_2=records[schema.RESPONSE_2], resamples=resamples, seed=seed,
+    )  # fmt: skip

@@ -1,0 +1,195 @@
+"""Critics that combine or need no model: a jury of critics judged as one critic, and "longer wins" as a critic with
+a confidence.
+
+A cascade file's stage may be a jury (:mod:`hf_critic.commands.cascades`)::
+
+    - name: local-jury
+      jury:
+        aggregate: fitted          # vote | mean | fitted
+        members:
+          - name: smollm2-135m-critic
+            options: {model: smollm2-135m-critic}
+          - name: default-critic
+            options: {template: mtbench, verdict: probability, swap: true, dtype: float32}
+          - longer-wins
+
+Each member is any critic a cascade file supports (computed, reward, served, recorded) or ``longer-wins``; the
+aggregation is :mod:`hf_critic.selective.jury` (vote, mean, or a logistic regression fitted by ``hf-critic
+calibrate`` on its calibration rows only, stored in the calibration file with the members' fingerprints and refused
+when a member changed). The jury's rows keep every member's verdict (``jury_members``).
+"""
+
+from __future__ import annotations
+
+import datasets
+
+from . import schema
+from .labels import LABEL_NAMES
+from .meta_eval.length import length_confidence, length_verdicts
+from .selective.jury import AGGREGATES, JuryCounts, JuryFit, aggregate, fit_jury
+
+__all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
+
+#: The column of a jury's rows that keeps each member's verdict: ``{member: label name or None}``.
+JURY_MEMBERS = "jury_members"
+#: How a cascade file names the length baseline.
+LONGER_WINS = "longer-wins"
+
+
+class LongerWins:
+    """ "The longer response wins" as a critic (a baseline with a confidence): the verdict of
+    :func:`~hf_critic.meta_eval.length.length_verdicts` (a tie on equal lengths), confidence
+    :func:`~hf_critic.meta_eval.length.length_confidence` (monotone in the relative length difference). No model, no
+    call, order-free."""
+
+    kind = "baseline"
+    #: What identifies it in a fingerprint (lengths in words).
+    fingerprint_source = "baseline|longer-wins|words"
+
+    def compare(self, dataset: datasets.Dataset) -> dict[str, list]:
+        """The verdicts of ``dataset``'s pairs.
+
+        Returns:
+            ``{"critique_label", "critique_confidence", "critique_status"}``, one value per row.
+
+        Raises:
+            ValueError: rows without ``response_1`` / ``response_2``.
+        """
+        if schema.RESPONSE_1 not in dataset.column_names or schema.RESPONSE_2 not in dataset.column_names:
+            raise ValueError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
+        first, second = dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2]
+        return {
+            schema.CRITIQUE_LABEL: length_verdicts(first, second).tolist(),
+            schema.CRITIQUE_CONFIDENCE: length_confidence(first, second).tolist(),
+            schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * len(dataset),
+        }
+
+
+class Jury:
+    """Several critics judged as one (module docstring).
+
+    Args:
+        members: the members as cascade stages (:class:`hf_critic.cascade.CascadeStage`: a name and a critic), at
+            least one, names distinct.
+        how: the aggregate, one of :data:`~hf_critic.selective.jury.AGGREGATES`.
+        where: where the jury was declared, for messages.
+
+    Attributes:
+        fit: the fitted aggregate (``fitted``), set by :meth:`judge` while calibrating or by :meth:`load_fit`.
+        counts: the last run's :class:`~hf_critic.selective.jury.JuryCounts`.
+        member_columns: the last run's critique columns of every member, ``{member: columns}``.
+
+    Raises:
+        ValueError: an unknown aggregate, no member, or a name used twice.
+    """
+
+    kind = "jury"
+
+    def __init__(self, members, how: str, where: str = "jury"):
+        if how not in AGGREGATES:
+            raise ValueError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
+        names = [m.name for m in members]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"{where}: a jury needs at least one member, each with its own name (got {names})")
+        self.members, self.how, self.where = list(members), how, where
+        self.fit: JuryFit | None = None
+        self.counts: JuryCounts | None = None
+        self.member_columns: dict[str, dict[str, list]] = {}
+        self._fit_labels = None
+
+    def fingerprint_source(self, member_fingerprints: list[str]) -> str:
+        """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
+        members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
+        return f"jury|{self.how}|{members}"
+
+    def calibrate_on(self, human) -> None:
+        """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
+        (label codes, one per row of those rows): ``hf-critic calibrate`` calls it with its calibration rows only."""
+        self._fit_labels = list(human)
+
+    def judge(self, dataset: datasets.Dataset, source: str, judge_member) -> tuple[dict[str, list], int]:
+        """Every member on every row, then the aggregate.
+
+        Args:
+            dataset: the rows.
+            source: the data's name for messages.
+            judge_member: ``(stage, dataset, source) -> StageRun`` (how a cascade runs one critic).
+
+        Returns:
+            ``(columns, calls)``: ``critique_label`` (None where undecided), ``critique_confidence``,
+            ``critique_status`` (``abstained`` where undecided: never a default verdict) and ``jury_members``; the
+            members' calls summed.
+
+        Raises:
+            ValueError: a ``fitted`` jury with no fit and not calibrating, or see
+                :func:`~hf_critic.selective.jury.aggregate`.
+        """
+        runs = [judge_member(member, dataset, source) for member in self.members]
+        self.member_columns = {m.name: run.columns for m, run in zip(self.members, runs, strict=True)}
+        if self.how == "fitted" and self._fit_labels is not None:
+            if len(self._fit_labels) != len(dataset):
+                raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
+            labels, self._fit_labels = self._fit_labels, None
+            self.fit = fit_jury(self.member_columns, labels)
+        if self.how == "fitted" and self.fit is None:
+            raise ValueError(f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic "
+                             "calibrate`)")  # fmt: skip
+        return self.columns(self.member_columns), sum(run.calls for run in runs)
+
+    def columns(self, member_columns: dict[str, dict[str, list]], fit: JuryFit | None = None) -> dict[str, list]:
+        """The jury's critique columns from its members' (``fit``: another fit than :attr:`fit`, e.g. one split's).
+
+        Sets :attr:`counts`.
+        """
+        labels, confidences, self.counts = aggregate(self.how, member_columns, fit or self.fit)
+        n = len(labels)
+        return {
+            schema.CRITIQUE_LABEL: labels,
+            schema.CRITIQUE_CONFIDENCE: confidences,
+            schema.CRITIQUE_STATUS: [
+                (schema.ParseStatus.OK if lab is not None else schema.ParseStatus.ABSTAINED).value for lab in labels
+            ],
+            JURY_MEMBERS: [
+                {m: _label_name(c[schema.CRITIQUE_LABEL][i]) for m, c in member_columns.items()} for i in range(n)
+            ],
+        }
+
+    def fit_entry(self, member_fingerprints: list[str]) -> dict:
+        """The jury's part of its calibration file entry: aggregate, members with fingerprints, fit (or None)."""
+        return {
+            "aggregate": self.how,
+            "members": [
+                {"name": m.name, "fingerprint": f} for m, f in zip(self.members, member_fingerprints, strict=True)
+            ],  # fmt: skip
+            "fit": self.fit.to_dict() if self.fit is not None else None,
+        }
+
+    def load_fit(self, entry: dict | None, member_fingerprints: list[str], path: str) -> None:
+        """Check a calibration file's jury entry against this jury and take its fit.
+
+        Raises:
+            ValueError: one line naming the file, the jury and the first member that changed (or the missing fit),
+                and how to make a fitting file.
+        """
+        again = "calibrate this cascade again with `hf-critic calibrate`"
+        name = self.where
+        if not isinstance(entry, dict) or entry.get("aggregate") != self.how:
+            got = entry.get("aggregate") if isinstance(entry, dict) else None
+            raise ValueError(f"{path}: {name}: calibrated with aggregate {got!r}, the cascade file says {self.how!r}: "
+                             f"{again}")  # fmt: skip
+        stored = {m.get("name"): m.get("fingerprint") for m in entry.get("members") or [] if isinstance(m, dict)}
+        if list(stored) != [m.name for m in self.members]:
+            raise ValueError(f"{path}: {name}: calibrated with the members {list(stored)}, not "
+                             f"{[m.name for m in self.members]}: {again}")  # fmt: skip
+        for member, fingerprint in zip(self.members, member_fingerprints, strict=True):
+            if stored[member.name] != fingerprint:
+                raise ValueError(f"{path}: {name}: member {member.name!r} changed since its {self.how} aggregate was "
+                                 f"calibrated (model, template, verdict source, decoding, swap or files): {again}")  # fmt: skip
+        if self.how == "fitted":
+            if entry.get("fit") is None:
+                raise ValueError(f"{path}: {name}: no fitted aggregate in the calibration file: {again}")
+            self.fit = JuryFit.from_dict(entry["fit"], f"{path}: {name}")
+
+
+def _label_name(label) -> str | None:
+    return None if label is None else LABEL_NAMES[int(label)]

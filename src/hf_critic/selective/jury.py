@@ -1,0 +1,338 @@
+"""A jury of critics as one critic: its members' verdicts aggregated into one verdict with a confidence.
+
+Verga et al., "Replacing Judges with Juries" (2024, §2: a panel of diverse smaller judges, pooled by voting) and
+Trust or Escalate (Jung, Brahman, Choi, ICLR 2025, §3.2: the agreement of simulated annotators as the confidence).
+Three aggregates:
+
+* ``vote``: the majority label among the members that gave one; confidence = the share of those members agreeing.
+  A tie between labels is **undecided** (no verdict: abstained, counted); a member without a verdict is skipped and
+  counted (:class:`JuryCounts`).
+* ``mean``: the mean over members of ``P(response 1 better)`` (:func:`member_probability`: from each member's label
+  and confidence); the verdict is the side above 1/2, its confidence that side's probability; exactly 1/2 is
+  undecided.
+* ``fitted``: a logistic regression of the human preference on the members' signals (:func:`member_features`: the
+  signed confidence of the verdict, the label probabilities of each order where a member has them, the reward
+  margin), fitted on calibration rows only (:func:`fit_jury`) and applied unchanged to any other rows
+  (:func:`apply_fit`). Its confidence is the fitted probability of the decided label.
+
+Everything here is arithmetic on the members' critique columns; running the members is :mod:`hf_critic.jury`'s job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import schema
+from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+
+__all__ = [
+    "AGGREGATES",
+    "JuryCounts",
+    "JuryFit",
+    "aggregate",
+    "apply_fit",
+    "fit_features",
+    "fit_jury",
+    "fitted_verdicts",
+    "jury_features",
+    "member_features",
+    "member_probability",
+]
+
+#: The jury aggregates.
+AGGREGATES = ("vote", "mean", "fitted")
+#: The ridge penalty of the fitted aggregate on its standardised weights (a Gaussian prior of variance 1/PENALTY):
+#: keeps the fit finite when one member predicts the calibration rows perfectly.
+PENALTY = 1e-2
+
+
+@dataclass
+class JuryCounts:
+    """What a jury's aggregation left undecided or skipped.
+
+    Attributes:
+        rows: rows aggregated.
+        undecided: rows with no verdict: a tie between labels (vote), a probability of exactly 1/2 (mean, fitted),
+            or no member verdict at all.
+        no_member_verdict: rows where no member gave a verdict (included in ``undecided``).
+        missing: member verdicts skipped, per member (``{member: rows without its verdict}``).
+    """
+
+    rows: int = 0
+    undecided: int = 0
+    no_member_verdict: int = 0
+    missing: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        """One plain line for the terminal."""
+        skipped = ", ".join(f"{m} {k}" for m, k in self.missing.items() if k) or "none"
+        return (f"{self.undecided} of {self.rows} rows undecided ({self.no_member_verdict} with no member verdict); "
+                f"member verdicts skipped as missing: {skipped}")  # fmt: skip
+
+
+def member_probability(label, confidence) -> float | None:
+    """A member's ``P(response 1 better)`` from its verdict: its confidence for response 1, one minus it for
+    response 2, 1/2 for a tie; None without a verdict or a confidence.
+
+    Raises:
+        ValueError: a confidence outside [0, 1].
+    """
+    if label is None or confidence is None or (isinstance(confidence, float) and math.isnan(confidence)):
+        return None
+    if not 0 <= confidence <= 1:
+        raise ValueError(f"a member's confidence must lie in [0, 1], got {confidence}")
+    if label == RESPONSE_1_WINS:
+        return float(confidence)
+    if label == RESPONSE_2_WINS:
+        return 1.0 - float(confidence)
+    return 0.5
+
+
+def _decide(p: float | None) -> tuple[int | None, float | None]:
+    """The verdict and confidence of a probability of response 1: undecided (None, None) at exactly 1/2."""
+    if p is None or p == 0.5:
+        return None, None
+    return (RESPONSE_1_WINS, p) if p > 0.5 else (RESPONSE_2_WINS, 1.0 - p)
+
+
+def _difference(distribution) -> float | None:
+    """``P(response 1) - P(response 2)`` of a read-out distribution (JSON or mapping), None without one."""
+    if isinstance(distribution, str):
+        distribution = json.loads(distribution)
+    if not distribution:
+        return None
+    return float(
+        distribution.get(LABEL_NAMES[RESPONSE_1_WINS], 0.0) - distribution.get(LABEL_NAMES[RESPONSE_2_WINS], 0.0)
+    )
+
+
+def member_features(name: str, columns: Mapping[str, Sequence]) -> tuple[list[str], np.ndarray]:
+    """The signals a member's critique columns carry, one column each (missing values 0: no evidence either way).
+
+    * ``NAME:verdict``: ``2 P(response 1 better) - 1`` from its label and confidence (:func:`member_probability`);
+    * ``NAME:first_order``, ``NAME:swapped_order``: ``P(response 1) - P(response 2)`` of its read-out distribution in
+      each order (``critique_distribution``, ``critique_distribution_swapped``), where it has them;
+    * ``NAME:reward_margin``: ``reward_1 - reward_2`` of a reward critic.
+
+    Args:
+        name: the member's name (prefix of its features).
+        columns: its critique columns, each of length ``n``.
+
+    Returns:
+        ``(feature names, values of shape (n, features))``.
+    """
+    labels = columns[schema.CRITIQUE_LABEL]
+    confidence = columns.get(schema.CRITIQUE_CONFIDENCE, [None] * len(labels))
+    names, values = [f"{name}:verdict"], [[2 * p - 1 if p is not None else 0.0
+                                           for p in map(member_probability, labels, confidence)]]  # fmt: skip
+    for column, feature in ((schema.CRITIQUE_DISTRIBUTION, "first_order"),
+                            (schema.CRITIQUE_DISTRIBUTION_SWAPPED, "swapped_order")):  # fmt: skip
+        if column in columns:
+            names.append(f"{name}:{feature}")
+            values.append([d if (d := _difference(v)) is not None else 0.0 for v in columns[column]])
+    if schema.CRITIQUE_REWARD in columns and schema.CRITIQUE_REWARD_2 in columns:
+        names.append(f"{name}:reward_margin")
+        values.append([0.0 if a is None or b is None else float(a - b)
+                       for a, b in zip(columns[schema.CRITIQUE_REWARD], columns[schema.CRITIQUE_REWARD_2], strict=True)])  # fmt: skip
+    return names, np.asarray(values, dtype=float).T.reshape(len(labels), len(names))
+
+
+def aggregate(
+    how: str, members: Mapping[str, Mapping[str, Sequence]], fit: JuryFit | None = None
+) -> tuple[list, list, JuryCounts]:
+    """Aggregate the members' verdicts row by row.
+
+    Args:
+        how: one of :data:`AGGREGATES`.
+        members: ``{member: its critique columns}`` (``critique_label``, ``critique_confidence``, and for
+            ``fitted`` whatever :func:`member_features` reads), each of the same length ``n``.
+        fit: the fitted aggregate (``fitted`` only; :func:`fit_jury`).
+
+    Returns:
+        ``(labels, confidences, counts)``: label codes (None: undecided) and confidences in [1/2, 1] (None when
+        undecided), each of length ``n``, and :class:`JuryCounts`.
+
+    Raises:
+        ValueError: an unknown aggregate, no member, members of different lengths, ``fitted`` without a fit (or with
+            one for other signals, :func:`apply_fit`).
+    """
+    if how not in AGGREGATES:
+        raise ValueError(f"jury aggregate must be one of {AGGREGATES}, got {how!r}")
+    if not members:
+        raise ValueError("a jury needs at least one member")
+    lengths = {len(c[schema.CRITIQUE_LABEL]) for c in members.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"jury members judged different numbers of rows: {sorted(lengths)}")
+    (n,) = lengths
+    labels_of = {m: list(c[schema.CRITIQUE_LABEL]) for m, c in members.items()}
+    counts = JuryCounts(rows=n, missing={m: sum(v is None for v in labels) for m, labels in labels_of.items()})
+    counts.no_member_verdict = sum(all(labels_of[m][i] is None for m in members) for i in range(n))
+    if how == "vote":
+        out = [_vote([labels_of[m][i] for m in members]) for i in range(n)]
+    elif how == "mean":
+        probs = [[member_probability(lab, conf) for lab, conf in
+                  zip(labels_of[m], c.get(schema.CRITIQUE_CONFIDENCE, [None] * n), strict=True)]
+                 for m, c in members.items()]  # fmt: skip
+        out = [_decide(_mean([p[i] for p in probs])) for i in range(n)]
+    else:
+        if fit is None:
+            raise ValueError("a fitted jury needs its fit: calibrate it with `hf-critic calibrate`")
+        out = [_decide(float(p)) for p in apply_fit(fit, members)]
+    labels, confidences = [o[0] for o in out], [o[1] for o in out]
+    counts.undecided = sum(lab is None for lab in labels)
+    return labels, confidences, counts
+
+
+def _mean(values: list) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def _vote(labels: list) -> tuple[int | None, float | None]:
+    present = [lab for lab in labels if lab is not None]
+    if not present:
+        return None, None
+    tally = {lab: present.count(lab) for lab in (RESPONSE_1_WINS, RESPONSE_2_WINS, TIE)}
+    top = max(tally.values())
+    winners = [lab for lab, k in tally.items() if k == top]
+    if len(winners) > 1:  # a tie between labels: undecided, never a default
+        return None, None
+    return winners[0], top / len(present)
+
+
+@dataclass
+class JuryFit:
+    """A fitted jury aggregate: ``P(response 1 better) = sigmoid(intercept + weights . (x - mean) / scale)``.
+
+    Attributes:
+        features: the members' feature names (:func:`member_features`), in order.
+        weights: one weight per feature (0 for a feature that duplicates an earlier one on the calibration rows).
+        intercept: the intercept.
+        mean, scale: the standardisation of each feature, from the calibration rows.
+        rows: calibration rows the fit used (those whose human label is response 1 or response 2).
+    """
+
+    features: list[str]
+    weights: list[float]
+    intercept: float
+    mean: list[float]
+    scale: list[float]
+    rows: int
+
+    def to_dict(self) -> dict:
+        """The fit as JSON-ready data (a calibration file's ``jury.fit``)."""
+        return {"features": self.features, "weights": self.weights, "intercept": self.intercept, "mean": self.mean,
+                "scale": self.scale, "rows": self.rows}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: Mapping, where: str = "jury fit") -> JuryFit:
+        """Read :meth:`to_dict`'s data back.
+
+        Raises:
+            ValueError: a missing field, lengths that differ or a non-finite number (names ``where``).
+        """
+        try:
+            fit = cls(**{k: data[k] for k in ("features", "weights", "intercept", "mean", "scale", "rows")})
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"{where}: malformed jury fit ({err})") from None
+        numbers = [fit.intercept, *fit.weights, *fit.mean, *fit.scale]
+        if not len(fit.features) == len(fit.weights) == len(fit.mean) == len(fit.scale) or not all(
+            isinstance(x, int | float) and math.isfinite(x) for x in numbers
+        ):
+            raise ValueError(f"{where}: a jury fit needs one finite weight, mean and scale per feature")
+        return fit
+
+
+def jury_features(members: Mapping[str, Mapping[str, Sequence]]) -> tuple[list[str], np.ndarray]:
+    """Every member's :func:`member_features`, side by side: ``(names, values of shape (n, features))``."""
+    parts = [member_features(m, c) for m, c in members.items()]
+    return [n for names, _ in parts for n in names], np.hstack([x for _, x in parts])
+
+
+def fitted_verdicts(fit: JuryFit, names: list[str], x: np.ndarray) -> tuple[list, list]:
+    """The verdicts and confidences of a fitted aggregate from the members' features (:func:`jury_features`).
+
+    Returns:
+        ``(labels, confidences)`` per row; None for both where the probability is exactly 1/2 (undecided).
+
+    Raises:
+        ValueError: see :func:`apply_fit`.
+    """
+    decided = [_decide(float(p)) for p in _probability(fit, names, x)]
+    return [d[0] for d in decided], [d[1] for d in decided]
+
+
+def fit_jury(members: Mapping[str, Mapping[str, Sequence]], human: Sequence[int]) -> JuryFit:
+    """Fit the ``fitted`` aggregate by penalised maximum likelihood (L-BFGS, ridge :data:`PENALTY` on the
+    standardised weights) on the calibration rows **only**: ``members`` and ``human`` are those rows and nothing else.
+
+    Args:
+        members: ``{member: its critique columns}`` on the calibration rows.
+        human: the human label codes of those rows, shape ``(n,)``; rows whose label is a tie or missing (-1 / None)
+            are left out of the fit.
+
+    Returns:
+        A :class:`JuryFit`. A feature equal to an earlier one on the calibration rows gets weight 0 (a jury of
+        identical members fits as one member).
+
+    Raises:
+        ValueError: lengths differ, or the calibration rows lack either human preference (response 1 / response 2).
+    """
+    return fit_features(*jury_features(members), human)
+
+
+def fit_features(names: list[str], x: np.ndarray, human: Sequence[int]) -> JuryFit:
+    """:func:`fit_jury` from the members' features (:func:`jury_features`), shape ``(n, features)``, of the
+    calibration rows only."""
+    from scipy.optimize import minimize
+
+    gold = np.array([-1 if h is None else int(h) for h in human])
+    if len(gold) != len(x):
+        raise ValueError(f"{len(gold)} human labels for {len(x)} jury rows")
+    used = (gold == RESPONSE_1_WINS) | (gold == RESPONSE_2_WINS)
+    y = (gold[used] == RESPONSE_1_WINS).astype(float)
+    if not used.any() or y.min() == y.max():
+        raise ValueError("a fitted jury needs calibration rows where humans prefer response 1 and rows where they "
+                         "prefer response 2")  # fmt: skip
+    x = x[used]
+    mean, scale = x.mean(axis=0), x.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    z = (x - mean) / scale
+    active = [j for j in range(z.shape[1]) if not any(np.array_equal(z[:, j], z[:, i]) for i in range(j))]
+    za = z[:, active]
+
+    def loss(params):
+        eta = params[0] + za @ params[1:]
+        p = 1.0 / (1.0 + np.exp(-eta))
+        value = np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * PENALTY * np.sum(params[1:] ** 2)
+        grad = np.concatenate([[np.sum(p - y)], za.T @ (p - y) + PENALTY * params[1:]])
+        return value, grad
+
+    result = minimize(loss, np.zeros(len(active) + 1), jac=True, method="L-BFGS-B")
+    weights = np.zeros(z.shape[1])
+    weights[active] = result.x[1:]
+    return JuryFit(names, weights.tolist(), float(result.x[0]), mean.tolist(), scale.tolist(), int(used.sum()))
+
+
+def apply_fit(fit: JuryFit, members: Mapping[str, Mapping[str, Sequence]]) -> np.ndarray:
+    """``P(response 1 better)`` of every row under a fitted aggregate (no human label is read).
+
+    Returns:
+        Probabilities in (0, 1), shape ``(n,)``.
+
+    Raises:
+        ValueError: the members' signals are not the ones the fit was made on (a member changed its output).
+    """
+    return _probability(fit, *jury_features(members))
+
+
+def _probability(fit: JuryFit, names: list[str], x: np.ndarray) -> np.ndarray:
+    if names != fit.features:
+        raise ValueError(f"the jury's signals {names} differ from the fitted ones {fit.features}: calibrate again")
+    eta = fit.intercept + ((x - np.asarray(fit.mean)) / np.asarray(fit.scale)) @ np.asarray(fit.weights)
+    return 0.5 * (1.0 + np.tanh(eta / 2.0))
