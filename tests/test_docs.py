@@ -307,6 +307,86 @@ def test_the_site_builds_strict_with_every_page(site):
     assert "Held-out figures" in card and "license: cc-by-nc-4.0" not in card  # the card, without its YAML header
 
 
+RAW_ROLE = re.compile(r":(mod|class|func|data|meth|attr|exc):(`|<code>)")
+
+
+def test_no_raw_sphinx_role_in_the_built_site(site):
+    """The docstrings' Sphinx roles are rendered as links or code (docs/griffe_sphinx_roles.py), never shown as
+    ``:func:`name``` text."""
+    raw = {
+        str(page.relative_to(site)): len(RAW_ROLE.findall(page.read_text(encoding="utf-8")))
+        for page in site.rglob("*.html")
+    }
+    assert not {p: n for p, n in raw.items() if n}, raw
+    api = (site / "api" / "meta_eval" / "index.html").read_text(encoding="utf-8")
+    assert api.count('class="autorefs autorefs-internal"') > 20  # the roles became links
+
+
+def test_sphinx_roles_resolve_relative_names():
+    spec = importlib.util.spec_from_file_location("griffe_sphinx_roles", REPO / "docs" / "griffe_sphinx_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    import griffe
+
+    pkg = griffe.load("hf_critic", search_paths=[str(REPO / "src")], resolve_aliases=False)
+    selective = pkg["selective"]
+    assert roles.resolve(selective, ".confidence") == "hf_critic.selective.confidence"
+    assert roles.resolve(pkg["meta_eval"], "~hf_critic.meta_eval.grouped".lstrip("~")) == "hf_critic.meta_eval.grouped"
+    assert roles.resolve(pkg["meta_eval.correlation"], "grouped") == "hf_critic.meta_eval.grouped"
+    assert roles.resolve(selective, "hf_critic.critic.Critic") == "hf_critic.critic.core.Critic"  # a lazy re-export
+    assert roles.resolve(selective, "datasets.Dataset") is None  # outside hf-critic: a code span
+    assert roles.convert(selective, ":func:`~hf_critic.selective.calibration.data_hash`") == (
+        '<autoref identifier="hf_critic.selective.calibration.data_hash" optional><code>data_hash</code></autoref>'
+    )
+    assert roles.convert(selective, ":class:`str`") == "<code>str</code>"
+
+
+def _documented(html: str, pkg) -> list[str]:
+    """The canonical paths of the functions, classes and attributes an API page documents, once per heading."""
+    out = []
+    for kind, ident in re.findall(r'<div class="doc doc-object doc-(\w+)">\s*<h\d id="([^"]+)"', html):
+        if kind != "module":
+            obj = pkg if ident == "hf_critic" else pkg[ident.removeprefix("hf_critic.")]
+            out.append(obj.canonical_path)
+    return out
+
+
+def test_api_pages_document_every_public_function_once(site):
+    """Each ``::: MODULE`` line of an API page documents every public function and class that the module (or, for a
+    package, any public module under it) defines, and none twice on the page; the index names every page."""
+    import griffe
+
+    pkg = griffe.load("hf_critic", search_paths=[str(REPO / "src")], resolve_aliases=True, resolve_external=False)
+
+    def modules(module, root):
+        yield module
+        for name, sub in module.modules.items():
+            if not name.startswith("_") and not root:
+                yield from modules(sub, False)
+
+    index = (REPO / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+    for md in sorted((REPO / "docs" / "api").glob("*.md")):
+        if md.stem == "index":
+            continue
+        assert f"]({md.name})" in index, f"the API index has no row for {md.name}"
+        shown = _documented((site / "api" / md.stem / "index.html").read_text(encoding="utf-8"), pkg)
+        twice = sorted({p for p in shown if shown.count(p) > 1})
+        assert not twice, f"{md.name} documents these twice: {twice}"
+        wanted = set()
+        for path in re.findall(r"^::: (\S+)", md.read_text(encoding="utf-8"), re.M):
+            root = pkg if path == "hf_critic" else pkg[path.removeprefix("hf_critic.")]
+            for module in modules(root, path == "hf_critic"):
+                names = module.exports if module.exports is not None else [n for n in module.members if n[0] != "_"]
+                for name in (n if isinstance(n, str) else n.name for n in names):
+                    member = module.members.get(name)
+                    if member is not None and not member.is_alias and (member.is_function or member.is_class):
+                        wanted.add(member.path)
+        missing = sorted(wanted - set(shown))
+        assert not missing, f"{md.name} does not document {missing}"
+    meta_eval = _documented((site / "api" / "meta_eval" / "index.html").read_text(encoding="utf-8"), pkg)
+    assert "hf_critic.meta_eval.correlation.text_level_correlation" in meta_eval  # metrics.md sends readers there
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -338,6 +418,7 @@ def _assets(dom: str) -> list[str]:
     [
         ("index.html", "What a critique is", "make demo"),
         ("api/critic/index.html", "hf_critic.critic.core.Critic", "from_pretrained("),
+        ("api/selective/index.html", "hf_critic.selective.calibration", "calibrate_cascade("),
     ],
 )
 def test_page_renders_in_a_headless_browser(site, tmp_path, page, heading, code):
@@ -352,3 +433,6 @@ def test_page_renders_in_a_headless_browser(site, tmp_path, page, heading, code)
     missing = [a for a in assets if not ((site / page).parent / a).resolve().is_file()]
     assert not missing, missing
     assert "ERR_FILE_NOT_FOUND" not in log, log[-2000:]
+    assert not RAW_ROLE.search(dom)  # no Sphinx role shown as text
+    if page.startswith("api/"):
+        assert 'class="autorefs autorefs-internal"' in dom  # cross-references are links
