@@ -5,6 +5,8 @@
   table per argument group. A new option appears on the next build.
 - ``<!-- generated: include PATH -->``: the file PATH of the repository (YAML front matter removed), e.g. the shipped
   critic's model card, which stays the one hand-written home of its figures.
+- ``<!-- generated: results NAME -->``: the figures and PNGs of a named run of ``scripts/build_results_docs.py``, read
+  from its committed ``docs/results/NAME/report.json``.
 - ``<!-- generated: other-modules -->``: a ``::: hf_critic.NAME`` line (rendered by mkdocstrings) for every public
   module or subpackage that no other API page names, so a new module is documented on the next build.
 - On the API pages, a ``::: PACKAGE`` line (a subpackage of hf_critic) renders the package with its own names only,
@@ -15,13 +17,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-MARKER = re.compile(r"^<!-- generated: (cli-reference|other-modules|include (\S+)) -->$", re.MULTILINE)  # own line
+MARKER = re.compile(r"^<!-- generated: (cli-reference|other-modules|include (\S+)|results (\S+)) -->$", re.MULTILINE)
 # Modules of hf_critic that are no API: the command-line plumbing (documented by the CLI reference), test helpers, the
 # shipped critics' data folder.
 INTERNAL_MODULES = {"cli", "commands", "redaction", "testing", "tiny_models", "critics"}
@@ -101,6 +104,15 @@ def cli_reference() -> str:
     from hf_critic.cli import build_parser
 
     return "\n".join(_section(build_parser(), 2))
+
+
+def results_section(name: str) -> str:
+    """The section of a named run of scripts/build_results_docs.py: its figures from its committed report.json and
+    its PNGs (docs/results/NAME/)."""
+    spec = importlib.util.spec_from_file_location("build_results_docs", REPO / "scripts" / "build_results_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.section(name)
 
 
 def include(path: str) -> str:
@@ -234,6 +246,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     def expand(match: re.Match) -> str:
         if match.group(1) == "cli-reference":
             return cli_reference()
+        if match.group(3):
+            return results_section(match.group(3))
         return _other_modules_markdown() if match.group(1) == "other-modules" else include(match.group(2))
 
     markdown = MARKER.sub(expand, markdown)

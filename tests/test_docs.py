@@ -307,6 +307,43 @@ def test_the_site_builds_strict_with_every_page(site):
     assert "Held-out figures" in card and "license: cc-by-nc-4.0" not in card  # the card, without its YAML header
 
 
+def _results_script():
+    spec = importlib.util.spec_from_file_location("build_results_docs", REPO / "scripts" / "build_results_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_results_sections_come_from_committed_reports(site):
+    """Each ``<!-- generated: results NAME -->`` section of the Results page is rendered from the committed
+    docs/results/NAME/report.json: its figures in the built page, its PNGs shown; at least three PNGs in all."""
+    script = _results_script()
+    named = re.findall(r"^<!-- generated: results (\S+) -->$", (REPO / "docs" / "results.md").read_text(), re.M)
+    assert set(named) == set(script.RUNS), named
+    built = (site / "results" / "index.html").read_text(encoding="utf-8")
+    pngs = 0
+    for name in named:
+        for key, value in script.figures(name).items():
+            assert f">{value}<" in built, (name, key, value)
+        for png in (REPO / "docs" / "results" / name).glob("*.png"):
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+            assert f'src="{name}/{png.name}"' in built and (site / "results" / name / png.name).is_file(), png
+            pngs += 1
+    assert pngs >= 3
+
+
+def test_committed_reports_match_a_rerun():
+    """``scripts/build_results_docs.py --check``: the committed reports are what their commands print today."""
+    if not (shared_data_dir() / "autoj").is_dir():
+        pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "scripts/build_results_docs.py", "--check"], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
 RAW_ROLE = re.compile(r":(mod|class|func|data|meth|attr|exc):(`|<code>)")
 
 
