@@ -128,6 +128,30 @@ def test_yaml_blocks_parse():
         assert isinstance(yaml.safe_load(block.text), dict), block.id
 
 
+def _within(listing, actual) -> bool:
+    """``listing`` is ``actual`` or an excerpt of it: a mapping's keys a subset, each value within the file's."""
+    if isinstance(listing, dict):
+        return isinstance(actual, dict) and all(k in actual and _within(v, actual[k]) for k, v in listing.items())
+    if isinstance(listing, list):
+        return isinstance(actual, list) and len(listing) == len(actual) and all(map(_within, listing, actual))
+    return listing == actual
+
+
+def test_yaml_listing_matches_the_file_it_names():
+    """A YAML block introduced by a sentence naming a repository ``.yaml`` file (ending with ``:``) shows that file
+    (or an excerpt of it): no key or value the file lacks."""
+    checked = 0
+    for block in (b for b in ALL_BLOCKS if b.lang == "yaml"):
+        lines = block.page.read_text(encoding="utf-8").splitlines()[: block.line - 1]
+        intro = next((line for line in reversed(lines) if line.strip() and not line.startswith("<!--")), "")
+        named = re.findall(r"`((?:examples|recipes|accelerate_configs)/[\w./-]+\.ya?ml)`\)?:$", intro)
+        if named:
+            actual = yaml.safe_load((REPO / named[-1]).read_text(encoding="utf-8"))
+            assert _within(yaml.safe_load(block.text), actual), f"{block.id}: the listing differs from {named[-1]}"
+            checked += 1
+    assert checked >= 2
+
+
 # ------------------------------------------------------------------------------------------------ command lines
 def _repo_paths(args: list[str]) -> list[str]:
     return [m.group(0).rstrip(".") for arg in args for m in REPO_PATH.finditer(arg)]
@@ -179,6 +203,43 @@ SCRIPT_LINES = [
 def test_script_line_names_files_that_exist(block, args):
     assert (REPO / args[1]).is_file(), f"{block.id}: {args[1]} does not exist"
     _check_paths(block, args)
+
+
+DOC_SCRIPTS = sorted({a[1] for _, a in SCRIPT_LINES if a[1].endswith(".py")} | {"recipes/reward.py"})
+
+
+@pytest.mark.parametrize("script", DOC_SCRIPTS)
+def test_every_script_the_docs_name_answers_help(script):
+    """``python SCRIPT --help`` of each script a docs page runs exits 0 with a usage (not an error about a folder
+    named --help)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "usage" in (done.stdout + done.stderr).lower(), done.stderr[-1500:]
+
+
+@pytest.mark.parametrize(
+    "script,config",
+    [("recipes/sft.py", "recipes/qwen2.5-7b-instruct/sft/lora.yaml"),
+     ("recipes/reward.py", "recipes/qwen2.5-7b-instruct/reward/lora.yaml")],
+)  # fmt: skip
+def test_a_dry_run_without_the_model_stops_with_one_line(script, config):
+    """build-a-critic.md: offline, ``--dry-run`` of a GPU recipe whose base model is not here stops with one line."""
+    from hf_critic.models import ModelNotFoundError, resolve_model
+
+    try:
+        resolve_model("Qwen/Qwen2.5-7B-Instruct")
+        pytest.skip("Qwen2.5-7B-Instruct is in this machine's cache")
+    except ModelNotFoundError:
+        pass
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, script, "--config", config, "--dry-run"], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Qwen" in lines[0], lines[:20]
 
 
 def _recipe_parser(script: str):
