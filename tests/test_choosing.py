@@ -6,7 +6,7 @@ a config, loads and judges through the same path the real checkpoint would take 
 - Auto-J-13B (Llama 2): ``LlamaForCausalLM`` with the ``autoj`` template.
 
 Generative critics judge with ``verdict="probability"`` (a random model writes no parsable verdict, but its next-token
-distribution over the allowed verdicts is a verdict for every row). The embedded critic and smollm2-135m-critic are
+distribution over the allowed verdicts is a verdict for every row, kept whatever mass it has: min_verdict_mass=0). The embedded critic and smollm2-135m-critic are
 tested elsewhere (tests/test_trained_critic.py, tests/test_critic.py).
 """
 
@@ -18,7 +18,8 @@ from hf_critic.tiny_models import chatml_tokenizer
 
 pytest.importorskip("transformers")
 
-COMMON = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+COMMON = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+COMMON["num_key_value_heads"] = 2
 PAIRS = [
     {"question": "What is 2+2?", "response_1": "4", "response_2": "5"},
     {"question": "Name a colour.", "response_1": "Blue.", "response_2": "A table."},

@@ -128,6 +128,26 @@ def test_yaml_blocks_parse():
         assert isinstance(yaml.safe_load(block.text), dict), block.id
 
 
+def test_a_missing_extra_is_one_line_that_points_to_troubleshooting(tmp_path, capsys, monkeypatch):
+    """meta-eval without the [report] extra (matplotlib): one line naming the extra and the troubleshooting page,
+    which has a section for each extra the CLI names."""
+    from hf_critic import cli
+
+    page = (REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    assert cli.TROUBLESHOOTING == "docs/troubleshooting.md"
+    assert all(f"hf-critic[{extra}]" in page for extra in cli.EXTRAS.values())
+    autoj = shared_data_dir() / "autoj"
+    if not autoj.is_dir():
+        pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ModuleNotFoundError
+    verdicts = f"{autoj}/outputs/pairwise_example_output.jsonl"
+    code = cli.main(["meta-eval", "--benchmark", f"autoj:{autoj}/test/testdata_pairwise.jsonl", "--limit", "20",
+                     "--verdicts", f"j={verdicts}", "--limit-verdicts", "--output-dir", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "hf-critic[report]" in err[0] and err[0].endswith("(see docs/troubleshooting.md)"), err
+
+
 def _within(listing, actual) -> bool:
     """``listing`` is ``actual`` or an excerpt of it: a mapping's keys a subset, each value within the file's."""
     if isinstance(listing, dict):
