@@ -5,20 +5,26 @@
   table per argument group. A new option appears on the next build.
 - ``<!-- generated: include PATH -->``: the file PATH of the repository (YAML front matter removed), e.g. the shipped
   critic's model card, which stays the one hand-written home of its figures.
+- ``<!-- generated: results NAME -->``: the figures and PNGs of a named run of ``scripts/build_results_docs.py``, read
+  from its committed ``docs/results/NAME/report.json``.
 - ``<!-- generated: other-modules -->``: a ``::: hf_critic.NAME`` line (rendered by mkdocstrings) for every public
   module or subpackage that no other API page names, so a new module is documented on the next build.
+- On the API pages, a ``::: PACKAGE`` line (a subpackage of hf_critic) renders the package with its own names only,
+  then each public submodule the page does not name itself (:func:`api_directives`): every public function appears
+  once, under the module that defines it, not a second time as the package's re-export.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-MARKER = re.compile(r"^<!-- generated: (cli-reference|other-modules|include (\S+)) -->$", re.MULTILINE)  # own line
+MARKER = re.compile(r"^<!-- generated: (cli-reference|other-modules|include (\S+)|results (\S+)) -->$", re.MULTILINE)
 # Modules of hf_critic that are no API: the command-line plumbing (documented by the CLI reference), test helpers, the
 # shipped critics' data folder.
 INTERNAL_MODULES = {"cli", "commands", "redaction", "testing", "tiny_models", "critics"}
@@ -100,6 +106,15 @@ def cli_reference() -> str:
     return "\n".join(_section(build_parser(), 2))
 
 
+def results_section(name: str) -> str:
+    """The section of a named run of scripts/build_results_docs.py: its figures from its committed report.json and
+    its PNGs (docs/results/NAME/)."""
+    spec = importlib.util.spec_from_file_location("build_results_docs", REPO / "scripts" / "build_results_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.section(name)
+
+
 def include(path: str) -> str:
     """The repository file ``path`` without its YAML front matter and without its first heading (the page has one).
 
@@ -139,6 +154,83 @@ def _other_modules_markdown() -> str:
     return "\n\n".join(f"::: hf_critic.{name}" for name in names)
 
 
+_GRIFFE: dict[str, object] = {}
+
+
+def _package():
+    """hf_critic as griffe reads it (what mkdocstrings renders), loaded once per build process."""
+    if "pkg" not in _GRIFFE:
+        import griffe
+
+        _GRIFFE["pkg"] = griffe.load("hf_critic", search_paths=[str(REPO / "src")], resolve_aliases=False)
+    return _GRIFFE["pkg"]
+
+
+def _target(member) -> str | None:
+    try:
+        return member.target_path if member.is_alias else None
+    except Exception:  # noqa: BLE001 - an external alias
+        return None
+
+
+def _public_submodules(module) -> list:
+    return [m for name, m in module.modules.items() if not name.startswith("_")]
+
+
+def _own_names(module, rendered: set[str], shown: set[str]) -> list[str] | None:
+    """The public names of ``module`` less its re-exports of objects whose module the page renders (they appear
+    there) or that an earlier module of the page re-exported (``shown``, updated); None where nothing is left out
+    (mkdocstrings' own choice of members stands)."""
+    names = module.exports if module.exports is not None else [n for n in module.members if not n.startswith("_")]
+    own, dropped = [], False
+    for name in (n if isinstance(n, str) else n.name for n in names):
+        member = module.members.get(name)
+        if member is None or (not member.is_alias and member.is_module):
+            continue
+        target = _target(member)
+        if target and (target.rpartition(".")[0] in rendered or target in shown):
+            dropped = True
+            continue
+        shown.add(target or member.path)
+        own.append(name)
+    return own if dropped else None
+
+
+def api_directives(markdown: str) -> str:
+    """An API page's ``::: hf_critic.PACKAGE`` lines expanded: each public submodule (recursively) the page does not
+    name with a line of its own follows its package; then each module is rendered without its re-exports of names
+    another module of the page defines. ``::: hf_critic`` (the root, whose subpackages have pages of their own) stays
+    as it is."""
+    line = re.compile(r"^::: (\S+)[ \t]*$", re.M)
+    named = set(line.findall(markdown))
+
+    def get(path: str):
+        return _package() if path == "hf_critic" else _package().get_member(path.removeprefix("hf_critic."))
+
+    def modules(path: str) -> list[str]:
+        module = get(path)
+        out = [path]
+        if path != "hf_critic" and module.is_init_module:
+            for sub in _public_submodules(module):
+                if sub.path not in named:
+                    named.add(sub.path)
+                    out += modules(sub.path)
+        return out
+
+    expanded = {path: modules(path) for path in line.findall(markdown)}
+    rendered = {m for paths in expanded.values() for m in paths}
+    shown: set[str] = set()
+
+    def directive(path: str) -> str:
+        own = None if path == "hf_critic" else _own_names(get(path), rendered, shown)
+        if own is None:
+            return f"::: {path}"
+        members = "[" + ", ".join(own) + "]" if own else "false"
+        return f"::: {path}\n    options:\n      members: {members}"
+
+    return line.sub(lambda m: "\n\n".join(directive(p) for p in expanded[m.group(1)]), markdown)
+
+
 def on_config(config):
     """Read this checkout's code (as mkdocstrings does with ``paths: [src]``), also when the Python running MkDocs has
     hf-critic installed from elsewhere. (MkDocs restores ``sys.path`` after importing a hook, hence here.)"""
@@ -154,6 +246,11 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     def expand(match: re.Match) -> str:
         if match.group(1) == "cli-reference":
             return cli_reference()
+        if match.group(3):
+            return results_section(match.group(3))
         return _other_modules_markdown() if match.group(1) == "other-modules" else include(match.group(2))
 
-    return "\n".join(_literal_brackets(line) for line in MARKER.sub(expand, markdown).split("\n"))
+    markdown = MARKER.sub(expand, markdown)
+    if page.file.src_uri.startswith("api/"):
+        markdown = api_directives(markdown)
+    return "\n".join(_literal_brackets(line) for line in markdown.split("\n"))

@@ -25,6 +25,9 @@ OMP_NUM_THREADS=2 accelerate launch --num_processes 1 --cpu recipes/reward.py --
 accelerate launch --config_file accelerate_configs/zero2.yaml --num_processes 2 --use_cpu true recipes/reward.py \
     --config recipes/smollm2-135m/reward.yaml
 
+`--dry-run` checks the recipe without training: it parses it, finds the base model and reads the judgment pairs, then
+prints one line (or one error line: a model not on this machine, a missing data folder).
+
 Any value can be overridden on the command line (`--learning_rate 1e-4 --output_dir outputs/run2`). A run resumes
 from the last checkpoint in its output_dir. The best checkpoint by validation within-question accuracy is kept; the
 output folder is a PEFT adapter (score head included) with its model card (README.md) that `hf-critic grade|compare
@@ -77,12 +80,26 @@ def main(script_args, training_args, model_args):
     return trainer
 
 
+def dry_run(script_args, training_args, model_args) -> None:
+    """The recipe parsed, its base model found and its pairs read: one line, nothing loaded or trained."""
+    path = reward.base_model_path(model_args.model_name_or_path)
+    pairs = reward.load_pairs(script_args, seed=training_args.seed)
+    sizes = ", ".join(f"{len(rows)} {split}" for split, rows in pairs.items())
+    print(f"recipes/reward.py: dry run: base model {path}; judgment rows {sizes}; nothing trained")
+
+
 def cli(argv=None) -> int:
-    """Parse the recipe and run :func:`main`; expected failures are one line on stderr and exit status 2."""
+    """Parse the recipe and run :func:`main` (or :func:`dry_run` with ``--dry-run``); expected failures are one line
+    on stderr and exit status 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    dry = "--dry-run" in argv or "--dry_run" in argv
+    argv = [a for a in argv if a not in ("--dry-run", "--dry_run")]
+    if dry:  # CPU and float32 whatever the recipe asks for training, as sft.py's dry run
+        argv += ["--use_cpu", "true", "--bf16", "false", "--fp16", "false", "--log_level", "error"]
     parser = TrlParser((reward.RewardScriptArguments, RewardConfig, ModelConfig))
     try:
         script_args, training_args, model_args = parser.parse_args_and_config(argv)
-        main(script_args, training_args, model_args)
+        (dry_run if dry else main)(script_args, training_args, model_args)
     except (ModelNotFoundError, FileNotFoundError, ValueError) as err:
         print(f"recipes/reward.py: error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -53,7 +53,9 @@ from hf_critic.models import ModelNotFoundError
 logger = logging.getLogger(__name__)
 
 # A dry run renders examples and masks only: CPU, float32, whatever the recipe asks for training.
+# Logging at error level: the report (or one error line) is all a dry run prints.
 DRY_RUN_OVERRIDES = ["--use_cpu", "true", "--bf16", "false", "--fp16", "false", "--dtype", "float32"]
+DRY_RUN_OVERRIDES += ["--log_level", "error"]
 
 
 def main(script_args, training_args, model_args, validation_args):

@@ -486,7 +486,10 @@ def test_meta_eval_names_a_criticbench_path_that_does_not_exist(tmp_path, capsys
     argv += ["--model", str(tmp_path / "no-model")] if with_model else ["--predictions", f"mine={tmp_path / 'preds'}"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"hf-critic meta-eval: error: --benchmark criticbench:{missing}: no such folder or file"]
+    assert err == [
+        f"hf-critic meta-eval: error: --benchmark criticbench:{missing}: no such folder or file"
+        " (see docs/troubleshooting.md)"
+    ]
     assert not (tmp_path / "out" / "criticbench.json").exists()
 
 

@@ -128,6 +128,50 @@ def test_yaml_blocks_parse():
         assert isinstance(yaml.safe_load(block.text), dict), block.id
 
 
+def test_a_missing_extra_is_one_line_that_points_to_troubleshooting(tmp_path, capsys, monkeypatch):
+    """meta-eval without the [report] extra (matplotlib): one line naming the extra and the troubleshooting page,
+    which has a section for each extra the CLI names."""
+    from hf_critic import cli
+
+    page = (REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    assert cli.TROUBLESHOOTING == "docs/troubleshooting.md"
+    assert all(f"hf-critic[{extra}]" in page for extra in cli.EXTRAS.values())
+    autoj = shared_data_dir() / "autoj"
+    if not autoj.is_dir():
+        pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ModuleNotFoundError
+    verdicts = f"{autoj}/outputs/pairwise_example_output.jsonl"
+    code = cli.main(["meta-eval", "--benchmark", f"autoj:{autoj}/test/testdata_pairwise.jsonl", "--limit", "20",
+                     "--verdicts", f"j={verdicts}", "--limit-verdicts", "--output-dir", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "hf-critic[report]" in err[0] and err[0].endswith("(see docs/troubleshooting.md)"), err
+
+
+def _within(listing, actual) -> bool:
+    """``listing`` is ``actual`` or an excerpt of it: a mapping's keys a subset, each value within the file's."""
+    if isinstance(listing, dict):
+        return isinstance(actual, dict) and all(k in actual and _within(v, actual[k]) for k, v in listing.items())
+    if isinstance(listing, list):
+        return isinstance(actual, list) and len(listing) == len(actual) and all(map(_within, listing, actual))
+    return listing == actual
+
+
+def test_yaml_listing_matches_the_file_it_names():
+    """A YAML block introduced by a sentence naming a repository ``.yaml`` file (ending with ``:``) shows that file
+    (or an excerpt of it): no key or value the file lacks."""
+    checked = 0
+    for block in (b for b in ALL_BLOCKS if b.lang == "yaml"):
+        lines = block.page.read_text(encoding="utf-8").splitlines()[: block.line - 1]
+        intro = next((line for line in reversed(lines) if line.strip() and not line.startswith("<!--")), "")
+        named = re.findall(r"`((?:examples|recipes|accelerate_configs)/[\w./-]+\.ya?ml)`\)?:$", intro)
+        if named:
+            actual = yaml.safe_load((REPO / named[-1]).read_text(encoding="utf-8"))
+            assert _within(yaml.safe_load(block.text), actual), f"{block.id}: the listing differs from {named[-1]}"
+            checked += 1
+    assert checked >= 2
+
+
 # ------------------------------------------------------------------------------------------------ command lines
 def _repo_paths(args: list[str]) -> list[str]:
     return [m.group(0).rstrip(".") for arg in args for m in REPO_PATH.finditer(arg)]
@@ -179,6 +223,43 @@ SCRIPT_LINES = [
 def test_script_line_names_files_that_exist(block, args):
     assert (REPO / args[1]).is_file(), f"{block.id}: {args[1]} does not exist"
     _check_paths(block, args)
+
+
+DOC_SCRIPTS = sorted({a[1] for _, a in SCRIPT_LINES if a[1].endswith(".py")} | {"recipes/reward.py"})
+
+
+@pytest.mark.parametrize("script", DOC_SCRIPTS)
+def test_every_script_the_docs_name_answers_help(script):
+    """``python SCRIPT --help`` of each script a docs page runs exits 0 with a usage (not an error about a folder
+    named --help)."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, script, "--help"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and "usage" in (done.stdout + done.stderr).lower(), done.stderr[-1500:]
+
+
+@pytest.mark.parametrize(
+    "script,config",
+    [("recipes/sft.py", "recipes/qwen2.5-7b-instruct/sft/lora.yaml"),
+     ("recipes/reward.py", "recipes/qwen2.5-7b-instruct/reward/lora.yaml")],
+)  # fmt: skip
+def test_a_dry_run_without_the_model_stops_with_one_line(script, config):
+    """build-a-critic.md: offline, ``--dry-run`` of a GPU recipe whose base model is not here stops with one line."""
+    from hf_critic.models import ModelNotFoundError, resolve_model
+
+    try:
+        resolve_model("Qwen/Qwen2.5-7B-Instruct")
+        pytest.skip("Qwen2.5-7B-Instruct is in this machine's cache")
+    except ModelNotFoundError:
+        pass
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, script, "--config", config, "--dry-run"], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Qwen" in lines[0], lines[:20]
 
 
 def _recipe_parser(script: str):
@@ -307,6 +388,123 @@ def test_the_site_builds_strict_with_every_page(site):
     assert "Held-out figures" in card and "license: cc-by-nc-4.0" not in card  # the card, without its YAML header
 
 
+def _results_script():
+    spec = importlib.util.spec_from_file_location("build_results_docs", REPO / "scripts" / "build_results_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_results_sections_come_from_committed_reports(site):
+    """Each ``<!-- generated: results NAME -->`` section of the Results page is rendered from the committed
+    docs/results/NAME/report.json: its figures in the built page, its PNGs shown; at least three PNGs in all."""
+    script = _results_script()
+    named = re.findall(r"^<!-- generated: results (\S+) -->$", (REPO / "docs" / "results.md").read_text(), re.M)
+    assert set(named) == set(script.RUNS), named
+    built = (site / "results" / "index.html").read_text(encoding="utf-8")
+    pngs = 0
+    for name in named:
+        for key, value in script.figures(name).items():
+            assert f">{value}<" in built, (name, key, value)
+        for png in (REPO / "docs" / "results" / name).glob("*.png"):
+            assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+            assert f'src="{name}/{png.name}"' in built and (site / "results" / name / png.name).is_file(), png
+            pngs += 1
+    assert pngs >= 3
+
+
+def test_committed_reports_match_a_rerun():
+    """``scripts/build_results_docs.py --check``: the committed reports are what their commands print today."""
+    if not (shared_data_dir() / "autoj").is_dir():
+        pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
+    done = subprocess.run(
+        [sys.executable, "scripts/build_results_docs.py", "--check"], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+RAW_ROLE = re.compile(r":(mod|class|func|data|meth|attr|exc):(`|<code>)")
+
+
+def test_no_raw_sphinx_role_in_the_built_site(site):
+    """The docstrings' Sphinx roles are rendered as links or code (docs/griffe_sphinx_roles.py), never shown as
+    ``:func:`name``` text."""
+    raw = {
+        str(page.relative_to(site)): len(RAW_ROLE.findall(page.read_text(encoding="utf-8")))
+        for page in site.rglob("*.html")
+    }
+    assert not {p: n for p, n in raw.items() if n}, raw
+    api = (site / "api" / "meta_eval" / "index.html").read_text(encoding="utf-8")
+    assert api.count('class="autorefs autorefs-internal"') > 20  # the roles became links
+
+
+def test_sphinx_roles_resolve_relative_names():
+    spec = importlib.util.spec_from_file_location("griffe_sphinx_roles", REPO / "docs" / "griffe_sphinx_roles.py")
+    roles = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(roles)
+    import griffe
+
+    pkg = griffe.load("hf_critic", search_paths=[str(REPO / "src")], resolve_aliases=False)
+    selective = pkg["selective"]
+    assert roles.resolve(selective, ".confidence") == "hf_critic.selective.confidence"
+    assert roles.resolve(pkg["meta_eval"], "~hf_critic.meta_eval.grouped".lstrip("~")) == "hf_critic.meta_eval.grouped"
+    assert roles.resolve(pkg["meta_eval.correlation"], "grouped") == "hf_critic.meta_eval.grouped"
+    assert roles.resolve(selective, "hf_critic.critic.Critic") == "hf_critic.critic.core.Critic"  # a lazy re-export
+    assert roles.resolve(selective, "datasets.Dataset") is None  # outside hf-critic: a code span
+    assert roles.convert(selective, ":func:`~hf_critic.selective.calibration.data_hash`") == (
+        '<autoref identifier="hf_critic.selective.calibration.data_hash" optional><code>data_hash</code></autoref>'
+    )
+    assert roles.convert(selective, ":class:`str`") == "<code>str</code>"
+
+
+def _documented(html: str, pkg) -> list[str]:
+    """The canonical paths of the functions, classes and attributes an API page documents, once per heading."""
+    out = []
+    for kind, ident in re.findall(r'<div class="doc doc-object doc-(\w+)">\s*<h\d id="([^"]+)"', html):
+        if kind != "module":
+            obj = pkg if ident == "hf_critic" else pkg[ident.removeprefix("hf_critic.")]
+            out.append(obj.canonical_path)
+    return out
+
+
+def test_api_pages_document_every_public_function_once(site):
+    """Each ``::: MODULE`` line of an API page documents every public function and class that the module (or, for a
+    package, any public module under it) defines, and none twice on the page; the index names every page."""
+    import griffe
+
+    pkg = griffe.load("hf_critic", search_paths=[str(REPO / "src")], resolve_aliases=True, resolve_external=False)
+
+    def modules(module, root):
+        yield module
+        for name, sub in module.modules.items():
+            if not name.startswith("_") and not root:
+                yield from modules(sub, False)
+
+    index = (REPO / "docs" / "api" / "index.md").read_text(encoding="utf-8")
+    for md in sorted((REPO / "docs" / "api").glob("*.md")):
+        if md.stem == "index":
+            continue
+        assert f"]({md.name})" in index, f"the API index has no row for {md.name}"
+        shown = _documented((site / "api" / md.stem / "index.html").read_text(encoding="utf-8"), pkg)
+        twice = sorted({p for p in shown if shown.count(p) > 1})
+        assert not twice, f"{md.name} documents these twice: {twice}"
+        wanted = set()
+        for path in re.findall(r"^::: (\S+)", md.read_text(encoding="utf-8"), re.M):
+            root = pkg if path == "hf_critic" else pkg[path.removeprefix("hf_critic.")]
+            for module in modules(root, path == "hf_critic"):
+                names = module.exports if module.exports is not None else [n for n in module.members if n[0] != "_"]
+                for name in (n if isinstance(n, str) else n.name for n in names):
+                    member = module.members.get(name)
+                    if member is not None and not member.is_alias and (member.is_function or member.is_class):
+                        wanted.add(member.path)
+        missing = sorted(wanted - set(shown))
+        assert not missing, f"{md.name} does not document {missing}"
+    meta_eval = _documented((site / "api" / "meta_eval" / "index.html").read_text(encoding="utf-8"), pkg)
+    assert "hf_critic.meta_eval.correlation.text_level_correlation" in meta_eval  # metrics.md sends readers there
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -338,6 +536,7 @@ def _assets(dom: str) -> list[str]:
     [
         ("index.html", "What a critique is", "make demo"),
         ("api/critic/index.html", "hf_critic.critic.core.Critic", "from_pretrained("),
+        ("api/selective/index.html", "hf_critic.selective.calibration", "calibrate_cascade("),
     ],
 )
 def test_page_renders_in_a_headless_browser(site, tmp_path, page, heading, code):
@@ -352,3 +551,6 @@ def test_page_renders_in_a_headless_browser(site, tmp_path, page, heading, code)
     missing = [a for a in assets if not ((site / page).parent / a).resolve().is_file()]
     assert not missing, missing
     assert "ERR_FILE_NOT_FOUND" not in log, log[-2000:]
+    assert not RAW_ROLE.search(dom)  # no Sphinx role shown as text
+    if page.startswith("api/"):
+        assert 'class="autorefs autorefs-internal"' in dom  # cross-references are links

@@ -32,7 +32,10 @@ def test_output_equal_to_the_input_is_refused_and_the_input_kept(tmp_path, capsy
     before = data.read_bytes()
     assert main(grade("--data", str(data), "--output", str(data), "--limit", "2", "--overwrite")) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"hf-critic grade: error: --output {data}: is also the input; write to another file"
+    assert err == (
+        f"hf-critic grade: error: --output {data}: is also the input; write to another file"
+        " (see docs/troubleshooting.md)"
+    )
     assert data.read_bytes() == before
 
 

@@ -9,6 +9,7 @@ margin over length, in the order given (a `--verdict both` folder twice: its run
 critiques' parsed verdict as FOLDER [text]). exit status: 0 done; 2 a missing critique file or half.txt.
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -18,10 +19,9 @@ from hf_critic.meta_eval.halves import FIGURES, candidates, dev_score, half_of
 
 def main(argv=None) -> int:
     """Print one Markdown row per folder; returns the exit status."""
-    folders = sys.argv[1:] if argv is None else argv
-    if not folders:
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folders", nargs="+", metavar="FOLDER", help="a critic's critique folder (half.txt inside)")
+    folders = parser.parse_args(sys.argv[1:] if argv is None else argv).folders
     names = [name for name, _, _ in FIGURES]
     print("| critic | half | mean margin over length | " + " | ".join(names) + " |")
     print("|---|---|---:|" + "---:|" * len(names))

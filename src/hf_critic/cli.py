@@ -44,6 +44,11 @@ def _silence_library_progress() -> None:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
+# Where each one-line error sends the reader; the optional packages each extra of pyproject.toml installs.
+TROUBLESHOOTING = "docs/troubleshooting.md"
+EXTRAS = {"matplotlib": "report", "openpyxl": "xlsx", "xllamacpp": "llamacpp", "trl": "train", "deepspeed": "train"}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
     args = build_parser().parse_args(argv)
@@ -63,7 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         code, message = 2, str(err)
     except (FatalAPIError, RequestsFailedError) as err:
         code, message = 3, str(err)
-    print(f"hf-critic {args.command}: error: {message}", file=sys.stderr)
+    except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
+        extra = EXTRAS.get((err.name or "").partition(".")[0])
+        code, message = 2, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else "")
+    print(f"hf-critic {args.command}: error: {message} (see {TROUBLESHOOTING})", file=sys.stderr)
     return code
 
 
