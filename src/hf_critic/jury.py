@@ -10,7 +10,7 @@ A cascade file's stage may be a jury (:mod:`hf_critic.commands.cascades`)::
           - name: smollm2-135m-critic
             options: {model: smollm2-135m-critic}
           - name: default-critic
-            options: {template: mtbench, verdict: probability, swap: true, dtype: float32}
+            options: {template: mtbench, verdict: probability, explanation: none, swap: true, dtype: float32}
           - longer-wins
 
 Each member is any critic a cascade file supports (computed, reward, served, recorded) or ``longer-wins``; the

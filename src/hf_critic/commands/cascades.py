@@ -7,7 +7,7 @@ would take for it, or recorded (verdicts read from files)::
       - name: smollm2-135m-critic
         options: {model: smollm2-135m-critic}
       - name: default-critic
-        options: {template: mtbench, verdict: probability, swap: true}
+        options: {template: mtbench, verdict: probability, explanation: none, swap: true}
       - name: auto-j-13b
         recorded:
           benchmark: autoj:../shared/data/autoj/test/testdata_pairwise.jsonl   # the rows the files follow
