@@ -24,6 +24,7 @@ FLOORS: dict[str, int] = {
     "labels": 0,  # pairwise codes, their spellings, swapping
     "io": 0,
     "cache": 0,
+    "progress": 0,  # one bar for a chunked run: rows/s, tokens/s, time to finish
     "keys": 0,  # unknown keys of the YAML files read are errors naming the closest known key
     "weights": 0,  # a local model known by the content of its weight files (digests kept by path, size, mtime)
     "redaction": 0,

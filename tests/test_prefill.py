@@ -134,3 +134,18 @@ def test_threads_never_exceed_the_cpus_this_process_may_use(tmp_path):
     (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text("50000")  # cgroup v1: half a CPU
     (tmp_path / "cpu" / "cpu.cfs_period_us").write_text("100000")
     assert usable_cpus(tmp_path) == 1
+
+
+# ------------------------------------------------------------------------------------------------ progress
+def test_one_bar_for_the_whole_chunked_run_with_tokens_per_second(tiny_model_dir, tmp_path, capsys):
+    from hf_critic.cache import GenerationCache
+    from hf_critic.critic.readout import cached_readouts
+
+    backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=1, progress=True)
+    conversations = _pairs_both_orders() * 2  # 8 rows in chunks of 4 (batch_size x 4)
+    continuations = [f"Rating {i}: [[" for i in range(8)]
+    cached_readouts(backend, GenerationCache(tmp_path / "c.sqlite"), conversations, continuations, ["A", "B"])
+    err = capsys.readouterr().err
+    assert "8/8" in err and "tok_s=" in err  # one bar over all 8 rows, with the tokens read per second
+    assert "4/4" not in err  # no bar per chunk
+    assert backend.progress  # the engine's own bar is back on after the run

@@ -17,6 +17,7 @@ from ..backends.base import Backend
 from ..cache import GenerationCache, cache_key
 from ..formats import parse_output
 from ..parsing import ParsedCritique
+from ..progress import RunBar
 from ..prompts import OutputSpec
 from .verdicts import ProbabilityVerdict, VerdictReadout, aggregate_readouts
 
@@ -93,15 +94,17 @@ def cached_readouts(
     todo = list(dict.fromkeys(k for k in keys if k not in done))
     where = {k: i for i, k in enumerate(keys)}
     chunk = max(getattr(backend, "batch_size", 8) * 4, 1) if cache is not None else max(len(todo), 1)
-    for start in range(0, len(todo), chunk):
-        part = todo[start : start + chunk]
-        out = backend.verdict_probabilities(
-            [conversations[where[k]] for k in part], [continuations[where[k]] for k in part], verdicts
-        )
-        fresh = {k: {"p": dict(r.probabilities), "unseen": list(r.unseen)} for k, r in zip(part, out, strict=True)}
-        if cache is not None:
-            cache.put_many(fresh)
-        done.update(fresh)
+    with RunBar(len(todo), "verdict", "reading verdicts", backend) as bar:
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            out = backend.verdict_probabilities(
+                [conversations[where[k]] for k in part], [continuations[where[k]] for k in part], verdicts
+            )
+            fresh = {k: {"p": dict(r.probabilities), "unseen": list(r.unseen)} for k, r in zip(part, out, strict=True)}
+            if cache is not None:
+                cache.put_many(fresh)
+            done.update(fresh)
+            bar.done(len(part))
     return [VerdictReadout(done[k]["p"], tuple(done[k]["unseen"])) for k in keys], hits
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from .. import schema
 from ..cache import GenerationCache, cache_key
+from ..progress import RunBar
 from ..reward_model import RewardCalibration, pairwise_verdict, reward_conversation
 from .decoding import DecodingConfig
 from .output import RunStats, distribution_columns
@@ -111,18 +112,20 @@ def score_responses(
     cached = [k in done for k in keys]
     todo = list(dict.fromkeys(k for k in keys if k and k not in done))
     where = {k: i for i, k in enumerate(keys) if k}
-    for start in range(0, len(todo), chunk):
-        part = todo[start : start + chunk]
-        fresh = dict(zip(part, scorer.score([fitted[where[k]][0] for k in part]), strict=True))
-        bad = [k for k in part if not math.isfinite(fresh[k])]
-        if bad:
-            raise NonFiniteRewardError(
-                f"the {scorer.kind} {scorer.name} gave reward {fresh[bad[0]]} for {item_name(where[bad[0]])} "
-                f"({len(bad)} of {len(part)} non-finite in this batch); nothing of it is kept"
-            )
-        if cache is not None:
-            cache.put_many(fresh)
-        done.update(fresh)
+    with RunBar(len(todo), "response", "rewards", scorer) as bar:
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            fresh = dict(zip(part, scorer.score([fitted[where[k]][0] for k in part]), strict=True))
+            bad = [k for k in part if not math.isfinite(fresh[k])]
+            if bad:
+                raise NonFiniteRewardError(
+                    f"the {scorer.kind} {scorer.name} gave reward {fresh[bad[0]]} for {item_name(where[bad[0]])} "
+                    f"({len(bad)} of {len(part)} non-finite in this batch); nothing of it is kept"
+                )
+            if cache is not None:
+                cache.put_many(fresh)
+            done.update(fresh)
+            bar.done(len(part))
     rewards = [None if k is None else float(done[k]) for k in keys]
     return RewardRun(rewards, [cut for _, cut in fitted], cached)
 
