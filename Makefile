@@ -59,6 +59,7 @@ quality: install
 # the compute peak and memory bandwidth of this machine and each engine's share of them (issue 28).
 bench: install
 	$(PY) benchmarks/bench_roofline.py
+	$(PY) benchmarks/bench_real_inputs.py
 	$(PY) benchmarks/bench_generate.py
 	$(PY) benchmarks/bench_metrics.py
 	$(PY) benchmarks/bench_teacher.py
