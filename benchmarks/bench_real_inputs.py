@@ -19,6 +19,7 @@ the A-pair run's (goal <= 12x for B = 10 A). The CPU, its flags, the threads and
 printed: a busy machine lowers every figure.
 
     .venv/bin/python benchmarks/bench_real_inputs.py [--pairs 24,240] [--one-order] [--paths readout,reward,llamacpp]
+        [--baseline-pairs 24]   # the plain baseline on the 24-pair run only (it reads every prompt whole: slow)
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ def timed(job):
     return time.perf_counter() - started, out
 
 
+def modes(args, n: int) -> tuple[str, ...]:
+    """hf-critic's passes, and the plain baseline where ``--baseline-pairs`` allows it for ``n`` pairs."""
+    return ("hf-critic", "plain") if args.baseline_pairs is None or n <= args.baseline_pairs else ("hf-critic",)
+
+
 def readout_rows(args, pairs, template, roof, per_token, model, tokenizer) -> dict[str, float]:
     """The transformers read-out, ours and plain, in float32 and the auto dtype; returns {label: seconds}."""
     from hf_critic.backends.transformers import TransformersBackend
@@ -89,7 +95,7 @@ def readout_rows(args, pairs, template, roof, per_token, model, tokenizer) -> di
     for dtype in dict.fromkeys(("float32", auto)):
         lm = model if dtype == "float32" else load_model(None, dtype=dtype)[0]
         backend = TransformersBackend(lm, tokenizer, name="bench", batch_size=args.batch, progress=False)
-        for mode in ("hf-critic", "plain"):
+        for mode in modes(args, len(pairs)):
             default = prefill.MIN_SHARED_PREFIX
             prefill.MIN_SHARED_PREFIX = default if mode == "hf-critic" else 10**9
             try:
@@ -116,7 +122,7 @@ def reward_rows(args, pairs, roof, per_token) -> dict[str, float]:
     encoded = [scorer.fit(p["question"], p[r], "middle")[0] for p in pairs for r in ("response_1", "response_2")]
     dtype = str(next(scorer.model.parameters()).dtype).removeprefix("torch.")
     out = {}
-    for mode in ("hf-critic", "plain"):
+    for mode in modes(args, len(pairs)):
         default = prefill.MIN_SHARED_PREFIX
         prefill.MIN_SHARED_PREFIX = default if mode == "hf-critic" else 10**9
         try:
@@ -160,6 +166,7 @@ def main() -> None:
     parser.add_argument("--pairs", default="24,240", help="A,B: pairs of the two runs (default 24,240)")
     parser.add_argument("--one-order", action="store_true", help="judge the first order only (default: both)")
     parser.add_argument("--paths", default=PATHS, help=f"comma-separated, of: {PATHS}")
+    parser.add_argument("--baseline-pairs", type=int, help="run the plain baseline only up to this many pairs")
     parser.add_argument("--batch", type=int, default=8, help="rows per pass at most (default 8, as the CLI)")
     parser.add_argument("--slots", type=int, default=4, help="llama.cpp slots (default 4)")
     parser.add_argument("--threads", type=int, help="threads (default: as the CLI, one per usable core)")

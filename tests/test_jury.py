@@ -278,7 +278,13 @@ def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorde
     members = stage["jury"]["members"]
     assert stage["jury"]["aggregate"] == "fitted" and members[-1] == LONGER_WINS
     assert members[0]["options"] == {"model": "smollm2-135m-critic"}
-    assert members[1]["options"] == {"template": "mtbench", "verdict": "probability", "swap": True, "dtype": "float32"}
+    assert members[1]["options"] == {
+        "template": "mtbench",
+        "verdict": "probability",
+        "explanation": "none",
+        "swap": True,
+        "dtype": "float32",
+    }
     assert then["critics"][0] == stage
     (autoj,) = yaml.safe_load((examples / "autoj_13b.yaml").read_text())["critics"]
     assert then["critics"][1] == autoj
