@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 import torch
-from roofline import cpu_model, linear_shapes, load_line, matmul_peak
+from roofline import linear_shapes, load_line, machine_header, matmul_peak
 
 from hf_critic import prefill
-from hf_critic.models import auto_dtype, cpu_flags, default_gguf_file, default_num_threads, load_model
+from hf_critic.models import auto_dtype, default_gguf_file, default_num_threads, load_model
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 
@@ -172,11 +172,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="threads (default: as the CLI, one per usable core)")
     args = parser.parse_args()
     args.threads = args.threads or default_num_threads()
-    torch.set_num_threads(args.threads)
-    flags = cpu_flags()
-    print(f"CPU: {cpu_model()}; flags: {' '.join(sorted(f for f, on in flags.items() if on)) or 'none of interest'}")
-    print(f"threads {args.threads}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}")
-    print(f"start: {load_line()}")
+    print(machine_header(args.threads))
     model, tokenizer = load_model(None, dtype="float32")
     per_token = non_embedding_flops_per_token(model)
     shapes = linear_shapes(model)

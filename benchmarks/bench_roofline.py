@@ -43,12 +43,12 @@ from roofline import (
     Roofline,
     RssWatch,
     attention_flops,
-    cpu_model,
     decode_bound,
     decode_roofline,
     kv_bytes_per_token,
     linear_shapes,
     load_line,
+    machine_header,
     matmul_peak,
     measure_roofline,
     peak_rss_gb,
@@ -57,7 +57,7 @@ from roofline import (
 )
 
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.models import cpu_flags, default_gguf_file, default_num_threads, load_model
+from hf_critic.models import default_gguf_file, default_num_threads, load_model
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
 
@@ -417,10 +417,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.threads = args.threads or default_num_threads()
-    torch.set_num_threads(args.threads)
-    flags = cpu_flags()
-    print(f"CPU: {cpu_model()}; flags: {' '.join(sorted(f for f, on in flags.items() if on)) or 'none of interest'}")
-    print(f"threads {args.threads}, torch {torch.__version__}, {load_line()}")
+    print(machine_header(args.threads))
     template = get_template("mtbench", Setting(Task.POINTWISE, referenced=False), "en")
     model, tokenizer = load_model(None, dtype="float32")
     if args.rows_flat:

@@ -37,6 +37,7 @@ __all__ = [
     "kv_bytes_per_token",
     "linear_shapes",
     "load_line",
+    "machine_header",
     "matmul_peak",
     "measure_roofline",
     "memory_bandwidth",
@@ -74,6 +75,20 @@ def cpu_model() -> str:
 def load_line() -> str:
     """``"load average 1.20 / 3.40 / 5.60 (1 / 5 / 15 min)"`` from :func:`os.getloadavg`."""
     return f"load average {' / '.join(f'{x:.2f}' for x in os.getloadavg())} (1 / 5 / 15 min)"
+
+
+def machine_header(threads: int | None = None) -> str:
+    """The lines every benchmark starts with: the CPU, the flags that decide dtype and engine, torch's threads (set to
+    ``threads`` first when given), OpenMP's wait policy and the load average."""
+    from hf_critic.models import cpu_flags
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    flags = " ".join(sorted(f for f, on in cpu_flags().items() if on)) or "none of interest"
+    return (
+        f"CPU: {cpu_model()}; flags: {flags}\nthreads {torch.get_num_threads()}, OMP_WAIT_POLICY "
+        f"{os.environ.get('OMP_WAIT_POLICY')}, torch {torch.__version__}, {load_line()}"
+    )
 
 
 def peak_rss_gb() -> float:

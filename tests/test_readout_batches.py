@@ -1,6 +1,6 @@
 """Read-out batches cut by padded tokens as well as rows (issue 28 item 3): the cut, and outputs equal to before.
 
-:func:`hf_critic.models.token_batches` keeps long rows alone and short ones together; the probability
+:func:`hf_critic.prefill.token_batches` keeps long rows alone and short ones together; the probability
 read-out over those batches must equal the read-out over batches cut by rows only (float32, a tiny model, rows of
 very different lengths, with and without the shared-prefix prefill).
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from hf_critic.backends.transformers import TransformersBackend
-from hf_critic.models import READOUT_BATCH_TOKENS, token_batches
+from hf_critic.models import READOUT_BATCH_TOKENS
+from hf_critic.prefill import token_batches
 
 
 def test_token_batches_cap_rows_and_padded_tokens():

