@@ -15,7 +15,7 @@ import pytest
 from hf_critic import schema
 from hf_critic.cli import main
 from hf_critic.meta_eval.length import length_confidence, length_verdicts
-from hf_critic.selective.jury import aggregate, fit_features, fit_jury, jury_features
+from hf_critic.selective.jury import PENALTIES, aggregate, fit_features, fit_jury, group_folds, jury_features
 from hf_critic.selective.risk_coverage import (
     agreement_at_coverage,
     aurc,
@@ -112,6 +112,33 @@ def test_a_jury_of_identical_members_equals_one_member(how):
     jury_labels, jury_conf, _ = aggregate(how, {"a": one, "b": one, "c": one})
     assert jury_labels == labels
     assert jury_conf == (pytest.approx(one[schema.CRITIQUE_CONFIDENCE]) if how == "mean" else [1.0] * 40)
+
+
+def test_group_folds_keep_a_questions_pairs_together_and_use_every_fold():
+    questions = [f"q{i // 3}" for i in range(30)]
+    folds = group_folds(questions, 2)
+    for q in set(questions):
+        assert len({int(f) for f, qq in zip(folds, questions, strict=True) if qq == q}) == 1
+    assert sorted(np.bincount(folds).tolist()) == [15, 15]
+    assert folds.tolist() == group_folds(list(reversed(questions)), 2)[::-1].tolist()  # by key, not row order
+
+
+def test_the_fit_chooses_a_strong_penalty_on_few_noisy_rows_and_a_weak_one_on_many_informative_rows():
+    rng = np.random.default_rng(3)
+    names = [f"s{j}" for j in range(7)]
+    # 40 rows, 7 signals of pure noise: held-out log-loss is best with the weights shrunk to nothing
+    noise = fit_features(names, rng.normal(size=(40, 7)), rng.integers(0, 2, 40).tolist())
+    assert noise.penalty == max(PENALTIES)
+    # 2,000 rows whose first signal decides the label: the weakest penalty predicts best
+    x = rng.normal(size=(2000, 7))
+    human = (x[:, 0] + 0.3 * rng.normal(size=2000) < 0).astype(int).tolist()  # response 1 (code 0) when s0 > 0
+    strong = fit_features(names, x, human)
+    assert strong.penalty < 1 and strong.weights[0] > 5 * max(abs(w) for w in strong.weights[1:])
+    # folds by question: rows of one question never sit on both sides of a fold
+    groups = [f"q{i // 4}" for i in range(2000)]
+    assert fit_features(names, x, human, groups).penalty == strong.penalty
+    with pytest.raises(ValueError, match="groups for 2000 jury rows"):
+        fit_features(names, x, human, groups[:-1])
 
 
 # ------------------------------------------------------------------------------------------- juries in cascades

@@ -42,15 +42,6 @@ def test_dev_aurc_the_choice_and_the_goal_on_hand_computed_values():
     assert jh.goal(blocks, "j/b", ["j/a"])["holds"] is True
 
 
-def test_question_folds_keep_a_questions_pairs_together_and_use_both_folds():
-    questions = [f"q{i // 3}" for i in range(30)]
-    folds = jh.question_folds(questions)
-    for q in set(questions):
-        assert len({int(f) for f, qq in zip(folds, questions, strict=True) if qq == q}) == 1
-    assert sorted(np.bincount(folds).tolist()) == [15, 15]
-    assert folds.tolist() == jh.question_folds(list(reversed(questions)))[::-1].tolist()  # by key, not row order
-
-
 def _halves(tmp_path):
     """test_jury's pairs (two a question) and its jury cascade (recorded members ``good`` and ``noisy``, and
     ``longer-wins``), the first half of the questions as dev; returns the halves' rows and each member's critiques."""

@@ -104,35 +104,27 @@ def dev_aurc(labels: Sequence, confidences: Sequence, human: Sequence[int]) -> f
     return aurc(confidences, credit(labels, human))
 
 
-def question_folds(questions: Sequence, folds: int = 2, seed: int = 0) -> np.ndarray:
-    """Each row's fold: the distinct questions sorted, permuted with ``seed`` and dealt round-robin, so a question's
-    pairs share a fold."""
-    keys = sorted({str(q) for q in questions})
-    order = np.random.default_rng(seed).permutation(len(keys))
-    fold_of = {keys[j]: k % folds for k, j in enumerate(order)}
-    return np.array([fold_of[str(q)] for q in questions], dtype=int)
-
-
 def cross_fitted(
     members: Mapping[str, Mapping[str, Sequence]], human: Sequence[int], questions: Sequence, folds: int = 2,
     seed: int = 0,
 ) -> tuple[list, list]:  # fmt: skip
     """The ``fitted`` aggregate's verdicts on every row, each from a fit on the other folds' rows only
-    (:func:`question_folds`).
+    (:func:`~hf_critic.selective.jury.group_folds` by question).
 
     Raises:
         ValueError: a fold whose complement lacks either human preference (the fit is undefined there).
     """
-    from hf_critic.selective.jury import fit_features, fitted_verdicts, jury_features
+    from hf_critic.selective.jury import fit_features, fitted_verdicts, group_folds, jury_features
 
     names, x = jury_features(members)
-    gold, fold = np.asarray(human), question_folds(questions, folds, seed)
+    gold, fold = np.asarray(human), group_folds(questions, folds, seed)
+    groups = np.asarray([str(q) for q in questions], dtype=object)
     labels, confidences = [None] * len(gold), [None] * len(gold)
     for k in range(folds):
         rows = np.flatnonzero(fold == k)
         if not len(rows):
             continue
-        fit = fit_features(names, x[fold != k], gold[fold != k])
+        fit = fit_features(names, x[fold != k], gold[fold != k], groups[fold != k])
         got_labels, got_confidences = fitted_verdicts(fit, names, x[rows])
         for i, lab, conf in zip(rows, got_labels, got_confidences, strict=True):
             labels[i], confidences[i] = lab, conf
@@ -178,7 +170,11 @@ def jury_aggregates(
             entry = {"test": None, "dev": None, "dev_aurc": None, "note": None}
             try:
                 if how == "fitted":
-                    fit = jury.fit if not suffix and jury.how == "fitted" else fit_jury(dev_cols, human_dev)
+                    fit = (
+                        jury.fit
+                        if not suffix and jury.how == "fitted"
+                        else fit_jury(dev_cols, human_dev, dev_questions)
+                    )
                     entry["test"] = aggregate(how, test_cols, fit)[:2]
                     entry["dev"] = cross_fitted(dev_cols, human_dev, dev_questions)
                 else:
@@ -220,7 +216,7 @@ def measure(stage, dev, test, *, resamples: int = 1000) -> dict:
         raise ValueError(f"the cascade file's first critic {stage.name!r} is no jury")
     human_dev = normalize_labels(dev["label"], name="dev label").tolist()
     human_test = normalize_labels(test["label"], name="test label").tolist()
-    jury.calibrate_on(human_dev)  # a fitted jury fits on the dev rows only
+    jury.calibrate_on(human_dev, dev["question"])  # a fitted jury fits on the dev rows only
     (dev_run,) = judge_all([stage], dev, source="dev")
     dev_members = dict(jury.member_columns)
     if jury._fit_labels is not None:  # pragma: no cover - judge consumes them

@@ -95,17 +95,19 @@ class Jury:
         self.fit: JuryFit | None = None
         self.counts: JuryCounts | None = None
         self.member_columns: dict[str, dict[str, list]] = {}
-        self._fit_labels = None
+        self._fit_labels = self._fit_groups = None
 
     def fingerprint_source(self, member_fingerprints: list[str]) -> str:
         """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
         members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
         return f"jury|{self.how}|{members}"
 
-    def calibrate_on(self, human) -> None:
+    def calibrate_on(self, human, questions=None) -> None:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
-        (label codes, one per row of those rows): ``hf-critic calibrate`` calls it with its calibration rows only."""
+        (label codes, one per row of those rows) and questions ``questions`` (the fit's cross-validation groups;
+        None: one group a row): ``hf-critic calibrate`` calls it with its calibration rows only."""
         self._fit_labels = list(human)
+        self._fit_groups = None if questions is None else list(questions)
 
     def judge(self, dataset: datasets.Dataset, source: str, judge_member) -> tuple[dict[str, list], int]:
         """Every member on every row, then the aggregate.
@@ -130,7 +132,7 @@ class Jury:
             if len(self._fit_labels) != len(dataset):
                 raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
             labels, self._fit_labels = self._fit_labels, None
-            self.fit = fit_jury(self.member_columns, labels)
+            self.fit = fit_jury(self.member_columns, labels, self._fit_groups)
         if self.how == "fitted" and self.fit is None:
             raise ValueError(f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic "
                              "calibrate`)")  # fmt: skip

@@ -13,6 +13,7 @@ from .calibrate_report import (
     jury_lines,
     jury_refits,
     prepare_juries,
+    question_keys,
 )
 from .cascades import load_cascade
 from .options import add_data_args, add_gold_args
@@ -119,7 +120,7 @@ def _judged(args, stages, records):
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     if (human < 0).any():
         raise ValueError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
-    prepare_juries(stages, human.tolist())  # a fitted jury fits on these, the calibration rows, only
+    prepare_juries(stages, human.tolist(), question_keys(records))  # a fitted jury fits on these rows only
     runs = judge_all(stages, records, source=args.data)
     judged = []
     for stage, run in zip(stages, runs, strict=True):
@@ -203,7 +204,7 @@ def _calibration_lines(calibration, judged) -> list[str]:
     return lines
 
 
-def _split_report(args, stages, judged, human) -> dict:
+def _split_report(args, stages, judged, human, questions) -> dict:
     """The guarantee over ``--splits`` random splits per level, with the plain cut-off and no selection."""
     from ..selective import agreement_coverage_curve, split_protocol
 
@@ -213,7 +214,7 @@ def _split_report(args, stages, judged, human) -> dict:
               "calls": [j[0].calls for j in judged], "levels": []}  # fmt: skip
     kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
               "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
-    refits = jury_refits(stages, human.tolist())  # a fitted jury: refit on each calibration half only
+    refits = jury_refits(stages, human.tolist(), questions)  # a fitted jury: refit on each calibration half only
     for level in levels:
         alpha = 1 - level
         entry = {"target": level}
@@ -359,7 +360,7 @@ def _write_report_dir(args, stages, judged, records, human) -> None:
     markdown = risk_coverage_markdown({f"calibration rows ({len(records)})": blocks})
     plot_risk_coverage({f"calibration rows ({len(records)})": curves}, out / "risk_coverage.png")
     if args.splits:
-        report.update(_split_report(args, stages, judged, human))
+        report.update(_split_report(args, stages, judged, human, question_keys(records)))
         markdown = split_markdown(report) + "\n" + markdown
         points = {}
         for entry in report["levels"]:

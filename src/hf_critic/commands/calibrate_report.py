@@ -17,15 +17,22 @@ __all__ = [
     "jury_lines",
     "jury_refits",
     "prepare_juries",
+    "question_keys",
 ]
 
 
-def prepare_juries(stages, human) -> None:
+def question_keys(records) -> list:
+    """Each row's question: its ``query_id`` where the data has one, else its question text (the unit of the
+    bootstrap and of a fitted jury's cross-validation folds)."""
+    return records["query_id"] if "query_id" in records.column_names else records[schema.QUESTION]
+
+
+def prepare_juries(stages, human, questions=None) -> None:
     """Have every ``fitted`` jury fit its aggregate on the rows about to be judged (the calibration rows, whose human
-    label codes are ``human``), and nothing else."""
+    label codes are ``human`` and questions ``questions``), and nothing else."""
     for stage in stages:
         if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
-            stage.critic.calibrate_on(human)
+            stage.critic.calibrate_on(human, questions)
 
 
 def jury_entry(stage, setting) -> dict | None:
@@ -47,24 +54,27 @@ def _corrects(labels, human) -> list[bool]:
     return [lab is not None and lab == h for lab, h in zip(labels, human, strict=True)]
 
 
-def jury_refits(stages, human) -> dict:
+def jury_refits(stages, human, questions=None) -> dict:
     """``{stage index: fn}`` for :func:`~hf_critic.selective.evaluation.split_protocol`: each ``fitted`` jury refit
-    on a split's calibration half only (its members' features are computed once), applied to every row."""
+    on a split's calibration half only (its members' features are computed once; ``questions``: each row's question,
+    for the fit's cross-validation folds), applied to every row."""
     refits = {}
+    groups = None if questions is None else np.asarray([str(q) for q in questions], dtype=object)
     for i, stage in enumerate(stages):
         if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
             names, x = jury_features(stage.critic.member_columns)
             gold = np.asarray(human)
 
             def refit(cal, names=names, x=x, gold=gold):
-                labels, confidences = fitted_verdicts(fit_features(names, x[cal], gold[cal]), names, x)
+                fit = fit_features(names, x[cal], gold[cal], None if groups is None else groups[cal])
+                labels, confidences = fitted_verdicts(fit, names, x)
                 return confidences, _corrects(labels, gold)
 
             refits[i] = refit
     return refits
 
 
-def _without_baselines(jury: Jury, human) -> tuple[list, list] | None:
+def _without_baselines(jury: Jury, human, questions) -> tuple[list, list] | None:
     """The jury's verdicts with its ``longer-wins`` members left out (a ``fitted`` one refit on the same rows);
     None when it has no such member or no other."""
     kept = {m.name: jury.member_columns[m.name] for m in jury.members if not isinstance(m.critic, LongerWins)}
@@ -72,7 +82,7 @@ def _without_baselines(jury: Jury, human) -> tuple[list, list] | None:
         return None
     if jury.how == "fitted":
         names, x = jury_features(kept)
-        return fitted_verdicts(fit_features(names, x, human), names, x)
+        return fitted_verdicts(fit_features(names, x, human, questions), names, x)
     labels, confidences, _ = aggregate(jury.how, kept)
     return labels, confidences
 
@@ -89,6 +99,7 @@ def calibration_risk_coverage(stages, judged, records, human, *, resamples: int,
     """
     from ..meta_eval.risk_coverage import risk_coverage_report
 
+    questions = question_keys(records)
     critics = {}
     for stage, (run, confidence, _) in zip(stages, judged, strict=True):
         critics[stage.name] = (run.columns[schema.CRITIQUE_LABEL], confidence)
@@ -99,10 +110,9 @@ def calibration_risk_coverage(stages, judged, records, human, *, resamples: int,
                 columns = stage.critic.member_columns[member.name]
                 critics[f"{stage.name}/{member.name}"] = (columns[schema.CRITIQUE_LABEL],
                                                           columns[schema.CRITIQUE_CONFIDENCE])  # fmt: skip
-            without = _without_baselines(stage.critic, human)
+            without = _without_baselines(stage.critic, human, questions)
             if without is not None:
                 critics[f"{stage.name} without longer-wins"] = without
-    questions = records["query_id"] if "query_id" in records.column_names else records[schema.QUESTION]
     return risk_coverage_report(
         critics, list(human), questions=questions, response_1=records[schema.RESPONSE_1],
         response_2=records[schema.RESPONSE_2], resamples=resamples, seed=seed,
