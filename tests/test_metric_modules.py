@@ -90,6 +90,22 @@ def test_load_from_checkout_path_and_metric_path(name, monkeypatch):
     assert evaluate.load(hf_critic.metric_path(name)).compute(**kwargs)[key] == pytest.approx(value)
 
 
+def test_pairwise_agreement_leaves_a_cascades_abstained_pairs_out_and_counts_them_apart_from_unparsed(monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)
+    module = evaluate.load("metrics/pairwise_agreement")
+    verdicts, human = [0, None, 1, None, 0], [0, 1, 1, 0, 1]
+    statuses = ["ok", "abstained", "ok", "unparsed", "ok"]
+    out = module.compute(predictions=verdicts, references=human, statuses=statuses)
+    # 4 decided pairs (one unparsed, wrong): 2 right; the abstained pair is in no figure
+    assert out["first_order_agreement"] == pytest.approx(0.5) and out["n"] == 4 and out["n_unparsed"] == 1
+    assert out["n_abstained"] == 1 and out["coverage"] == pytest.approx(0.8)
+    without = module.compute(predictions=verdicts, references=human)  # no statuses: both None count as unparsed
+    assert without["first_order_agreement"] == pytest.approx(0.4) and without["n_unparsed"] == 2
+    assert "n_abstained" not in without
+    with pytest.raises(ValueError, match="statuses has 4 entries for 5 predictions"):
+        module.compute(predictions=verdicts, references=human, statuses=statuses[:4])
+
+
 IGNORED = ("build", "dist", "outputs")  # build products and run outputs (git-ignored)
 
 

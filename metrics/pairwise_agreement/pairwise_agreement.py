@@ -19,6 +19,9 @@ import evaluate
 from hf_critic.labels import check_labels
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.chance import alpha_with_critic
+from hf_critic.schema import ParseStatus
+
+ABSTAINED = ParseStatus.ABSTAINED.value
 
 _DESCRIPTION = """
 Agreement of a critic's pairwise comparisons with human preference labels, as in CritiqueLLM (Ke et al.,
@@ -29,7 +32,9 @@ whose two verdicts are equal. First-order-only agreement, accuracy and macro pre
 {response 1 better, response 2 better, tie} use the original-order verdict alone.
 Labels: 0 = response 1 better, 1 = response 2 better, 2 = tie. Strings such as "Assistant 1",
 "response_2", "A" / "B" / "C" (FastChat's [[A]] / [[B]] / [[C]]) and "tie" are accepted. An unparsed
-verdict (None) counts as wrong and inconsistent, never as a tie, and is reported in n_unparsed.
+verdict (None) counts as wrong and inconsistent, never as a tie, and is reported in n_unparsed. A cascade's
+abstained verdict (status "abstained" in `statuses`: no critic was confident enough) is neither: its pair leaves
+every figure, is counted in n_abstained, and coverage is the share of pairs decided.
 Where the human labels contain no tie (chosen / rejected pairs, e.g. Anthropic HHH), the two-way accuracy is added
 by default: the critic's choice between response 1 and response 2 alone, the tie option dropped. From verdict
 distributions (P(response 1 better) against P(response 2 better), renormalised without the tie) when given, else
@@ -66,6 +71,9 @@ Args:
     seed (`int`, *optional*): the bootstrap's seed (default 0).
     annotations (`list` of `list`, *optional*): several annotators' labels, one list per annotator (any spelling,
         None = not labelled), for Krippendorff's alpha.
+    statuses (`list` of `str`, *optional*): each verdict's hf-critic `critique_status` ("ok", "unparsed",
+        "abstained", ...): pairs whose status is "abstained" (a selective judge or cascade kept no verdict) are left
+        out of every figure and counted in `n_abstained`, never as unparsed; adds `n_abstained` and `coverage`.
 Inputs are checked before anything is cast: a label must be 0, 1, 2 (2.0 is 2), a label string, or None / NaN
 (unparsed); 0.5, 1.7, 3, booleans and strings mixed with numbers are errors naming the index and the value.
 Returns:
@@ -90,6 +98,8 @@ Returns:
     n_unparsed (`int`): original-order verdicts that are None / NaN.
     n_unparsed_swapped (`int`): the same for the swapped order (only with `swapped_predictions`).
     n_missing_references (`int`): pairs without a human label (left out of every value).
+    n_abstained (`int`), coverage (`float`): only with `statuses`: pairs abstained (left out of every value) and
+        the share of pairs decided, in [0, 1].
     per_group (`dict`): only with `groups`: {group: {"agreement", "consistency", "first_order_agreement", "n"}}
         (plus the two-way accuracies when they are computed).
     two_way_accuracy (`float`): only with the two-way figures (see `two_way`): share of the pairs without a gold
@@ -221,7 +231,17 @@ class PairwiseAgreement(evaluate.Metric):
         bootstrap=0,
         seed=0,
         annotations=None,
+        statuses=None,
     ):
+        decided = None
+        if statuses is not None:  # a cascade's abstentions: neither unparsed nor wrong, left out and counted
+            if len(statuses) != len(predictions):
+                raise ValueError(f"statuses has {len(statuses)} entries for {len(predictions)} predictions")
+            decided = [i for i, status in enumerate(statuses) if status != ABSTAINED]
+            keep = lambda values: None if values is None else [values[i] for i in decided]  # noqa: E731
+            predictions, references, swapped_predictions = map(keep, (predictions, references, swapped_predictions))
+            groups, distributions, combined_distributions = map(keep, (groups, distributions, combined_distributions))
+            annotations = None if annotations is None else [keep(a) for a in annotations]
         out = pairwise_agreement(
             predictions,
             references,
@@ -238,4 +258,7 @@ class PairwiseAgreement(evaluate.Metric):
         )
         if annotations is not None:
             out.update(alpha_with_critic(annotations, predictions, pairwise=True))
+        if decided is not None:
+            out.update(n_abstained=len(statuses) - len(decided),
+                       coverage=len(decided) / len(statuses) if len(statuses) else float("nan"))  # fmt: skip
         return out
