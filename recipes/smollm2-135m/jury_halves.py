@@ -1,7 +1,7 @@
 """A jury cascade file measured on the dev / test halves of the held-out benchmarks (issue 47 item 3): every choice
 on dev, the figures on test.
 
-For each benchmark (HHH alignment; Auto-J Eval-P without its ties, ``--autoj-sample`` pairs a half; MT-Bench +
+For each benchmark (HHH alignment; Auto-J Eval-P without its ties, every pair of a half or ``--autoj-sample`` of them; MT-Bench +
 Vicuna-Bench turn-1 answers paired within their question wherever GPT-4's grades differ) the cascade file's first
 critic, a jury (``hf_critic.jury.Jury``), judges the dev rows and its ``fitted`` aggregate is fitted on them only
 (``calibrate_on``, as ``hf-critic calibrate`` does), then judges the test rows with that fit unchanged. Beside it:
@@ -46,11 +46,13 @@ TITLES = {"hhh": "HHH alignment", "autoj": "Auto-J Eval-P (no ties)", "mt_vicuna
 
 
 # ------------------------------------------------------------------------------------------------ the rows of a half
-def load_pairs(benchmark: str, half_dir: str | os.PathLike, *, autoj_sample: int = 200, limit: int | None = None):
+def load_pairs(
+    benchmark: str, half_dir: str | os.PathLike, *, autoj_sample: int | None = None, limit: int | None = None
+):
     """One benchmark's pairs with human labels in a written half (:func:`hf_critic.meta_eval.halves.write_half`).
 
     * ``hhh``: ``prometheus/hhh_alignment_eval.json`` as ``compare --format prometheus`` loads it;
-    * ``autoj``: ``autoj/test/testdata_pairwise.jsonl`` (``--format autoj``), ``autoj_sample`` pairs shuffled with
+    * ``autoj``: ``autoj/test/testdata_pairwise.jsonl`` (``--format autoj``), ``autoj_sample`` pairs (None: all) shuffled with
       seed 0 (``compare --sample``), then the ties dropped (``calibrate --drop-tie``);
     * ``mt_vicuna``: MT-Bench and Vicuna-Bench turn-1 answers graded by GPT-4
       (:func:`hf_critic.loaders.load_fastchat`), paired within their question where the grades differ
@@ -69,7 +71,7 @@ def load_pairs(benchmark: str, half_dir: str | os.PathLike, *, autoj_sample: int
         rows = load_benchmark("prometheus", half_dir / "prometheus" / "hhh_alignment_eval.json")
     elif benchmark == "autoj":
         rows = load_benchmark("autoj", half_dir / "autoj" / "test" / "testdata_pairwise.jsonl")
-        rows = rows.shuffle(seed=0).select(range(min(autoj_sample, len(rows))))
+        rows = rows.shuffle(seed=0).select(range(min(autoj_sample or len(rows), len(rows))))
         human = normalize_labels(rows["label"], name="autoj label")
         rows = rows.select([i for i, h in enumerate(human) if h != TIE])
     elif benchmark == "mt_vicuna":
@@ -324,8 +326,8 @@ def main(argv=None) -> int:
     parser.add_argument("--splits", default=str(SPLITS), help="the id files' folder (default: %(default)s)")
     parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
                         help="comma-separated, of %(default)s (default: all)")  # fmt: skip
-    parser.add_argument("--autoj-sample", type=int, default=200,
-                        help="Eval-P pairs a half, shuffled with seed 0 before the ties are dropped (default: 200)")  # fmt: skip
+    parser.add_argument("--autoj-sample", type=int,
+                        help="Eval-P pairs a half, shuffled with seed 0 before the ties are dropped (default: all)")  # fmt: skip
     parser.add_argument("--limit", type=int, help="at most N pairs a half (smoke runs)")
     parser.add_argument("--bootstrap", type=int, default=1000,
                         help="bootstrap resamples of each AURC interval (0: none; default: 1000)")  # fmt: skip
