@@ -15,7 +15,15 @@ import pytest
 from hf_critic import schema
 from hf_critic.cli import main
 from hf_critic.meta_eval.length import length_confidence, length_verdicts
-from hf_critic.selective.jury import PENALTIES, aggregate, fit_features, fit_jury, group_folds, jury_features
+from hf_critic.selective.jury import (
+    PENALTIES,
+    aggregate,
+    fit_features,
+    fit_jury,
+    fit_rows,
+    group_folds,
+    jury_features,
+)
 from hf_critic.selective.risk_coverage import (
     agreement_at_coverage,
     aurc,
@@ -191,7 +199,7 @@ def calibrate(data, cascade, out, *extra):
 
 def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
     from hf_critic.cascade import judge_all
-    from hf_critic.commands.calibrate_report import jury_refits
+    from hf_critic.commands.calibrate_report import jury_refits, question_keys
     from hf_critic.commands.cascades import load_cascade
     from hf_critic.commands.critique import compare_parser
     from hf_critic.io import load_records
@@ -206,21 +214,28 @@ def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
     (stage,) = load_cascade(str(cascade), compare_parser())
     with pytest.raises(ValueError, match="a fitted jury needs a calibration file"):  # no labels, no fit: refused
         judge_all([stage], records)  # (after its members judged: their columns are kept)
-    # the stored fit is the fit on the calibration rows
-    expected = fit_jury(stage.critic.member_columns, records["label"])
-    assert entry.jury["fit"]["weights"] == pytest.approx(expected.weights)
-    # under --splits: the fit of a split reads the labels of its calibration half, never those of its test half
+    # the stored fit is the fit on half the calibration questions; the thresholds are set on the other rows only
+    questions = question_keys(records)
+    fitting = fit_rows(questions)
+    assert 0 < fitting.sum() < ROWS and calibration.data["rows"] == ROWS - fitting.sum()
+    assert calibration.data["jury_fit_rows"] == fitting.sum() and entry.calibration_rows == ROWS - fitting.sum()
     human = np.array(records["label"])
-    (refit,) = jury_refits([stage], human.tolist()).values()
+    expected = fit_jury(stage.critic.member_columns, np.where(fitting, human, -1).tolist(), questions)
+    assert entry.jury["fit"]["weights"] == pytest.approx(expected.weights)
+    # under --splits: the fit of a split reads the labels of rows of its calibration half, never those of its test
+    # half, and the rows it fitted on set no threshold
+    (refit,) = jury_refits([stage], human.tolist(), questions).values()
     cal, test = np.arange(0, ROWS, 2), np.arange(1, ROWS, 2)
-    conf = refit(cal)[0]
+    conf, _, fitted_on = refit(cal)
+    assert set(fitted_on) < set(cal) and len(fitted_on) > 0
     changed = human.copy()
     changed[test] = 1 - changed[test]  # every test label flipped: the fit on the calibration half is unchanged
-    (refit_changed,) = jury_refits([stage], changed.tolist()).values()
+    changed[np.setdiff1d(cal, fitted_on)] = 0  # and so are the threshold rows' labels
+    (refit_changed,) = jury_refits([stage], changed.tolist(), questions).values()
     assert refit_changed(cal)[0] == conf
     changed = human.copy()
-    changed[cal[:5]] = 1 - changed[cal[:5]]  # calibration labels flipped: the fit changes
-    (refit_cal,) = jury_refits([stage], changed.tolist()).values()
+    changed[fitted_on[:5]] = 1 - changed[fitted_on[:5]]  # labels of rows it fitted on flipped: the fit changes
+    (refit_cal,) = jury_refits([stage], changed.tolist(), questions).values()
     assert refit_cal(cal)[0] != conf
     names, x = jury_features(stage.critic.member_columns)
     assert fit_features(names, x[cal], human[cal]).weights != fit_features(names, x[test], human[test]).weights
@@ -271,8 +286,10 @@ def test_calibrate_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
     low, high = block["interval"]
     assert low <= block["aurc"] <= high
     prior = report["risk_coverage"]["label-prior"]
-    labels = [json.loads(line)["label"] for line in data.read_text().splitlines()]
-    assert prior["aurc"] == pytest.approx(1 - max(labels.count(0), labels.count(1)) / ROWS)  # flat at its error
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    held = ~fit_rows([r["question"] for r in rows])  # the blocks are of the rows the jury was not fitted on
+    labels = [r["label"] for r, h in zip(rows, held, strict=True) if h]
+    assert prior["aurc"] == pytest.approx(1 - max(labels.count(0), labels.count(1)) / len(labels))  # flat at its error
     assert report["levels"] and (report_dir / "agreement_coverage.png").exists()
     assert "## Risk-coverage" in (report_dir / "report.md").read_text()
 

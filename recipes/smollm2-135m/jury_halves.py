@@ -218,7 +218,7 @@ def measure(stage, dev, test, *, resamples: int = 1000) -> dict:
         raise ValueError(f"the cascade file's first critic {stage.name!r} is no jury")
     human_dev = normalize_labels(dev["label"], name="dev label").tolist()
     human_test = normalize_labels(test["label"], name="test label").tolist()
-    jury.calibrate_on(human_dev, dev["question"])  # a fitted jury fits on the dev rows only
+    jury.calibrate_on(human_dev, dev["question"], share=1.0)  # fitted on every dev row (no threshold is set here)
     (dev_run,) = judge_all([stage], dev, source="dev")
     dev_members = dict(jury.member_columns)
     if jury._fit_labels is not None:  # pragma: no cover - judge consumes them

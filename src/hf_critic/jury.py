@@ -15,18 +15,19 @@ A cascade file's stage may be a jury (:mod:`hf_critic.commands.cascades`)::
 
 Each member is any critic a cascade file supports (computed, reward, served, recorded) or ``longer-wins``; the
 aggregation is :mod:`hf_critic.selective.jury` (vote, mean, or a logistic regression fitted by ``hf-critic
-calibrate`` on its calibration rows only, stored in the calibration file with the members' fingerprints and refused
+calibrate`` on half of its calibration questions only, the thresholds set on the other half, stored in the calibration file with the members' fingerprints and refused
 when a member changed). The jury's rows keep every member's verdict (``jury_members``).
 """
 
 from __future__ import annotations
 
 import datasets
+import numpy as np
 
 from . import schema
 from .labels import LABEL_NAMES
 from .meta_eval.length import length_confidence, length_verdicts
-from .selective.jury import AGGREGATES, JuryCounts, JuryFit, aggregate, fit_jury
+from .selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
 
 __all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
 
@@ -78,6 +79,7 @@ class Jury:
         fit: the fitted aggregate (``fitted``), set by :meth:`judge` while calibrating or by :meth:`load_fit`.
         counts: the last run's :class:`~hf_critic.selective.jury.JuryCounts`.
         member_columns: the last run's critique columns of every member, ``{member: columns}``.
+        fit_rows: the indices of the calibration rows the fit used (None before calibrating).
 
     Raises:
         ValueError: an unknown aggregate, no member, or a name used twice.
@@ -95,19 +97,24 @@ class Jury:
         self.fit: JuryFit | None = None
         self.counts: JuryCounts | None = None
         self.member_columns: dict[str, dict[str, list]] = {}
+        self.fit_rows: np.ndarray | None = None
         self._fit_labels = self._fit_groups = None
+        self._fit_share = FIT_SHARE
 
     def fingerprint_source(self, member_fingerprints: list[str]) -> str:
         """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
         members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
         return f"jury|{self.how}|{members}"
 
-    def calibrate_on(self, human, questions=None) -> None:
+    def calibrate_on(self, human, questions=None, share: float = FIT_SHARE) -> None:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
-        (label codes, one per row of those rows) and questions ``questions`` (the fit's cross-validation groups;
-        None: one group a row): ``hf-critic calibrate`` calls it with its calibration rows only."""
+        (label codes, one per row of those rows) and questions ``questions`` (None: one question a row): on the rows
+        of ``share`` of the questions (:func:`~hf_critic.selective.jury.fit_rows`; 1: every row, where no threshold
+        is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it with its calibration rows
+        only and sets its thresholds on the other rows."""
         self._fit_labels = list(human)
-        self._fit_groups = None if questions is None else list(questions)
+        self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
+        self._fit_share = share
 
     def judge(self, dataset: datasets.Dataset, source: str, judge_member) -> tuple[dict[str, list], int]:
         """Every member on every row, then the aggregate.
@@ -132,7 +139,10 @@ class Jury:
             if len(self._fit_labels) != len(dataset):
                 raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
             labels, self._fit_labels = self._fit_labels, None
-            self.fit = fit_jury(self.member_columns, labels, self._fit_groups)
+            self.fit_rows = np.flatnonzero(fit_rows(self._fit_groups, self._fit_share))
+            fitting = set(self.fit_rows.tolist())
+            self.fit = fit_jury(self.member_columns, [h if i in fitting else None for i, h in enumerate(labels)],
+                                self._fit_groups)  # fmt: skip
         if self.how == "fitted" and self.fit is None:
             raise ValueError(f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic "
                              "calibrate`)")  # fmt: skip

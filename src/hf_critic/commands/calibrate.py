@@ -14,6 +14,7 @@ from .calibrate_report import (
     jury_refits,
     prepare_juries,
     question_keys,
+    threshold_rows,
 )
 from .cascades import load_cascade
 from .options import add_data_args, add_gold_args
@@ -143,16 +144,18 @@ def _fit_reward_confidence(columns, correct):
     return confidence_of(columns, logistic=logistic)[0], logistic
 
 
-def _calibration(args, stages, judged, records, setting):
+def _calibration(args, stages, judged, records, setting, held):
+    """The calibration file: every threshold set on the rows ``held`` (the calibration rows less a fitted jury's fit
+    rows, :func:`threshold_rows`)."""
     from ..cascade import critic_fingerprint
     from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
 
     alpha = 1 - args.target_agreement
-    fitted = calibrate_cascade([j[1] for j in judged], [j[2] for j in judged], alpha=alpha, delta=args.delta,
-                               min_rows=args.min_rows)  # fmt: skip
-    rows = len(records)
-    ids = records["query_id"] if "query_id" in records.column_names else list(range(rows))
-    gold = records[args.human_label or "label"]
+    fitted = calibrate_cascade([[j[1][i] for i in held] for j in judged], [[j[2][i] for i in held] for j in judged],
+                               alpha=alpha, delta=args.delta, min_rows=args.min_rows)  # fmt: skip
+    rows = len(held)
+    ids = records["query_id"] if "query_id" in records.column_names else list(range(len(records)))
+    ids, gold = [ids[i] for i in held], [records[args.human_label or "label"][i] for i in held]
     critics = []
     for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed) in zip(stages, judged, fitted, strict=True):
         critics.append(CriticThreshold(
@@ -163,11 +166,12 @@ def _calibration(args, stages, judged, records, setting):
         ))  # fmt: skip
     return CalibrationFile(
         task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
-        data={"path": str(args.data), "rows": rows, "sha256": data_hash(ids, gold)}, critics=critics,
+        data={"path": str(args.data), "rows": rows, "sha256": data_hash(ids, gold),
+              **({"jury_fit_rows": len(records) - rows} if rows < len(records) else {})}, critics=critics,
     )  # fmt: skip
 
 
-def _calibration_lines(calibration, judged) -> list[str]:
+def _calibration_lines(calibration, judged, held) -> list[str]:
     import numpy as np
 
     from ..cascade import describe_missing
@@ -176,8 +180,11 @@ def _calibration_lines(calibration, judged) -> list[str]:
 
     lines = [f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
              f"{calibration.data['rows']} rows"]  # fmt: skip
+    if "jury_fit_rows" in calibration.data:
+        lines[0] += (f" (the other {calibration.data['jury_fit_rows']} of the data's rows fitted the jury and set no "
+                     "threshold)")  # fmt: skip
     for c, (run, confidence, _) in zip(calibration.critics, judged, strict=True):
-        missing = describe_missing(run.without_confidence(confidence), calibration.data["rows"])
+        missing = describe_missing(run.without_confidence(confidence), len(confidence))
         if missing:
             lines.append(f"  {c.name}: {missing}")
         if run.conflicting:
@@ -190,8 +197,8 @@ def _calibration_lines(calibration, judged) -> list[str]:
             lines.append(f"  {c.name} ({c.confidence}): threshold {c.threshold:.4g}, keeps {c.n} of its "
                          f"{c.calibration_rows} rows ({100 * c.coverage:.1f}% of all), {c.k} disagree, bound "
                          f"{c.upper_bound:.3f} <= {calibration.alpha:.3f}")  # fmt: skip
-    decided = cascade_decisions([j[1] for j in judged], [c.threshold for c in calibration.critics])
-    figures = selective_figures(decided, np.array([j[2] for j in judged]))
+    decided = cascade_decisions([[j[1][i] for i in held] for j in judged], [c.threshold for c in calibration.critics])
+    figures = selective_figures(decided, np.array([[j[2][i] for i in held] for j in judged]))
     if figures["kept"]:
         hits = round(figures["agreement"] * figures["kept"])
         low = 1 - clopper_pearson_upper(figures["kept"] - hits, figures["kept"], 0.025)
@@ -325,9 +332,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
     setting = schema.Setting(schema.Task.PAIRWISE, referenced)
     stages = load_cascade(args.cascade, compare_parser(), rows=len(records))
     judged, human = _judged(args, stages, records)
-    calibration = _calibration(args, stages, judged, records, setting)
+    held = threshold_rows(stages, len(records)).tolist()
+    calibration = _calibration(args, stages, judged, records, setting, held)
     write_text(args.output, calibration.to_json())
-    for line in [*_calibration_lines(calibration, judged), *jury_lines(stages)]:
+    for line in [*_calibration_lines(calibration, judged, held), *jury_lines(stages)]:
         print(line)
     print(f"wrote {args.output}")
     if args.report_dir:
@@ -357,8 +365,10 @@ def _write_report_dir(args, stages, judged, records, human) -> None:
                                                seed=args.seed)  # fmt: skip
     report = {"risk_coverage": blocks, "juries": {s.name: vars(s.critic.counts) for s in stages
                                                   if getattr(s.critic, "counts", None) is not None}}  # fmt: skip
-    markdown = risk_coverage_markdown({f"calibration rows ({len(records)})": blocks})
-    plot_risk_coverage({f"calibration rows ({len(records)})": curves}, out / "risk_coverage.png")
+    title = f"calibration rows ({len(threshold_rows(stages, len(records)))}"
+    title += ", the jury's fit rows left out)" if title != f"calibration rows ({len(records)}" else ")"
+    markdown = risk_coverage_markdown({title: blocks})
+    plot_risk_coverage({title: curves}, out / "risk_coverage.png")
     if args.splits:
         report.update(_split_report(args, stages, judged, human, question_keys(records)))
         markdown = split_markdown(report) + "\n" + markdown

@@ -9,10 +9,11 @@ import numpy as np
 
 from .. import schema
 from ..jury import Jury, LongerWins
-from ..selective.jury import aggregate, fit_features, fitted_verdicts, jury_features
+from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts, jury_features
 
 __all__ = [
     "calibration_risk_coverage",
+    "threshold_rows",
     "jury_entry",
     "jury_lines",
     "jury_refits",
@@ -33,6 +34,14 @@ def prepare_juries(stages, human, questions=None) -> None:
     for stage in stages:
         if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
             stage.critic.calibrate_on(human, questions)
+
+
+def threshold_rows(stages, rows: int) -> np.ndarray:
+    """The calibration rows that set thresholds: all ``rows`` less those any ``fitted`` jury was fitted on
+    (:attr:`~hf_critic.jury.Jury.fit_rows`). Indices, ascending."""
+    used = [s.critic.fit_rows for s in stages if isinstance(s.critic, Jury) and s.critic.fit_rows is not None]
+    everything = np.arange(rows)
+    return everything[~np.isin(everything, np.concatenate(used))] if used else everything
 
 
 def jury_entry(stage, setting) -> dict | None:
@@ -56,8 +65,9 @@ def _corrects(labels, human) -> list[bool]:
 
 def jury_refits(stages, human, questions=None) -> dict:
     """``{stage index: fn}`` for :func:`~hf_critic.selective.evaluation.split_protocol`: each ``fitted`` jury refit
-    on a split's calibration half only (its members' features are computed once; ``questions``: each row's question,
-    for the fit's cross-validation folds), applied to every row."""
+    on the rows of half the questions of a split's calibration half only (:func:`~hf_critic.selective.jury.fit_rows`;
+    its members' features are computed once; ``questions``: each row's question), applied to every row; it returns
+    the rows it fitted on, which set no threshold."""
     refits = {}
     groups = None if questions is None else np.asarray([str(q) for q in questions], dtype=object)
     for i, stage in enumerate(stages):
@@ -66,9 +76,11 @@ def jury_refits(stages, human, questions=None) -> dict:
             gold = np.asarray(human)
 
             def refit(cal, names=names, x=x, gold=gold):
-                fit = fit_features(names, x[cal], gold[cal], None if groups is None else groups[cal])
+                keys = np.asarray(cal) if groups is None else groups[cal]
+                fitting = cal[fit_rows(keys)]  # the rest of the calibration half sets the thresholds
+                fit = fit_features(names, x[fitting], gold[fitting], keys[fit_rows(keys)])
                 labels, confidences = fitted_verdicts(fit, names, x)
-                return confidences, _corrects(labels, gold)
+                return confidences, _corrects(labels, gold), fitting
 
             refits[i] = refit
     return refits
@@ -80,9 +92,11 @@ def _without_baselines(jury: Jury, human, questions) -> tuple[list, list] | None
     kept = {m.name: jury.member_columns[m.name] for m in jury.members if not isinstance(m.critic, LongerWins)}
     if len(kept) in (0, len(jury.members)):
         return None
-    if jury.how == "fitted":
+    if jury.how == "fitted":  # fitted on the jury's own fit rows, like the jury
         names, x = jury_features(kept)
-        return fitted_verdicts(fit_features(names, x, human, questions), names, x)
+        rows = jury.fit_rows if jury.fit_rows is not None else np.arange(len(human))
+        gold, keys = np.asarray(human), np.asarray([str(q) for q in questions], dtype=object)
+        return fitted_verdicts(fit_features(names, x[rows], gold[rows], keys[rows]), names, x)
     labels, confidences, _ = aggregate(jury.how, kept)
     return labels, confidences
 
@@ -113,7 +127,10 @@ def calibration_risk_coverage(stages, judged, records, human, *, resamples: int,
             without = _without_baselines(stage.critic, human, questions)
             if without is not None:
                 critics[f"{stage.name} without longer-wins"] = without
+    rows = threshold_rows(stages, len(human)).tolist()
+    pick = lambda values: [values[i] for i in rows]  # noqa: E731
     return risk_coverage_report(
-        critics, list(human), questions=questions, response_1=records[schema.RESPONSE_1],
-        response_2=records[schema.RESPONSE_2], resamples=resamples, seed=seed,
+        {name: (pick(labels), pick(conf)) for name, (labels, conf) in critics.items()}, pick(list(human)),
+        questions=pick(questions), response_1=pick(records[schema.RESPONSE_1]),
+        response_2=pick(records[schema.RESPONSE_2]), resamples=resamples, seed=seed,
     )  # fmt: skip

@@ -30,16 +30,19 @@ def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
     return conf, ok
 
 
-def _refitted(conf: np.ndarray, ok: np.ndarray, refit, cal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The confidences and corrects of one split, with each refitted critic's rows from its fit on ``cal``."""
+def _refitted(conf: np.ndarray, ok: np.ndarray, refit, cal: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The confidences and corrects of one split, with each refitted critic's rows from its fit on rows of ``cal``,
+    and the calibration rows left to set thresholds on (``cal`` less every row a fit used)."""
     if not refit:
-        return conf, ok
+        return conf, ok, cal
     conf, ok = conf.copy(), ok.copy()
+    used = []
     for i, fn in refit.items():
-        confidence, correct = fn(cal)
+        confidence, correct, fitted_on = fn(cal)
         conf[i] = [np.nan if c is None else c for c in confidence]
         ok[i] = correct
-    return conf, ok
+        used.append(np.asarray(fitted_on, dtype=int))
+    return conf, ok, cal[~np.isin(cal, np.concatenate(used))]
 
 
 def selective_figures(decided: np.ndarray, ok: np.ndarray) -> dict:
@@ -85,8 +88,10 @@ def split_protocol(
         calibration_fraction: the share of rows in each calibration half, in (0, 1).
         seed: seed of the splits.
         refit: ``{critic index: fn}`` for critics fitted on calibration rows (a fitted jury): on each split,
-            ``fn(calibration row indices)`` refits on those rows only and returns that critic's ``(confidences,
-            corrects)`` on every row, which replace its row of ``confidences`` / ``corrects`` for the split.
+            ``fn(calibration row indices)`` refits on some of those rows only and returns that critic's
+            ``(confidences, corrects)`` on every row, which replace its row of ``confidences`` / ``corrects`` for the
+            split, and the indices of the rows it fitted on, which set no threshold (sample splitting: a bound on
+            rows that shaped the ranking would be optimistic).
 
     Returns:
         ``{"target", "splits", "success_rate" (share of the splits that kept test rows whose kept rows reach the
@@ -110,7 +115,7 @@ def split_protocol(
     for _ in range(splits):
         order = rng.permutation(rows)
         cal, test = order[:n_cal], order[n_cal:]
-        conf, ok = _refitted(base_conf, base_ok, refit, cal)
+        conf, ok, cal = _refitted(base_conf, base_ok, refit, cal)
         fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound)
         decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
         figures = selective_figures(decided, ok[:, test])
