@@ -192,3 +192,22 @@ def test_calibrate_says_which_rows_a_recorded_critic_lacks_and_reads_a_generic_l
     printed = capsys.readouterr().out
     assert "judge: 6 of 12 rows without a usable confidence (never kept): 6 not in its files" in printed
     assert "judge (constant): threshold 1, keeps 6 of its 12 rows" in printed
+
+
+def test_the_split_table_gives_the_failing_share_of_all_splits_and_marks_one_above_delta():
+    from hf_critic.commands.calibrate import split_markdown
+
+    def result(successes, empty):
+        spread = {"mean": 0.5, "low": 0.1, "high": 0.9}
+        return {"splits": 1000, "successes": successes, "empty_splits": empty, "success_rate": successes / (1000 - empty),
+                "coverage": spread, "agreement": spread, "shares": [0.5], "strongest_asked": 1.0,
+                "no_selection": {"agreement": 0.7}}  # fmt: skip
+
+    report = {"critics": ["jury"], "splits": 1000, "rows": 100, "delta": 0.1,
+              "levels": [{"target": 0.8, "cascade": result(510, 351), "plain_cutoff": result(452, 30)}]}  # fmt: skip
+    table = split_markdown(report)
+    # 649 splits kept rows, 139 of them failed: 13.9% of all splits, above delta = 10%: the guarantee does not hold
+    assert "| 0.80 | jury | 78.6 (510 of 649) | 13.9 (above delta) |" in table
+    assert "| 0.80 | plain cut-off (no bound) | 46.6 (452 of 970) | 51.8 |" in table  # no bound claimed: no mark
+    report["levels"][0]["cascade"] = result(21, 951)  # 28 failures of 1000: 2.8%, within delta
+    assert "| 0.80 | jury | 42.9 (21 of 49) | 2.8 |" in split_markdown(report)
