@@ -241,6 +241,29 @@ def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
     assert fit_features(names, x[cal], human[cal]).weights != fit_features(names, x[test], human[test]).weights
 
 
+def test_a_jurys_fit_share_sets_how_many_calibration_rows_fit_it_and_a_bad_one_is_refused(tmp_path, capsys):
+    from hf_critic.commands.calibrate_report import question_keys
+    from hf_critic.io import load_records
+    from hf_critic.selective import load_calibration
+
+    data, cascade = jury_files(tmp_path)
+    spec = json.loads(cascade.read_text())
+    spec["critics"][0]["jury"]["fit_share"] = 0.25
+    cascade.write_text(json.dumps(spec), encoding="utf-8")
+    calibration = load_calibration(calibrate(data, cascade, tmp_path / "cal.json"))
+    fitting = fit_rows(question_keys(load_records(str(data))), 0.25)
+    assert (
+        calibration.data["jury_fit_rows"] == fitting.sum() < ROWS / 2
+        and calibration.data["rows"] == ROWS - fitting.sum()
+    )
+    spec["critics"][0]["jury"]["fit_share"] = 1.5
+    cascade.write_text(json.dumps(spec), encoding="utf-8")
+    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.6", "--output",
+            str(tmp_path / "bad.json")]  # fmt: skip
+    assert main(argv) == 2
+    assert "jury fit_share must be a number in (0, 1)" in capsys.readouterr().err
+
+
 def test_a_jury_in_a_cascade_keeps_its_members_verdicts_and_a_changed_member_is_refused(tmp_path, capsys):
     data, cascade = jury_files(tmp_path)
     calibration = calibrate(data, cascade, tmp_path / "cal.json")

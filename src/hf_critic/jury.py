@@ -74,6 +74,8 @@ class Jury:
             least one, names distinct.
         how: the aggregate, one of :data:`~hf_critic.selective.jury.AGGREGATES`.
         where: where the jury was declared, for messages.
+        fit_share: ``fitted``: the share of calibration questions whose rows fit it, in (0, 1]; ``hf-critic
+            calibrate`` sets the thresholds on the rest (:func:`~hf_critic.selective.jury.fit_rows`).
 
     Attributes:
         fit: the fitted aggregate (``fitted``), set by :meth:`judge` while calibrating or by :meth:`load_fit`.
@@ -87,34 +89,34 @@ class Jury:
 
     kind = "jury"
 
-    def __init__(self, members, how: str, where: str = "jury"):
+    def __init__(self, members, how: str, where: str = "jury", fit_share: float = FIT_SHARE):
         if how not in AGGREGATES:
             raise ValueError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
         names = [m.name for m in members]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"{where}: a jury needs at least one member, each with its own name (got {names})")
-        self.members, self.how, self.where = list(members), how, where
+        self.members, self.how, self.where, self.fit_share = list(members), how, where, fit_share
         self.fit: JuryFit | None = None
         self.counts: JuryCounts | None = None
         self.member_columns: dict[str, dict[str, list]] = {}
         self.fit_rows: np.ndarray | None = None
         self._fit_labels = self._fit_groups = None
-        self._fit_share = FIT_SHARE
+        self._fit_share = fit_share
 
     def fingerprint_source(self, member_fingerprints: list[str]) -> str:
         """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
         members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
         return f"jury|{self.how}|{members}"
 
-    def calibrate_on(self, human, questions=None, share: float = FIT_SHARE) -> None:
+    def calibrate_on(self, human, questions=None, share: float | None = None) -> None:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
         (label codes, one per row of those rows) and questions ``questions`` (None: one question a row): on the rows
-        of ``share`` of the questions (:func:`~hf_critic.selective.jury.fit_rows`; 1: every row, where no threshold
-        is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it with its calibration rows
+        of ``share`` of the questions (:func:`~hf_critic.selective.jury.fit_rows`; None: :attr:`fit_share`; 1: every
+        row, where no threshold is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it with its calibration rows
         only and sets its thresholds on the other rows."""
         self._fit_labels = list(human)
         self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
-        self._fit_share = share
+        self._fit_share = self.fit_share if share is None else share
 
     def judge(self, dataset: datasets.Dataset, source: str, judge_member) -> tuple[dict[str, list], int]:
         """Every member on every row, then the aggregate.

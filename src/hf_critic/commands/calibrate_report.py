@@ -75,10 +75,11 @@ def jury_refits(stages, human, questions=None) -> dict:
             names, x = jury_features(stage.critic.member_columns)
             gold = np.asarray(human)
 
-            def refit(cal, names=names, x=x, gold=gold):
+            def refit(cal, names=names, x=x, gold=gold, share=stage.critic.fit_share):
                 keys = np.asarray(cal) if groups is None else groups[cal]
-                fitting = cal[fit_rows(keys)]  # the rest of the calibration half sets the thresholds
-                fit = fit_features(names, x[fitting], gold[fitting], keys[fit_rows(keys)])
+                chosen = fit_rows(keys, share)  # the rest of the calibration half sets the thresholds
+                fitting = cal[chosen]
+                fit = fit_features(names, x[fitting], gold[fitting], keys[chosen])
                 labels, confidences = fitted_verdicts(fit, names, x)
                 return confidences, _corrects(labels, gold), fitting
 

@@ -27,6 +27,7 @@ A critic may also be ``baseline: longer-wins`` (the longer response wins, with a
       - name: local-jury
         jury:
           aggregate: fitted      # vote | mean | fitted (fitted by `hf-critic calibrate` on its calibration rows)
+          fit_share: 0.5         # fitted: the share of calibration questions that fit it (the rest set thresholds)
           members:               # any critics above (not a jury), each with its own name
             - name: smollm2-135m-critic
               options: {model: smollm2-135m-critic}
@@ -49,7 +50,7 @@ BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label
 #: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
 FILE_KEYS = ("critics",)
 CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_call")
-JURY_KEYS = ("members", "aggregate")
+JURY_KEYS = ("members", "aggregate", "fit_share")
 RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
 COMMAND_OPTIONS = frozenset({
@@ -222,6 +223,7 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
     ``jury`` (not inside a jury), or ``baseline: longer-wins`` (also written as the bare string ``longer-wins``)."""
     from ..cascade import CascadeStage
     from ..jury import LONGER_WINS, Jury, LongerWins
+    from ..selective.jury import FIT_SHARE
     from .options import critic_from_args
 
     if entry == LONGER_WINS:
@@ -254,7 +256,11 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
             raise ValueError(f"{where}: jury needs a non-empty list members: and aggregate: vote | mean | fitted")
         check_keys(spec, JURY_KEYS, f"{where} ({name}): jury", "a jury")
         members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
-        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}"),
+        share = spec.get("fit_share", FIT_SHARE)
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+            raise ValueError(f"{where} ({name}): jury fit_share must be a number in (0, 1) (the share of calibration "
+                             f"questions that fit the jury; the rest set the thresholds), got {share!r}")  # fmt: skip
+        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=float(share)),
                             price_per_call=price)  # fmt: skip
     args = critic_namespace(entry.get("options") or {}, where, parser)
     critic = critic_from_args(args, args.model, inputs=rows)
