@@ -355,3 +355,30 @@ def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorde
     assert then["critics"][0] == stage
     (autoj,) = yaml.safe_load((examples / "autoj_13b.yaml").read_text())["critics"]
     assert then["critics"][1] == autoj
+
+
+def test_delta_shares_split_the_cascades_delta_as_the_file_says_and_the_calibration_records_them(tmp_path, capsys):
+    from hf_critic.cascade import CascadeStage, delta_shares
+    from hf_critic.jury import LongerWins
+    from hf_critic.selective import load_calibration
+
+    def stages(*shares):
+        return [CascadeStage(f"c{i}", LongerWins(), delta_share=s) for i, s in enumerate(shares)]
+
+    assert delta_shares(stages(None, None)) == [0.5, 0.5]  # Bonferroni
+    assert delta_shares(stages(None, 0.8, None)) == pytest.approx([0.1, 0.8, 0.1])
+    for bad in [(0.7, 0.6), (1.0, None), (0.5, 0.3)]:  # above 1, nothing left for a critic, named and not summing to 1
+        with pytest.raises(ValueError, match="delta_share values"):
+            delta_shares(stages(*bad))
+    data, cascade = jury_files(tmp_path)
+    spec = json.loads(cascade.read_text())
+    spec["critics"].append({"name": "length", "baseline": "longer-wins", "delta_share": 0.8})
+    cascade.write_text(json.dumps(spec), encoding="utf-8")
+    calibration = load_calibration(calibrate(data, cascade, tmp_path / "cal.json"))  # its claims checked on load
+    assert [c.delta for c in calibration.critics] == pytest.approx([0.2 * 0.2, 0.2 * 0.8])  # --delta 0.2
+    spec["critics"][0]["jury"]["members"][0]["delta_share"] = 0.5
+    cascade.write_text(json.dumps(spec), encoding="utf-8")
+    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.6", "--output",
+            str(tmp_path / "bad.json")]  # fmt: skip
+    assert main(argv) == 2
+    assert "delta_share belongs to a critic of the cascade, not to a jury member" in capsys.readouterr().err

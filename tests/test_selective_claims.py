@@ -75,7 +75,7 @@ def written_calibration(tmp_path) -> dict:
         (lambda c: c.update(alpha=0.01), "exceeds alpha 0.01"),
         (lambda c: c.update(alpha=0.5), "so fixed-sequence testing would not stop at threshold 1.0"),
         (lambda c: c.update(delta=0), "delta must lie in (0, 0.5]"),
-        (lambda c: c.update(delta=0.1), "delta 0.2 is not delta / critics = 0.1 / 1"),
+        (lambda c: c.update(delta=0.1), "deltas [0.2] must be positive and sum to the cascade's delta 0.1"),
         (lambda c: c["critics"][0].update(n=10, coverage=10 / 12), "upper_bound"),
         (lambda c: c["critics"][0].update(upper_bound=0.01), "is not the exact bound of k=0 of n=8"),
         (lambda c: c["critics"][0].update(coverage=1.0), "coverage 1.0 is not n / data.rows"),

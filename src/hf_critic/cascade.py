@@ -261,6 +261,8 @@ class CascadeStage:
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
+        delta_share: its share of the cascade's delta, in (0, 1]; None: an equal part of what the others leave
+            (:func:`delta_shares`).
     """
 
     name: str
@@ -268,11 +270,32 @@ class CascadeStage:
     swap: bool = False
     price_per_call: float | None = None
     logistic: tuple[float, float] | None = None
+    delta_share: float | None = None
 
     @property
     def recorded(self) -> bool:
         """True when the verdicts are read from files, not computed."""
         return isinstance(self.critic, RecordedVerdicts)
+
+
+def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list[float]:
+    """Each critic's share of the cascade's delta (a union bound: any split fixed before the data is seen keeps the
+    guarantee): the ``delta_share`` a critic names, the rest of 1 split equally among the others (Bonferroni, Trust
+    or Escalate §3.3, when none names one).
+
+    Returns:
+        One share per stage, in (0, 1], summing to 1.
+
+    Raises:
+        ValueError: shares summing above 1, leaving nothing for a critic without one, or all named and not summing
+            to 1 (names ``where``).
+    """
+    named = [s.delta_share for s in stages if s.delta_share is not None]
+    rest, others = 1.0 - sum(named), len(stages) - len(named)
+    if rest < -1e-9 or (others and rest <= 1e-9) or (not others and abs(rest) > 1e-9):
+        raise ValueError(f"{where}: the critics' delta_share values {named} must sum to 1 when every critic names one, "
+                         f"else below 1 (the others split the rest)")  # fmt: skip
+    return [s.delta_share if s.delta_share is not None else rest / others for s in stages]
 
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:

@@ -30,7 +30,8 @@ then judge new pairs with it:
 Every critic judges every calibration row once (computed critics through the generation cache: a rerun makes no
 model call). Each critic's threshold is tested from its highest confidence down; the first threshold whose exact
 (Clopper-Pearson) bound on disagreement exceeds 1 - target stops the sequence; a critic none of whose thresholds
-passes keeps no row. delta is divided among the critics; each later critic is calibrated on the rows its
+passes keeps no row. delta is divided among the critics (equally, or by each critic's ``delta_share:`` in the cascade
+file); each later critic is calibrated on the rows its
 predecessors did not keep. A jury stage (a cascade file's `jury:`, members aggregated by vote, mean or a fitted
 logistic regression) is one critic here; a fitted jury is fitted on these calibration rows only (again on each
 calibration half under --splits) and its fit is stored in the calibration file with its members' fingerprints.
@@ -147,20 +148,22 @@ def _fit_reward_confidence(columns, correct):
 def _calibration(args, stages, judged, records, setting, held):
     """The calibration file: every threshold set on the rows ``held`` (the calibration rows less a fitted jury's fit
     rows, :func:`threshold_rows`)."""
-    from ..cascade import critic_fingerprint
+    from ..cascade import critic_fingerprint, delta_shares
     from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
 
     alpha = 1 - args.target_agreement
+    shares = delta_shares(stages)
     fitted = calibrate_cascade([[j[1][i] for i in held] for j in judged], [[j[2][i] for i in held] for j in judged],
-                               alpha=alpha, delta=args.delta, min_rows=args.min_rows)  # fmt: skip
+                               alpha=alpha, delta=args.delta, min_rows=args.min_rows, shares=shares)  # fmt: skip
     rows = len(held)
     ids = records["query_id"] if "query_id" in records.column_names else list(range(len(records)))
     ids, gold = [ids[i] for i in held], [records[args.human_label or "label"][i] for i in held]
     critics = []
-    for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed) in zip(stages, judged, fitted, strict=True):
+    for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed), share in zip(stages, judged, fitted, shares,
+                                                                              strict=True):  # fmt: skip
         critics.append(CriticThreshold(
             name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind,
-            threshold=lam, n=n, k=k, upper_bound=upper, delta=args.delta / len(stages), calibration_rows=cal_rows,
+            threshold=lam, n=n, k=k, upper_bound=upper, delta=args.delta * share, calibration_rows=cal_rows,
             coverage=n / rows, logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
             jury=jury_entry(stage, setting),
         ))  # fmt: skip
@@ -213,21 +216,24 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
 
 def _split_report(args, stages, judged, human, questions) -> dict:
     """The guarantee over ``--splits`` random splits per level, with the plain cut-off and no selection."""
+    from ..cascade import delta_shares
     from ..selective import agreement_coverage_curve, split_protocol
 
     confidences, corrects = [j[1] for j in judged], [j[2] for j in judged]
     levels = args.levels or [args.target_agreement]
     report = {"rows": len(human), "splits": args.splits, "delta": args.delta, "critics": [s.name for s in stages],
-              "calls": [j[0].calls for j in judged], "levels": []}  # fmt: skip
+              "calls": [j[0].calls for j in judged], "levels": [], "delta_shares": delta_shares(stages)}  # fmt: skip
     kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
               "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
     refits = jury_refits(stages, human.tolist(), questions)  # a fitted jury: refit on each calibration half only
     for level in levels:
         alpha = 1 - level
         entry = {"target": level}
-        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, refit=refits, **kwargs)
+        shares = report["delta_shares"]
+        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, refit=refits, delta_shares=shares,
+                                          **kwargs)  # fmt: skip
         entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", refit=refits,
-                                               **kwargs)  # fmt: skip
+                                               delta_shares=shares, **kwargs)  # fmt: skip
         if len(stages) > 1:  # the strongest critic alone, calibrated with the whole delta
             last = {0: refits[len(stages) - 1]} if len(stages) - 1 in refits else None
             entry["strongest_alone"] = split_protocol(confidences[-1:], corrects[-1:], alpha=alpha, refit=last,

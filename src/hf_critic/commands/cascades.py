@@ -14,6 +14,7 @@ would take for it, or recorded (verdicts read from files)::
           verdicts: ../shared/data/autoj/outputs/pairwise_example_output.jsonl
           swapped: ../shared/data/autoj/outputs/pairwise_exchange_example_output.jsonl
         price_per_call: 0.002   # optional: the summary's money
+        delta_share: 0.8        # optional: this critic's share of delta (the others split the rest equally)
 
 Recorded critics may instead name ``critiques: FILE``, the output of an earlier ``hf-critic compare`` run. A
 ``generic:`` benchmark is read as ``meta-eval`` reads it with flags: ``columns:`` (a mapping or ``"a=b,c=d"``),
@@ -49,7 +50,7 @@ BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label
 
 #: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
 FILE_KEYS = ("critics",)
-CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_call")
+CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_call", "delta_share")
 JURY_KEYS = ("members", "aggregate", "fit_share")
 RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
@@ -199,13 +200,31 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
         check_keys(spec, FILE_KEYS, f"--cascade {path}", "a cascade file (thresholds come from --calibration)")
     if not isinstance(critics, list) or not critics:
         raise ValueError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
-    return _stages(critics, f"{path}: critics", parser, rows)
+    stages = _stages(critics, f"{path}: critics", parser, rows)
+    for i, (entry, stage) in enumerate(zip(critics, stages, strict=True)):
+        stage.delta_share = _delta_share(entry, f"{path}: critics[{i}] ({stage.name})")
+    from ..cascade import delta_shares
+
+    delta_shares(stages, f"--cascade {path}")  # the shares must leave every critic some of delta
+    return stages
+
+
+def _delta_share(entry, where: str) -> float | None:
+    share = entry.get("delta_share") if isinstance(entry, dict) else None
+    if share is None:
+        return None
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        raise ValueError(f"{where}: delta_share must be a number in (0, 1] (this critic's share of the cascade's "
+                         f"delta), got {share!r}")  # fmt: skip
+    return float(share)
 
 
 def _stages(entries: list, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool = True) -> list:
     """The stages of a list of critic entries (a cascade's critics, or a jury's members: ``jury=False``)."""
     stages, names = [], set()
     for i, entry in enumerate(entries):
+        if not jury and isinstance(entry, dict) and "delta_share" in entry:
+            raise ValueError(f"{where}[{i}]: delta_share belongs to a critic of the cascade, not to a jury member")
         stage = _stage(entry, f"{where}[{i}]", parser, rows, jury)
         if stage.name in names:
             raise ValueError(f"{where}[{i}]: the name {stage.name!r} is used twice")

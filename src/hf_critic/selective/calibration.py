@@ -342,28 +342,32 @@ def cascade_decisions(confidences: Sequence[Sequence[float | None]], thresholds:
 
 def calibrate_cascade(
     confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
-    min_rows: int = DEFAULT_MIN_ROWS, bound: str = "exact",
+    min_rows: int = DEFAULT_MIN_ROWS, bound: str = "exact", shares: Sequence[float] | None = None,
 ) -> list[tuple[float | None, int, int, float | None, int]]:  # fmt: skip
-    """Calibrate every critic of a cascade (Trust or Escalate §3.3): ``delta / critics`` each, each later critic on
-    the rows its predecessors did not keep.
+    """Calibrate every critic of a cascade (Trust or Escalate §3.3): ``delta * shares[i]`` each (``delta / critics``
+    by default: Bonferroni), each later critic on the rows its predecessors did not keep.
 
     Args:
         confidences / corrects: per critic (cascade order), per calibration row, as in
             :func:`fixed_sequence_threshold`; shape ``(critics, rows)``.
         alpha, delta, min_rows, bound: as in :func:`fixed_sequence_threshold` (``delta`` for the whole cascade).
+        shares: each critic's share of ``delta``, summing to 1 and fixed before the data is seen
+            (:func:`hf_critic.cascade.delta_shares`); None: equal.
 
     Returns:
         Per critic, ``(threshold, n, k, upper, calibration_rows, failed)`` (``failed``: see
         :func:`fixed_sequence_test`).
     """
     remaining = np.ones(len(confidences[0]), dtype=bool)
-    share = delta / len(confidences)
+    shares = [1 / len(confidences)] * len(confidences) if shares is None else list(shares)
+    if len(shares) != len(confidences) or abs(sum(shares) - 1) > 1e-9 or min(shares) <= 0:
+        raise ValueError(f"delta shares must be one positive share per critic summing to 1, got {shares}")
     out = []
-    for conf, ok in zip(confidences, corrects, strict=True):
+    for conf, ok, share in zip(confidences, corrects, shares, strict=True):
         conf = as_confidences(conf)
         ok = np.asarray(ok, dtype=bool)
         lam, n, k, upper, failed = fixed_sequence_test(
-            conf[remaining], ok[remaining], alpha=alpha, delta=share, min_rows=min_rows, bound=bound
+            conf[remaining], ok[remaining], alpha=alpha, delta=delta * share, min_rows=min_rows, bound=bound
         )
         out.append((lam, n, k, upper, int(remaining.sum()), failed))
         if lam is not None:

@@ -4,7 +4,8 @@ checked against the others before a cascade uses it, so that an edited or damage
 printed as a guarantee it does not carry:
 
 * alpha in (0, 1), delta in (0, 0.5], min_rows >= 1, the data's rows and hash present;
-* each critic's delta is the cascade's delta shared among its critics (Bonferroni);
+* the critics' deltas are positive and sum to the cascade's delta (a union bound: equal shares, Bonferroni, unless
+  the cascade file names each critic's `delta_share`);
 * each critic's calibration rows are the data's rows less those its predecessors kept; its coverage is ``n / rows``;
 * where a critic keeps rows: ``0 <= k <= n``, ``n >= min_rows``, the stored bound is the exact (Clopper-Pearson)
   bound recomputed from n, k and its delta, and it is at most alpha;
@@ -135,12 +136,14 @@ def check_claim(calibration: CalibrationFile, path: str) -> None:
     rows = _data_rows(calibration, path)
     if not calibration.critics:
         raise ValueError(f"{path}: no critics")
-    share, expected_rows = delta / len(calibration.critics), rows
+    expected_rows = rows
+    parts = [_number(c.delta, f"critics[{i}] ({c.name}).delta", path) for i, c in enumerate(calibration.critics)]
+    if min(parts) <= 0 or not math.isclose(sum(parts), delta, rel_tol=1e-9):  # a union bound over the critics
+        raise ValueError(
+            f"{path}: the critics' deltas {parts} must be positive and sum to the cascade's delta {delta}"
+        )
     for i, c in enumerate(calibration.critics):
         where = f"critics[{i}] ({c.name})"
-        if not math.isclose(_number(c.delta, f"{where}.delta", path), share, rel_tol=1e-9):
-            raise ValueError(f"{path}: {where}.delta {c.delta} is not delta / critics = {delta} / "
-                             f"{len(calibration.critics)}")  # fmt: skip
         if _integer(c.calibration_rows, f"{where}.calibration_rows", path) != expected_rows:
             raise ValueError(f"{path}: {where}.calibration_rows {c.calibration_rows} is not the {expected_rows} rows "
                              "its predecessors left (data.rows less the rows each kept)")  # fmt: skip

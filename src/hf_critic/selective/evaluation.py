@@ -78,6 +78,7 @@ def split_protocol(
     confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
     splits: int = 1000, calibration_fraction: float = 0.5, min_rows: int = DEFAULT_MIN_ROWS, seed: int = 0,
     bound: str = "exact", refit: Mapping[int, Callable[[np.ndarray], tuple[Sequence, Sequence]]] | None = None,
+    delta_shares: Sequence[float] | None = None,
 ) -> dict:  # fmt: skip
     """The guarantee over ``splits`` random calibration / test splits (Trust or Escalate §4.1).
 
@@ -92,6 +93,8 @@ def split_protocol(
             ``(confidences, corrects)`` on every row, which replace its row of ``confidences`` / ``corrects`` for the
             split, and the indices of the rows it fitted on, which set no threshold (sample splitting: a bound on
             rows that shaped the ranking would be optimistic).
+        delta_shares: each critic's share of ``delta`` (:func:`~hf_critic.selective.calibration.calibrate_cascade`);
+            None: equal.
 
     Returns:
         ``{"target", "splits", "success_rate" (share of the splits that kept test rows whose kept rows reach the
@@ -116,7 +119,8 @@ def split_protocol(
         order = rng.permutation(rows)
         cal, test = order[:n_cal], order[n_cal:]
         conf, ok, cal = _refitted(base_conf, base_ok, refit, cal)
-        fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound)
+        fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound,
+                                   shares=delta_shares)  # fmt: skip
         decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
         figures = selective_figures(decided, ok[:, test])
         coverage.append(figures["coverage"])
