@@ -355,6 +355,8 @@ def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorde
     assert then["critics"][0] == stage
     (autoj,) = yaml.safe_load((examples / "autoj_13b.yaml").read_text())["critics"]
     assert then["critics"][1] == autoj
+    (cheap,) = yaml.safe_load((examples / "reward_length_jury.yaml").read_text())["critics"]  # without the read-out
+    assert cheap["jury"] == {"aggregate": "fitted", "members": [members[0], members[2]]}
 
 
 def test_delta_shares_split_the_cascades_delta_as_the_file_says_and_the_calibration_records_them(tmp_path, capsys):
