@@ -30,11 +30,11 @@ then judge new pairs with it:
 Every critic judges every calibration row once (computed critics through the generation cache: a rerun makes no
 model call). Each critic's threshold is tested from its highest confidence down; the first threshold whose exact
 (Clopper-Pearson) bound on disagreement exceeds 1 - target stops the sequence; a critic none of whose thresholds
-passes keeps no row. delta is divided among the critics (equally, or by each critic's ``delta_share:`` in the cascade
-file); each later critic is calibrated on the rows its
-predecessors did not keep. A jury stage (a cascade file's `jury:`, members aggregated by vote, mean or a fitted
-logistic regression) is one critic here; a fitted jury is fitted on these calibration rows only (again on each
-calibration half under --splits) and its fit is stored in the calibration file with its members' fingerprints.
+passes keeps no row. delta is divided among the critics (equally, or by each critic's `delta_share:` in the cascade
+file); each later critic is calibrated on the rows its predecessors did not keep. A jury stage (a cascade file's
+`jury:`, members aggregated by vote, mean or a fitted logistic regression) is one critic here; a fitted jury is fitted
+on the rows of half of the calibration questions (its `fit_share:`), which then set no threshold (again within each
+calibration half under --splits), and its fit is stored in the calibration file with its members' fingerprints.
 """
 
 
