@@ -15,8 +15,8 @@ A cascade file's stage may be a jury (:mod:`hf_critic.commands.cascades`)::
 
 Each member is any critic a cascade file supports (computed, reward, served, recorded) or ``longer-wins``; the
 aggregation is :mod:`hf_critic.selective.jury` (vote, mean, or a logistic regression fitted by ``hf-critic
-calibrate`` on half of its calibration questions only, the thresholds set on the other half, stored in the calibration file with the members' fingerprints and refused
-when a member changed). The jury's rows keep every member's verdict (``jury_members``).
+calibrate`` on half of its calibration questions only, the thresholds set on the other half, stored in the
+calibration file with the members' fingerprints and refused when a member changed). The jury's rows keep every member's verdict (``jury_members``).
 """
 
 from __future__ import annotations
@@ -100,8 +100,7 @@ class Jury:
         self.counts: JuryCounts | None = None
         self.member_columns: dict[str, dict[str, list]] = {}
         self.fit_rows: np.ndarray | None = None
-        self._fit_labels = self._fit_groups = None
-        self._fit_share = fit_share
+        self._fit_labels = self._fit_groups = self._fit_share = None
 
     def fingerprint_source(self, member_fingerprints: list[str]) -> str:
         """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
@@ -112,8 +111,8 @@ class Jury:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
         (label codes, one per row of those rows) and questions ``questions`` (None: one question a row): on the rows
         of ``share`` of the questions (:func:`~hf_critic.selective.jury.fit_rows`; None: :attr:`fit_share`; 1: every
-        row, where no threshold is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it with its calibration rows
-        only and sets its thresholds on the other rows."""
+        row, where no threshold is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it
+        with its calibration rows only and sets its thresholds on the other rows."""
         self._fit_labels = list(human)
         self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
         self._fit_share = self.fit_share if share is None else share
@@ -141,9 +140,9 @@ class Jury:
             if len(self._fit_labels) != len(dataset):
                 raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
             labels, self._fit_labels = self._fit_labels, None
-            self.fit_rows = np.flatnonzero(fit_rows(self._fit_groups, self._fit_share))
-            fitting = set(self.fit_rows.tolist())
-            self.fit = fit_jury(self.member_columns, [h if i in fitting else None for i, h in enumerate(labels)],
+            fitting = fit_rows(self._fit_groups, self._fit_share)
+            self.fit_rows = np.flatnonzero(fitting)
+            self.fit = fit_jury(self.member_columns, [h if f else None for h, f in zip(labels, fitting, strict=True)],
                                 self._fit_groups)  # fmt: skip
         if self.how == "fitted" and self.fit is None:
             raise ValueError(f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic "

@@ -226,10 +226,10 @@ def _split_report(args, stages, judged, human, questions) -> dict:
     kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
               "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
     refits = jury_refits(stages, human.tolist(), questions)  # a fitted jury: refit on each calibration half only
+    shares = report["delta_shares"]
     for level in levels:
         alpha = 1 - level
         entry = {"target": level}
-        shares = report["delta_shares"]
         entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, refit=refits, delta_shares=shares,
                                           **kwargs)  # fmt: skip
         entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", refit=refits,
@@ -350,11 +350,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
         print(line)
     print(f"wrote {args.output}")
     if args.report_dir:
-        _write_report_dir(args, stages, judged, records, human)
+        _write_report_dir(args, stages, judged, records, human, held)
     return 0
 
 
-def _write_report_dir(args, stages, judged, records, human) -> None:
+def _write_report_dir(args, stages, judged, records, human, held) -> None:
     """Each critic's critiques, the risk-coverage of every critic (report.json's ``risk_coverage``, report.md,
     risk_coverage.png) and, with ``--splits``, the split report and the agreement-coverage curve."""
     from .. import schema
@@ -372,12 +372,12 @@ def _write_report_dir(args, stages, judged, records, human) -> None:
         if JURY_MEMBERS in run.columns:
             rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
         save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
-    blocks, curves = calibration_risk_coverage(stages, judged, records, human, resamples=args.bootstrap,
+    blocks, curves = calibration_risk_coverage(stages, judged, records, human, held, resamples=args.bootstrap,
                                                seed=args.seed)  # fmt: skip
     report = {"risk_coverage": blocks, "juries": {s.name: vars(s.critic.counts) for s in stages
                                                   if getattr(s.critic, "counts", None) is not None}}  # fmt: skip
-    title = f"calibration rows ({len(threshold_rows(stages, len(records)))}"
-    title += ", the jury's fit rows left out)" if title != f"calibration rows ({len(records)}" else ")"
+    left_out = ", the jury's fit rows left out" if len(held) < len(records) else ""
+    title = f"calibration rows ({len(held)}{left_out})"
     markdown = risk_coverage_markdown({title: blocks})
     plot_risk_coverage({title: curves}, out / "risk_coverage.png")
     if args.splits:

@@ -13,12 +13,12 @@ from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts,
 
 __all__ = [
     "calibration_risk_coverage",
-    "threshold_rows",
     "jury_entry",
     "jury_lines",
     "jury_refits",
     "prepare_juries",
     "question_keys",
+    "threshold_rows",
 ]
 
 
@@ -102,7 +102,7 @@ def _without_baselines(jury: Jury, human, questions) -> tuple[list, list] | None
     return labels, confidences
 
 
-def calibration_risk_coverage(stages, judged, records, human, *, resamples: int, seed: int):
+def calibration_risk_coverage(stages, judged, records, human, held, *, resamples: int, seed: int):
     """The risk-coverage blocks and curves of every stage, every jury member (``JURY/MEMBER``; a ``longer-wins`` member
     is the baseline), every jury without its ``longer-wins`` members, and the baselines (``longer-wins``, the calibration rows' label prior), on the calibration rows.
 
@@ -128,8 +128,7 @@ def calibration_risk_coverage(stages, judged, records, human, *, resamples: int,
             without = _without_baselines(stage.critic, human, questions)
             if without is not None:
                 critics[f"{stage.name} without longer-wins"] = without
-    rows = threshold_rows(stages, len(human)).tolist()
-    pick = lambda values: [values[i] for i in rows]  # noqa: E731
+    pick = lambda values: [values[i] for i in held]  # noqa: E731
     return risk_coverage_report(
         {name: (pick(labels), pick(conf)) for name, (labels, conf) in critics.items()}, pick(list(human)),
         questions=pick(questions), response_1=pick(records[schema.RESPONSE_1]),

@@ -303,18 +303,25 @@ def fit_jury(
     return fit_features(*jury_features(members), human, groups)
 
 
+def _group_ranks(groups: Sequence, seed: int) -> tuple[np.ndarray, int]:
+    """Each row's group's place in a seeded random order of the distinct groups (sorted first, so the order does not
+    depend on the rows' order), shape ``(n,)``, and the number of groups."""
+    keys = sorted({str(g) for g in groups})
+    rank = {keys[j]: place for place, j in enumerate(np.random.default_rng(seed).permutation(len(keys)))}
+    return np.array([rank[str(g)] for g in groups], dtype=int), len(keys)
+
+
 def group_folds(groups: Sequence, folds: int, seed: int = 0) -> np.ndarray:
     """Each row's fold in ``[0, folds)``: the distinct groups sorted, permuted with ``seed`` and dealt round-robin, so
     a group's rows share a fold. Shape ``(n,)``."""
-    keys = sorted({str(g) for g in groups})
-    order = np.random.default_rng(seed).permutation(len(keys))
-    fold_of = {keys[j]: k % folds for k, j in enumerate(order)}
-    return np.array([fold_of[str(g)] for g in groups], dtype=int)
+    return _group_ranks(groups, seed)[0] % folds
 
 
 def fit_rows(groups: Sequence, share: float = FIT_SHARE, seed: int = 0) -> np.ndarray:
     """Which calibration rows fit a ``fitted`` jury: whole questions, about ``share`` of them (``share`` 1: every
-    row), chosen with ``seed``; the rest set the thresholds. Shape ``(n,)``, bool.
+    row), chosen with ``seed``; the rest set the thresholds. Sample splitting: a bound computed on rows that also
+    shaped the jury's ranking is optimistic (Trust or Escalate §3.1's guarantee assumes the confidence is fixed before
+    the calibration rows are seen). Shape ``(n,)``, bool.
 
     Raises:
         ValueError: a share outside (0, 1].
@@ -323,9 +330,8 @@ def fit_rows(groups: Sequence, share: float = FIT_SHARE, seed: int = 0) -> np.nd
         raise ValueError(f"a jury's fit share must lie in (0, 1], got {share}")
     if share == 1:
         return np.ones(len(groups), dtype=bool)
-    keys = sorted({str(g) for g in groups})
-    chosen = {keys[j] for j in np.random.default_rng(seed).permutation(len(keys))[: round(share * len(keys))]}
-    return np.array([str(g) in chosen for g in groups], dtype=bool)
+    rank, count = _group_ranks(groups, seed)
+    return rank < round(share * count)
 
 
 def fit_features(names: list[str], x: np.ndarray, human: Sequence[int], groups: Sequence | None = None) -> JuryFit:
