@@ -125,7 +125,7 @@ def main() -> None:
         args.max_new_tokens = 192 if args.verdict_modes else 64
 
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.models import default_num_threads
+    from hf_critic.threads import default_num_threads
 
     threads = args.threads or default_num_threads()
     torch.set_num_threads(threads)

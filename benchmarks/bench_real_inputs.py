@@ -35,9 +35,10 @@ import torch
 from roofline import linear_shapes, load_line, machine_header, matmul_peak
 
 from hf_critic import prefill
-from hf_critic.models import auto_dtype, default_gguf_file, default_num_threads, load_model
+from hf_critic.models import auto_dtype, default_gguf_file, load_model
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
+from hf_critic.threads import default_num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = "readout,reward,llamacpp"

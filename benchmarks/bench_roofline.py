@@ -57,9 +57,10 @@ from roofline import (
 )
 
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.models import default_gguf_file, default_num_threads, load_model
+from hf_critic.models import default_gguf_file, load_model
 from hf_critic.prompts import get_template
 from hf_critic.schema import Setting, Task
+from hf_critic.threads import default_num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = "transformers-float32,transformers-bfloat16,llamacpp,reward,text-bfloat16,text-llamacpp"

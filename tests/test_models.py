@@ -70,10 +70,13 @@ def test_cpu_flags_reads_torch_capabilities(monkeypatch):
     }
 
 
-def test_default_num_threads_is_one_per_core():
-    assert models.default_num_threads(cores=2) == 2
-    assert models.default_num_threads(cores=0) >= 1
-    assert models.default_num_threads() >= 1
+def test_default_num_threads_is_one_per_core(monkeypatch):
+    from hf_critic.threads import default_num_threads
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert default_num_threads(cores=2) == 2
+    assert default_num_threads(cores=0) >= 1
+    assert default_num_threads() >= 1
 
 
 def test_stale_gguf_config_is_dropped_at_load(tiny_model_dir, tmp_path):

@@ -149,3 +149,106 @@ def test_meta_eval_asks_for_the_report_extra_before_the_work(tmp_path, capsys, m
     line = _error(argv, capsys)
     assert "pip install 'hf-critic[report]' (or --no-plots)" in line
     assert not (tmp_path / "out" / "report.md").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Threads and cache paths: checked before any model loads, one line naming the option or variable
+# --------------------------------------------------------------------------------------------------
+def _grade(tmp_path, *more) -> list[str]:
+    """grade on one row with a model that does not exist: an error about the model means the check came too late."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"question": "q", "response": "r"}) + "\n", encoding="utf-8")
+    model = str(tmp_path / "no-model")
+    return ["grade", "--data", str(data), "--output", str(tmp_path / "out.jsonl"), "--model", model, *more]
+
+
+@pytest.mark.parametrize("flag, value", [("--threads", "-2"), ("--threads", "0"), ("--batch-size", "0")])
+def test_a_thread_or_batch_count_below_one_is_refused_by_the_option_parser(tmp_path, capsys, flag, value):
+    """--threads -2 was a torch traceback after the model loaded, --threads 0 silently the default, --batch-size 0
+    silently 1."""
+    with pytest.raises(SystemExit) as exit_:
+        main(_grade(tmp_path, flag, value))
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"hf-critic grade: error: argument {flag}: must be at least 1, got {value}"
+
+
+def test_a_thread_count_below_one_is_refused_by_the_library(tiny_model_dir):
+    from hf_critic.backends.transformers import TransformersBackend
+
+    for bad in (0, -2):
+        with pytest.raises(ValueError, match=rf"^num_threads must be a positive integer .*, got {bad}$"):
+            TransformersBackend.from_pretrained(str(tiny_model_dir), num_threads=bad)
+
+
+@pytest.fixture
+def torch_threads():
+    """Restores torch's thread count after a test that sets it."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_omp_num_threads_is_honoured_unless_threads_is_given(tiny_model_dir, monkeypatch, torch_threads):
+    """OMP_NUM_THREADS used to be overridden by one thread per core: a count the default can never give (one more
+    than the CPUs this process may use) must come through, and --threads (num_threads) still wins."""
+    import torch
+
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.threads import default_num_threads, usable_cpus
+
+    asked = usable_cpus() + 1
+    monkeypatch.setenv("OMP_NUM_THREADS", f"{asked},1")  # OpenMP's nested form: the first level counts
+    assert default_num_threads() == asked and default_num_threads(cores=1) == 1
+    TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32")
+    assert torch.get_num_threads() == asked
+    TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", num_threads=1)
+    assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-1", "2.5"])
+def test_a_bad_omp_num_threads_is_one_line_before_any_work(tmp_path, capsys, monkeypatch, value):
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    line = _error(_grade(tmp_path), capsys)
+    says = f"OMP_NUM_THREADS={value!r}: must be a positive integer (the CPU threads), or unset"
+    assert line == f"hf-critic grade: error: {says} (see docs/troubleshooting.md)"
+    main(_grade(tmp_path, "--threads", "1"))  # --threads given: the variable is not read
+    assert "OMP_NUM_THREADS" not in capsys.readouterr().err
+
+
+def test_hf_critic_cache_under_a_file_is_one_line_before_any_work(tmp_path, capsys, monkeypatch):
+    """HF_CRITIC_CACHE under a regular file was a NotADirectoryError traceback after the model loaded."""
+    (tmp_path / "a-file").write_text("x")
+    monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "a-file" / "cache"))
+    line = _error(_grade(tmp_path), capsys)
+    says = f"{tmp_path / 'a-file'} is a file, not a folder; set HF_CRITIC_CACHE to a folder"
+    variable = f"HF_CRITIC_CACHE={tmp_path / 'a-file' / 'cache'}"
+    assert line == f"hf-critic grade: error: {variable}: {says} (see docs/troubleshooting.md)"
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("a-file/cache.sqlite", "{tmp}/a-file is a file, not a folder"),
+        ("rows.jsonl", "not a SQLite file, so not a generation cache; name another file"),
+        (".", "is a folder; name the cache file (created if missing)"),
+    ],
+)
+def test_a_cache_option_that_cannot_hold_a_cache_is_one_line_before_any_work(tmp_path, capsys, name, says):
+    (tmp_path / "a-file").write_text("x")
+    cache = tmp_path / name
+    line = _error(_grade(tmp_path, "--cache", str(cache)), capsys)
+    expected = f"--cache {cache.expanduser()}: {says.format(tmp=tmp_path)} (see docs/troubleshooting.md)"
+    assert line.startswith("hf-critic grade: error: ") and line.endswith(expected), line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_generation_cache_under_a_file_is_refused_naming_its_argument(tmp_path):
+    from hf_critic.cache import GenerationCache
+
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(ValueError, match=r"^path .*/a-file/c\.sqlite: .*/a-file is a file, not a folder$"):
+        GenerationCache(tmp_path / "a-file" / "c.sqlite")

@@ -114,16 +114,19 @@ def test_threads_never_exceed_the_cpus_this_process_may_use(tmp_path):
     import subprocess
     import sys
 
-    from hf_critic.models import usable_cpus
+    from hf_critic.threads import usable_cpus
 
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no CPU affinity on this platform")
     code = (
         "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))});"
-        "from hf_critic.models import default_num_threads, usable_cpus;"
+        "from hf_critic.threads import default_num_threads, usable_cpus;"
         "print(usable_cpus(), default_num_threads(), default_num_threads(cores=64), os.environ['OMP_WAIT_POLICY'])"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # the per-core default, not a user's count
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    ).stdout.split()
     assert out == ["1", "1", "1", "PASSIVE"]  # one CPU allowed: one thread, whatever the machine's core count
     (tmp_path / "cpu.max").write_text("150000 100000\n")  # a cgroup quota of 1.5 CPUs: 2 threads at most
     assert usable_cpus(tmp_path) == min(2, len(os.sched_getaffinity(0)))

@@ -34,21 +34,72 @@ def _non_finite(name: str):
     raise ValueError(f"non-finite number {name} in a cache entry")
 
 
+#: The first 16 bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def file_in_the_way(folder: str | os.PathLike) -> Path | None:
+    """The file (anything but a folder) at ``folder`` or above it that stops ``folder`` from being created; None when
+    the nearest existing one is a folder."""
+    folder = Path(folder).expanduser()
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def check_cache_path(path: str | os.PathLike, what: str = "path") -> Path:
+    """Check a cache file before anything is written or computed: a file (not a folder) whose folder can be created
+    and written in, and, when it exists, a SQLite database (a cache this class wrote, not a data file).
+
+    Args:
+        path: the cache file.
+        what: how the caller names it in messages (``"--cache"`` on the command line).
+
+    Returns:
+        ``path`` as a Path (``~`` expanded).
+
+    Raises:
+        ValueError: one line naming ``what`` and the path: a folder at ``path``, a file where a folder above it should
+            be, no permission to write in its folder, or an existing file that is not SQLite.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise ValueError(f"{what} {path}: is a folder; name the cache file (created if missing)")
+    blocking = file_in_the_way(path.parent)
+    if blocking is not None:
+        raise ValueError(f"{what} {path}: {blocking} is a file, not a folder")
+    folder = next(p for p in (path.parent, *path.parent.parents) if p.exists())
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{what} {path}: no permission to write in {folder}")
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb") as handle:
+            if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+                raise ValueError(f"{what} {path}: not a SQLite file, so not a generation cache; name another file")
+    return path
+
+
 class GenerationCache:
     """``key -> JSON value`` store in one SQLite file, safe to share between threads of one process.
 
     Args:
         path: the database file (created with its parent folder).
+
+    Raises:
+        ValueError: ``path`` cannot hold a cache (see :func:`check_cache_path`), or SQLite cannot open it.
     """
 
     def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = check_cache_path(path)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except (OSError, sqlite3.Error) as err:
+            raise ValueError(f"path {self.path}: cannot open it as a cache ({err})") from None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """Values for the keys that are present (absent keys are simply missing from the result)."""

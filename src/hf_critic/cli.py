@@ -56,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
     from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError
+    from .commands.options import check_shared_settings
     from .io import RecordError
     from .models import ModelNotFoundError
 
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
     # adds 1 (some items failed) and 4 (no rows).
     try:
+        check_shared_settings(args)  # before any work: threads, cache paths
         return args.func(args) or 0
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
         code, message = 2, str(err)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import math
 import os
 import shutil
 import tempfile
@@ -88,6 +87,26 @@ class ModelNotFoundError(OSError):
 def cache_dir() -> Path:
     """Root of hf-critic's own cache: ``$HF_CRITIC_CACHE``, else ``~/.cache/hf_critic``."""
     return Path(os.environ.get("HF_CRITIC_CACHE", Path.home() / ".cache" / "hf_critic"))
+
+
+def check_cache_dir() -> Path:
+    """:func:`cache_dir`, checked before any work: it may be missing (it is created on first use), but neither it nor
+    a folder above it may be a file.
+
+    Returns:
+        The cache folder.
+
+    Raises:
+        ValueError: one line naming ``HF_CRITIC_CACHE`` (or the default folder when it is unset) and the file in the way.
+    """
+    from .cache import file_in_the_way
+
+    root = cache_dir()
+    blocking = file_in_the_way(root)
+    if blocking is not None:
+        named = f"HF_CRITIC_CACHE={os.environ['HF_CRITIC_CACHE']}" if "HF_CRITIC_CACHE" in os.environ else str(root)
+        raise ValueError(f"{named}: {blocking} is a file, not a folder; set HF_CRITIC_CACHE to a folder")
+    return root
 
 
 def model_digest(path: str | os.PathLike) -> str:
@@ -518,63 +537,3 @@ def load_model(
     lm = lm.to(inference_device())
     lm.eval()
     return lm, tokenizer
-
-
-def usable_cpus(cgroup: str | os.PathLike = "/sys/fs/cgroup") -> int:
-    """CPUs this process may run on: its affinity mask (``taskset``, container cpusets), capped by a cgroup CPU quota
-    (``docker --cpus``, Kubernetes limits; v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``),
-    rounded up.
-
-    Args:
-        cgroup: the cgroup file system's root (for tests).
-
-    Returns:
-        A count >= 1.
-    """
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
-    root = Path(cgroup)
-    quota = None
-    try:
-        text = (root / "cpu.max").read_text().split()
-        if text and text[0] != "max":
-            quota = int(text[0]) / int(text[1])
-    except (OSError, ValueError, IndexError):
-        try:
-            q = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-            if q > 0:
-                quota = q / int((root / "cpu" / "cpu.cfs_period_us").read_text())
-        except (OSError, ValueError, ZeroDivisionError):
-            pass
-    if quota is not None and quota > 0:
-        cpus = min(cpus, max(1, math.ceil(quota)))
-    return max(1, cpus)
-
-
-def default_num_threads(cores: int | None = None) -> int:
-    """CPU threads for inference (torch intra-op, llama.cpp): one per physical core this process may use, never more
-    than :func:`usable_cpus`.
-
-    More threads than usable CPUs never helps: OpenMP threads wait for each other at every operator, so one thread
-    descheduled stalls them all (under a second busy process, 2 threads on 1 free core ran a 1,000-token prefill 3.5x
-    slower than quiet, where 1 core less should cost 2x; ``benchmarks/bench_real_inputs.py``). Measured on the
-    project's quiet 2-core machine (SmolLM2-135M, 245-token prompt): 2 threads decode 1.8x faster than 1 at batch 1
-    and 2x faster at batch 8. ``--threads`` overrides it.
-
-    Args:
-        cores: CPU cores available (default: physical cores reported by torch, else ``os.cpu_count()``), capped by
-            :func:`usable_cpus`.
-
-    Returns:
-        Thread count >= 1.
-    """
-    if cores is None:
-        import torch
-
-        try:
-            cores = torch.cpu.get_capabilities().get("num_physical_cores")
-        except AttributeError:
-            cores = None
-    return max(1, min(cores or os.cpu_count() or 1, usable_cpus()))

@@ -465,27 +465,28 @@ class RewardModel:
         Args:
             model: the folder or Hub id.
             dtype: ``"auto"`` (:func:`hf_critic.models.inference_dtype`) or a torch dtype name.
-            num_threads: CPU threads (default one per physical core).
+            num_threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS``
+                when set, else one per physical core).
             trust_remote_code: run the repository's code; only when asked.
             batch_size: sequences per forward pass.
             progress: show a progress bar.
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model or an adapter's base is not on this machine.
-            ValueError: the model has more than one label, or a bad calibration file.
+            ValueError: the model has more than one label, a bad calibration file, or ``num_threads`` below 1.
         """
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         from .models import (
-            default_num_threads,
             dequantized_gguf_config,
             inference_device,
             inference_dtype,
             resolve_model,
         )
+        from .threads import num_threads_or_default
 
-        torch.set_num_threads(num_threads or default_num_threads())
+        torch.set_num_threads(num_threads_or_default(num_threads))
         folder = Path(resolve_model(model))
         adapter = (folder / "adapter_config.json").is_file()
         base = _base_of_adapter(folder) if adapter else str(folder)

@@ -88,7 +88,8 @@ def start_server(
     Args:
         gguf: the model file (checked with :func:`check_gguf`).
         parallel: decoding slots (>= 1): requests decoded together, continuous batching.
-        threads: CPU threads (default :func:`hf_critic.models.default_num_threads`); never more than free cores.
+        threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS`` when
+            set, else one per core); never more than free cores.
         context_length: total KV-cache tokens, shared evenly by the slots (each slot gets
             ``context_length // parallel``).
         port: TCP port; 0 picks a free one.
@@ -101,8 +102,9 @@ def start_server(
     Raises:
         GGUFError: see :func:`check_gguf`.
         ImportError: xllamacpp is not installed.
+        ValueError: ``parallel`` or ``threads`` below 1.
     """
-    from ..models import default_num_threads
+    from ..threads import num_threads_or_default
 
     file = check_gguf(gguf)
     if parallel < 1:
@@ -113,7 +115,7 @@ def start_server(
     params.model_alias = {alias or file.stem}
     params.n_parallel = parallel
     params.n_ctx = context_length
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = threads or default_num_threads()
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = num_threads_or_default(threads, "threads")
     params.hostnames = ["127.0.0.1"]
     params.port = port
     if not verbose:
@@ -172,7 +174,8 @@ class LlamaCppBackend(Backend):
     Args:
         gguf: path of the ``.gguf`` file.
         parallel: decoding slots, i.e. requests in flight at once (>= 1). The CLI's ``--batch-size``.
-        threads: CPU threads (default :func:`hf_critic.models.default_num_threads`: never more than this process may use).
+        threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS`` when set,
+            else never more than this process may use).
         context_length: tokens per slot (prompt + generation); the KV cache holds ``parallel`` times this.
         grammar: GBNF grammar every generation must match (see :func:`hf_critic.critic.grammars.verdict_grammar`), or None.
         top_logprobs: next tokens whose log-probabilities :meth:`verdict_probabilities` reads per position.

@@ -16,7 +16,7 @@ from ..control_tokens import control_tokens, encode_rendered, encode_text, rende
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import batch_token_budget, default_num_threads, load_model, model_digest, resolve_model
+from ..models import batch_token_budget, load_model, model_digest, resolve_model
 from ..prefill import (
     PrefixCaches,
     ReadoutCounts,
@@ -26,6 +26,7 @@ from ..prefill import (
     sliding_window,
     takes_prefilled_cache,
 )
+from ..threads import num_threads_or_default
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
@@ -94,7 +95,8 @@ class TransformersBackend(Backend):
         Args:
             model: local folder, Hub id, or None; see :func:`hf_critic.models.resolve_model`.
             trust_remote_code: only when the user asks (e.g. ChatGLM3).
-            num_threads: torch intra-op threads on CPU; default :func:`hf_critic.models.default_num_threads`.
+            num_threads: torch intra-op threads on CPU (>= 1); default :func:`hf_critic.threads.default_num_threads`
+                (``OMP_NUM_THREADS`` when set, else one per physical core).
             dtype: ``"auto"`` (per CPU and batch size, see :func:`hf_critic.models.auto_dtype`) or a torch dtype
                 name; part of the backend's name, so cached generations never mix dtypes.
             **kwargs: ``batch_size`` (also decides ``"auto"``), ``progress``.
@@ -105,11 +107,13 @@ class TransformersBackend(Backend):
 
         Raises:
             hf_critic.models.ModelNotFoundError: the model cannot be found offline.
+            ValueError: ``num_threads`` below 1 (checked before the model loads).
         """
         batch_size = kwargs.get("batch_size", 8)
+        threads = num_threads_or_default(num_threads)
         lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype, batch_size=batch_size)
         if lm.device.type == "cpu":
-            torch.set_num_threads(num_threads or default_num_threads())
+            torch.set_num_threads(threads)
         # known by content (issue 49): a folder retrained in place, or two checkpoints under one name, never share keys
         digest = model_digest(resolve_model(model))
         name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}|weights:{digest}"

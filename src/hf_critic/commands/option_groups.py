@@ -279,8 +279,12 @@ class ModelOptions:
         choices=["auto", "transformers", "llamacpp"],
     )
     trust_remote_code: bool = _opt("run the model repository's own code (e.g. ChatGLM3)", False, action="store_true")
-    batch_size: int = _opt("inputs per model call (default: 8)", 8)
-    threads: int | None = _opt("CPU threads for torch (default: one per physical core)", None)
+    batch_size: int = _opt("inputs per model call, at least 1 (default: 8)", 8, type=positive_int)
+    threads: int | None = _opt(
+        "CPU threads for torch and llama.cpp, at least 1 (default: OMP_NUM_THREADS when set, else one per physical core)",
+        None,
+        type=positive_int,
+    )
     dtype: str = _opt(
         "model dtype (default: auto = bfloat16 on CPUs with native bfloat16 such as AMX / AVX512-BF16, else "
         "float32; the checkpoint's dtype on GPU)",

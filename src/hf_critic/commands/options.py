@@ -248,6 +248,26 @@ def cache_from_args(args: argparse.Namespace) -> Path | None:
     return Path(args.cache) if args.cache else cache_dir() / "generations.sqlite"
 
 
+def check_shared_settings(args: argparse.Namespace) -> None:
+    """Before any work (data read, model loaded, request sent, file written): the settings several commands share that
+    would otherwise be read late: ``OMP_NUM_THREADS`` (when the command has ``--threads`` and it is not given),
+    ``HF_CRITIC_CACHE`` (for a command with a model or a cache) and ``--cache`` (unless ``--no-cache``).
+
+    Raises:
+        ValueError: one line naming the option or variable, and its value.
+    """
+    from ..cache import check_cache_path
+    from ..models import check_cache_dir
+    from ..threads import env_num_threads
+
+    if hasattr(args, "threads") and args.threads is None:
+        env_num_threads()
+    if hasattr(args, "model") or hasattr(args, "cache"):
+        check_cache_dir()
+    if getattr(args, "cache", None) and not getattr(args, "no_cache", False):
+        check_cache_path(args.cache, "--cache")
+
+
 def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
     endpoint, critic, cache and decoding options: on the server at ``--base-url`` when given (through

@@ -116,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     from ..glassbox import ComboNormalization, GlassBoxEvaluator, resolve_features
     from ..glassbox.encoding import conversation_from_record
     from ..io import RecordError, check_output, load_records, parse_columns, save_records, write_text
-    from ..models import default_num_threads, load_model
+    from ..models import load_model
+    from ..threads import num_threads_or_default
 
     if args.engine == "llamacpp":
         raise ValueError(
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     # float32: the features are log-probabilities, entropies and variances (bfloat16 keeps ~3 digits)
     lm, tokenizer = load_model(args.model, trust_remote_code=args.trust_remote_code, dtype="float32")
     if lm.device.type == "cpu":
-        torch.set_num_threads(args.threads or default_num_threads())
+        torch.set_num_threads(num_threads_or_default(args.threads))
     evaluator = GlassBoxEvaluator(
         lm,
         tokenizer=tokenizer,
