@@ -488,7 +488,7 @@ def test_meta_eval_names_a_criticbench_path_that_does_not_exist(tmp_path, capsys
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
         f"hf-critic meta-eval: error: --benchmark criticbench:{missing}: no such folder or file"
-        " (see docs/troubleshooting.md)"
+        " (see docs/troubleshooting.md#meta-eval)"
     ]
     assert not (tmp_path / "out" / "criticbench.json").exists()
 

@@ -132,9 +132,10 @@ def test_a_missing_extra_is_one_line_that_points_to_troubleshooting(tmp_path, ca
     """meta-eval without the [report] extra (matplotlib): one line naming the extra and the troubleshooting page,
     which has a section for each extra the CLI names."""
     from hf_critic import cli
+    from hf_critic.commands.troubleshooting import TROUBLESHOOTING
 
     page = (REPO / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
-    assert cli.TROUBLESHOOTING == "docs/troubleshooting.md"
+    assert TROUBLESHOOTING == "docs/troubleshooting.md"
     assert all(f"hf-critic[{extra}]" in page for extra in cli.EXTRAS.values())
     autoj = shared_data_dir() / "autoj"
     if not autoj.is_dir():
@@ -145,7 +146,7 @@ def test_a_missing_extra_is_one_line_that_points_to_troubleshooting(tmp_path, ca
                      "--verdicts", f"j={verdicts}", "--limit-verdicts", "--output-dir", str(tmp_path)])  # fmt: skip
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
-    assert "hf-critic[report]" in err[0] and err[0].endswith("(see docs/troubleshooting.md)"), err
+    assert "hf-critic[report]" in err[0] and err[0].endswith("(see docs/troubleshooting.md#missing-extra)"), err
 
 
 def _within(listing, actual) -> bool:

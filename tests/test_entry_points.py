@@ -78,6 +78,6 @@ def test_a_missing_rubric_file_is_one_line_naming_it_with_exit_2(missing, tmp_pa
     assert err.strip().splitlines() == [
         f"hf-critic grade: error: --rubric: cannot read the rubric file {str(rubric)!r}: "
         + ("it is a folder" if missing == "a_folder" else "no such file")
-        + " (see docs/troubleshooting.md)"
+        + " (see docs/troubleshooting.md#options)"
     ]
     assert not out.exists()

@@ -34,7 +34,7 @@ def test_output_equal_to_the_input_is_refused_and_the_input_kept(tmp_path, capsy
     err = capsys.readouterr().err.strip()
     assert err == (
         f"hf-critic grade: error: --output {data}: is also the input; write to another file"
-        " (see docs/troubleshooting.md)"
+        " (see docs/troubleshooting.md#output-files)"
     )
     assert data.read_bytes() == before
 

@@ -95,7 +95,7 @@ def test_a_server_failing_mid_run_is_a_one_line_error_with_exit_3(tmp_path, caps
     assert "Traceback" not in err and errors == err.splitlines()[-1:], err
     assert errors[0].startswith(f"hf-critic grade: error: 7 of 8 request(s) to {server.url} failed after retries (")
     assert errors[0].endswith(
-        f"answered requests are kept in {cache}: run the same command again to resume (see docs/troubleshooting.md)"
+        f"answered requests are kept in {cache}: run the same command again to resume (see docs/troubleshooting.md#servers)"
     )
     assert not out.exists()
     # the server back at its address (the cache is keyed by base URL and model, issue 49)
@@ -511,7 +511,7 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
         last = output.strip().splitlines()[-1]
         assert last.startswith(f"hf-critic {task}: error: ") and " request(s) to " in last, output
         resume = f"answered requests are kept in {cache}: run the same command again to resume"
-        assert last.endswith(f"{resume} (see docs/troubleshooting.md)"), output
+        assert last.endswith(f"{resume} (see docs/troubleshooting.md#servers)"), output
         answered = {r.key for r in proxy.log if r.status == 200}
         assert 2 <= len(answered) < len(rows) * (2 if task == "compare" else 1)
         seen = len(proxy.log)

@@ -213,7 +213,7 @@ def test_a_bad_omp_num_threads_is_one_line_before_any_work(tmp_path, capsys, mon
     monkeypatch.setenv("OMP_NUM_THREADS", value)
     line = _error(_grade(tmp_path), capsys)
     says = f"OMP_NUM_THREADS={value!r}: must be a positive integer (the CPU threads), or unset"
-    assert line == f"hf-critic grade: error: {says} (see docs/troubleshooting.md)"
+    assert line == f"hf-critic grade: error: {says} (see docs/troubleshooting.md#threads)"
     main(_grade(tmp_path, "--threads", "1"))  # --threads given: the variable is not read
     assert "OMP_NUM_THREADS" not in capsys.readouterr().err
 
@@ -225,7 +225,7 @@ def test_hf_critic_cache_under_a_file_is_one_line_before_any_work(tmp_path, caps
     line = _error(_grade(tmp_path), capsys)
     says = f"{tmp_path / 'a-file'} is a file, not a folder; set HF_CRITIC_CACHE to a folder"
     variable = f"HF_CRITIC_CACHE={tmp_path / 'a-file' / 'cache'}"
-    assert line == f"hf-critic grade: error: {variable}: {says} (see docs/troubleshooting.md)"
+    assert line == f"hf-critic grade: error: {variable}: {says} (see docs/troubleshooting.md#cache)"
     assert not (tmp_path / "out.jsonl").exists()
 
 
@@ -241,7 +241,7 @@ def test_a_cache_option_that_cannot_hold_a_cache_is_one_line_before_any_work(tmp
     (tmp_path / "a-file").write_text("x")
     cache = tmp_path / name
     line = _error(_grade(tmp_path, "--cache", str(cache)), capsys)
-    expected = f"--cache {cache.expanduser()}: {says.format(tmp=tmp_path)} (see docs/troubleshooting.md)"
+    expected = f"--cache {cache.expanduser()}: {says.format(tmp=tmp_path)} (see docs/troubleshooting.md#cache)"
     assert line.startswith("hf-critic grade: error: ") and line.endswith(expected), line
     assert not (tmp_path / "out.jsonl").exists()
 

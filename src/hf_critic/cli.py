@@ -7,6 +7,7 @@ import sys
 
 from ._version import __version__
 from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .commands.troubleshooting import pointer
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
@@ -44,8 +45,7 @@ def _silence_library_progress() -> None:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
-# Where each one-line error sends the reader; the optional packages each extra of pyproject.toml installs.
-TROUBLESHOOTING = "docs/troubleshooting.md"
+# The optional packages each extra of pyproject.toml installs.
 EXTRAS = {"matplotlib": "report", "openpyxl": "xlsx", "xllamacpp": "llamacpp", "trl": "train", "deepspeed": "train"}
 
 
@@ -62,18 +62,18 @@ def main(argv: list[str] | None = None) -> int:
 
     # Exit codes (README, "A critic behind a server"): 2 bad input or a server unusable before any work; 3 a server
     # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
-    # adds 1 (some items failed) and 4 (no rows).
+    # adds 1 (some items failed) and 4 (no rows). Each line names its section of the troubleshooting page.
     try:
         check_shared_settings(args)  # before any work: threads, cache paths
         return args.func(args) or 0
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
-        code, message = 2, str(err)
+        code, message, error = 2, str(err), err
     except (FatalAPIError, RequestsFailedError) as err:
-        code, message = 3, str(err)
+        code, message, error = 3, str(err), err
     except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
         extra = EXTRAS.get((err.name or "").partition(".")[0])
-        code, message = 2, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else "")
-    print(f"hf-critic {args.command}: error: {message} (see {TROUBLESHOOTING})", file=sys.stderr)
+        code, message, error = 2, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else ""), err
+    print(f"hf-critic {args.command}: error: {message} (see {pointer(error)})", file=sys.stderr)
     return code
 
 

@@ -219,6 +219,20 @@ def _delta_share(entry, where: str) -> float | None:
     return float(share)
 
 
+def _fit_share(share, where: str) -> float:
+    """A jury's ``fit_share:``, a number in (0, 1).
+
+    Raises:
+        ValueError: anything else, naming ``where`` and the value.
+    """
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+        raise ValueError(
+            f"{where}: jury fit_share must be a number in (0, 1) (the share of calibration questions that fit the "
+            f"jury; the rest set the thresholds), got {share!r}"
+        )
+    return float(share)
+
+
 def _stages(entries: list, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool = True) -> list:
     """The stages of a list of critic entries (a cascade's critics, or a jury's members: ``jury=False``)."""
     stages, names = [], set()
@@ -275,11 +289,8 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
             raise ValueError(f"{where}: jury needs a non-empty list members: and aggregate: vote | mean | fitted")
         check_keys(spec, JURY_KEYS, f"{where} ({name}): jury", "a jury")
         members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
-        share = spec.get("fit_share", FIT_SHARE)
-        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
-            raise ValueError(f"{where} ({name}): jury fit_share must be a number in (0, 1) (the share of calibration "
-                             f"questions that fit the jury; the rest set the thresholds), got {share!r}")  # fmt: skip
-        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=float(share)),
+        share = _fit_share(spec.get("fit_share", FIT_SHARE), f"{where} ({name})")
+        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=share),
                             price_per_call=price)  # fmt: skip
     args = critic_namespace(entry.get("options") or {}, where, parser)
     critic = critic_from_args(args, args.model, inputs=rows)
