@@ -509,3 +509,25 @@ def test_meta_eval_predictions_without_gold_labels_report_parse_rates_only(tmp_p
     assert set(report) == {"parse_rates", "consistency"}  # no objective scores without gold
     assert sum(r["parsed"] for r in report["parse_rates"]) == 16
     assert report["consistency"][-1] == {**report["consistency"][-1], "task": "all", "n": 3, "consistent": 2}
+
+
+def test_meta_eval_checks_verdict_files_before_writing_the_criticbench_report(tmp_path, capsys):
+    """A verdict file that does not follow its benchmark was found after criticbench.md was written."""
+    from hf_critic.cli import main
+
+    _predictions_fixture(tmp_path / "preds")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "".join(
+            json.dumps({"question": f"q{i}", "response_1": "a", "response_2": "b", "label": 0}) + "\n"
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(json.dumps({"output": "A"}) + "\n", encoding="utf-8")  # one verdict for three rows
+    argv = ["meta-eval", "--benchmark", f"criticbench:{tmp_path / 'preds'}", "--predictions", str(tmp_path / "preds")]
+    argv += ["--benchmark", f"generic:{pairs}", "--task", "pairwise", "--verdicts", f"j={verdicts}"]
+    assert main([*argv, "--output-dir", str(tmp_path / "out"), "--no-plots"]) == 2
+    assert "1 verdicts for the 3 rows of pairs" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "criticbench.json").exists()

@@ -252,3 +252,47 @@ def test_a_generation_cache_under_a_file_is_refused_naming_its_argument(tmp_path
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ValueError, match=r"^path .*/a-file/c\.sqlite: .*/a-file is a file, not a folder$"):
         GenerationCache(tmp_path / "a-file" / "c.sqlite")
+
+
+# --------------------------------------------------------------------------------------------------
+# Human-label, human-score and category columns: checked before any critic runs, never ignored
+# --------------------------------------------------------------------------------------------------
+PAIR = {"question": "q", "response_1": "a", "response_2": "bb", "label": 0}
+
+
+@pytest.mark.parametrize(
+    "command, row, option",
+    [
+        ("grade", {"question": "q", "response": "r", "human_score": 3}, "--human-score"),
+        ("compare", PAIR, "--human-label"),
+    ],
+)
+def test_a_missing_human_column_of_grade_or_compare_is_refused_before_the_critic(
+    tmp_path, capsys, command, row, option
+):
+    """It was a KeyError-style 'Column 'x' doesn't exist.' after the critiques were written."""
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    argv = [command, "--data", str(data), "--output", str(tmp_path / "out.jsonl"), "--model", str(tmp_path / "none")]
+    line = _error([*argv, option, "nosuch"], capsys)
+    assert f"{data}: {option} 'nosuch': no such column (the data has [" in line
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_meta_eval_refuses_a_category_column_the_data_lacks(tmp_path, capsys):
+    """--category naming a missing column was ignored: a report without the breakdown asked for."""
+    critiques = tmp_path / "critiques.jsonl"
+    critiques.write_text(json.dumps({**PAIR, "critique_label": 0}) + "\n", encoding="utf-8")
+    argv = ["meta-eval", "--critiques", str(critiques), "--output-dir", str(tmp_path / "out"), "--no-plots"]
+    line = _error([*argv, "--category", "topic"], capsys)
+    assert f"{critiques}: --category 'topic': no such column (the data has [" in line
+    assert not (tmp_path / "out" / "report.md").exists()
+
+
+def test_meta_eval_refuses_a_missing_human_label_before_any_critic_runs(tmp_path, capsys):
+    """It was found missing after every critic had judged the benchmark (here: a model that does not exist)."""
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    argv = ["meta-eval", "--benchmark", f"generic:{data}", "--task", "pairwise", "--model", str(tmp_path / "none")]
+    line = _error([*argv, "--human-label", "gold", "--output-dir", str(tmp_path / "out")], capsys)
+    assert "pairs: --human-label 'gold': no such column (the data has [" in line

@@ -94,7 +94,8 @@ def load_rows(args: argparse.Namespace, task: str):
     ``--label-columns``, ``--aggregate``) map any layout, as ``meta-eval --benchmark generic:`` does.
 
     Raises:
-        RecordError, ValueError: unreadable data, a bad column map or gold option, or no rows.
+        RecordError, ValueError: unreadable data, a bad column map or gold option, a ``--human-score`` /
+            ``--human-label`` column the data lacks, or no rows.
     """
     from ..io import load_records, parse_columns
 
@@ -108,10 +109,10 @@ def load_rows(args: argparse.Namespace, task: str):
     else:
         records = load_records(args.data, parse_columns(args.columns), split=args.split, coerce_text=args.coerce_text)
     records = select_rows(records, args)
-    if task == "grade":
-        records = gold_from_args(records, args, "pointwise", args.data, args.human_score)
-    else:
-        records = gold_from_args(records, args, "pairwise", args.data, args.human_label)
+    option, column = ("--human-score", args.human_score) if task == "grade" else ("--human-label", args.human_label)
+    records = gold_from_args(records, args, "pointwise" if task == "grade" else "pairwise", args.data, column)
+    if column and column not in records.column_names:  # else found missing only after the critiques were written
+        raise ValueError(f"{args.data}: {option} {column!r}: no such column (the data has {records.column_names})")
     if not len(records):
         raise ValueError(f"{args.data}: no rows to judge")
     return records

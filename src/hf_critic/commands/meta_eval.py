@@ -116,9 +116,7 @@ def register(subparsers) -> None:
     inputs.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for fastchat benchmarks (default: 1)")
     inputs.add_argument("--human-score", default="human_score", help="human score column (default: human_score)")
     inputs.add_argument("--human-label", default="label", help="human label column (default: label)")
-    inputs.add_argument(
-        "--category", default="category", help="column for the per-category breakdown (default: category)"
-    )
+    inputs.add_argument("--category", help="column for the per-category breakdown (default: category, if present)")
 
     critics = add_model_args(parser, title="critics run here (on each --benchmark)", several=True)
     add_endpoint_args(parser)
@@ -479,6 +477,25 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     print(f"wrote {out / 'criticbench.md'} and {out / 'criticbench.json'}")
 
 
+def _check_columns(args, datasets) -> None:
+    """Before any critic runs: each benchmark and critique file ``(name, dataset)`` has the human column its kind needs
+    (``--human-label`` for pairs, ``--human-score`` for scores) and, when ``--category`` is given, that column (it would
+    otherwise be found missing after every critic ran, or ignored).
+
+    Raises:
+        ValueError: one line naming the dataset, the option and the column.
+    """
+    from .. import schema
+
+    for name, data in datasets:
+        columns = data.column_names
+        pairwise = schema.CRITIQUE_SCORE not in columns and {schema.RESPONSE_1, schema.CRITIQUE_LABEL} & set(columns)
+        human = ("--human-label", args.human_label) if pairwise else ("--human-score", args.human_score)
+        for option, column in [human, *([("--category", args.category)] if args.category else [])]:
+            if column not in columns:
+                raise ValueError(f"{name}: {option} {column!r}: no such column (the data has {columns})")
+
+
 def _ppi_spec(args, spec_type):
     """The :class:`~hf_critic.meta_eval.critic_extras.PPISpec` of ``--ppi`` (None without it).
 
@@ -535,18 +552,19 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         require_extra("matplotlib", "report", "the report's plots", "--no-plots")
     if args.predictions and not criticbench:
         raise ValueError("--predictions needs a --benchmark criticbench:DIR")
+    _check_columns(args, [(files[i], run[2]) for i, run in enumerate(runs)] + [(b[0], b[1]) for b in benchmarks])
+    runs += _verdict_runs(args, benchmarks)  # verdict files checked before any critic runs or any report is written
     if criticbench:
         _criticbench(args, criticbench)
         if not (runs or benchmarks):
             return 0
-    runs += _verdict_runs(args, benchmarks)
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
     if attack_plan is not None:
         _write_attacks(args.output_dir, _attack_runs(args, benchmarks, attack_plan))
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
-    options = {"human_score": args.human_score, "label": args.human_label, "category": args.category,
+    options = {"human_score": args.human_score, "label": args.human_label, "category": args.category or "category",
                "unparsed": args.unparsed, "bootstrap": args.bootstrap, "seed": args.bootstrap_seed,
                "two_way": getattr(args, "two_way", "auto"), "ppi": ppi}  # fmt: skip
     results = []
