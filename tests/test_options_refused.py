@@ -296,3 +296,30 @@ def test_meta_eval_refuses_a_missing_human_label_before_any_critic_runs(tmp_path
     argv = ["meta-eval", "--benchmark", f"generic:{data}", "--task", "pairwise", "--model", str(tmp_path / "none")]
     line = _error([*argv, "--human-label", "gold", "--output-dir", str(tmp_path / "out")], capsys)
     assert "pairs: --human-label 'gold': no such column (the data has [" in line
+
+
+# --------------------------------------------------------------------------------------------------
+# Critic options checked before the model loads
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("nosuch", "--template 'nosuch': no template family (autoj, "),
+        ("{tmp}/none.yaml", "--template {tmp}/none.yaml: no such file"),  # was a FileNotFoundError traceback
+    ],
+)
+def test_a_template_that_does_not_exist_is_refused_before_the_model_loads(tmp_path, capsys, value, says):
+    line = _error(_grade(tmp_path, "--template", value.format(tmp=tmp_path)), capsys)
+    assert says.format(tmp=tmp_path) in line and line.endswith("(see docs/troubleshooting.md#options)"), line
+
+
+def test_min_verdict_mass_outside_zero_one_is_refused_by_the_option_parser(tmp_path, capsys):
+    """It was 'min_verdict_mass must be in [0, 1]' (the library's argument, not the flag) after the model loaded."""
+    with pytest.raises(SystemExit):
+        main(_grade(tmp_path, "--min-verdict-mass", "2"))
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .splitlines()[-1]
+        .endswith("argument --min-verdict-mass: must lie in [0, 1], got 2")
+    )

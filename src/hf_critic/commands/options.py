@@ -334,10 +334,32 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
 
     template, language = getattr(args, "template", None) or DEFAULT_FAMILY, getattr(args, "language", "en")
     if template != AUTO:
+        check_template_option(template)
         return template, language
     pick = pick_family(model, language)
     print(pick.message, file=sys.stderr)
     return pick.family, pick.language
+
+
+def check_template_option(spec: str) -> None:
+    """``--template SPEC`` checked before any model loads: a template family, a built-in template name, or a YAML
+    template file that exists and parses.
+
+    Raises:
+        ValueError: one line naming ``--template`` and the value (a template file's own errors name the file and key).
+    """
+    from ..prompts import list_families, list_templates, load_template
+
+    if spec in list_families() or spec in list_templates():
+        return
+    if Path(spec).suffix not in (".yaml", ".yml"):
+        raise ValueError(
+            f"--template {spec!r}: no template family ({', '.join(list_families())}), built-in template name or "
+            "YAML file (.yaml)"
+        )
+    if not Path(spec).is_file():
+        raise ValueError(f"--template {spec}: no such file")
+    load_template(spec)
 
 
 def pooling_scorer(args: argparse.Namespace, model: str | None):

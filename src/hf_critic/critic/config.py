@@ -40,6 +40,18 @@ def _help(text: str, **more: Any) -> dict[str, Any]:
     return {"help": text, **more}
 
 
+def probability(text: str) -> float:
+    """An option's probability: a finite number in [0, 1] (``--min-verdict-mass``).
+
+    Raises:
+        argparse.ArgumentTypeError: not a number, not finite, or outside [0, 1].
+    """
+    value = finite_float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
+    return value
+
+
 @dataclass(frozen=True)
 class CriticConfig:
     """A critic's prompting and read-out options (defaults: the command line's).
@@ -120,7 +132,8 @@ class CriticConfig:
     )
     min_verdict_mass: float | None = field(default=None, metadata=_help(
         "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
-        "never scored (default: hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)"))  # fmt: skip
+        "never scored, in [0, 1] (default: hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)",
+        type=probability))  # fmt: skip
     tie_margin: float | None = field(default=None, metadata=_help(
         "reward critics (reward models): a pair whose rewards differ by at most this is a tie "
         "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"))  # fmt: skip
