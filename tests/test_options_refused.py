@@ -323,3 +323,19 @@ def test_min_verdict_mass_outside_zero_one_is_refused_by_the_option_parser(tmp_p
         .splitlines()[-1]
         .endswith("argument --min-verdict-mass: must lie in [0, 1], got 2")
     )
+
+
+@pytest.mark.parametrize(
+    "option, says",
+    [
+        (
+            ["--constrain-verdict"],
+            "--constrain-verdict needs grammar-constrained decoding, which the transformers engine",
+        ),
+        (["--tie-margin", "0.5"], "--tie-margin: only a reward critic (a reward model) has a tie band"),
+    ],
+)
+def test_an_option_the_engine_cannot_honour_is_refused_before_the_model_loads(tmp_path, capsys, option, says):
+    """Both were found after the model had loaded (here the model does not exist: its error would come first)."""
+    line = _error(_grade(tmp_path, *option), capsys)
+    assert says in line and line.endswith("(see docs/troubleshooting.md#options)"), line

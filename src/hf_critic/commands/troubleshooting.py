@@ -53,6 +53,8 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.weights": "models",
     "hf_critic.reward_model": "models",
     "hf_critic.critic.rewards": "models",
+    "hf_critic.critic.rewards.refuse_for_reward": "options",
+    "hf_critic.critic.rewards.refuse_for_generator": "options",
     "hf_critic.backends": "servers",
     "hf_critic.backends.transformers": "models",
     "hf_critic.backends.gguf_files": "models",

@@ -45,6 +45,7 @@ from .rewards import (
     RewardScorer,
     compare_columns,
     grade_columns,
+    refuse_for_generator,
     refuse_for_reward,
     with_tie_margin,
 )
@@ -132,13 +133,8 @@ class Critic:
         if self.reward is not None:
             refuse_for_reward(self.reward.kind, locals())
             self.reward.calibration = with_tie_margin(self.reward.calibration, tie_margin)
-        elif tie_margin is not None:
-            raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
-        elif constrain_verdict and not backend.supports_grammar:
-            raise ValueError(
-                f"--constrain-verdict needs grammar-constrained decoding, which {backend.name} lacks; use "
-                "--engine llamacpp or --base-url of a llama.cpp server"
-            )
+        else:
+            refuse_for_generator(tie_margin, constrain_verdict, backend.supports_grammar, backend.name)
         if not 0 <= min_verdict_mass <= 1:
             raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
@@ -210,7 +206,7 @@ class Critic:
                 classifier with several labels; see also :class:`Critic`.
         """
         from ..backends import load_backend
-        from ..models import trained_critic
+        from ..models import resolve_engine, trained_critic
         from ..reward_model import RewardModel, is_reward_model
 
         if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
@@ -238,6 +234,11 @@ class Critic:
                 progress=progress,
             )
             return cls(None, reward=reward, **kwargs)
+        chosen = resolve_engine(engine, model, batch_size)  # options the engine cannot honour: before it loads
+        grammar = chosen == "llamacpp"
+        refuse_for_generator(
+            kwargs.get("tie_margin"), kwargs.get("constrain_verdict"), grammar, f"the {chosen} engine"
+        )
         backend = load_backend(
             model,
             engine=engine,

@@ -271,6 +271,19 @@ def refuse_for_reward(kind: str, options: dict) -> None:
             raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
 
 
+def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, grammar: bool, engine: str) -> None:
+    """Raise ValueError naming an option a critic that generates text (no reward model) cannot honour: ``--tie-margin``
+    (a reward critic's tie band), or ``--constrain-verdict`` on an ``engine`` without grammars (``grammar`` False).
+    """
+    if tie_margin is not None:
+        raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
+    if constrain_verdict and not grammar:
+        raise ValueError(
+            f"--constrain-verdict needs grammar-constrained decoding, which {engine} lacks; use --engine llamacpp or "
+            "--base-url of a llama.cpp server"
+        )
+
+
 def with_tie_margin(calibration, tie_margin: float | None):
     """``calibration`` with its tie band replaced by ``tie_margin`` (None: unchanged).
 
