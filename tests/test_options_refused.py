@@ -330,7 +330,7 @@ def test_min_verdict_mass_outside_zero_one_is_refused_by_the_option_parser(tmp_p
     [
         (
             ["--constrain-verdict"],
-            "--constrain-verdict needs grammar-constrained decoding, which the transformers engine",
+            "--constrain-verdict needs grammar-constrained decoding, which transformers lacks",
         ),
         (["--tie-margin", "0.5"], "--tie-margin: only a reward critic (a reward model) has a tie band"),
     ],

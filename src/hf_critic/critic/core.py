@@ -134,7 +134,7 @@ class Critic:
             refuse_for_reward(self.reward.kind, locals())
             self.reward.calibration = with_tie_margin(self.reward.calibration, tie_margin)
         else:
-            refuse_for_generator(tie_margin, constrain_verdict, backend.supports_grammar, backend.name)
+            refuse_for_generator(tie_margin, constrain_verdict, backend.name, backend.supports_grammar)
         if not 0 <= min_verdict_mass <= 1:
             raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
@@ -234,11 +234,8 @@ class Critic:
                 progress=progress,
             )
             return cls(None, reward=reward, **kwargs)
-        chosen = resolve_engine(engine, model, batch_size)  # options the engine cannot honour: before it loads
-        grammar = chosen == "llamacpp"
-        refuse_for_generator(
-            kwargs.get("tie_margin"), kwargs.get("constrain_verdict"), grammar, f"the {chosen} engine"
-        )
+        chosen = resolve_engine(engine, model, batch_size)  # what it cannot honour is refused before it loads
+        refuse_for_generator(kwargs.get("tie_margin"), kwargs.get("constrain_verdict"), chosen, chosen == "llamacpp")
         backend = load_backend(
             model,
             engine=engine,

@@ -271,9 +271,10 @@ def refuse_for_reward(kind: str, options: dict) -> None:
             raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
 
 
-def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, grammar: bool, engine: str) -> None:
+def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engine: str, grammar: bool) -> None:
     """Raise ValueError naming an option a critic that generates text (no reward model) cannot honour: ``--tie-margin``
-    (a reward critic's tie band), or ``--constrain-verdict`` on an ``engine`` without grammars (``grammar`` False).
+    (a reward critic's tie band), or ``--constrain-verdict`` on an ``engine`` (its name) without grammars (``grammar``
+    False).
     """
     if tie_margin is not None:
         raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
