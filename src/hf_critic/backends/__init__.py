@@ -24,7 +24,7 @@ def load_backend(
         model: a model folder, Hub id or ``.gguf`` file; None = the embedded default critic.
         engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"``.
         batch_size: transformers: sequences per ``generate`` call; llama.cpp: parallel slots. Also decides ``auto``.
-        num_threads: CPU threads (default: one per physical core).
+        num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
         dtype: transformers' dtype (``"auto"``: :func:`hf_critic.models.auto_dtype`); llama.cpp runs the GGUF's own
             quantisation and refuses another dtype.
         trust_remote_code: transformers only; run the model repository's own code.

@@ -190,7 +190,7 @@ class Critic:
             engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
-            num_threads: CPU threads (default: one per physical core).
+            num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
             dtype: ``"auto"`` (per CPU and batch size, :func:`hf_critic.models.auto_dtype`; the checkpoint's dtype on
                 CUDA) or a torch dtype name.
             progress: show progress bars.
