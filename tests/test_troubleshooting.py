@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from collections import deque
 from dataclasses import dataclass
@@ -55,6 +56,7 @@ def cli_modules() -> set[str]:
     return seen
 
 
+@functools.cache
 def _trees() -> dict[str, ast.Module]:
     return {module: ast.parse(path.read_text(encoding="utf-8")) for module, (path, _) in _modules().items()}
 
