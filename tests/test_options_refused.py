@@ -339,3 +339,14 @@ def test_an_option_the_engine_cannot_honour_is_refused_before_the_model_loads(tm
     """Both were found after the model had loaded (here the model does not exist: its error would come first)."""
     line = _error(_grade(tmp_path, *option), capsys)
     assert says in line and line.endswith("(see docs/troubleshooting.md#options)"), line
+
+
+def test_a_verdict_parser_file_that_does_not_exist_is_one_line(tmp_path, capsys):
+    """It was a FileNotFoundError traceback."""
+    data, verdicts = tmp_path / "pairs.jsonl", tmp_path / "verdicts.jsonl"
+    data.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    verdicts.write_text(json.dumps({"output": "[[A]]"}) + "\n", encoding="utf-8")
+    argv = ["meta-eval", "--benchmark", f"generic:{data}", "--task", "pairwise", "--verdicts", f"j={verdicts}"]
+    argv += ["--verdict-parser", str(tmp_path / "none.yaml"), "--output-dir", str(tmp_path / "out"), "--no-plots"]
+    line = _error(argv, capsys)
+    assert f"--verdict-parser {tmp_path / 'none.yaml'}: no such file (see docs/troubleshooting.md#options)" in line

@@ -18,6 +18,7 @@ from .options import (
     add_gold_args,
     add_model_args,
     add_verdict_args,
+    check_template_option,
     critic_from_args,
     require_extra,
     select_rows,
@@ -223,6 +224,7 @@ def _verdict_parser(args, data):
 
     if not args.verdict_parser:
         return None
+    check_template_option(args.verdict_parser, "--verdict-parser")  # a missing file was a FileNotFoundError traceback
     task = schema.Task.PAIRWISE if "response_1" in data.column_names else schema.Task.POINTWISE
     setting = schema.Setting(task, "reference" in data.column_names)
     if args.verdict_parser in list_families():

@@ -341,12 +341,12 @@ def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str
     return pick.family, pick.language
 
 
-def check_template_option(spec: str) -> None:
-    """``--template SPEC`` checked before any model loads: a template family, a built-in template name, or a YAML
-    template file that exists and parses.
+def check_template_option(spec: str, option: str = "--template") -> None:
+    """A template option (``--template``, ``--verdict-parser``) checked before any work: a template family, a built-in
+    template name, or a YAML template file that exists and parses.
 
     Raises:
-        ValueError: one line naming ``--template`` and the value (a template file's own errors name the file and key).
+        ValueError: one line naming ``option`` and the value (a template file's own errors name the file and key).
     """
     from ..prompts import list_families, list_templates, load_template
 
@@ -354,11 +354,11 @@ def check_template_option(spec: str) -> None:
         return
     if Path(spec).suffix not in (".yaml", ".yml"):
         raise ValueError(
-            f"--template {spec!r}: no template family ({', '.join(list_families())}), built-in template name or "
+            f"{option} {spec!r}: no template family ({', '.join(list_families())}), built-in template name or "
             "YAML file (.yaml)"
         )
     if not Path(spec).is_file():
-        raise ValueError(f"--template {spec}: no such file")
+        raise ValueError(f"{option} {spec}: no such file")
     load_template(spec)
 
 
