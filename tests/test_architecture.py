@@ -26,7 +26,7 @@ FLOORS: dict[str, int] = {
     "cache": 0,
     "progress": 0,  # one bar for a chunked run: rows/s, tokens/s, time to finish
     "keys": 0,  # unknown keys of the YAML files read are errors naming the closest known key
-    "weights": 0,  # a local model known by the content of its weight files (digests kept by path, size, mtime)
+    "weights": 0,  # a local model known by the content of its files, never its path (digests kept by path, inode, times)
     "redaction": 0,
     "sandbox": 0,
     "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from .control_tokens import encode_chat, encode_text
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .models import batch_token_budget
+from .weights import value_digest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -415,7 +416,9 @@ class RewardModel:
     Args:
         model: a sequence-classification model with one label (transformers or PEFT), in eval mode.
         tokenizer: its tokenizer.
-        name: identity for cache keys and messages (the folder or Hub id, with a weights fingerprint).
+        name: the folder or Hub id with a weights fingerprint, for messages.
+        content: what the model is by content (its files' digest and dtype); None: ``name``. With the chat template,
+            the calibration and the context it gives :attr:`identity`.
         calibration: the pointwise map, tie band and context (:class:`RewardCalibration`).
         batch_size: sequences per forward pass (>= 1).
         progress: show a progress bar.
@@ -431,11 +434,21 @@ class RewardModel:
     kind = "reward model"
     keeps_text = True  # its inputs are encoded with control-token strings kept as text
 
-    def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
-                 batch_size: int = 8, progress: bool = True, max_batch_tokens: int | None | str = "auto"):  # fmt: skip
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        name: str,
+        content: str | None = None,
+        calibration: RewardCalibration | None = None,
+        batch_size: int = 8,
+        progress: bool = True,
+        max_batch_tokens: int | None | str = "auto",
+    ):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.model, self.tokenizer, self.name, self.content = model, tokenizer, name, content or name
         self.calibration = calibration or RewardCalibration()
         self.batch_size, self.progress = batch_size, progress
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, next(model.parameters()).device.type)
@@ -448,6 +461,15 @@ class RewardModel:
         if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
             limits.append(tokenizer.model_max_length)
         self.context_length = min(n for n in limits if n) if any(limits) else None
+
+    @property
+    def identity(self) -> str:
+        """What its rewards and verdicts depend on, by content and never by path: the weights (and an adapter's base),
+        dtype, the chat template its inputs are written with, the context inputs are cut to and the calibration (its
+        pointwise map and tie band); part of every cache key and calibration fingerprint."""
+        chat = value_digest(self.tokenizer.chat_template)
+        calibration = value_digest(asdict(self.calibration))
+        return f"reward|{self.content}|context:{self.context_length}|chat_template:{chat}|calibration:{calibration}"
 
     @classmethod
     def from_pretrained(
@@ -511,9 +533,16 @@ class RewardModel:
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
         lm = lm.to(inference_device())
         lm.eval()
-        name = f"{model}@{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"
-        return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,
-                   progress=progress)  # fmt: skip
+        content = f"{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"
+        return cls(
+            lm,
+            tokenizer,
+            name=f"{model}@{content}",
+            content=content,
+            calibration=RewardCalibration.load(folder),
+            batch_size=batch_size,
+            progress=progress,
+        )
 
     # ----------------------------------------------------------------------------------- encoding
     def fit(self, question: str, response: str, truncate: str) -> tuple[list[int] | None, bool]:

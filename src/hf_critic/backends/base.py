@@ -21,8 +21,11 @@ class Backend(ABC):
     """Turns chat conversations into generations.
 
     Attributes:
-        name: identity of the model behind the backend; part of every cache key, so two models never
-            share cached generations.
+        name: the model behind the backend, for messages (its path or id, and what it is known by).
+        identity: what the backend's outputs depend on, by content and never by path (weights, tokenizer and chat
+            template, dtype, engine; a server's URL, model and what it reports): part of every cache key and of a
+            calibration's fingerprint, so two models never share cached generations or a guarantee and a
+            byte-identical copy of a model at another path shares both. Defaults to ``name``.
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
         supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
             behind its server).
@@ -34,11 +37,17 @@ class Backend(ABC):
     """
 
     name: str
+    _identity: str | None = None
     context_length: int | None = None
     embedded: bool = False
     supports_grammar: bool = False
     keeps_text: bool = False
     control_tokens: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        """See the class docstring: the content identity when the backend knows one, else ``name``."""
+        return self._identity or self.name
 
     @abstractmethod
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:

@@ -26,6 +26,7 @@ from .. import schema
 from ..cache import GenerationCache, cache_key
 from ..progress import RunBar
 from ..reward_model import RewardCalibration, pairwise_verdict, reward_conversation
+from ..weights import value_digest
 from .decoding import DecodingConfig
 from .output import RunStats, distribution_columns
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
@@ -52,12 +53,15 @@ class RewardScorer(Protocol):
     """What a reward critic needs of its scorer.
 
     Attributes:
-        name: identity of the weights (part of every cache key).
+        name: the model, for messages.
+        identity: what its rewards depend on, by content (weights, chat template, context, calibration; a server's URL
+            and model): part of every cache key and calibration fingerprint.
         kind: what it is, for messages ("reward model", "served reward model").
         calibration: the pointwise map and tie band (:class:`~hf_critic.reward_model.RewardCalibration`).
     """
 
     name: str
+    identity: str
     kind: str
     calibration: RewardCalibration
 
@@ -106,7 +110,7 @@ def score_responses(
         NonFiniteRewardError: the scorer gave NaN or Infinity for an item (named); nothing of that chunk is cached.
     """
     fitted = [scorer.fit(q, r, truncate) for q, r in items]
-    keys = [None if x is None else cache_key(reward=scorer.name, input=x) for x, _ in fitted]
+    keys = [None if x is None else cache_key(reward=scorer.identity, input=x) for x, _ in fitted]
     done = cache.get_many({k for k in keys if k}) if cache is not None else {}
     done = {k: v for k, v in done.items() if isinstance(v, (int, float)) and math.isfinite(v)}
     cached = [k in done for k in keys]
@@ -235,8 +239,14 @@ class ServedRewardModel:
 
     @property
     def name(self) -> str:
-        """Identity in cache keys: the client's base URL, model and what the server reports of it."""
+        """The client's base URL, model and what the server reports of it."""
         return f"pooling:{self.client.identity}"
+
+    @property
+    def identity(self) -> str:
+        """Identity in cache keys and calibration fingerprints: :attr:`name` and the calibration applied to the
+        server's rewards (its pointwise map and tie band)."""
+        return f"{self.name}|calibration:{value_digest(dataclasses.asdict(self.calibration))}"
 
     def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
         """The conversation sent (never cut here: the server's context applies)."""
