@@ -303,6 +303,52 @@ def local_jury_tables() -> str:
     return "\n".join(lines[:-1])
 
 
+#: the cascades calibrated on all of Auto-J Eval-P at 80% target agreement (1,000 splits): label -> committed report
+GUARANTEE_RUNS = {
+    "local jury alone, fitted and bounded on the same rows (before)": "local-jury-evalp/local_jury_fit_rows_shared.json",
+    "local jury alone, fit rows apart (now)": "local-jury-evalp/local_jury.json",
+    "cheap jury (`reward_length_jury.yaml`) alone, fit rows apart": "local-jury-evalp/reward_length_jury.json",
+    "local jury → Auto-J-13B, fit rows apart": "local-jury-evalp/jury_then_autoj.json",
+    "local jury → Auto-J-13B, `fit_share: 0.3` (sensitivity)": "local-jury-evalp/jury_then_autoj_fit_share_0.3.json",
+    "local jury → Auto-J-13B, `fit_share: 0.3`, Auto-J `delta_share: 0.8` (sensitivity)": (
+        "local-jury-evalp/jury_then_autoj_fit_share_0.3_delta_share_0.8.json"
+    ),
+    "`smollm2-135m-critic` → default critic → Auto-J-13B": "local-jury-evalp/autoj_cascade.json",
+    "Auto-J-13B alone": "autoj-13b-selective/report.json",
+}
+STRONG = "auto-j-13b"  # the strong critic whose calls a cascade saves
+
+
+def _guarantee_row(label: str, report: dict, target: float = 0.8) -> list[str]:
+    """One cascade's row: its failing splits (bold where above delta), success rate, coverage, the local critics'
+    shares and how often the strong critic was asked."""
+    level = next(lv["cascade"] for lv in report["levels"] if abs(lv["target"] - target) < 1e-9)
+    splits = level["splits"]
+    empty = level.get("empty_splits", level.get("vacuous", 0))  # "vacuous": the name in reports before this one
+    kept = splits - empty
+    successes = level.get("successes", round(level["success_rate"] * kept))
+    failing = 100 * (kept - successes) / splits
+    failed = f"**{failing:.1f} (above δ)**" if failing > 100 * report["delta"] else f"{failing:.1f}"
+    coverage = level["coverage"]
+    local = [100 * s for s, c in zip(level["shares"], report["critics"], strict=True) if c != STRONG]
+    asked = f"{100 * level['strongest_asked']:.1f}" if STRONG in report["critics"] else "–"
+    return [
+        label,
+        failed,
+        f"{100 * successes / kept:.1f} ({successes} of {kept})",
+        f"{100 * coverage['mean']:.1f} [{100 * coverage['low']:.1f}, {100 * coverage['high']:.1f}]",
+        " / ".join(f"{s:.1f}" for s in local) or "–",
+        asked,
+    ]
+
+
+def guarantee_table() -> str:
+    """The cascades calibrated on all of Eval-P: how often the guarantee failed, what they kept, what they saved."""
+    rows = [_guarantee_row(label, _read(RESULTS / path)) for label, path in GUARANTEE_RUNS.items()]
+    header = ["cascade", "failing splits % (guarantee: ≤ 10)", "success % (of splits keeping rows)", "coverage %"]
+    return "\n".join(_table([*header, "local share %", "Auto-J-13B asked on %"], rows, left=1))
+
+
 #: block name -> (its renderer, the files that show it); a block is the renderer's output, byte for byte.
 CARD = "src/hf_critic/critics/smollm2_135m_critic/README.md"
 PLACES: dict[str, tuple] = {
@@ -311,6 +357,7 @@ PLACES: dict[str, tuple] = {
     "critic-heldout": (heldout_table, [CARD, "docs/results.md"]),
     "local-ranking": (ranking_table, ["docs/judge/choosing.md", "docs/judge/selective.md"]),
     "local-jury-halves": (local_jury_tables, ["docs/judge/selective.md"]),
+    "eval-p-guarantee": (guarantee_table, ["docs/judge/selective.md"]),
 }
 
 
