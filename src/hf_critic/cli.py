@@ -7,6 +7,7 @@ import sys
 
 from ._version import __version__
 from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
@@ -18,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hf-critic",
         description="LLM-as-critic evaluation: critiques (score or label + explanation) with an open critic model.",
+        epilog=exit_status_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hf-critic {__version__}")
     parser.add_argument(
@@ -59,18 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     from .io import RecordError
     from .models import ModelNotFoundError
 
-    # Exit codes (README, "A critic behind a server"): 2 bad input or a server unusable before any work; 3 a server
-    # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
-    # adds 1 (some items failed) and 4 (no rows).
+    # The exit codes: hf_critic.commands.exit_status, the one list (`hf-critic --help` prints it).
     try:
-        return args.func(args) or 0
+        return args.func(args) or DONE
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
-        code, message = 2, str(err)
+        code, message = BAD_INPUT, str(err)
     except (FatalAPIError, RequestsFailedError) as err:
-        code, message = 3, str(err)
+        code, message = SERVER_FAILED, str(err)
     except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
         extra = EXTRAS.get((err.name or "").partition(".")[0])
-        code, message = 2, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else "")
+        code, message = BAD_INPUT, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else "")
     print(f"hf-critic {args.command}: error: {message} (see {TROUBLESHOOTING})", file=sys.stderr)
     return code
 
