@@ -120,10 +120,48 @@ def test_the_page_carries_every_row_as_text_with_its_outcome_and_the_two_critics
     assert 'id="headline"' in html and ">alpha</td><td>pairs</td><td>pairwise</td>" in html
 
 
+def test_pointwise_scores_are_right_within_the_tolerance_and_the_page_stays_small(tmp_path):
+    """Grades (``grade``'s columns) against human scores; 2,000 rows of about 1 KB of judged text each make a page
+    under 1 MB (the rows gzip-compressed), where the same rows as JSONL take 2.9 MB."""
+    import random
+
+    words = "the answer explains why seasons change because axis tilt sunlight angle days longer winter".split()
+    rng = random.Random(0)
+    rows = []
+    for i in range(2000):
+        text = " ".join(rng.choice(words) for _ in range(160))
+        rows.append(
+            {
+                "question": f"Question {i % 400}?",
+                "response": text,
+                "human_score": float(i % 10 + 1),
+                "critique_score": float((i + i % 3) % 10 + 1),
+                "critique_status": "ok",
+                "critique_explanation": text[:300],
+            }
+        )
+    path = _write(tmp_path / "graded.jsonl", rows)
+    page = tmp_path / "graded.html"
+    assert main(["view", str(path), "--output", str(page), "--no-plots", "--bootstrap", "0", "--tolerance", "1"]) == 0
+    assert path.stat().st_size > 2_500_000 and page.stat().st_size < 1_000_000
+    html = page.read_text(encoding="utf-8")
+    (graded,) = _unpacked(html)["sets"]
+    assert graded["task"] == "pointwise" and graded["rows"][1]["v"] == "3" and graded["rows"][1]["h"] == "2"
+    # scores off by 0, 1 or 2 (2 on every third row, wrapping 10 -> 1 aside): right within 1 point, else wrong
+    assert graded["counts"]["right"] + graded["counts"]["wrong"] == 2000 and graded["counts"]["wrong"] > 500
+    assert "text-level Pearson" in html
+
+
 def test_a_file_without_critique_columns_is_refused_naming_it(tmp_path, capsys):
+    graded = _write(
+        tmp_path / "graded.jsonl",
+        [{"question": "q", "response": "r", "critique_score": 3.0, "human_score": s} for s in (4.0, "n/a")],
+    )
+    assert main(["view", str(graded), "--output", str(tmp_path / "x.html"), "--no-plots", "--bootstrap", "0"]) == 2
+    assert f"{graded}: row 1: human_score 'n/a' is no number" in capsys.readouterr().err
     data = _write(tmp_path / "plain.jsonl", _pairs())
     assert main(["view", str(data), "--output", str(tmp_path / "x.html"), "--no-plots"]) == 2
-    assert f"{data}: no critique_* column" in capsys.readouterr().err
+    assert f"{data}: no critique_label or critique_score column" in capsys.readouterr().err
     assert main(["view", str(tmp_path / "missing.jsonl"), "--output", str(tmp_path / "x.html")]) == 2
     assert "missing.jsonl: no such file or folder" in capsys.readouterr().err
     assert main(["view", str(data), "--output", str(tmp_path / "x.txt")]) == 2
@@ -198,7 +236,11 @@ def test_save_hub_folder_from_the_command_line_and_a_folder_of_figures_only_is_n
     assert "the card and 1 config(s)" in capsys.readouterr().out
     assert "license: mit" in (tmp_path / "hub" / "README.md").read_text(encoding="utf-8")
     assert main(argv) == 2  # not over an existing folder without --overwrite
-    assert "--save-hub-folder" in capsys.readouterr().err
+    assert "exists and is not empty (add --overwrite" in capsys.readouterr().err
+    assert main([*argv, "--overwrite"]) == 0
+    other = _write(tmp_path / "mine" / "notes.txt", [])
+    assert main([*argv[:-6], "--save-hub-folder", str(other.parent), "--overwrite"]) == 2
+    assert "not a folder hf-critic view wrote" in capsys.readouterr().err and other.is_file()
 
 
 # ---------------------------------------------------------------------------------------------- real runs

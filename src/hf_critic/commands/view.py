@@ -126,12 +126,28 @@ def _check(args) -> None:
     if args.output:
         check_output(args.output, inputs=args.runs, overwrite=args.overwrite, suffixes=(".html",))
     if args.save_hub_folder:
-        folder = Path(args.save_hub_folder)
-        if folder.exists() and any(folder.iterdir()) and not args.overwrite:
-            raise ValueError(f"--save-hub-folder {folder}: exists and is not empty (add --overwrite to replace it)")
-        check_output_dir(folder, what="--save-hub-folder", inputs=args.runs)
+        check_output_dir(args.save_hub_folder, what="--save-hub-folder", inputs=args.runs)
+        _check_replaceable(Path(args.save_hub_folder), args.overwrite)
     if not args.no_plots:
         require_extra("matplotlib", "report", "the plots of critique files", "--no-plots")
+
+
+def _check_replaceable(folder: Path, overwrite: bool) -> None:
+    """A non-empty ``--save-hub-folder`` is replaced only with ``--overwrite``, and only when it is a folder this
+    command wrote (a README.md card beside a data/ folder): never a folder of other files.
+
+    Raises:
+        ValueError: one line naming the folder and the fix.
+    """
+    if not folder.exists() or not any(folder.iterdir()):
+        return
+    if not overwrite:
+        raise ValueError(f"--save-hub-folder {folder}: exists and is not empty (add --overwrite to replace it)")
+    if not ((folder / "README.md").is_file() and (folder / "data").is_dir()):
+        raise ValueError(
+            f"--save-hub-folder {folder}: not a folder hf-critic view wrote (no README.md and data/), "
+            "so --overwrite does not replace it: name a new folder"
+        )
 
 
 def run_view(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ def _template():
 def packed(data: dict) -> str:
     """``data`` as the page carries it: JSON, gzip-compressed, base64-encoded (a third of the JSON's size on long
     English texts; the page unpacks it with the browser's ``DecompressionStream``)."""
-    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    raw = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 

@@ -126,13 +126,16 @@ def _is_calibration(path: Path) -> dict | None:
 
 
 def _load_rows(critic: str, dataset: str, path: Path) -> RowSet:
-    """Raises RecordError (naming the file) when the rows cannot be read, ValueError when they hold no critique."""
+    """Raises RecordError (naming the file) when the rows cannot be read, ValueError when they hold no verdict
+    column."""
+    from .. import schema
     from ..io import load_records
 
     rows = load_records(str(path))
-    if not any(c.startswith("critique_") for c in rows.column_names):
+    if schema.CRITIQUE_LABEL not in rows.column_names and schema.CRITIQUE_SCORE not in rows.column_names:
         raise ValueError(
-            f"{path}: no critique_* column: not a critiques file of hf-critic grade / compare / calibrate"
+            f"{path}: no {schema.CRITIQUE_LABEL} or {schema.CRITIQUE_SCORE} column: not a critiques "
+            "file of hf-critic grade / compare / calibrate"
         )
     return RowSet(critic, dataset, str(path), rows)
 

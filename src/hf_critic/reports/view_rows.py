@@ -49,7 +49,7 @@ class PageRows:
 
     def text(self, value) -> int | None:
         """The index of ``value`` (as text) in :attr:`texts`, added once; None for a missing value."""
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if _missing(value):
             return None
         value = value if isinstance(value, str) else str(value)
         if value not in self._index:
@@ -58,9 +58,14 @@ class PageRows:
         return self._index[value]
 
 
+def _missing(value) -> bool:
+    """None or NaN (pandas' missing value): no value to show."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def _verdict(value, pairwise: bool) -> str | None:
     """A label code as words (``response 1``, ``tie``), a score as a number; None stays None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if _missing(value):
         return None
     if pairwise:
         return LABEL_NAMES.get(int(value), str(value)).replace("_", " ")
@@ -82,14 +87,24 @@ def _confidences(rows) -> list:
 
 
 def _humans(rows, pairwise: bool, path: str) -> list:
-    """The human label codes (pairwise) or scores (pointwise), None where absent."""
+    """The human label codes (pairwise) or scores (pointwise), None where absent.
+
+    Raises:
+        ValueError: a label the label reader refuses, or a score that is no number (naming the file and row).
+    """
     n = len(rows)
     if pairwise:
         if HUMAN_LABEL not in rows.column_names:
             return [None] * n
         codes = normalize_labels(rows[HUMAN_LABEL], name=f"{path}: {HUMAN_LABEL}")
         return [None if c < 0 else int(c) for c in codes]
-    return [None if v is None else float(v) for v in _column(rows, HUMAN_SCORE, n)]
+    scores = []
+    for i, value in enumerate(_column(rows, HUMAN_SCORE, n)):
+        try:
+            scores.append(None if _missing(value) else float(value))
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: row {i}: {HUMAN_SCORE} {value!r} is no number") from None
+    return scores
 
 
 def row_outcomes(verdicts: list, statuses: list, humans: list, pairwise: bool, tolerance: float) -> list[str]:
@@ -173,11 +188,11 @@ def _row_set(page: PageRows, row_set, tolerance: float) -> dict:
                 "c": critiques[i],
                 "v": _verdict(verdicts[i], pairwise),
                 "vs": _verdict(columns[schema.CRITIQUE_LABEL_SWAPPED][i], True),
-                "conf": None if confidence is None else round(float(confidence), 4),
+                "conf": None if _missing(confidence) else round(float(confidence), 4),
                 "st": _status(statuses[i], verdicts[i]),
                 "h": _verdict(humans[i], pairwise),
                 "o": outcomes[i],
-                "cat": columns[CATEGORY][i],
+                "cat": None if _missing(columns[CATEGORY][i]) else str(columns[CATEGORY][i]),
                 "by": columns[schema.CRITIQUE_CRITIC][i],
             }
         )
