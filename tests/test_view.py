@@ -172,8 +172,8 @@ def test_a_file_without_critique_columns_is_refused_naming_it(tmp_path, capsys):
 class FakeApi:
     """Records what an upload would send."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, token=None):
+        self.calls = FakeApi.calls = []
 
     def create_repo(self, repo_id, **kwargs):
         self.calls.append(("create_repo", repo_id, kwargs))
@@ -215,9 +215,7 @@ def test_the_hub_folder_loads_back_with_the_same_rows_one_config_per_critic(two_
     assert api.calls[1][0] == "upload_folder" and "README.md" in api.calls[1][2] and "view.html" in api.calls[1][2]
 
 
-def test_save_hub_folder_from_the_command_line_and_a_folder_of_figures_only_is_no_dataset(
-    two_critics, tmp_path, capsys
-):
+def test_save_hub_folder_and_push_to_hub_from_the_command_line(two_critics, tmp_path, capsys, monkeypatch):
     alpha, _ = two_critics
     argv = [
         "view",
@@ -238,6 +236,11 @@ def test_save_hub_folder_from_the_command_line_and_a_folder_of_figures_only_is_n
     assert main(argv) == 2  # not over an existing folder without --overwrite
     assert "exists and is not empty (add --overwrite" in capsys.readouterr().err
     assert main([*argv, "--overwrite"]) == 0
+    monkeypatch.setattr("huggingface_hub.HfApi", FakeApi)  # the Hub is out of reach: the upload is recorded
+    assert main([*argv[:5], "--push-to-hub", "org/run", "--public"]) == 0
+    assert "pushed to https://huggingface.co/datasets/org/run" in capsys.readouterr().out
+    assert FakeApi.calls[0] == ("create_repo", "org/run", {"repo_type": "dataset", "private": False, "exist_ok": True})
+    assert {"README.md", "train-00000-of-00001.parquet", "view.html"} <= set(FakeApi.calls[1][2])
     other = _write(tmp_path / "mine" / "notes.txt", [])
     assert main([*argv[:-6], "--save-hub-folder", str(other.parent), "--overwrite"]) == 2
     assert "not a folder hf-critic view wrote" in capsys.readouterr().err and other.is_file()
