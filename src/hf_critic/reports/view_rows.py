@@ -73,16 +73,18 @@ def _verdict(value, pairwise: bool) -> str | None:
 
 
 def _column(rows, name: str, n: int) -> list:
-    return rows[name] if name in rows.column_names else [None] * n
+    """Column ``name`` of ``rows`` as a list (read once: indexing a dataset's column row by row is slow), or ``n``
+    Nones when the file has no such column."""
+    return list(rows[name]) if name in rows.column_names else [None] * n
 
 
 def _confidences(rows) -> list:
     """``critique_confidence``, else the confidence the run's own columns give (None per row without a verdict)."""
     if schema.CRITIQUE_CONFIDENCE in rows.column_names:
-        return rows[schema.CRITIQUE_CONFIDENCE]
+        return list(rows[schema.CRITIQUE_CONFIDENCE])
     from ..selective import confidence_of
 
-    columns = {c: rows[c] for c in rows.column_names if c.startswith("critique_")}
+    columns = {c: list(rows[c]) for c in rows.column_names if c.startswith("critique_")}
     return confidence_of(columns)[0]
 
 
@@ -96,7 +98,7 @@ def _humans(rows, pairwise: bool, path: str) -> list:
     if pairwise:
         if HUMAN_LABEL not in rows.column_names:
             return [None] * n
-        codes = normalize_labels(rows[HUMAN_LABEL], name=f"{path}: {HUMAN_LABEL}")
+        codes = normalize_labels(list(rows[HUMAN_LABEL]), name=f"{path}: {HUMAN_LABEL}")
         return [None if c < 0 else int(c) for c in codes]
     scores = []
     for i, value in enumerate(_column(rows, HUMAN_SCORE, n)):
