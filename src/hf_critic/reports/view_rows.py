@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from .. import schema
 from ..labels import LABEL_NAMES, normalize_labels
 
-__all__ = ["OUTCOMES", "PageRows", "row_outcomes", "rows_for_page"]
+__all__ = ["OUTCOMES", "PageRows", "disagreements", "row_outcomes", "rows_for_page"]
 
 OUTCOMES = ("right", "wrong", "abstained", "no verdict", "unlabelled")
 #: The human columns read, pairwise then pointwise (as meta-eval's defaults).
