@@ -69,6 +69,7 @@ FLOORS: dict[str, int] = {
     "refine": 6,
     "cascade": 6,  # critics in a cascade: escalate what one is unsure of, abstain where none is sure
     "training": 6,
+    "reports": 6,  # report writers: a run as one HTML page (the run viewer) and as a Hub dataset folder with its card
     # 7. the command line
     "commands": 7,
     "cli": 8,

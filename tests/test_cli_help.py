@@ -23,6 +23,7 @@ COMMANDS = [
     "compare",
     "calibrate",
     "meta-eval",
+    "view",
     "refine",
     "self-eval",
     "eval-instruct",

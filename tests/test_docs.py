@@ -211,7 +211,7 @@ def test_the_docs_show_every_command():
     from hf_critic.cli import COMMANDS  # noqa: F401  (the registered modules)
 
     shown = {a[1] for _, a in CLI_LINES}
-    assert {"grade", "compare", "meta-eval", "refine", "self-eval", "eval-instruct"} <= shown, shown
+    assert {"grade", "compare", "meta-eval", "view", "refine", "self-eval", "eval-instruct"} <= shown, shown
 
 
 SCRIPT_LINES = [

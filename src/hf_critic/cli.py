@@ -6,12 +6,12 @@ import argparse
 import sys
 
 from ._version import __version__
-from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval, view
 from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
-COMMANDS = (critique, calibrate, meta_eval, refine, self_eval, eval_instruct, metrics)
+COMMANDS = (critique, calibrate, meta_eval, view, refine, self_eval, eval_instruct, metrics)
 
 
 def build_parser() -> argparse.ArgumentParser:
