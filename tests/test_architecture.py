@@ -31,6 +31,7 @@ FLOORS: dict[str, int] = {
     "sandbox": 0,
     "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
     "tiny_models": 0,  # tiny models for tests and benchmarks
+    "matching": 0,  # which rows of two files are the same rows: by id (texts checked), else by exact text
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict

@@ -190,9 +190,11 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
         missing = describe_missing(run.without_confidence(confidence), len(confidence))
         if missing:
             lines.append(f"  {c.name}: {missing}")
+        if run.unmatched:
+            lines.append(f"  {c.name}: the rows not in its files: {run.unmatched_rows}")
         if run.conflicting:
             lines.append(f"  {c.name}: {run.conflicting} rows matched by order among copies of a pair with different "
-                         "recorded verdicts")  # fmt: skip
+                         f"recorded verdicts ({run.conflicting_rows})")  # fmt: skip
         if c.threshold is None:
             lines.append(f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its "
                          f"{c.calibration_rows} rows)")  # fmt: skip
