@@ -29,6 +29,7 @@ COMMANDS = [
     "metrics",
     "metrics install",
     "metrics path",
+    "export-critic",
 ]
 
 

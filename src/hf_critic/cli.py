@@ -6,11 +6,11 @@ import argparse
 import sys
 
 from ._version import __version__
-from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
-COMMANDS = (critique, calibrate, meta_eval, refine, self_eval, eval_instruct, metrics)
+COMMANDS = (critique, calibrate, meta_eval, refine, self_eval, eval_instruct, metrics, export)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,18 +55,19 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
-    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError
+    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError, ServedReadoutError
     from .io import RecordError
     from .models import ModelNotFoundError
 
     # Exit codes (README, "A critic behind a server"): 2 bad input or a server unusable before any work; 3 a server
-    # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
+    # that failed or refused requests during the run (answered requests are cached: a rerun resumes), or whose verdict
+    # read-outs mostly missed the allowed verdicts; eval-instruct
     # adds 1 (some items failed) and 4 (no rows).
     try:
         return args.func(args) or 0
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
         code, message = 2, str(err)
-    except (FatalAPIError, RequestsFailedError) as err:
+    except (FatalAPIError, RequestsFailedError, ServedReadoutError) as err:
         code, message = 3, str(err)
     except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
         extra = EXTRAS.get((err.name or "").partition(".")[0])

@@ -91,6 +91,16 @@ class Backend(ABC):
             f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
         )
 
+    def check_readouts(self, verdicts: Sequence) -> None:
+        """Refuse a run's probability verdicts when the engine knows they cannot be trusted; the default accepts them
+        (a local engine reads the exact distribution). A server overrides it
+        (:meth:`hf_critic.backends.openai.OpenAIBackend.check_readouts`).
+
+        Args:
+            verdicts: one :class:`~hf_critic.critic.verdicts.ProbabilityVerdict` per row.
+        """
+        return None
+
     def continue_under_grammar(
         self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32
     ) -> list[str]:
