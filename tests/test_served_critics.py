@@ -150,3 +150,20 @@ def test_the_embedded_critic_folder_is_a_plain_checkpoint_once_used(tiny_model_d
     assert models.default_model_dir() == folder
     assert json.loads((folder / "config.json").read_text()) == config
     assert not models.drop_gguf_quantization(folder)  # nothing left to drop
+
+
+def test_export_critic_prints_the_serving_lines_and_refuses_what_it_cannot_export(tiny_model_dir, tmp_path, capsys):
+    """The embedded critic's folder is served as it is (nothing written); a text critic folder is not an adapter
+    critic to merge, and an existing --output needs --overwrite: one-line errors, exit 2."""
+    assert main(["export-critic", models.DEFAULT_MODEL_NAME, "--port", "8123"]) == 0
+    out = capsys.readouterr().out
+    folder = models.default_model_dir()
+    assert f"smollm2-135m-instruct: text critic in {folder}" in out
+    assert f"vllm serve {folder} --served-model-name smollm2-135m-instruct --host 127.0.0.1 --port 8123\n" in out
+    assert "python -m vllm.entrypoints.openai.api_server --model" in out and "--runner pooling" not in out
+
+    assert main(["export-critic", str(tiny_model_dir), "--output", str(tmp_path / "out")]) == 2
+    assert "not a reward critic" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    (tmp_path / "taken").mkdir()
+    assert main(["export-critic", "smollm2-135m-critic", "--output", str(tmp_path / "taken")]) == 2
+    assert "exists; pass --overwrite" in capsys.readouterr().err

@@ -150,6 +150,8 @@ class VllmServerProcess:
         ready_timeout: seconds to wait for ``GET /v1/models`` to answer 200 (a start takes ~35 s on a quiet 2-core
             CPU, minutes when it is loaded).
         kv_cache_gib: ``VLLM_CPU_KVCACHE_SPACE``, the KV cache in GiB.
+        cores: ``VLLM_CPU_OMP_THREADS_BIND``, the CPU cores its threads are bound to (e.g. ``"1"``, ``"0-3"``; None:
+            vLLM's ``auto``, which binds every server to the same first cores: two servers on one machine share them).
 
     Raises:
         RuntimeError (from :meth:`start`): the process exited or did not answer within ``ready_timeout``.
@@ -157,10 +159,10 @@ class VllmServerProcess:
 
     def __init__(self, folder: str | os.PathLike, name: str | None = None, *, pooling: bool = False,
                  python: str | os.PathLike | None = None, port: int | None = None, log: str | os.PathLike | None = None,
-                 ready_timeout: float = 900.0, kv_cache_gib: int = 2):  # fmt: skip
+                 ready_timeout: float = 900.0, kv_cache_gib: int = 2, cores: str | None = None):  # fmt: skip
         self.folder, self.name, self.pooling = str(folder), name, pooling
         self.python, self.port = Path(python) if python else vllm_python(), port or free_port()
-        self.log, self.ready_timeout, self.kv_cache_gib = log, ready_timeout, kv_cache_gib
+        self.log, self.ready_timeout, self.kv_cache_gib, self.cores = log, ready_timeout, kv_cache_gib, cores
         self.process: subprocess.Popen | None = None
 
     @property
@@ -180,6 +182,8 @@ class VllmServerProcess:
         """Start the process (no wait; :meth:`wait` for it)."""
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib)}
+        if self.cores is not None:
+            env["VLLM_CPU_OMP_THREADS_BIND"] = self.cores
         self.process = subprocess.Popen(
             self.command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
