@@ -264,7 +264,9 @@ class OpenAIBackend(Backend):
         # An answer still refused after the bounded retries (cut off at max_new_tokens, or not passing the check) is
         # the critique this budget gives (as a local backend returns it): the critic parses it and reports it
         # unparsed if the verdict is missing. Only transport failures leave no text.
-        texts = [r.text if r.ok else r.rejected for r in results]
+        # Stripped as the local engines strip their decoded text: the same critique on every path (a greedy critique
+        # cut at max_new_tokens inside an indented line would otherwise end in whitespace here only).
+        texts = [t.strip() if t is not None else None for t in (r.text if r.ok else r.rejected for r in results)]
         self._raise_if_failed([r for r, text in zip(results, texts, strict=True) if text is None], len(results))
         cut = [r.finish_reason == "length" if r.ok else (r.error or "").startswith("answer rejected: length")
                for r in results]  # fmt: skip
