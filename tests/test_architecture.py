@@ -32,6 +32,8 @@ FLOORS: dict[str, int] = {
     "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
     "tiny_models": 0,  # tiny models for tests and benchmarks
     "matching": 0,  # which rows of two files are the same rows: by id (texts checked), else by exact text
+    "server_process": 0,  # model servers in child processes (free port, readiness, stopping), for tests and benchmarks
+    "checkpoints": 0,  # model folders as plain checkpoints (a GGUF-converted folder's stale quantization entry)
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict
@@ -60,6 +62,7 @@ FLOORS: dict[str, int] = {
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
     "critic.readout": 4,  # the engines' verdict read-outs through the cache (probabilities, forced verdicts)
     "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
+    "serving": 4,  # a project critic as a checkpoint vLLM serves (merged adapter, calibration) and its command lines
     # 5. the critic and the Eval-Instruct pipeline
     "critic.core": 5,  # the Critic class
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core

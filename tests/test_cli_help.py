@@ -30,6 +30,7 @@ COMMANDS = [
     "metrics",
     "metrics install",
     "metrics path",
+    "export-critic",
 ]
 
 

@@ -6,12 +6,12 @@ import argparse
 import sys
 
 from ._version import __version__
-from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval, view
+from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval, view
 from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
-COMMANDS = (critique, calibrate, meta_eval, view, refine, self_eval, eval_instruct, metrics)
+COMMANDS = (critique, calibrate, meta_eval, view, refine, self_eval, eval_instruct, metrics, export)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
-    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError
+    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError, ServedReadoutError
     from .io import RecordError
     from .models import ModelNotFoundError
 
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args) or DONE
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
         code, message = BAD_INPUT, str(err)
-    except (FatalAPIError, RequestsFailedError) as err:
+    except (FatalAPIError, RequestsFailedError, ServedReadoutError) as err:
         code, message = SERVER_FAILED, str(err)
     except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
         extra = EXTRAS.get((err.name or "").partition(".")[0])

@@ -386,6 +386,36 @@ def _base_of_adapter(folder: Path) -> str:
     return resolve_model(base)
 
 
+def critic_tokenizer(folder: str | os.PathLike, trust_remote_code: bool = False):
+    """The tokenizer of a reward critic's folder: its own, else its adapter's base model's."""
+    from transformers import AutoTokenizer
+
+    own = (Path(folder) / "tokenizer_config.json").is_file() or not (Path(folder) / "adapter_config.json").is_file()
+    source = str(folder) if own else _base_of_adapter(Path(folder))
+    return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+
+
+def served_critic_files(model: str | None, served: dict | None = None) -> Path | None:
+    """The folder of a served reward critic's own files (calibration, tokenizer), where the name or the server says.
+
+    Args:
+        model: the served name: a shipped critic's (:data:`hf_critic.models.TRAINED_CRITICS`) or a local folder's path.
+        served: what the server reports of it; vLLM's ``root`` is the folder it loaded.
+
+    Returns:
+        The shipped critic's package folder, else ``model`` or ``root`` as a local folder holding :data:`REWARD_CONFIG`,
+        a tokenizer or an adapter; None when none does.
+    """
+    from .models import trained_critic
+
+    trained = trained_critic(model)
+    if trained is not None:
+        return trained.check_installed()
+    folders = [Path(str(v)).expanduser() for v in (model, (served or {}).get("root")) if v]
+    own = (REWARD_CONFIG, "tokenizer_config.json", "adapter_config.json")
+    return next((f for f in folders if any((f / name).is_file() for name in own)), None)
+
+
 @contextlib.contextmanager
 def _quiet_transformers(quiet: bool):
     """transformers' warnings (its load report) silenced within the block when ``quiet``."""
@@ -497,7 +527,7 @@ class RewardModel:
             ValueError: the model has more than one label, or a bad calibration file.
         """
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         from .models import (
             default_num_threads,
@@ -529,8 +559,7 @@ class RewardModel:
             lm = PeftModel.from_pretrained(lm, str(folder)).merge_and_unload()  # one matmul a layer, cache-ready
         if lm.config.num_labels != 1:
             raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
-        tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
+        tokenizer = critic_tokenizer(folder, trust_remote_code)
         lm = lm.to(inference_device())
         lm.eval()
         content = f"{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"

@@ -29,8 +29,9 @@ class Backend(ABC):
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
         supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
             behind its server).
-        embedded: True for the embedded default critic (set by :func:`hf_critic.backends.load_backend`); the
-            critic's ``verdict="auto"`` reads probabilities for it.
+        embedded: True for the embedded default critic however it is reached (:func:`hf_critic.models.is_embedded_critic`,
+            set by :func:`hf_critic.backends.load_backend` and by the server backend); the critic's ``verdict="auto"``
+            reads probabilities for it.
         keeps_text: True when the engine itself tokenises the prompt and keeps the control-token strings of the
             judged text as text (:mod:`hf_critic.control_tokens`); False for a server, which tokenises for itself.
         control_tokens: the model's own control-token strings when known (flagged besides the common ones).
@@ -99,6 +100,16 @@ class Backend(ABC):
         raise VerdictProbabilityError(
             f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
         )
+
+    def check_readouts(self, verdicts: Sequence) -> None:
+        """Refuse a run's probability verdicts when the engine knows they cannot be trusted; the default accepts them
+        (a local engine reads the exact distribution). A server overrides it
+        (:meth:`hf_critic.backends.openai.OpenAIBackend.check_readouts`).
+
+        Args:
+            verdicts: one :class:`~hf_critic.critic.verdicts.ProbabilityVerdict` per row.
+        """
+        return None
 
     def continue_under_grammar(
         self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32

@@ -49,6 +49,8 @@ def read_verdicts(
 
     Raises:
         ValueError: the template declares no verdict prefix.
+        hf_critic.backends.retry.ServedReadoutError: a server's read-outs mostly missed the allowed verdicts
+            (:meth:`~hf_critic.backends.base.Backend.check_readouts`).
     """
     values = output.verdict_values()  # raises when the template declares no verdict prefix
     prefix = output.verdict_prefix
@@ -73,6 +75,7 @@ def read_verdicts(
         else ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None)
         for r in per_row
     ]
+    backend.check_readouts(verdicts)
     return verdicts, len({row for row, _, _ in items} - missed)
 
 
