@@ -328,8 +328,8 @@ def test_no_file_over_700_lines_and_no_function_over_100():
 #: issue 29 item 6 (600 lines a module, 80 a function), each with why. They are held to 700 / 100 meanwhile (the test
 #: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
 NOT_YET_SPLIT: dict[str, str] = {
-    # empty: the last four (critic.py, parsing/grammar.py, template_from_mapping, refine) were split with issue 29's
-    # items 1 and 5
+    "hf_critic/reward_model.py": "grew with the reward critic's content identity and its served files; its calibration "
+    "(RewardCalibration, fit_calibration, fit_tie_margin) is the part to move out",
 }
 
 
