@@ -240,7 +240,7 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
             )
     if c.confidence == "reward margin":
         _check_margins(c, where, path, labels, confidences)
-    if isinstance(c.jury, dict) and c.jury.get("aggregate") == "fitted":
+    if c.confidence == "fitted aggregate":
         _check_fitted_jury(c, where, path, labels, confidences)
     return labels, confidences
 
@@ -248,7 +248,13 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
 def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
     """A reward critic's confidences are ``sigmoid(slope |margin| + intercept)`` of its stored margins, slope > 0."""
     margins = c.verdicts.get("margins")
-    if not isinstance(margins, list) or len(margins) != len(labels) or c.logistic is None or c.logistic[0] <= 0:
+    if (
+        not isinstance(margins, list)
+        or len(margins) != len(labels)
+        or not all(m is None or _finite(m) for m in margins)
+        or c.logistic is None
+        or c.logistic[0] <= 0
+    ):
         raise ValueError(
             f"{path}: {where}: a reward critic's verdicts need margins on every row and a logistic with "
             f"slope > 0 (the margin's ranking), got logistic {c.logistic}"
@@ -262,9 +268,19 @@ def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, conf
             )
 
 
+def _finite(value) -> bool:
+    """A finite number (a margin: any sign and size)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
 def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
     """A fitted jury: its fit made again from its fit rows, its verdicts again from its members' features."""
     entry = c.jury
+    if not isinstance(entry, dict) or entry.get("aggregate") != "fitted":
+        raise ValueError(
+            f"{path}: {where}: confidences of a fitted aggregate need its jury entry (aggregate fitted, "
+            f"members, fit), got {_short(entry)}"
+        )
     fit = JuryFit.from_dict(entry.get("fit") or {}, f"{path}: {where}.jury.fit")
     try:
         differs = refit_difference(fit)
@@ -275,11 +291,14 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
             f"{path}: {where}.jury.fit: {differs}: not the fit its stored fit rows give (the fit or its "
             "rows were edited)"
         )
-    x = np.asarray(entry.get("threshold_features") or [], dtype=float)
-    if x.shape != (len(labels), len(fit.features)):
+    try:
+        x = np.asarray(entry.get("threshold_features") or [], dtype=float)
+    except (TypeError, ValueError):
+        x = np.zeros(0)
+    if x.shape != (len(labels), len(fit.features)) or not np.isfinite(x).all():
         raise ValueError(
             f"{path}: {where}.jury.threshold_features must hold {len(fit.features)} features on each "
-            f"of the {len(labels)} calibration rows, got shape {x.shape}"
+            f"of the {len(labels)} calibration rows, finite numbers, got shape {x.shape}"
         )
     made_labels, made_confidences = fitted_verdicts(fit, fit.features, x)
     for i, (lab, conf, made_lab, made_conf) in enumerate(
