@@ -179,7 +179,11 @@ def test_another_model_behind_the_same_url_and_name_is_refused_before_the_rows_a
         spec = cascade_file(tmp_path, cheap.url, strong.url)
         calibration = calibrate_served(data, spec, tmp_path)
         probes = json.loads(calibration.read_text())["critics"][0]["probes"]
-        assert len(probes) == 8 and set(probes[0]) == {"row", "label", "confidence"}
+        assert len(probes) == 8 and set(probes[0]) == {"index", "row", "label", "confidence"}
+        raw = json.loads(calibration.read_text())  # a probe edited to fit another model: it no longer repeats
+        raw["critics"][0]["probes"][0]["label"] = 1 - raw["critics"][0]["probes"][0]["label"]  # its stored verdict
+        message = edited(tmp_path, raw, lambda c: None)
+        assert "critics[0] (cheap).probes[0]: label" in message and "differ from its stored verdict" in message
         cheap.reply = lambda body: "[[B]]"  # another model, same URL, same name, same /v1/models
         capsys.readouterr()
         out = tmp_path / "judged.jsonl"

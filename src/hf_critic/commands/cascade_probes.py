@@ -39,19 +39,27 @@ def pick_probes(records, labels, confidences, rows, fields, count: int = PROBES)
 
     Args:
         records: the calibration data (a dataset); labels / confidences: the critic's on every row of it.
-        rows: the row indices to pick from (the threshold rows); fields: the input columns each probe keeps.
+        rows: the row indices to pick from (the threshold rows, in the calibration file's order); fields: the input
+            columns each probe keeps.
 
     Returns:
-        ``[{"row": {field: text}, "label": code, "confidence": float}]`` (fewer when fewer rows have a verdict).
+        ``[{"index": place in rows, "row": {field: text}, "label": code, "confidence": float}]`` (fewer when fewer
+        rows have a verdict); ``index`` ties each probe to the critic's stored verdicts, which the claim is
+        re-derived from (:mod:`hf_critic.selective.claim`).
     """
-    judged = [i for i in rows if labels[i] is not None and confidences[i] is not None]
-    judged.sort(key=lambda i: -confidences[i])
+    judged = [place for place, i in enumerate(rows) if labels[i] is not None and confidences[i] is not None]
+    judged.sort(key=lambda place: -confidences[rows[place]])
     if not judged:
         return []
     picks = sorted({judged[int(j)] for j in np.linspace(0, len(judged) - 1, min(count, len(judged)))})
     return [
-        {"row": {f: records[i][f] for f in fields}, "label": int(labels[i]), "confidence": float(confidences[i])}
-        for i in picks
+        {
+            "index": place,
+            "row": {f: records[rows[place]][f] for f in fields},
+            "label": int(labels[rows[place]]),
+            "confidence": float(confidences[rows[place]]),
+        }
+        for place in picks
     ]
 
 

@@ -103,8 +103,9 @@ class CriticThreshold:
             None where there is no verdict), and for a reward critic ``"margins"`` (``reward_1 - reward_2``, from
             which its confidences are re-derived through ``logistic``). The threshold, n, k, bound and failed
             candidate are re-derived from them and the human labels on load.
-        probes: a served critic's (``--base-url``) re-checkable rows: ``[{"row": {question, response_1, response_2
-            [, reference]}, "label", "confidence"}]``, a few calibration rows with the verdict it gave; ``compare
+        probes: a served critic's (``--base-url``) re-checkable rows: ``[{"index", "row": {question, response_1,
+            response_2 [, reference]}, "label", "confidence"}]``, a few calibration rows (``index``: the place among
+            the threshold rows, whose stored verdict the probe must repeat) with the verdict it gave; ``compare
             --cascade`` judges them again before trusting the threshold (:mod:`hf_critic.commands.cascade_probes`).
             None for other critics (a local model is known by its weights' content, recorded verdicts by their
             files').

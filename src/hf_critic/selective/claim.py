@@ -238,11 +238,34 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
                 f"{path}: {where}.verdicts row {i}: label {lab!r} with confidence {conf!r} (a label "
                 "0 / 1 / 2 with a confidence in [0, 1] or None; no confidence without a label)"
             )
+    if c.probes is not None:
+        _check_probes(c, where, path, labels, confidences)
     if c.confidence == "reward margin":
         _check_margins(c, where, path, labels, confidences)
     if c.confidence == "fitted aggregate":
         _check_fitted_jury(c, where, path, labels, confidences)
     return labels, confidences
+
+
+def _check_probes(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A served critic's re-checkable rows: each names its place among the threshold rows and repeats the verdict
+    and confidence the critic's stored verdicts hold there (so editing one means editing the rows the threshold is
+    re-derived from)."""
+    for k, probe in enumerate(c.probes if isinstance(c.probes, list) else [None]):
+        ok = isinstance(probe, dict) and set(probe) == {"index", "row", "label", "confidence"}
+        ok = ok and isinstance(probe["row"], dict) and all(isinstance(v, str) for v in probe["row"].values())
+        place = probe.get("index") if ok else None
+        if not ok or not isinstance(place, int) or isinstance(place, bool) or not 0 <= place < len(labels):
+            raise ValueError(
+                f"{path}: {where}.probes[{k}] must be {{index, row, label, confidence}} with index a "
+                f"calibration row (0 to {len(labels) - 1}) and row its texts, got {_short(probe)}"
+            )
+        if probe["label"] != labels[place] or probe["confidence"] != confidences[place]:
+            raise ValueError(
+                f"{path}: {where}.probes[{k}]: label {probe['label']!r}, confidence "
+                f"{probe['confidence']!r} differ from its stored verdict on calibration row {place} "
+                f"({labels[place]!r}, {confidences[place]!r}): the file was edited"
+            )
 
 
 def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
