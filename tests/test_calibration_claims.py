@@ -313,3 +313,25 @@ def test_a_reward_critics_confidences_are_re_derived_from_its_margins_and_a_reve
     assert "a reward critic's verdicts need margins on every row and a logistic with slope > 0" in reversed_slope
     intercept = edited(tmp_path, raw, lambda c: c["critics"][0].update(logistic=[1.5, 0.5]))
     assert "critics[0] (rm).verdicts row 0: confidence" in intercept and "through logistic [1.5, 0.5]" in intercept
+
+
+def test_a_reward_critic_calibrated_end_to_end_re_derives_and_its_reversed_logistic_is_refused(tmp_path):
+    from hf_critic.tiny_models import build_tiny_reward_model
+
+    model = build_tiny_reward_model(tmp_path / "rm")
+    data = write_jsonl(tmp_path / "data.jsonl", pair_rows())
+    options = {"model": str(model), "dtype": "float32", "no_cache": True, "progress": False}
+    cascade = tmp_path / "reward.yaml"
+    cascade.write_text(json.dumps({"critics": [{"name": "rm", "options": options}]}), encoding="utf-8")
+    out = calibrate_jury(data, cascade, tmp_path / "reward.json")
+    raw = json.loads(out.read_text())
+    (critic,) = raw["critics"]
+    assert critic["confidence"] == "reward margin" and len(critic["verdicts"]["margins"]) == 12
+    assert critic["logistic"][0] > 0 and critic["probes"] is None  # a local model: known by its weights
+    load_calibration(out)  # as written, it re-derives
+    slope, intercept = critic["logistic"]
+    message = edited(tmp_path, raw, lambda c: c["critics"][0].update(logistic=[-slope, intercept]))
+    assert (
+        "critics[0] (rm): a reward critic's verdicts need margins on every row and a logistic with slope > 0"
+        in message
+    )
