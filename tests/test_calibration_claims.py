@@ -184,6 +184,11 @@ def test_another_model_behind_the_same_url_and_name_is_refused_before_the_rows_a
         raw["critics"][0]["probes"][0]["label"] = 1 - raw["critics"][0]["probes"][0]["label"]  # its stored verdict
         message = edited(tmp_path, raw, lambda c: None)
         assert "critics[0] (cheap).probes[0]: label" in message and "differ from its stored verdict" in message
+        raw["critics"][0]["probes"] = None  # removed: a served critic that keeps rows must have rows to re-check
+        (tmp_path / "no_probes.json").write_text(json.dumps(raw), encoding="utf-8")
+        capsys.readouterr()
+        assert compare(data, spec, tmp_path / "no_probes.json", tmp_path / "none.jsonl") == 2
+        assert "critic 'cheap' is served (http://127.0.0.1:" in capsys.readouterr().err
         cheap.reply = lambda body: "[[B]]"  # another model, same URL, same name, same /v1/models
         capsys.readouterr()
         out = tmp_path / "judged.jsonl"

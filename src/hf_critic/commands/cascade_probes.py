@@ -101,8 +101,8 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
         One line per served critic (or jury with a served member): what was re-checked, and what the run assumes.
 
     Raises:
-        ValueError: a served critic whose re-judged rows differ from the recorded ones, or one whose calibration
-            records none (one line naming the file, the critic and the first difference).
+        ValueError: a served critic whose re-judged rows differ from the recorded ones, or one that keeps rows and
+            whose calibration records none (one line naming the file, the critic and the first difference).
     """
     import datasets
 
@@ -120,6 +120,9 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
             )
         client = served_client(stage.critic)
         if client is None:
+            continue
+        if entry.probes == [] and entry.threshold is None:  # no verdict at calibration, and it keeps no row
+            lines.append(f"  {stage.name}: served; it keeps no row, so nothing of it is re-checked")
             continue
         if not entry.probes:
             raise ValueError(
