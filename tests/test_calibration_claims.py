@@ -149,7 +149,7 @@ def _negate_weights(c):
         (lambda c: c["critics"][0]["jury"].pop("threshold_features"), "jury.threshold_features must hold 3 features"),
         (
             lambda c: c["critics"][0]["jury"]["threshold_features"][0].__setitem__(0, 5.0),
-            "is not what its fit gives from its members' features",
+            "is not what its fit from its members' features gives",
         ),
     ],
 )
@@ -340,3 +340,21 @@ def test_a_reward_critic_calibrated_end_to_end_re_derives_and_its_reversed_logis
         "critics[0] (rm): a reward critic's verdicts need margins on every row and a logistic with slope > 0"
         in message
     )
+
+
+@pytest.mark.parametrize("how", ["vote", "mean"])
+def test_a_vote_or_mean_jurys_verdicts_are_aggregated_again_from_its_members_stored_verdicts(tmp_path, how):
+    data, cascade = jury_files(tmp_path, aggregate_how=how)
+    raw = json.loads(calibrate_jury(data, cascade, tmp_path / "jury.json").read_text())
+    members = raw["critics"][0]["jury"]["threshold_members"]
+    assert list(members) == ["good", "noisy", "longer-wins"] and len(members["good"]["labels"]) == raw["data"]["rows"]
+    load_calibration(tmp_path / "jury.json")  # as written, it re-derives
+
+    def flip_member(c):
+        good = c["critics"][0]["jury"]["threshold_members"]["good"]["labels"]
+        good[0] = 1 - good[0]
+
+    message = edited(tmp_path, json.loads(json.dumps(raw)), flip_member)
+    assert "critics[0] (jury).verdicts row 0: label" in message and f"is not what its members' {how} gives" in message
+    message = edited(tmp_path, raw, lambda c: c["critics"][0]["jury"].pop("threshold_members"))
+    assert "jury.threshold_members must hold each member's labels and confidences" in message

@@ -24,6 +24,10 @@ __all__ = [
 ]
 
 
+#: What a vote / mean jury's calibration entry keeps of each member on the threshold rows: {key: critique column}.
+MEMBER_COLUMNS = {"labels": schema.CRITIQUE_LABEL, "confidences": schema.CRITIQUE_CONFIDENCE}
+
+
 def question_keys(records) -> list:
     """Each row's question: its ``query_id`` where the data has one, else its question text (the unit of the
     bootstrap and of a fitted jury's cross-validation folds)."""
@@ -104,9 +108,9 @@ def threshold_rows(stages, rows: int) -> np.ndarray:
 
 
 def jury_entry(stage, setting, held) -> dict | None:
-    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; a fitted
-    jury's members' features on the threshold rows ``held``, from which its verdicts there are re-derived on load);
-    None for other stages."""
+    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; on the
+    threshold rows ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and
+    confidences, from which its verdicts there are re-derived on load); None for other stages."""
     from ..cascade import critic_fingerprint
 
     if not isinstance(stage.critic, Jury):
@@ -114,6 +118,11 @@ def jury_entry(stage, setting, held) -> dict | None:
     entry = stage.critic.fit_entry([critic_fingerprint(m, setting) for m in stage.critic.members])
     if stage.critic.how == "fitted":
         entry["threshold_features"] = jury_features(stage.critic.member_columns)[1][held].tolist()
+    else:  # vote / mean: its members' verdicts, which its own are aggregated from again on load
+        entry["threshold_members"] = {
+            name: {key: [columns[column][i] for i in held] for key, column in MEMBER_COLUMNS.items()}
+            for name, columns in stage.critic.member_columns.items()
+        }
     return entry
 
 

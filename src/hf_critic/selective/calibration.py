@@ -97,7 +97,8 @@ class CriticThreshold:
         jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
             (:meth:`hf_critic.jury.Jury.fit_entry`), else None; a fitted one also carries the rows it was fitted on
             (``fit_rows``: features, human labels, cross-validation folds) and its members' features on the
-            threshold rows (``threshold_features``), from which the fit and the jury's verdicts are re-derived.
+            threshold rows (``threshold_features``), from which the fit and the jury's verdicts are re-derived; a
+            vote or mean one its members' labels and confidences there (``threshold_members``).
         verdicts: the critic's verdict on every threshold row of the file (``CalibrationFile.rows``), in order:
             ``{"labels": [0 / 1 / 2 / None], "confidences": [float in [0, 1] / None]}`` (the keepable confidences,
             None where there is no verdict), and for a reward critic ``"margins"`` (``reward_1 - reward_2``, from

@@ -21,7 +21,8 @@ must hash to ``data.sha256``; each critic's stored verdicts and confidences on t
 and each critic's delta, must give every threshold, n, k, bound, failed candidate and calibration row count the file
 states. A reward critic's confidences must be its stored margins through its ``logistic`` (slope > 0, so the ranking
 is the margin's). A fitted jury's fit is made again from its stored fit rows (:func:`~hf_critic.selective.jury.
-refit_difference`) and its verdicts and confidences on the threshold rows again from its members' stored features.
+refit_difference`) and its verdicts and confidences on the threshold rows again from its members' stored features;
+a vote or mean jury's verdicts are aggregated again from its members' stored labels and confidences.
 So a threshold, a bound, a removed failed candidate, negated jury weights or a reversed logistic are refused: what
 no edit of the derived fields can fake is an edit of the observations themselves (the verdicts and labels): the
 file vouches for its arithmetic, not for its rows; a served critic's rows are re-checked at run time
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import schema
 from .calibration import (
     CalibrationFile,
     CriticThreshold,
@@ -48,7 +50,7 @@ from .calibration import (
     read_calibration,
 )
 from .confidence import CONFIDENCE_KINDS, margin_confidence
-from .jury import JuryFit, fitted_verdicts, refit_difference
+from .jury import JuryFit, aggregate, fitted_verdicts, refit_difference
 
 __all__ = ["check_claim", "load_calibration", "rederive"]
 
@@ -244,6 +246,8 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
         _check_margins(c, where, path, labels, confidences)
     if c.confidence == "fitted aggregate":
         _check_fitted_jury(c, where, path, labels, confidences)
+    elif c.confidence in ("vote aggregate", "mean aggregate"):
+        _check_aggregate(c, where, path, labels, confidences)
     return labels, confidences
 
 
@@ -324,6 +328,41 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
             f"of the {len(labels)} calibration rows, finite numbers, got shape {x.shape}"
         )
     made_labels, made_confidences = fitted_verdicts(fit, fit.features, x)
+    _compare_verdicts(
+        where, path, labels, confidences, made_labels, made_confidences, "its fit from its members' features"
+    )
+
+
+def _check_aggregate(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A vote / mean jury: its verdicts aggregated again from its members' stored labels and confidences."""
+    how = c.confidence.split()[0]
+    entry = c.jury if isinstance(c.jury, dict) else {}
+    members = entry.get("threshold_members")
+    shaped = isinstance(members, dict) and members and entry.get("aggregate") == how
+    shaped = shaped and all(
+        isinstance(m, dict)
+        and isinstance(m.get("labels"), list)
+        and isinstance(m.get("confidences"), list)
+        and len(m["labels"]) == len(m["confidences"]) == len(labels)
+        and all(_label(x) for x in m["labels"])
+        and all(_confidence(x) for x in m["confidences"])
+        for m in members.values()
+    )
+    if not shaped:
+        raise ValueError(
+            f"{path}: {where}.jury.threshold_members must hold each member's labels and confidences on the "
+            f"{len(labels)} calibration rows (aggregate {how}), got {_short(members)}"
+        )
+    columns = {
+        name: {schema.CRITIQUE_LABEL: m["labels"], schema.CRITIQUE_CONFIDENCE: m["confidences"]}
+        for name, m in members.items()
+    }
+    made_labels, made_confidences, _ = aggregate(how, columns)
+    _compare_verdicts(where, path, labels, confidences, made_labels, made_confidences, f"its members' {how}")
+
+
+def _compare_verdicts(where, path, labels, confidences, made_labels, made_confidences, source: str) -> None:
+    """Refuse the first row whose stored verdict or confidence is not the one re-derived from ``source``."""
     for i, (lab, conf, made_lab, made_conf) in enumerate(
         zip(labels, confidences, made_labels, made_confidences, strict=True)
     ):
@@ -333,8 +372,8 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
             or (conf is not None and not math.isclose(conf, made_conf, abs_tol=1e-9))
         ):
             raise ValueError(
-                f"{path}: {where}.verdicts row {i}: label {lab!r}, confidence {conf} is not what its fit "
-                f"gives from its members' features ({made_lab!r}, {made_conf})"
+                f"{path}: {where}.verdicts row {i}: label {lab!r}, confidence {conf} is not what {source} gives "
+                f"({made_lab!r}, {made_conf})"
             )
 
 
