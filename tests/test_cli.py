@@ -50,7 +50,17 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 def test_every_command_is_registered_and_every_option_has_help():
     commands = _subparsers(build_parser())
     top = {prog.split()[1] for prog in commands}
-    assert top == {"grade", "compare", "calibrate", "meta-eval", "refine", "self-eval", "eval-instruct", "metrics"}
+    assert top == {
+        "grade",
+        "compare",
+        "calibrate",
+        "meta-eval",
+        "view",
+        "refine",
+        "self-eval",
+        "eval-instruct",
+        "metrics",
+    }
     for prog, sub in commands.items():
         for action in sub._actions:
             if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):

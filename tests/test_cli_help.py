@@ -23,12 +23,14 @@ COMMANDS = [
     "compare",
     "calibrate",
     "meta-eval",
+    "view",
     "refine",
     "self-eval",
     "eval-instruct",
     "metrics",
     "metrics install",
     "metrics path",
+    "export-critic",
 ]
 
 

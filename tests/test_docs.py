@@ -212,7 +212,7 @@ def test_the_docs_show_every_command():
     from hf_critic.cli import COMMANDS  # noqa: F401  (the registered modules)
 
     shown = {a[1] for _, a in CLI_LINES}
-    assert {"grade", "compare", "meta-eval", "refine", "self-eval", "eval-instruct"} <= shown, shown
+    assert {"grade", "compare", "meta-eval", "view", "refine", "self-eval", "eval-instruct"} <= shown, shown
 
 
 SCRIPT_LINES = [
@@ -309,26 +309,81 @@ def test_readme_is_short_and_keeps_the_two_commands():
     assert "make test" in (REPO / ".ci" / "run").read_text() and "make docs" in (REPO / ".ci" / "run").read_text()
 
 
-def test_readme_results_come_from_the_critics_card():
-    """The README's results table is a copy of the card's held-out rows: every figure in it is in the card."""
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    card = (REPO / "src/hf_critic/critics/smollm2_135m_critic/README.md").read_text(encoding="utf-8")
-    section = readme.split("## Results", 1)[1].split("\n## ", 1)[0]
-    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| benchmark")]
-    assert len(rows) == 8  # five accuracy rows, three selective rows (issue 47)
-    for row in rows:
-        cells = [c.strip() for c in row.strip("|").split("|")]
-        assert f"| {' | '.join(cells[:2])} |" in card, f"row not in the card: {row}"
-        for figure in cells[2:]:
-            assert figure in card, f"{figure} is not in the card"
+def _load(name: str, path: Path):
+    """The Python file ``path`` of the repository (a script or the MkDocs hooks) as a module named ``name``."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results_script():
+    """scripts/build_results_docs.py as a module."""
+    return _load("build_results_docs", REPO / "scripts" / "build_results_docs.py")
+
+
+def test_every_copied_figure_is_rendered_from_its_report():
+    """A figure shown in several places (the README's results table, the shipped critic's card, the Results page, the
+    recipe README, the choosing and selective-judging pages) sits in a ``<!-- figures: NAME -->`` block that is, byte
+    for byte, what scripts/build_results_docs.py renders from its one committed report now: two copies cannot differ."""
+    script = _results_script()
+    assert script.check_figures() == []
+    places = {name: files for name, (_, files) in script.PLACES.items()}
+    assert {"README.md", script.CARD, "docs/results.md"} <= {f for files in places.values() for f in files}
+    assert places["critic-test-halves"] == ["README.md", script.CARD]  # the README's table is the card's
+
+
+def test_a_copy_that_differs_from_its_report_is_named(tmp_path):
+    """Edit one figure of one copy (the card's coverage of the shipped critic on HHH): the check names that file and
+    block and no other; a missing block is named too."""
+    script = _results_script()
+    for path in {p for _, files in script.PLACES.values() for p in files}:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / path, tmp_path / path)
+    assert script.check_figures(tmp_path) == []
+    card = tmp_path / script.CARD
+    text = card.read_text(encoding="utf-8")
+    assert text.count("| 0.475 (0.0) |") == 1
+    card.write_text(text.replace("| 0.475 (0.0) |", "| 0.475 (4.0) |"), encoding="utf-8")
+    assert script.check_figures(tmp_path) == [
+        f"{script.CARD}: block critic-test-halves differs from what readme_table() renders"
+    ]
+    results = tmp_path / "docs" / "results.md"
+    block = re.compile(r"<!-- figures: critic-heldout -->.*?<!-- /figures: critic-heldout -->\n", re.S)
+    results.write_text(block.sub("", results.read_text(encoding="utf-8")), encoding="utf-8")
+    assert "docs/results.md: no <!-- figures: critic-heldout --> block" in script.check_figures(tmp_path)
+
+
+def test_each_row_label_names_one_set_of_rows():
+    """The shipped critic's report labels every set of rows it reports differently (the whole benchmarks, the dev and
+    the test half), so no two tables call different rows by one name, e.g. "Eval-P, 200 pairs (seed 0)"."""
+    script = _results_script()
+    report = script._read(script.CRITIC)
+    labels = [*report["heldout"]["rows"].values()]
+    labels += [label for half in report["halves"]["rows"].values() for label in half.values()]
+    labels.append(report["demo"]["rows"])
+    assert len(labels) == len(set(labels)), labels
+    assert all(("half" in label) != (label in report["heldout"]["rows"].values()) for label in labels[:-1])
+
+
+def test_the_exit_codes_are_listed_once():
+    """The exit codes have one list (hf_critic.commands.exit_status): ``hf-critic --help`` prints it whole (so the
+    generated command-line reference shows it), ``eval-instruct --help`` ends with it, and the judging page links to
+    the reference instead of listing codes of its own."""
+    from hf_critic.cli import build_parser
+    from hf_critic.commands.exit_status import EXIT_STATUS, exit_status_text
+
+    parser = build_parser()
+    assert parser.epilog == exit_status_text() and set(EXIT_STATUS) == {0, 1, 2, 3, 4}
+    (subparsers,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    assert subparsers.choices["eval-instruct"].epilog.endswith(exit_status_text())
+    index = (REPO / "docs" / "judge" / "index.md").read_text(encoding="utf-8")
+    assert "reference/cli.md#hf-critic" in index and not re.search(r"[Ee]xit codes?[^.]*\b2\b[^.]*\b3\b", index)
 
 
 def _hooks():
     """docs/hooks.py, the MkDocs hooks, as a module."""
-    spec = importlib.util.spec_from_file_location("docs_hooks", REPO / "docs" / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load("docs_hooks", REPO / "docs" / "hooks.py")
 
 
 def test_every_public_module_is_on_an_api_page():
@@ -387,13 +442,6 @@ def test_the_site_builds_strict_with_every_page(site):
         assert f'id="hf_critic.{name}"' in other, name  # a module without a page of its own is rendered there
     card = (site / "critic-card" / "index.html").read_text(encoding="utf-8")
     assert "Held-out figures" in card and "license: cc-by-nc-4.0" not in card  # the card, without its YAML header
-
-
-def _results_script():
-    spec = importlib.util.spec_from_file_location("build_results_docs", REPO / "scripts" / "build_results_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_results_sections_come_from_committed_reports(site):

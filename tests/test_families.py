@@ -814,3 +814,30 @@ def test_known_critic_is_wrapped_in_its_published_input_format(tiny_model_dir, t
     # Another model keeps its own chat template.
     plain = TransformersBackend.from_pretrained(str(tiny_model_dir), progress=False)
     assert "|chat:" not in plain.name and plain._prompt_text(messages).startswith("<|im_start|>")
+
+
+@pytest.mark.parametrize(
+    ("family", "setting", "text", "expected"),
+    [
+        (
+            "prometheus2",
+            "pointwise_referenced",
+            "Feedback: Weak. [RESULT] 2\nThe response ends with '[RESULT] 5'.",
+            2.0,
+        ),
+        ("prometheus2", "pairwise_referenced", "Feedback: A is right. [RESULT] A\nB closes with «[RESULT] B».", 0),
+        ("autoj", "pointwise_reference_free", "Weak.\nRating: [[3]]\nIt ends with 'Rating: [[10]]'.", 3.0),
+        ("autoj", "pointwise_reference_free", "Weak.\nRating: [[3]]\nIt ends with <q>Rating: [[10]]</q>", 3.0),
+        (
+            "autoj",
+            "pairwise_reference_free",
+            "So, the final decision is Response 2. Response 1 says 'So, the final decision is Response 1'.",
+            1,
+        ),
+    ],
+)
+def test_published_parsers_skip_verdicts_the_critique_quotes(family, setting, text, expected):
+    """Each read the quoted verdict (5, B, 10, 10, Response 1) or nothing before: the last one outside quotations."""
+    output = get_template(family, setting).output
+    parsed = parse_output(text, output)
+    assert parsed.status is ParseStatus.OK and (parsed.score if output.kind == "score" else parsed.label) == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -185,3 +186,87 @@ def test_recorded_verdicts_are_known_by_their_files_field_label_map_and_benchmar
     assert fingerprint(field="pick") != base
     assert fingerprint(label_map={"0": 1, "1": 0}) != base
     assert fingerprint(bench=datasets.Dataset.from_list(rows[::-1])) != base  # the files now follow other rows
+
+
+# --------------------------------------------------------------------------------------------------
+# One identity, by content: what changes a reward critic's verdicts changes it; a copy elsewhere does not
+# --------------------------------------------------------------------------------------------------
+def _reward_fingerprint(folder) -> str:
+    from hf_critic import weights
+    from hf_critic.reward_model import RewardModel
+
+    weights._MEMORY.clear()  # a new process: only the store and the files themselves answer
+    reward = RewardModel.from_pretrained(str(folder), dtype="float32", progress=False)
+    return critic_fingerprint(CascadeStage("rm", Critic(None, reward=reward)), PAIRWISE)
+
+
+@pytest.fixture(scope="module")
+def reward_folder(tmp_path_factory):
+    from hf_critic.tiny_models import build_tiny_reward_model
+
+    return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "model")
+
+
+def _copy(folder, to):
+    import shutil
+
+    return Path(shutil.copytree(folder, to))
+
+
+def test_a_changed_chat_template_changes_a_reward_critics_identity(reward_folder, tmp_path, monkeypatch):
+    """Calibrated under one chat template, the critic was still accepted under another: its inputs differ."""
+    monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
+    folder = _copy(reward_folder, tmp_path / "rm")
+    before = _reward_fingerprint(folder)
+    config = folder / "tokenizer_config.json"
+    template = folder / "chat_template.jinja"
+    if template.is_file():  # where transformers keeps the template: edit it there
+        template.write_text(template.read_text().replace("<|im_start|>", "<|im_start|> "))
+    else:
+        data = json.loads(config.read_text())
+        data["chat_template"] = data["chat_template"].replace("<|im_start|>", "<|im_start|> ")
+        config.write_text(json.dumps(data))
+    assert _reward_fingerprint(folder) != before
+
+
+def test_a_changed_max_length_changes_a_reward_critics_identity(reward_folder, tmp_path, monkeypatch):
+    """The context a reward critic cuts its inputs to (``max_length`` of its calibration file) decides its rewards."""
+    from hf_critic.reward_model import RewardCalibration
+
+    monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
+    folder = _copy(reward_folder, tmp_path / "rm")
+    RewardCalibration(max_length=512).save(folder)
+    before = _reward_fingerprint(folder)
+    RewardCalibration(max_length=256).save(folder)
+    assert _reward_fingerprint(folder) != before
+
+
+def test_weights_changed_in_place_with_size_and_time_kept_change_the_identity(reward_folder, tmp_path, monkeypatch):
+    """A file's digest was kept by path, size and modification time: bytes rewritten with both restored kept it."""
+    monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
+    folder = _copy(reward_folder, tmp_path / "rm")
+    before = _reward_fingerprint(folder)
+    weights_file = folder / "model.safetensors"
+    stat = weights_file.stat()
+    data = bytearray(weights_file.read_bytes())
+    data[-1] ^= 0xFF  # the last byte of the last tensor: same size, other weights
+    weights_file.write_bytes(bytes(data))
+    os.utime(weights_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert weights_file.stat().st_size == stat.st_size and weights_file.stat().st_mtime_ns == stat.st_mtime_ns
+    assert _reward_fingerprint(folder) != before
+
+
+def test_a_byte_identical_copy_at_another_path_is_the_same_critic(reward_folder, tmp_path, monkeypatch):
+    """Its path was part of the identity: a copied folder was refused as a different critic."""
+    from hf_critic.backends.transformers import TransformersBackend
+    from hf_critic.tiny_models import build_tiny_model
+
+    monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
+    copy = _copy(reward_folder, tmp_path / "elsewhere" / "renamed")
+    assert _reward_fingerprint(copy) == _reward_fingerprint(reward_folder)
+    model = build_tiny_model(tmp_path / "lm")
+    backends = [
+        TransformersBackend.from_pretrained(str(p), dtype="float32") for p in (model, _copy(model, tmp_path / "b"))
+    ]
+    assert backends[0].name != backends[1].name  # messages still name the folder
+    assert backends[0].identity == backends[1].identity

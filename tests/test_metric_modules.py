@@ -154,6 +154,7 @@ def test_wheel_ships_metric_modules_and_card_template(tmp_path):
             packed = zipfile.ZipFile(wheel).read(f"hf_critic/_metrics/{name}/{filename}")
             assert packed == (REPO_ROOT / "metrics" / name / filename).read_bytes()
     assert "hf_critic/_dataset_cards/eval_instruct.md" in names
+    assert {"hf_critic/_dataset_cards/critic_run.md", "hf_critic/reports/templates/view.html.j2"} <= names  # view
     library = REPO_ROOT / "src"  # every module and prompt file of the library, in every sub-package
     for path in [*library.rglob("*.py"), *library.rglob("*.yaml")]:
         if "__pycache__" not in path.parts:

@@ -637,3 +637,92 @@ def test_a_label_inside_a_quotation_is_not_the_critics(text, expected):
 def test_only_a_quoted_verdict_is_unparsed_not_read():
     assert parse_score('The answer says "Rating: [[10]]" of itself.').status is UNPARSED
     assert parse_label("> [[A]]").status is UNPARSED
+
+
+# --------------------------------------------------------------------------------------------------
+# Quoted markers in every quoting style; apostrophes are no quotes
+# --------------------------------------------------------------------------------------------------
+QUOTED_LABELS = [
+    ("single_quotes", "Assistant A is better. Assistant B's answer ends with '[[B]]'."),
+    ("single_quotes_after_a_colon", "[[A]]\nAssistant B's answer ends with: '[[B]]'"),
+    ("double_quotes_over_two_lines", '[[A]]\nAssistant B closes with "I checked it twice.\n[[B]]" and stops.'),
+    ("guillemets", "[[A]]\nAssistant B termine par « [[B]] »."),
+    ("single_guillemets", "[[A]]\nAssistant B ends with ‹[[B]]›."),
+    ("corner_brackets", "[[A]]\n助手2的回答以「[[B]]」结尾。"),
+    ("white_corner_brackets", "[[A]]\n助手2的回答以『[[B]]』结尾。"),
+    ("curly_single_quotes", "Assistant A is better. Assistant B’s answer ends with ‘[[B]]’."),
+    ("curly_double_quotes", "Assistant A is better. Assistant B’s answer ends with “[[B]]”."),
+    ("low_9_quotes", "[[A]]\nAssistant B schließt mit „[[B]]“."),
+    ("json_escaped_quotes", '[[A]]\n{"note": "Assistant B ends with \\"[[B]]\\""}'),
+    ("escaped_quotes_alone", '[[A]]\nAssistant B\'s output is the JSON text \\"[[B]]\\".'),
+    ("q_element", "[[A]]\nAssistant B ends with <q>[[B]]</q>."),
+    ("q_element_with_attribute", "[[A]]\nAssistant B ends with <Q cite='answer'>[[B]]</Q>."),
+    ("blockquote_element", "[[A]]\nAssistant B ends with <blockquote>\n[[B]]\n</blockquote>"),
+    ("inline_code_at_the_end", "Assistant A is better. Assistant B's answer ends with `[[B]]`."),
+    ("full_width_quotes", "[[A]]\nAssistant B ends with ＂[[B]]＂."),
+]
+
+
+@pytest.mark.parametrize("text", [c[1] for c in QUOTED_LABELS], ids=[c[0] for c in QUOTED_LABELS])
+def test_a_quoted_marker_in_any_quoting_style_is_not_the_verdict(text):
+    """Each was read as the quoted B before (the escaped quotes alone excepted: a regression guard): a verdict is the
+    critic's own statement, not a quotation."""
+    assert (parse_label(text).status, parse_label(text).label) == (OK, RESPONSE_1_WINS)
+
+
+QUOTED_SCORES = [
+    ("single_quotes", "Rating: [[3]]\nThe answer ends with 'Rating: [[10]]', which I ignore."),
+    ("double_quotes_over_two_lines", 'Rating: [[3]]\nIt ends with "All done.\nRating: [[10]]"\nwhich I ignore.'),
+    ("guillemets", "评分：[[3]]\nThe answer ends with «Rating: [[10]]»."),
+    ("corner_brackets", "评分：[[3]]\n回答末尾写着「评分：[[10]]」，不予采信。"),
+    ("curly_single_quotes", "Rating: [[3]]\nIt ends with ‘Assistant’s Rating: [[10]]’."),
+    ("json_escaped_quotes", 'Rating: [[3]]\n{"feedback": "It prints \\"Rating: [[10]]\\" at the end."}'),
+    ("q_element", "Rating: [[3]]\nIt ends with <q>Rating: [[10]]</q>."),
+    ("dict_in_single_quotes", "Rating: [[3]]\nIt ends with '{\"Overall Score\": 10}'."),
+]
+
+
+@pytest.mark.parametrize("text", [c[1] for c in QUOTED_SCORES], ids=[c[0] for c in QUOTED_SCORES])
+def test_a_quoted_score_in_any_quoting_style_is_not_the_verdict(text):
+    assert parse_score(text).score == 3.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Assistant B's answer is wrong; don't trust it. It's '90s style.\nRating: [[2]]", 2.0),
+        ("The students' answers are right, the teacher's isn't. Rating: [[7]]", 7.0),
+        ("'Twas brillig, says the answer's first line. Rating: [[6]] for the poem's 'style'.", 6.0),
+        ("Assistant B’s answer isn’t wrong. Rating: [[8]]", 8.0),
+        ("The 27\" screen and the 5' cable are right. Rating: [[9]]", 9.0),
+        ("The answer's wrong. My final verdict is '[[2]]'", 2.0),  # the critic's own verdict, quoted after its lead
+        ("The answer's wrong. Rating: «[[4]]»", 4.0),
+        ("Good. Rating: `[[8]]`", 8.0),
+    ],
+)
+def test_apostrophes_are_not_quotes_and_an_own_quoted_verdict_still_parses(text, expected):
+    assert (parse_score(text).status, parse_score(text).score) == (OK, expected)
+
+
+def test_a_stated_verdict_is_read_only_when_it_stands_alone_and_agrees():
+    assert parse_label("Assistant A is better.").label == RESPONSE_1_WINS
+    assert parse_label("Some analysis.\n**Response 2 is the better one!**").label == RESPONSE_2_WINS
+    for text in (
+        "Assistant A is better. Assistant B is better.",  # two sides: unparsed, not the last one
+        "Assistant A is better at maths, B at prose.",
+        "Response 2 is better than nothing.",
+        'It claims "Assistant B is better." of itself.',  # quoted
+        "Nobody would say Assistant A is better.",  # not a sentence of its own
+    ):
+        assert parse_label(text).status is UNPARSED, text
+
+
+def test_quotation_spans_are_linear_and_leave_apostrophes_alone():
+    from hf_critic.parsing.quotes import quotation_spans
+
+    text = "B's and don't, the students' work, '90s. 'x' and \"y\"."
+    assert [text[a:b] for a, b in quotation_spans(text)] == ["'x'", '"y"']
+    runaway = "B's 'a “x «y 「z \\\"q <q " * 10_000
+    start = time.process_time()
+    quotation_spans(runaway)
+    assert time.process_time() - start < 0.5

@@ -280,7 +280,9 @@ def test_the_critic_backend_retries_a_cut_off_critique_then_keeps_the_last_one()
         assert server.requests == 2  # the cut-off answer was asked again
     with StubOpenAIServer(respond=cut_off_then("Good answer. Rating: [[8]]", bad=9)) as server:
         backend = OpenAIBackend(OpenAIClient(server.url, "m", retry=FAST), progress=False)
-        assert backend.generate([[{"role": "user", "content": "b"}]], DecodingConfig()) == [["Good "]]
+        assert backend.generate([[{"role": "user", "content": "b"}]], DecodingConfig()) == [
+            ["Good"]
+        ]  # stripped, as the local engines strip
         assert server.requests == 3  # bounded; the critic then reports the cut-off critique as unparsed
 
 

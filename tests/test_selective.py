@@ -210,8 +210,10 @@ def test_a_cascade_sends_only_the_unkept_rows_onward_and_abstains_where_no_criti
                 "--output", str(out)]  # fmt: skip
         assert main(argv) == 0
         printed = capsys.readouterr().out
-    # the cache answers every request of this run: count the calls the cascade makes instead
-    assert (cheap.requests, strong.requests) == before
+    # the cache answers every request of the cascade itself: only each served critic's 8 recorded calibration rows
+    # are judged again past it (both orders), before the rows: count the calls the cascade makes instead
+    assert (cheap.requests, strong.requests) == (before[0] + 16, before[1] + 16)
+    assert "cheap: served; its 8 recorded calibration rows judged again agree" in printed
     assert "cheap: asked 12, decided 6 (50.0% of rows), threshold 1; 24 calls" in printed
     assert "strong: asked 6, decided 6 (50.0% of rows), threshold 1; 12 calls" in printed
     assert "6 in money" in printed  # 12 calls at 0.5

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from .critic import Critic
 from .critic.output import as_dataset
 from .jury import JURY_MEMBERS, Jury, LongerWins
 from .labels import swap_label
+from .matching import id_conflicts, name_rows, text_identity
 from .selective import CalibrationFile, confidence_of, keepable_confidences
 
 __all__ = [
@@ -52,9 +52,9 @@ VERDICT_COLUMNS = (
 
 
 def pair_key(question: str, response_1: str, response_2: str) -> str:
-    """The identity of a pairwise row by its text (NFKC-normalised, stripped): how recorded verdicts find their rows."""
-    parts = [unicodedata.normalize("NFKC", str(t)).strip() for t in (question, response_1, response_2)]
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+    """The identity of a pairwise row by its text (:func:`hf_critic.matching.text_identity`: whitespace normalised,
+    nothing folded): how recorded verdicts find their rows."""
+    return text_identity(question, response_1, response_2)
 
 
 def _file_digest(paths: Sequence[str]) -> str:
@@ -75,12 +75,13 @@ class RecordedVerdicts:
     """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
     orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
 
-    Rows are matched to the judged data by ``id`` where both have an ``id`` column (a recorded id whose pair differs
-    from the data's is refused), else by their text (:func:`pair_key`: question and both responses) and occurrence:
-    the data's k-th copy of a pair takes the recorded k-th copy. Copies whose verdicts agree are interchangeable;
-    copies with different verdicts are matched by order only when the data holds as many copies (and counted as
-    ``conflicting``), and refused otherwise (which copy is whose cannot be told). A judged row with no recorded
-    verdict gets none (it is escalated, and counted as unmatched).
+    Rows are matched to the judged data by ``id`` where both have an ``id`` column (every recorded id whose pair differs
+    from the data's row of that id is a conflict: refused, counted and named), else by their text (:func:`pair_key`:
+    question and both responses, whitespace normalised, no Unicode folding) and occurrence: the data's k-th copy of a
+    pair takes the recorded k-th copy. Copies whose verdicts agree are interchangeable; copies with different verdicts
+    are matched by order only when the data holds as many copies (and counted as ``conflicting``), and refused
+    otherwise (which copy is whose cannot be told). A judged row with no recorded verdict gets none (it is escalated,
+    and counted and named as unmatched).
 
     Args:
         name: the critic's name in reports.
@@ -179,27 +180,33 @@ class RecordedVerdicts:
         the benchmark rows in order)."""
         return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}|{self.reading}"
 
-    def match(self, records: datasets.Dataset) -> tuple[list[int | None], int]:
+    def match(self, records: datasets.Dataset) -> tuple[list[int | None], list[int]]:
         """The recorded row of each row of ``records`` (class docstring): by id, else by (text, occurrence).
 
         Returns:
-            ``(found, conflicting)``: per row its recorded row index or None (no recorded verdict), and how many rows
-            were matched among copies of one pair whose recorded verdicts differ.
+            ``(found, conflicting)``: per row its recorded row index or None (no recorded verdict), and the rows
+            matched among copies of one pair whose recorded verdicts differ.
 
         Raises:
-            ValueError: a recorded id whose pair differs from the data's, or copies of a pair with different recorded
-                verdicts in a number that differs from the data's copies (one line naming the files and the row).
+            ValueError: recorded ids whose pair differs from the data's row of the same id (counted, the first ones
+                named), or copies of a pair with different recorded verdicts in a number that differs from the
+                data's copies (one line naming the files and the row).
         """
         files = ", ".join(self.files)
         keys = _pair_keys(records)
         if self.ids is not None and "id" in records.column_names:
-            found = [self.ids.get(str(i)) for i in records["id"]]
-            for row, (i, key) in enumerate(zip(found, keys, strict=True)):
-                if i is not None and self.keys[i] != key:
-                    raise ValueError(f"{files}: id {records['id'][row]!r} holds another pair than data row {row} "
-                                     "of the same id")  # fmt: skip
-            return found, 0
-        wanted, seen, found, conflicting = Counter(keys), Counter(), [], 0
+            data_ids = [str(i) for i in records["id"]]
+            found = [self.ids.get(i) for i in data_ids]
+            pairs = [(row, i) for row, i in enumerate(found) if i is not None]
+            wrong = [pairs[k][0] for k in id_conflicts(pairs, keys, self.keys)]
+            if wrong:
+                raise ValueError(
+                    f"{files}: {len(wrong)} of the {len(pairs)} ids found in both hold another pair in the "
+                    f"recorded verdicts than in the data ({name_rows(wrong, data_ids)}): the ids name "
+                    "other rows; give the data and the verdicts the same rows' ids"
+                )
+            return found, []
+        wanted, seen, found, conflicting = Counter(keys), Counter(), [], []
         for row, key in enumerate(keys):
             copies, occurrence = self.copies.get(key, []), seen[key]
             seen[key] += 1
@@ -211,17 +218,18 @@ class RecordedVerdicts:
                                  f"verdicts and found {wanted[key]} times in the data: which verdict is its own "
                                  "cannot be told (give both an id column)")  # fmt: skip
             found.append(copies[occurrence])
-            conflicting += 1
+            conflicting.append(row)
         return found, conflicting
 
-    def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], int, int]:
+    def compare(self, records: datasets.Dataset) -> tuple[dict[str, list], list[int], list[int]]:
         """The recorded verdicts of ``records``' rows (matched by :meth:`match`).
 
         Returns:
             ``(columns, unmatched, conflicting)``: ``critique_label`` (None where no verdict was recorded),
             ``critique_status`` (``skipped`` for unmatched rows), ``critique_confidence``, and the explanation /
-            generation where the file has them; ``unmatched`` counts the rows with no recorded verdict,
-            ``conflicting`` the rows matched among copies with different verdicts.
+            generation where the file has them; ``unmatched``: the rows with no recorded verdict, ``conflicting``:
+            the rows matched among copies with different verdicts (row positions in ``records``, for
+            :func:`hf_critic.matching.name_rows`).
 
         Raises:
             ValueError: see :meth:`match`.
@@ -242,7 +250,7 @@ class RecordedVerdicts:
             return (schema.ParseStatus.OK if labels[k] is not None else schema.ParseStatus.UNPARSED).value
 
         columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
-        return columns, sum(i is None for i in found), conflicting
+        return columns, [k for k, i in enumerate(found) if i is None], conflicting
 
 
 def _pair_keys(rows: datasets.Dataset) -> list[str]:
@@ -324,7 +332,8 @@ class StageRun:
         columns: its critique columns (``critique_label``, ``critique_confidence``, ...), one value per row sent.
         asked: rows sent to it; calls: requests (rows x orders; 0 for recorded verdicts); seconds: wall time.
         recorded: the verdicts were read, not computed; unmatched: rows a recorded critic had no verdict for;
-        conflicting: rows a recorded critic matched among copies of one pair with different verdicts (by order).
+        conflicting: rows a recorded critic matched among copies of one pair with different verdicts (by order);
+        unmatched_rows / conflicting_rows: those rows named (:func:`hf_critic.matching.name_rows`; "" for none).
         price_per_call: as in :class:`CascadeStage`.
         kind: the confidence kind of its verdicts (:data:`hf_critic.selective.CONFIDENCE_KINDS`; None: none).
     """
@@ -339,6 +348,8 @@ class StageRun:
     price_per_call: float | None = None
     conflicting: int = 0
     kind: str | None = None
+    unmatched_rows: str = ""
+    conflicting_rows: str = ""
 
     @property
     def money(self) -> float | None:
@@ -391,10 +402,12 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
     """Run one stage on ``dataset``; its confidences made keepable (:func:`~hf_critic.selective.keepable_confidences`:
     None where there is no verdict or no usable confidence) and its confidence kind recorded."""
     started = time.perf_counter()
-    conflicting = 0
+    conflicting, named = 0, ("", "")
     if stage.recorded:
-        columns, unmatched, conflicting = stage.critic.compare(dataset)
-        calls = 0
+        columns, unmatched_rows, conflicting_rows = stage.critic.compare(dataset)
+        ids = dataset["id"] if "id" in dataset.column_names and None not in dataset["id"] else None
+        unmatched, conflicting, calls = len(unmatched_rows), len(conflicting_rows), 0
+        named = (name_rows(unmatched_rows, ids), name_rows(conflicting_rows, ids))
     elif isinstance(stage.critic, Jury):
         (columns, calls), unmatched = stage.critic.judge(dataset, source, _judge_stage), 0
     elif isinstance(stage.critic, LongerWins):
@@ -409,7 +422,7 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
     columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(columns[schema.CRITIQUE_LABEL],
                                                                columns[schema.CRITIQUE_CONFIDENCE])[0]  # fmt: skip
     return StageRun(stage.name, columns, len(dataset), calls, time.perf_counter() - started, stage.recorded,
-                    unmatched, stage.price_per_call, conflicting, kind)  # fmt: skip
+                    unmatched, stage.price_per_call, conflicting, kind, *named)  # fmt: skip
 
 
 def judge_all(stages: Sequence[CascadeStage], records, source: str = "data") -> list[StageRun]:
@@ -462,7 +475,8 @@ class CascadeResult:
 
     def summary(self) -> dict:
         """``{"rows", "kept", "coverage", "abstained", "critics": [{"name", "threshold", "asked", "decided", "share",
-        "calls", "seconds", "money", "recorded", "unmatched", "conflicting", "without_confidence": {why: rows}}]}``."""
+        "calls", "seconds", "money", "recorded", "unmatched", "conflicting", "unmatched_rows", "conflicting_rows" (the
+        rows named), "without_confidence": {why: rows}}]}``."""
         rows = len(self.critiques)
         deciders = self.critiques[schema.CRITIQUE_CRITIC]
         critics = []
@@ -472,6 +486,7 @@ class CascadeResult:
                             "share": decided / rows if rows else 0.0, "calls": run.calls,
                             "seconds": round(run.seconds, 2), "money": run.money, "recorded": run.recorded,
                             "unmatched": run.unmatched, "conflicting": run.conflicting,
+                            "unmatched_rows": run.unmatched_rows, "conflicting_rows": run.conflicting_rows,
                             "without_confidence": dict(run.without_confidence())})  # fmt: skip
         kept = sum(d is not None for d in deciders)
         return {"rows": rows, "kept": kept, "coverage": kept / rows if rows else 0.0, "abstained": rows - kept,
@@ -485,7 +500,7 @@ class CascadeResult:
         for c in s["critics"]:
             how = "verdicts read from files, not computed" if c["recorded"] else f"{c['calls']} calls"
             cost = f", {c['money']:.4g} in money" if c["money"] is not None else ""
-            unmatched = f", {c['unmatched']} rows not in its files" if c["unmatched"] else ""
+            unmatched = f", {c['unmatched']} rows not in its files ({c['unmatched_rows']})" if c["unmatched"] else ""
             lam = "keeps no row (no threshold passed)" if c["threshold"] is None else f"threshold {c['threshold']:.4g}"
             lines.append(f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
                          f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}")  # fmt: skip
@@ -494,7 +509,7 @@ class CascadeResult:
                 lines.append(f"    {missing}")
             if c["conflicting"]:
                 lines.append(f"    {c['conflicting']} rows matched by order among copies of a pair with different "
-                             "recorded verdicts")  # fmt: skip
+                             f"recorded verdicts ({c['conflicting_rows']})")  # fmt: skip
         return lines
 
 

@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from ._version import __version__
-from .commands import calibrate, critique, eval_instruct, meta_eval, metrics, refine, self_eval
+from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval, view
+from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
 from .commands.troubleshooting import pointer
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
-COMMANDS = (critique, calibrate, meta_eval, refine, self_eval, eval_instruct, metrics)
+COMMANDS = (critique, calibrate, meta_eval, view, refine, self_eval, eval_instruct, metrics, export)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hf-critic",
         description="LLM-as-critic evaluation: critiques (score or label + explanation) with an open critic model.",
+        epilog=exit_status_text(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hf-critic {__version__}")
     parser.add_argument(
@@ -55,24 +58,23 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
-    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError
+    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError, ServedReadoutError
     from .commands.options import check_shared_settings
     from .io import RecordError
     from .models import ModelNotFoundError
 
-    # Exit codes (README, "A critic behind a server"): 2 bad input or a server unusable before any work; 3 a server
-    # that failed or refused requests during the run (answered requests are cached: a rerun resumes); eval-instruct
-    # adds 1 (some items failed) and 4 (no rows). Each line names its section of the troubleshooting page.
+    # The exit codes: hf_critic.commands.exit_status, the one list (`hf-critic --help` prints it). Each error line
+    # names its section of the troubleshooting page.
     try:
         check_shared_settings(args)  # before any work: threads, cache paths
-        return args.func(args) or 0
+        return args.func(args) or DONE
     except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
-        code, message, error = 2, str(err), err
-    except (FatalAPIError, RequestsFailedError) as err:
-        code, message, error = 3, str(err), err
+        code, message, error = BAD_INPUT, str(err), err
+    except (FatalAPIError, RequestsFailedError, ServedReadoutError) as err:
+        code, message, error = SERVER_FAILED, str(err), err
     except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
         extra = EXTRAS.get((err.name or "").partition(".")[0])
-        code, message, error = 2, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else ""), err
+        code, message, error = BAD_INPUT, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else ""), err
     print(f"hf-critic {args.command}: error: {message} (see {pointer(error)})", file=sys.stderr)
     return code
 

@@ -8,13 +8,14 @@ folder under the hf-critic cache so that later loads take seconds and need no ne
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .checkpoints import dequantized_gguf_config, drop_gguf_quantization
 
 logger = logging.getLogger(__name__)
 
@@ -142,6 +143,9 @@ def default_model_dir() -> Path:
     The conversion (~25 s) writes to a temporary folder renamed into place at the end, so a killed
     conversion leaves no half-written model behind.
 
+    The folder is a plain checkpoint that vLLM serves as it is: its ``config.json`` carries no
+    ``quantization_config`` (:func:`drop_gguf_quantization`; a folder converted by an older version is fixed here).
+
     Returns:
         Folder loadable with ``from_pretrained`` (config, safetensors weights, tokenizer).
 
@@ -150,6 +154,7 @@ def default_model_dir() -> Path:
     """
     target = cache_dir() / "models" / DEFAULT_MODEL_NAME
     if (target / "config.json").is_file():
+        drop_gguf_quantization(target)
         return target
     gguf = default_gguf_file()
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -163,11 +168,40 @@ def default_model_dir() -> Path:
         model.hf_quantizer = None  # de-quantised to fp32 already; saving must not re-quantise
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        drop_gguf_quantization(tmp)
         shutil.rmtree(target, ignore_errors=True)
         tmp.rename(target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def is_embedded_critic(model: str | os.PathLike | None, served: dict | None = None) -> bool:
+    """Whether ``model`` is the embedded default critic, however it is reached: what ``--verdict auto`` keys on, so the
+    same weights are judged the same way in-process and behind a server.
+
+    Args:
+        model: ``--model`` as given (None: the embedded critic), or the model name a server serves.
+        served: what the server reports of that model (:func:`hf_critic.backends.chat.served_identity`): vLLM's
+            ``root`` is the folder or Hub id it loaded.
+
+    Returns:
+        True for None, the name :data:`DEFAULT_MODEL_NAME`, its converted folder (:func:`default_model_dir`, by path or
+        by a folder of that name) or the shipped GGUF file (by name), given as ``model`` or as the served ``root``.
+    """
+    if model is None:
+        return True
+    names = {DEFAULT_MODEL_NAME, str(cache_dir() / "models" / DEFAULT_MODEL_NAME)}
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        names.update(p.name for p in Path(location).rglob("*.gguf"))
+    for value in (model, (served or {}).get("root")):
+        if value is None:
+            continue
+        path = Path(str(value)).expanduser()
+        if str(value) in names or str(path) in names or path.name in names:
+            return True
+    return False
 
 
 # Weight files ``from_pretrained`` loads from a folder, single or sharded (``training_args.bin`` is no weights).
@@ -467,37 +501,6 @@ def inference_dtype(dtype: str = "auto", batch_size: int = 8):
     if not isinstance(value, torch.dtype):
         raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
     return value
-
-
-def dequantized_gguf_config(path: str | os.PathLike):
-    """The config of a GGUF-converted model folder without its stale ``quantization_config``, or None.
-
-    ``from_pretrained(..., gguf_file=...)`` de-quantises GGUF weights to plain float tensors, but a folder saved from
-    such a model (hf-critic's embedded default critic, :func:`hf_critic.models.default_model_dir`) keeps
-    ``quantization_config: {quant_method: gguf}`` in ``config.json``; transformers then flags the model as quantized
-    and refuses full fine-tuning ("purely quantized models"), and at inference warns that a non-float32 dtype casts
-    every matmul (it does not: the layers are plain ``nn.Linear``). Passing the returned config to
-    ``from_pretrained`` loads the same weights as an ordinary model (:func:`load_model` and ``recipes/sft.py`` do),
-    and a trained checkpoint is saved with a clean config.
-
-    Args:
-        path: a model folder or Hub id.
-
-    Returns:
-        A ``PretrainedConfig`` without ``quantization_config`` when ``path`` is a local folder whose config says
-        ``gguf`` and that holds safetensors weights (no ``.gguf`` file); None otherwise.
-    """
-    folder = Path(path)
-    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) or any(folder.glob("*.gguf")):
-        return None
-    quantization = json.loads((folder / "config.json").read_text()).get("quantization_config") or {}
-    if quantization.get("quant_method") != "gguf":
-        return None
-    from transformers import AutoConfig
-
-    config = AutoConfig.from_pretrained(folder)
-    del config.quantization_config
-    return config
 
 
 def load_model(

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from .control_tokens import encode_chat, encode_text
 from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .models import batch_token_budget
+from .weights import value_digest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -385,6 +386,36 @@ def _base_of_adapter(folder: Path) -> str:
     return resolve_model(base)
 
 
+def critic_tokenizer(folder: str | os.PathLike, trust_remote_code: bool = False):
+    """The tokenizer of a reward critic's folder: its own, else its adapter's base model's."""
+    from transformers import AutoTokenizer
+
+    own = (Path(folder) / "tokenizer_config.json").is_file() or not (Path(folder) / "adapter_config.json").is_file()
+    source = str(folder) if own else _base_of_adapter(Path(folder))
+    return AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
+
+
+def served_critic_files(model: str | None, served: dict | None = None) -> Path | None:
+    """The folder of a served reward critic's own files (calibration, tokenizer), where the name or the server says.
+
+    Args:
+        model: the served name: a shipped critic's (:data:`hf_critic.models.TRAINED_CRITICS`) or a local folder's path.
+        served: what the server reports of it; vLLM's ``root`` is the folder it loaded.
+
+    Returns:
+        The shipped critic's package folder, else ``model`` or ``root`` as a local folder holding :data:`REWARD_CONFIG`,
+        a tokenizer or an adapter; None when none does.
+    """
+    from .models import trained_critic
+
+    trained = trained_critic(model)
+    if trained is not None:
+        return trained.check_installed()
+    folders = [Path(str(v)).expanduser() for v in (model, (served or {}).get("root")) if v]
+    own = (REWARD_CONFIG, "tokenizer_config.json", "adapter_config.json")
+    return next((f for f in folders if any((f / name).is_file() for name in own)), None)
+
+
 @contextlib.contextmanager
 def _quiet_transformers(quiet: bool):
     """transformers' warnings (its load report) silenced within the block when ``quiet``."""
@@ -415,7 +446,9 @@ class RewardModel:
     Args:
         model: a sequence-classification model with one label (transformers or PEFT), in eval mode.
         tokenizer: its tokenizer.
-        name: identity for cache keys and messages (the folder or Hub id, with a weights fingerprint).
+        name: the folder or Hub id with a weights fingerprint, for messages.
+        content: what the model is by content (its files' digest and dtype); None: ``name``. With the chat template,
+            the calibration and the context it gives :attr:`identity`.
         calibration: the pointwise map, tie band and context (:class:`RewardCalibration`).
         batch_size: sequences per forward pass (>= 1).
         progress: show a progress bar.
@@ -431,11 +464,21 @@ class RewardModel:
     kind = "reward model"
     keeps_text = True  # its inputs are encoded with control-token strings kept as text
 
-    def __init__(self, model, tokenizer, *, name: str, calibration: RewardCalibration | None = None,
-                 batch_size: int = 8, progress: bool = True, max_batch_tokens: int | None | str = "auto"):  # fmt: skip
+    def __init__(
+        self,
+        model,
+        tokenizer,
+        *,
+        name: str,
+        content: str | None = None,
+        calibration: RewardCalibration | None = None,
+        batch_size: int = 8,
+        progress: bool = True,
+        max_batch_tokens: int | None | str = "auto",
+    ):
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self.model, self.tokenizer, self.name = model, tokenizer, name
+        self.model, self.tokenizer, self.name, self.content = model, tokenizer, name, content or name
         self.calibration = calibration or RewardCalibration()
         self.batch_size, self.progress = batch_size, progress
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, next(model.parameters()).device.type)
@@ -448,6 +491,15 @@ class RewardModel:
         if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
             limits.append(tokenizer.model_max_length)
         self.context_length = min(n for n in limits if n) if any(limits) else None
+
+    @property
+    def identity(self) -> str:
+        """What its rewards and verdicts depend on, by content and never by path: the weights (and an adapter's base),
+        dtype, the chat template its inputs are written with, the context inputs are cut to and the calibration (its
+        pointwise map and tie band); part of every cache key and calibration fingerprint."""
+        chat = value_digest(self.tokenizer.chat_template)
+        calibration = value_digest(asdict(self.calibration))
+        return f"reward|{self.content}|context:{self.context_length}|chat_template:{chat}|calibration:{calibration}"
 
     @classmethod
     def from_pretrained(
@@ -476,7 +528,7 @@ class RewardModel:
             ValueError: the model has more than one label, a bad calibration file, or ``num_threads`` below 1.
         """
         import torch
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         from .models import (
             dequantized_gguf_config,
@@ -508,13 +560,19 @@ class RewardModel:
             lm = PeftModel.from_pretrained(lm, str(folder)).merge_and_unload()  # one matmul a layer, cache-ready
         if lm.config.num_labels != 1:
             raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
-        tokenizer_source = folder if (folder / "tokenizer_config.json").is_file() else base
-        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_source), trust_remote_code=trust_remote_code)
+        tokenizer = critic_tokenizer(folder, trust_remote_code)
         lm = lm.to(inference_device())
         lm.eval()
-        name = f"{model}@{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"
-        return cls(lm, tokenizer, name=name, calibration=RewardCalibration.load(folder), batch_size=batch_size,
-                   progress=progress)  # fmt: skip
+        content = f"{_fingerprint(folder, base if adapter else None)}:{torch_dtype}"
+        return cls(
+            lm,
+            tokenizer,
+            name=f"{model}@{content}",
+            content=content,
+            calibration=RewardCalibration.load(folder),
+            batch_size=batch_size,
+            progress=progress,
+        )
 
     # ----------------------------------------------------------------------------------- encoding
     def fit(self, question: str, response: str, truncate: str) -> tuple[list[int] | None, bool]:

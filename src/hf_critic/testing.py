@@ -30,7 +30,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -41,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from .server_process import free_port, stop_group, wait_ready
+
 __all__ = [
     "CONTENT_FAULTS",
     "FAULTS",
@@ -50,6 +51,8 @@ __all__ = [
     "StubOpenAIServer",
     "chat_completion_body",
     "free_port",
+    "stop_group",
+    "wait_ready",
 ]
 
 KEY_HEADER = "X-HF-Critic-Cache-Key"
@@ -458,13 +461,6 @@ def _truncated(payload: bytes) -> bytes:
         return payload
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago (bound to 0 by the OS, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class LlamaCppServerProcess:
     """llama.cpp's OpenAI-compatible server in a child process on 127.0.0.1 (``python -m hf_critic.backends.llamacpp``).
 
@@ -521,34 +517,14 @@ class LlamaCppServerProcess:
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115 (closed with the process)
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
         self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        deadline = time.monotonic() + self.ready_timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited with code {self.process.returncode} (log: {self.log})")
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-                conn.request("GET", "/health")
-                if conn.getresponse().status == 200:
-                    return self
-            except OSError:
-                pass
-            finally:
-                conn.close()
-            time.sleep(0.3)
+        if wait_ready(self.process, self.port, "/health", self.ready_timeout, f"llama.cpp server (log: {self.log})"):
+            return self
         self.stop(kill=True)
         raise RuntimeError(f"llama.cpp server not healthy on port {self.port} after {self.ready_timeout:g} s")
 
     def stop(self, kill: bool = False) -> None:
         """Stop the process: SIGKILL with ``kill`` (a crash), else SIGTERM; waits for it (idempotent)."""
-        if self.process is None or self.process.poll() is not None:
-            self.process = None
-            return
-        os.killpg(self.process.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=20)
+        stop_group(self.process, kill)
         self.process = None
 
     def restart(self) -> LlamaCppServerProcess:

@@ -42,7 +42,7 @@ def load_backend(
         hf_critic.backends.llamacpp.GGUFError: a missing or non-GGUF file for llama.cpp.
         hf_critic.models.ModelNotFoundError: a transformers model that cannot be found offline.
     """
-    from ..models import default_gguf_file, resolve_engine
+    from ..models import default_gguf_file, is_embedded_critic, resolve_engine
 
     chosen = resolve_engine(engine, model, batch_size)
     if chosen == "llamacpp":
@@ -72,5 +72,5 @@ def load_backend(
             batch_size=batch_size,
             progress=progress,
         )
-    backend.embedded = model is None  # what --verdict auto keys on
+    backend.embedded = is_embedded_critic(model)  # what --verdict auto keys on, the same on every path
     return backend

@@ -21,24 +21,34 @@ class Backend(ABC):
     """Turns chat conversations into generations.
 
     Attributes:
-        name: identity of the model behind the backend; part of every cache key, so two models never
-            share cached generations.
+        name: the model behind the backend, for messages (its path or id, and what it is known by).
+        identity: what the backend's outputs depend on, by content and never by path (weights, tokenizer and chat
+            template, dtype, engine; a server's URL, model and what it reports): part of every cache key and of a
+            calibration's fingerprint, so two models never share cached generations or a guarantee and a
+            byte-identical copy of a model at another path shares both. Defaults to ``name``.
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
         supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
             behind its server).
-        embedded: True for the embedded default critic (set by :func:`hf_critic.backends.load_backend`); the
-            critic's ``verdict="auto"`` reads probabilities for it.
+        embedded: True for the embedded default critic however it is reached (:func:`hf_critic.models.is_embedded_critic`,
+            set by :func:`hf_critic.backends.load_backend` and by the server backend); the critic's ``verdict="auto"``
+            reads probabilities for it.
         keeps_text: True when the engine itself tokenises the prompt and keeps the control-token strings of the
             judged text as text (:mod:`hf_critic.control_tokens`); False for a server, which tokenises for itself.
         control_tokens: the model's own control-token strings when known (flagged besides the common ones).
     """
 
     name: str
+    _identity: str | None = None
     context_length: int | None = None
     embedded: bool = False
     supports_grammar: bool = False
     keeps_text: bool = False
     control_tokens: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> str:
+        """See the class docstring: the content identity when the backend knows one, else ``name``."""
+        return self._identity or self.name
 
     @abstractmethod
     def generate(self, conversations: Sequence[Messages], config: DecodingConfig) -> list[list[str]]:
@@ -90,6 +100,16 @@ class Backend(ABC):
         raise VerdictProbabilityError(
             f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
         )
+
+    def check_readouts(self, verdicts: Sequence) -> None:
+        """Refuse a run's probability verdicts when the engine knows they cannot be trusted; the default accepts them
+        (a local engine reads the exact distribution). A server overrides it
+        (:meth:`hf_critic.backends.openai.OpenAIBackend.check_readouts`).
+
+        Args:
+            verdicts: one :class:`~hf_critic.critic.verdicts.ProbabilityVerdict` per row.
+        """
+        return None
 
     def continue_under_grammar(
         self, conversations: Sequence[Messages], prefixes: Sequence[str], grammar: str, max_new_tokens: int = 32

@@ -78,7 +78,7 @@ class CachedBackend:
 
     def key(self, conversation, decoding) -> str:
         """The cache key of one conversation under ``decoding``: model name, messages and decoding parameters."""
-        return cache_key(model=self.backend.name, messages=conversation, decoding=decoding.__dict__)
+        return cache_key(model=self.backend.identity, messages=conversation, decoding=decoding.__dict__)
 
     def generate(self, conversations, decoding, check: Check | None = None) -> Generations:
         """Generate through the cache: what is stored and acceptable is read back, the rest generated in committed

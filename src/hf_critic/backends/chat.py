@@ -34,6 +34,7 @@ __all__ = [
     "UsageLedger",
     "chat_cache_key",
     "served_identity",
+    "server_kind",
     "rejection",
 ]
 
@@ -71,6 +72,29 @@ def served_identity(entries, model: str | None, now: float | None = None) -> dic
     if not isinstance(created, int | float) or abs((now or time.time()) - created) < _FRESH_CREATED:
         out.pop("created", None)
     return out
+
+
+#: Server kinds :func:`server_kind` tells apart, and the ``/v1/models`` fields each one's entries carry.
+SERVER_KINDS = {"vllm": ("root", "max_model_len"), "llama.cpp": ("meta",)}
+
+
+def server_kind(served: Mapping[str, Any]) -> str | None:
+    """Which server serves a model, from its ``/v1/models`` entry (:func:`served_identity`).
+
+    vLLM's entries carry ``root`` (the weights it loaded) and ``max_model_len``; llama.cpp's carry ``meta`` (parameters,
+    vocabulary, context of training). The kind decides what a prefilled assistant message needs: vLLM closes the turn
+    unless the request says ``continue_final_message``; llama.cpp continues a final assistant message by itself.
+
+    Args:
+        served: the model's entry as :func:`served_identity` keeps it.
+
+    Returns:
+        ``"vllm"``, ``"llama.cpp"`` or None (neither: OpenAI, ``transformers serve``, another server, or no entry).
+    """
+    for kind, fields in SERVER_KINDS.items():
+        if all(served.get(name) is not None for name in fields):
+            return kind
+    return None
 
 
 def chat_cache_key(model: str, messages: Messages, params: Mapping[str, Any]) -> str:

@@ -24,11 +24,12 @@ file's own distance to transformers float32 is 0.035-0.038 on the same rows; ``t
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import time
 from pathlib import Path
+
+from ..weights import file_digest
 
 __all__ = [
     "AUTO_MAX_PARAMETERS",
@@ -106,22 +107,13 @@ RECODE_CHOICES = ("auto", "off", *RECODE_TYPES)
 _Q8_0_BLOCK = 32
 
 
-_FINGERPRINTS: dict[tuple, str] = {}
-
-
 def fingerprint(path: str | os.PathLike) -> str:
     """SHA-256 prefix (16 hex digits) of the whole file: two files share it only when their bytes are equal.
 
-    A name, size and first MiB are all metadata for a small model, so two checkpoints could share them (issue 39):
-    every byte is hashed, once per process for a file unchanged since (same path, size, modification time, inode).
+    A name, size and first MiB are all metadata for a small model, so two checkpoints could share them: every byte is
+    hashed (:func:`hf_critic.weights.file_digest`, once per process for a file unchanged since).
     """
-    path = Path(path).resolve()
-    stat = path.stat()
-    seen = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
-    if seen not in _FINGERPRINTS:
-        with path.open("rb") as handle:
-            _FINGERPRINTS[seen] = hashlib.file_digest(handle, "sha256").hexdigest()[:16]
-    return _FINGERPRINTS[seen]
+    return file_digest(path)
 
 
 def file_type(path: str | os.PathLike) -> str | None:

@@ -227,6 +227,7 @@ class LlamaCppBackend(Backend):
             recoded = file_type(self.path)
             self.quantization = f"{self.quantization}->{recoded}"
             self.name += f"|as {recoded}"
+        self._identity = self.name.replace(f"|{self.source.name}|", "|", 1)  # by content: a renamed copy is the same
 
     # ------------------------------------------------------------------------------------ tokenizer (the server's)
     def _post(self, route: str, body: dict) -> dict:

@@ -4,10 +4,17 @@ the HTTP client of :mod:`~hf_critic.backends.openai_client`, so the critic itsel
 
 Decoding maps onto request parameters, verdict probabilities come from the server's ``top_logprobs``, a GBNF grammar
 rides in llama.cpp's ``grammar`` field, and token counts are estimates (no local tokenizer for a remote model).
+
+The server's kind (:func:`~hf_critic.backends.chat.server_kind`, from ``GET /v1/models``) decides what a read-out
+request carries: vLLM reads a prefilled assistant message as a closed turn and opens a new one unless asked
+``continue_final_message: true, add_generation_prompt: false`` (the verdict would be read at the wrong position);
+llama.cpp continues it by itself. A run whose read-outs mostly land outside the allowed verdicts is an error
+(:class:`~hf_critic.backends.retry.ServedReadoutError`), never a file of ``low_mass`` rows.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,12 +22,20 @@ from typing import Any
 from ..cache import GenerationCache
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
+from ..models import is_embedded_critic
+from ..schema import ParseStatus
 from .base import Backend, Messages
-from .chat import ChatRequest, ChatResult, Check, approximate_tokens
+from .chat import ChatRequest, ChatResult, Check, approximate_tokens, server_kind
 from .openai_client import OpenAIClient
-from .retry import RequestsFailedError, RetryPolicy
+from .retry import RequestsFailedError, RetryPolicy, ServedReadoutError
 
-__all__ = ["OpenAIBackend"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["CONTINUE_FINAL_MESSAGE", "OpenAIBackend"]
+
+#: What a read-out request adds so that vLLM (and servers of unknown kind) continue the prefilled assistant message
+#: instead of closing it and opening a new turn (vLLM's chat API defaults are the opposite).
+CONTINUE_FINAL_MESSAGE = {"continue_final_message": True, "add_generation_prompt": False}
 
 
 class OpenAIBackend(Backend):
@@ -42,6 +57,11 @@ class OpenAIBackend(Backend):
         top_logprobs: alternatives asked per read-out position by :meth:`verdict_probabilities` (OpenAI allows at most
             20); verdicts outside them count as missing mass.
 
+    Attributes:
+        kind: the server's kind from ``GET /v1/models`` (``"vllm"``, ``"llama.cpp"``, None: unknown).
+        embedded: the served model is the embedded default critic (:func:`hf_critic.models.is_embedded_critic`, by the
+            served name or vLLM's ``root``), so ``--verdict auto`` reads probabilities as it does in-process.
+
     Raises:
         RequestsFailedError (from :meth:`generate`, :meth:`verdict_probabilities`, :meth:`continue_under_grammar`):
             some requests still failed after retries, e.g. the server died mid-run (one line: the count, the first
@@ -59,6 +79,9 @@ class OpenAIBackend(Backend):
     ):
         self.client, self.context_length, self.stage, self.progress = client, context_length, stage, progress
         self.top_logprobs = top_logprobs
+        self.kind = server_kind(client.served)
+        self.embedded = is_embedded_critic(client.model, client.served)
+        self._said_kind = False
 
     @property
     def name(self) -> str:
@@ -118,8 +141,9 @@ class OpenAIBackend(Backend):
         :meth:`Backend.verdict_probabilities`).
 
         Each read-out position is the conversation with the assistant turn prefilled by its continuation (a final
-        assistant message, which llama.cpp's server continues; vLLM needs ``continue_final_message`` in the client's
-        params); one greedy one-token request returns the top-k next tokens, and
+        assistant message, which llama.cpp's server continues; vLLM and servers of unknown kind are sent
+        :data:`CONTINUE_FINAL_MESSAGE`, see :meth:`prefill_params`); one greedy one-token request returns the top-k
+        next tokens, and
         :func:`hf_critic.critic.verdicts.walk_top_logprobs` extends multi-token verdicts with further requests. Verdicts
         absent from the top-k get probability 0 and are reported unseen (missing mass).
 
@@ -130,6 +154,7 @@ class OpenAIBackend(Backend):
         if len(continuations) != len(conversations):
             raise ValueError("verdict_probabilities needs one continuation per conversation")
         params = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs}
+        params.update(self.prefill_params())
 
         def next_tokens(positions: Sequence[tuple[int, str]]) -> list[dict[str, float]]:
             requests = [
@@ -148,6 +173,47 @@ class OpenAIBackend(Backend):
             return [r.top_logprobs for r in results]
 
         return walk_top_logprobs(next_tokens, len(conversations), verdicts)
+
+    def prefill_params(self) -> dict[str, bool]:
+        """What a request with a prefilled final assistant message adds for this server's :attr:`kind`.
+
+        Returns:
+            ``{}`` for llama.cpp (it continues a final assistant message); :data:`CONTINUE_FINAL_MESSAGE` for vLLM, and
+            for a server of unknown kind, said once as a warning (a server that closes the turn anyway gives read-outs
+            off the allowed verdicts, which :meth:`check_readouts` stops).
+        """
+        if self.kind == "llama.cpp":
+            return {}
+        if self.kind is None and not self._said_kind:
+            logger.warning(
+                "%s: GET /v1/models does not say which server this is (no vLLM root / max_model_len, no llama.cpp "
+                "meta): the read-out sends vLLM's continue_final_message: true, add_generation_prompt: false",
+                self.client.display_url,
+            )
+            self._said_kind = True
+        return dict(CONTINUE_FINAL_MESSAGE)
+
+    def check_readouts(self, verdicts: Sequence) -> None:
+        """Stop a run whose read-outs mostly missed the allowed verdicts: on a server that is a read at the wrong
+        position (a prefilled turn closed) or a top-k too small, not the critic's judgement.
+
+        Args:
+            verdicts: the run's :class:`~hf_critic.critic.verdicts.ProbabilityVerdict` per row (skipped rows ignored).
+
+        Raises:
+            ServedReadoutError: more than half of the read rows are ``low_mass`` (one line: the counts, how many had
+                verdicts outside the top-k, the URL and the server kind).
+        """
+        read = [v for v in verdicts if v.status is not ParseStatus.SKIPPED]
+        low = [v for v in read if v.status is ParseStatus.LOW_MASS]
+        if read and 2 * len(low) > len(read):
+            unseen = sum(1 for v in low if v.unseen)
+            raise ServedReadoutError(
+                f"{len(low)} of {len(read)} verdict read-outs from {self.client.display_url} (model "
+                f"{self.client.model!r}, server kind {self.kind or 'unknown'}) put almost no probability on the allowed "
+                f"verdicts ({unseen} with verdicts outside the server's top-{self.top_logprobs}): the server does not "
+                "continue the prefilled assistant message or the model ignores the format; use --verdict text"
+            )
 
     # llama.cpp's server reads a GBNF grammar from the request's ``grammar`` field; others reject or ignore it.
     supports_grammar = True
@@ -198,7 +264,9 @@ class OpenAIBackend(Backend):
         # An answer still refused after the bounded retries (cut off at max_new_tokens, or not passing the check) is
         # the critique this budget gives (as a local backend returns it): the critic parses it and reports it
         # unparsed if the verdict is missing. Only transport failures leave no text.
-        texts = [r.text if r.ok else r.rejected for r in results]
+        # Stripped as the local engines strip their decoded text: the same critique on every path (a greedy critique
+        # cut at max_new_tokens inside an indented line would otherwise end in whitespace here only).
+        texts = [t.strip() if t is not None else None for t in (r.text if r.ok else r.rejected for r in results)]
         self._raise_if_failed([r for r, text in zip(results, texts, strict=True) if text is None], len(results))
         cut = [r.finish_reason == "length" if r.ok else (r.error or "").startswith("answer rejected: length")
                for r in results]  # fmt: skip

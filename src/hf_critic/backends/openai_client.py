@@ -56,6 +56,7 @@ from .chat import (
     chat_cache_key,
     rejection,
     served_identity,
+    server_kind,
 )
 from .retry import (
     Attempts,
@@ -291,6 +292,11 @@ class OpenAIClient:
                 f"{self.display_url} answered {detail} for model {self.model!r}; check the model name and "
                 f"${self.api_key_env}"
             )
+            if err.status_code == 404 and server_kind(self.served) == "vllm":  # served, yet no chat route
+                fatal = (
+                    f"{self.display_url} serves {self.model!r} as a pooling model (vLLM --runner pooling: no chat "
+                    "completions): judge with it as a reward critic, add --pooling"
+                )
             raise status_error(err.status_code, detail, err.response.headers, fatal) from None
         except openai.APITimeoutError:
             raise _Retry("timeout", f"timeout after {self.timeout:g} s") from None

@@ -186,9 +186,14 @@ class PoolingRewardClient:
             except (_Retry, _Fail, ValueError) as err:
                 raise EndpointError(f"{self.display_url} cannot score with model {self.model!r}: {err}") from None
 
-    def _body(self, conversation: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-        messages = [dict(m) for m in conversation]
-        return {"model": self.model, "messages": messages, "task": "classify", "use_activation": False}
+    def _body(self, conversation: Sequence[Mapping[str, str]] | Sequence[int]) -> dict[str, Any]:
+        """The ``/pooling`` request of one input: chat messages (the server applies the chat template) or token ids
+        encoded by the caller (sent as ``input``, scored as they are)."""
+        if all(isinstance(t, int) for t in conversation):
+            given: dict[str, Any] = {"input": list(conversation)}
+        else:
+            given = {"messages": [dict(m) for m in conversation]}
+        return {"model": self.model, **given, "task": "classify", "use_activation": False}
 
     def _attempt(self, client: httpx.Client, body: Mapping[str, Any]) -> float:
         """One ``POST /pooling``: the reward, or ``_Retry`` / ``_Fail`` / ``FatalAPIError`` / ``ValueError``."""
@@ -232,7 +237,8 @@ class PoolingRewardClient:
 
         Args:
             conversations: chat conversations, each a list of ``{"role", "content"}`` messages (the user's question,
-                then the assistant's response), sent as they are; the server applies the model's chat template.
+                then the assistant's response), sent as they are; the server applies the model's chat template. Or
+                token ids encoded with the critic's own tokenizer and cut to its context, scored as they are.
 
         Returns:
             ``len(conversations)`` floats: each conversation's raw reward (the logit).

@@ -29,6 +29,7 @@ __all__ = [
     "FatalAPIError",
     "RequestsFailedError",
     "RetryPolicy",
+    "ServedReadoutError",
     "retry_after",
     "status_error",
 ]
@@ -51,6 +52,13 @@ class EndpointError(ConnectionError):
 
     Raised by :meth:`OpenAIClient.check` before a run, with a one-line message naming the URL and the model.
     """
+
+
+class ServedReadoutError(RuntimeError):
+    """Most verdict read-outs from a server put almost no probability on the allowed verdicts (``low_mass``, or the
+    verdicts outside its top-k): the read-out is at the wrong position or the top-k too small, so no verdict of the
+    run can be trusted. Raised by :meth:`~hf_critic.backends.openai.OpenAIBackend.check_readouts`; the command line
+    exits 3 as for other server failures."""
 
 
 class RequestsFailedError(RuntimeError):

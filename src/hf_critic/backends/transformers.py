@@ -27,6 +27,7 @@ from ..prefill import (
     takes_prefilled_cache,
 )
 from ..threads import num_threads_or_default
+from ..weights import value_digest
 from .base import Backend, Messages
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class TransformersBackend(Backend):
         tokenizer,
         *,
         name: str,
+        identity: str | None = None,
         batch_size: int = 8,
         progress: bool = True,
         max_batch_tokens: int | None | str = "auto",
@@ -73,6 +75,8 @@ class TransformersBackend(Backend):
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer, self.name = model, tokenizer, name
+        # the chat template the prompts are rendered with, wherever it came from (file, published format, code)
+        self._identity = f"{identity or name}|chat_template:{value_digest(tokenizer.chat_template)}"
         self.batch_size, self.progress = batch_size, progress
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, model.device.type)
         self.context_length = getattr(model.config, "max_position_embeddings", None)
@@ -116,13 +120,14 @@ class TransformersBackend(Backend):
             torch.set_num_threads(threads)
         # known by content (issue 49): a folder retrained in place, or two checkpoints under one name, never share keys
         digest = model_digest(resolve_model(model))
-        name = f"{model or 'default:smollm2-135m-instruct'}|{str(lm.dtype).removeprefix('torch.')}|weights:{digest}"
+        content = f"transformers|{str(lm.dtype).removeprefix('torch.')}|weights:{digest}"
+        name = f"{model or 'default:smollm2-135m-instruct'}|{content.removeprefix('transformers|')}"
         published = published_chat_format(model)
         if published is not None:  # a known critic gets the input format it was trained on (part of the cache key)
             family, tokenizer.chat_template = published
             name += f"|chat:{family}"
             logger.info("%s: using the published %s input format (hf_critic.formats)", model, family)
-        return cls(lm, tokenizer, name=name, **kwargs)
+        return cls(lm, tokenizer, name=name, identity=content, **kwargs)
 
     def _prompt_text(self, conversation: Messages) -> str:
         """The chat-templated prompt with the messages' control-token strings marked as data

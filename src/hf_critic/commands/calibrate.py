@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .calibrate_report import (
     calibration_risk_coverage,
+    check_fit_shares,
     jury_entry,
     jury_lines,
     jury_refits,
@@ -122,6 +123,7 @@ def _judged(args, stages, records):
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     if (human < 0).any():
         raise ValueError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
+    check_fit_shares(stages, records, human.tolist(), args.cascade)  # before any critic runs
     prepare_juries(stages, human.tolist(), question_keys(records))  # a fitted jury fits on these rows only
     runs = judge_all(stages, records, source=args.data)
     judged = []
@@ -145,9 +147,36 @@ def _fit_reward_confidence(columns, correct):
     return confidence_of(columns, logistic=logistic)[0], logistic
 
 
-def _calibration(args, stages, judged, records, setting, held):
+def _stored_verdicts(run, confidence, held) -> dict:
+    """A critic's verdicts on the threshold rows as its calibration entry keeps them (labels, keepable
+    confidences, a reward critic's margins): what its threshold is re-derived from on load."""
+    from .. import schema
+
+    labels = run.columns[schema.CRITIQUE_LABEL]
+    out = {
+        "labels": [None if labels[i] is None else int(labels[i]) for i in held],
+        "confidences": [confidence[i] for i in held],
+    }
+    if schema.CRITIQUE_REWARD in run.columns and schema.CRITIQUE_REWARD_2 in run.columns:
+        r1, r2 = run.columns[schema.CRITIQUE_REWARD], run.columns[schema.CRITIQUE_REWARD_2]
+        out["margins"] = [None if r1[i] is None or r2[i] is None else float(r1[i] - r2[i]) for i in held]
+    return out
+
+
+def _probes(stage, run, confidence, records, setting, held) -> list | None:
+    """A served critic's re-checkable rows (:func:`~hf_critic.commands.cascade_probes.pick_probes`); None for others."""
+    from .. import schema
+    from .cascade_probes import pick_probes, served_client
+
+    if served_client(stage.critic) is None:
+        return None
+    return pick_probes(records, run.columns[schema.CRITIQUE_LABEL], confidence, held, list(setting.fields))
+
+
+def _calibration(args, stages, judged, records, setting, held, human):
     """The calibration file: every threshold set on the rows ``held`` (the calibration rows less a fitted jury's fit
-    rows, :func:`threshold_rows`)."""
+    rows, :func:`threshold_rows`), with those rows (ids, human label codes ``human``) and each critic's verdicts on
+    them, from which :func:`~hf_critic.selective.load_calibration` re-derives every threshold."""
     from ..cascade import critic_fingerprint, delta_shares
     from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
 
@@ -157,20 +186,23 @@ def _calibration(args, stages, judged, records, setting, held):
                                alpha=alpha, delta=args.delta, min_rows=args.min_rows, shares=shares)  # fmt: skip
     rows = len(held)
     ids = records["query_id"] if "query_id" in records.column_names else list(range(len(records)))
-    ids, gold = [ids[i] for i in held], [records[args.human_label or "label"][i] for i in held]
+    ids, gold = [ids[i] for i in held], [int(human[i]) for i in held]
     critics = []
-    for stage, (run, _, _), (lam, n, k, upper, cal_rows, failed), share in zip(stages, judged, fitted, shares,
-                                                                              strict=True):  # fmt: skip
+    for stage, (run, confidence, _), (lam, n, k, upper, cal_rows, failed), share in zip(
+        stages, judged, fitted, shares, strict=True
+    ):
         critics.append(CriticThreshold(
             name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind,
             threshold=lam, n=n, k=k, upper_bound=upper, delta=args.delta * share, calibration_rows=cal_rows,
             coverage=n / rows, logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
-            jury=jury_entry(stage, setting),
+            jury=jury_entry(stage, setting, held), verdicts=_stored_verdicts(run, confidence, held),
+            probes=_probes(stage, run, confidence, records, setting, held),
         ))  # fmt: skip
     return CalibrationFile(
         task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
         data={"path": str(args.data), "rows": rows, "sha256": data_hash(ids, gold),
               **({"jury_fit_rows": len(records) - rows} if rows < len(records) else {})}, critics=critics,
+        rows={"ids": ids, "human": gold},
     )  # fmt: skip
 
 
@@ -190,9 +222,11 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
         missing = describe_missing(run.without_confidence(confidence), len(confidence))
         if missing:
             lines.append(f"  {c.name}: {missing}")
+        if run.unmatched:
+            lines.append(f"  {c.name}: the rows not in its files: {run.unmatched_rows}")
         if run.conflicting:
             lines.append(f"  {c.name}: {run.conflicting} rows matched by order among copies of a pair with different "
-                         "recorded verdicts")  # fmt: skip
+                         f"recorded verdicts ({run.conflicting_rows})")  # fmt: skip
         if c.threshold is None:
             lines.append(f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its "
                          f"{c.calibration_rows} rows)")  # fmt: skip
@@ -322,11 +356,30 @@ def _drop_ties(args, records):
     return records.select(kept)
 
 
+def _check_splits(args, rows: int) -> None:
+    """``--splits``: each split's calibration half (``--calibration-fraction`` of the rows, rounded) and its test half
+    must both hold rows.
+
+    Raises:
+        ValueError: one line naming the option, its value and the row counts.
+    """
+    calibrating = int(round(args.calibration_fraction * rows))
+    if args.splits and not 0 < calibrating < rows:
+        raise ValueError(
+            f"--calibration-fraction {args.calibration_fraction:g} of the {rows} rows gives "
+            f"{calibrating} calibration and {rows - calibrating} test rows per split (--splits "
+            f"{args.splits}): both halves need rows; choose a fraction between {1 / rows:.3g} and "
+            f"{1 - 1 / rows:.3g}"
+        )
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     """Judge the calibration rows with every critic, write the calibration file and, with ``--report-dir``, the
-    report (risk-coverage of every critic; with ``--splits``, the guarantee over random splits)."""
+    report (risk-coverage of every critic; with ``--splits``, the guarantee over random splits). Every option is
+    checked before any critic runs, and everything is computed before anything is written."""
     from .. import schema
     from ..io import check_output, write_text
+    from ..selective import check_claim
     from .critique import compare_parser, load_rows
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
@@ -339,58 +392,70 @@ def run_calibrate(args: argparse.Namespace) -> int:
         records = _drop_ties(args, records)
     if schema.RESPONSE_1 not in records.column_names:
         raise ValueError(f"{args.data}: calibration needs pairs (response_1, response_2) with human labels")
+    _check_splits(args, len(records))
     referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names
     setting = schema.Setting(schema.Task.PAIRWISE, referenced)
     stages = load_cascade(args.cascade, compare_parser(), rows=len(records))
     judged, human = _judged(args, stages, records)
     held = threshold_rows(stages, len(records)).tolist()
-    calibration = _calibration(args, stages, judged, records, setting, held)
+    calibration = _calibration(args, stages, judged, records, setting, held, human)
+    check_claim(calibration, str(args.output))  # what is written re-derives on load
+    report = _report(args, stages, judged, records, human, held) if args.report_dir else None
     write_text(args.output, calibration.to_json())
     for line in [*_calibration_lines(calibration, judged, held), *jury_lines(stages)]:
         print(line)
     print(f"wrote {args.output}")
-    if args.report_dir:
-        _write_report_dir(args, stages, judged, records, human, held)
+    if report is not None:
+        _write_report_dir(args, stages, judged, records, report)
     return 0
 
 
-def _write_report_dir(args, stages, judged, records, human, held) -> None:
-    """Each critic's critiques, the risk-coverage of every critic (report.json's ``risk_coverage``, report.md,
-    risk_coverage.png) and, with ``--splits``, the split report and the agreement-coverage curve."""
-    from .. import schema
-    from ..io import save_records, write_text
-    from ..jury import JURY_MEMBERS
+def _report(args, stages, judged, records, human, held) -> dict:
+    """Everything ``--report-dir`` holds, computed before any file is written: the risk-coverage of every critic
+    (``report``'s ``risk_coverage``, its curves) and, with ``--splits``, the split report and its curve's points."""
     from ..meta_eval.risk_coverage import risk_coverage_markdown
-    from ..selective import plot_curves
-    from ..selective.risk_coverage import plot_risk_coverage
 
-    out = Path(args.report_dir)
-    for stage, (run, _, _) in zip(stages, judged, strict=True):
-        rows = (records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
-                .add_column("critique_label", run.columns[schema.CRITIQUE_LABEL])
-                .add_column("critique_confidence", run.columns[schema.CRITIQUE_CONFIDENCE]))  # fmt: skip
-        if JURY_MEMBERS in run.columns:
-            rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
-        save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
     blocks, curves = calibration_risk_coverage(stages, judged, records, human, held, resamples=args.bootstrap,
                                                seed=args.seed)  # fmt: skip
     report = {"risk_coverage": blocks, "juries": {s.name: vars(s.critic.counts) for s in stages
                                                   if getattr(s.critic, "counts", None) is not None}}  # fmt: skip
     left_out = ", the jury's fit rows left out" if len(held) < len(records) else ""
     title = f"calibration rows ({len(held)}{left_out})"
-    markdown = risk_coverage_markdown({title: blocks})
-    plot_risk_coverage({title: curves}, out / "risk_coverage.png")
+    markdown, points = risk_coverage_markdown({title: blocks}), {}
     if args.splits:
         report.update(_split_report(args, stages, judged, human, question_keys(records)))
         markdown = split_markdown(report) + "\n" + markdown
-        points = {}
         for entry in report["levels"]:
             r = entry["cascade"]
             if r["agreement"]["mean"] is not None:
                 points[f"cascade @ {entry['target']:.2f}"] = (r["coverage"]["mean"], r["agreement"]["mean"])
-        plot_curves(report["curves"], points, out / "agreement_coverage.png")
-    write_text(out / "report.md", markdown)
-    write_text(out / "report.json", json.dumps(report, indent=1))
-    print(markdown)
+    return {"json": report, "markdown": markdown, "curves": {title: curves}, "points": points}
+
+
+def _write_report_dir(args, stages, judged, records, report: dict) -> None:
+    """Each critic's critiques, ``report.md``, ``report.json``, ``risk_coverage.png`` and, with ``--splits``,
+    ``agreement_coverage.png`` (``report``: :func:`_report`'s)."""
+    from .. import schema
+    from ..io import save_records, write_text
+    from ..jury import JURY_MEMBERS
+    from ..selective import plot_curves
+    from ..selective.risk_coverage import plot_risk_coverage
+
+    out = Path(args.report_dir)
+    for stage, (run, _, _) in zip(stages, judged, strict=True):
+        rows = (
+            records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
+            .add_column("critique_label", run.columns[schema.CRITIQUE_LABEL])
+            .add_column("critique_confidence", run.columns[schema.CRITIQUE_CONFIDENCE])
+        )
+        if JURY_MEMBERS in run.columns:
+            rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
+        save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
+    plot_risk_coverage(report["curves"], out / "risk_coverage.png")
+    if args.splits:
+        plot_curves(report["json"]["curves"], report["points"], out / "agreement_coverage.png")
+    write_text(out / "report.md", report["markdown"])
+    write_text(out / "report.json", json.dumps(report["json"], indent=1))
+    print(report["markdown"])
     pictures = "risk_coverage.png" + (" and agreement_coverage.png" if args.splits else "")
     print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {pictures}")

@@ -9,10 +9,12 @@ import numpy as np
 
 from .. import schema
 from ..jury import Jury, LongerWins
+from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts, jury_features
 
 __all__ = [
     "calibration_risk_coverage",
+    "check_fit_shares",
     "jury_entry",
     "jury_lines",
     "jury_refits",
@@ -22,10 +24,71 @@ __all__ = [
 ]
 
 
+#: What a vote / mean jury's calibration entry keeps of each member on the threshold rows: {key: critique column}.
+MEMBER_COLUMNS = {"labels": schema.CRITIQUE_LABEL, "confidences": schema.CRITIQUE_CONFIDENCE}
+
+
 def question_keys(records) -> list:
     """Each row's question: its ``query_id`` where the data has one, else its question text (the unit of the
     bootstrap and of a fitted jury's cross-validation folds)."""
     return records["query_id"] if "query_id" in records.column_names else records[schema.QUESTION]
+
+
+def _grouping(records) -> str:
+    if "query_id" in records.column_names:
+        return "by query_id"
+    return (
+        "by question text, as the data has no query_id column: pairs on one question are not independent, so "
+        "they fit or set thresholds together; give each row a query_id to group otherwise"
+    )
+
+
+def check_fit_shares(stages, records, human, cascade: str) -> None:
+    """Before any critic runs: each ``fitted`` jury's ``fit_share`` must choose at least one question to fit on, fit
+    rows where humans prefer each response, and (all juries together) leave rows to set thresholds on.
+
+    Args:
+        stages: the cascade's stages; records: the calibration rows; human: their label codes; cascade: the cascade
+            file, for messages.
+
+    Raises:
+        ValueError: one line naming the cascade file, the jury, its fit_share and the row and question counts.
+    """
+    questions = question_keys(records)
+    count, rows = len({str(q) for q in questions}), len(records)
+    fitting = np.zeros(rows, dtype=bool)
+    for stage in stages:
+        jury = stage.critic
+        if not (isinstance(jury, Jury) and jury.how == "fitted"):
+            continue
+        where = f"--cascade {cascade}: jury {stage.name!r}: fit_share {jury.fit_share:g}"
+        if count < 2:
+            raise ValueError(
+                f"{where}: the data's {rows} rows are {count} question (grouped {_grouping(records)}): "
+                "a fitted jury needs questions to fit on and others to set thresholds on"
+            )
+        chosen = fit_rows(questions, jury.fit_share)
+        picked = len({str(q) for q, c in zip(questions, chosen, strict=True) if c})
+        if not picked:
+            raise ValueError(
+                f"{where} of the data's {count} questions rounds to no question to fit the jury on: "
+                f"raise fit_share to at least {1 / count:.3g} (questions grouped {_grouping(records)})"
+            )
+        labels = {int(h) for h, c in zip(human, chosen, strict=True) if c}
+        if not {RESPONSE_1_WINS, RESPONSE_2_WINS} <= labels:
+            raise ValueError(
+                f"{where} fits the jury on {picked} of {count} questions ({int(chosen.sum())} rows), "
+                "whose human labels do not prefer each response at least once: a fit needs both; "
+                f"change fit_share or calibrate on more questions (questions grouped {_grouping(records)})"
+            )
+        fitting |= chosen
+        if fitting.all():
+            raise ValueError(
+                f"{where} fits the jury on {picked} of the data's {count} questions, all {rows} rows"
+                f"{' with the other juries' if picked < count else ''}, and leaves none to set "
+                f"thresholds on: lower fit_share or calibrate on more questions (questions grouped "
+                f"{_grouping(records)})"
+            )
 
 
 def prepare_juries(stages, human, questions=None) -> None:
@@ -44,13 +107,23 @@ def threshold_rows(stages, rows: int) -> np.ndarray:
     return everything[~np.isin(everything, np.concatenate(used))] if used else everything
 
 
-def jury_entry(stage, setting) -> dict | None:
-    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit); None for other stages."""
+def jury_entry(stage, setting, held) -> dict | None:
+    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; on the
+    threshold rows ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and
+    confidences, from which its verdicts there are re-derived on load); None for other stages."""
     from ..cascade import critic_fingerprint
 
     if not isinstance(stage.critic, Jury):
         return None
-    return stage.critic.fit_entry([critic_fingerprint(m, setting) for m in stage.critic.members])
+    entry = stage.critic.fit_entry([critic_fingerprint(m, setting) for m in stage.critic.members])
+    if stage.critic.how == "fitted":
+        entry["threshold_features"] = jury_features(stage.critic.member_columns)[1][held].tolist()
+    else:  # vote / mean: its members' verdicts, which its own are aggregated from again on load
+        entry["threshold_members"] = {
+            name: {key: [columns[column][i] for i in held] for key, column in MEMBER_COLUMNS.items()}
+            for name, columns in stage.critic.member_columns.items()
+        }
+    return entry
 
 
 def jury_lines(stages) -> list[str]:
@@ -61,6 +134,30 @@ def jury_lines(stages) -> list[str]:
 
 def _corrects(labels, human) -> list[bool]:
     return [lab is not None and lab == h for lab, h in zip(labels, human, strict=True)]
+
+
+def _check_half_fit(name: str, share: float, keys: np.ndarray, chosen: np.ndarray, labels: np.ndarray) -> None:
+    """A split's calibration half: the jury's fit rows there must exist, hold both preferences and leave rows.
+
+    Raises:
+        ValueError: one line naming the jury, its fit_share, the half's counts and ``--calibration-fraction``.
+    """
+    count = len(set(keys.tolist()))
+    if not chosen.any():
+        why = f"rounds to no question of its {count}"
+    elif chosen.all():
+        why = f"takes all its {count} questions and leaves no row to set thresholds on"
+    elif len(set(labels.tolist()) & {RESPONSE_1_WINS, RESPONSE_2_WINS}) < 2:
+        why = (
+            f"takes {len(set(keys[chosen].tolist()))} of its {count} questions ({int(chosen.sum())} rows), whose "
+            "human labels do not prefer each response at least once"
+        )
+    else:
+        return
+    raise ValueError(
+        f"--splits: jury {name!r} (fit_share {share:g}) in a split's calibration half of {len(keys)} rows "
+        f"{why}: raise fit_share or --calibration-fraction, or calibrate on more questions"
+    )
 
 
 def jury_refits(stages, human, questions=None) -> dict:
@@ -75,10 +172,11 @@ def jury_refits(stages, human, questions=None) -> dict:
             names, x = jury_features(stage.critic.member_columns)
             gold = np.asarray(human)
 
-            def refit(cal, names=names, x=x, gold=gold, share=stage.critic.fit_share):
+            def refit(cal, names=names, x=x, gold=gold, share=stage.critic.fit_share, name=stage.name):
                 keys = np.asarray(cal) if groups is None else groups[cal]
                 chosen = fit_rows(keys, share)  # the rest of the calibration half sets the thresholds
                 fitting = cal[chosen]
+                _check_half_fit(name, share, keys, chosen, gold[fitting])
                 fit = fit_features(names, x[fitting], gold[fitting], keys[chosen])
                 labels, confidences = fitted_verdicts(fit, names, x)
                 return confidences, _corrects(labels, gold), fitting

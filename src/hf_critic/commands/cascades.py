@@ -318,21 +318,27 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
     """``compare --cascade FILE --calibration FILE``: judge, write the critiques, print the summary and the
     agreement of the decided rows (``parser``: compare's, for the critics' options)."""
     from .. import schema
-    from ..cascade import run_cascade
+    from ..cascade import check_calibration, run_cascade
     from ..io import save_records
     from ..selective import load_calibration
+    from .cascade_probes import recheck_served
 
     if args.task != "compare":
         raise ValueError("--cascade: pointwise grading has no human-agreement guarantee here; cascades compare pairs")
     if not args.calibration:
         raise ValueError("--cascade needs --calibration FILE (write one with `hf-critic calibrate`)")
     refuse_critic_options(args, parser)
-    calibration = load_calibration(args.calibration)  # before any model loads
+    calibration = load_calibration(args.calibration)  # before any model loads: every threshold re-derived
     stages = load_cascade(args.cascade, parser, rows=len(records))
+    checked = []
+    if schema.RESPONSE_1 in records.column_names:  # else run_cascade says the rows are no pairs
+        setting = schema.Setting(schema.Task.PAIRWISE, schema.REFERENCE in records.column_names)
+        check_calibration(calibration, stages, setting, args.calibration)
+        checked = recheck_served(stages, calibration, args.calibration, args.data)  # before the rows are judged
     result = run_cascade(stages, records, calibration, source=args.data, calibration_path=args.calibration)
     save_records(result.critiques, args.output)
     print(f"wrote {len(result.critiques)} rows to {args.output}")
-    for line in result.summary_lines():
+    for line in [*result.summary_lines(), *checked]:
         print(line)
     gold = args.human_label or ("label" if "label" in result.critiques.column_names else None)
     if gold:

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from ..critic.config import add_dataclass_args
+from .exit_status import BAD_INPUT, DONE, NO_ROWS, PARTLY_FAILED, exit_status_text
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args
 
@@ -19,11 +20,7 @@ Every teacher and generator answer is cached (SQLite, <output_dir>/cache.sqlite 
 again asks only for what is missing, and a rerun of the same recipe makes no request. The API key is read from the
 environment variable the recipe names (api_key_env, default OPENAI_API_KEY), never from the recipe.
 
-exit status: 0 done; 1 done, but some items failed after retries (listed in <output_dir>/failures.jsonl);
-2 bad recipe or data; 3 a server refused every request (401/403/404) during the run (a rerun resumes from the cache);
-4 no rows at all, or a stage lost more than max_rejected_share of its items (one line names the stage and its main
-reason; nothing is saved or pushed).
-"""
+""" + exit_status_text()
 
 
 def register(subparsers) -> None:
@@ -69,10 +66,10 @@ def run(args: argparse.Namespace) -> int:
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
     except ShortfallError as err:
         print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return 4
+        return NO_ROWS
     except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout
         print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return 2
+        return BAD_INPUT
     print(result.report.table())
     share = next((s.notes.get("filtered_share") for s in result.report.stages if "filtered_share" in s.notes), None)
     if share is not None:
@@ -85,5 +82,5 @@ def run(args: argparse.Namespace) -> int:
     failed = len(result.report.failures)
     if failed:
         print(f"{failed} item(s) failed after retries; see {result.paths['failures']}", file=sys.stderr)
-        return 1
-    return 0
+        return PARTLY_FAILED
+    return DONE

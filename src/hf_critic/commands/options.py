@@ -387,7 +387,7 @@ def pooling_scorer(args: argparse.Namespace, model: str | None):
         cache_path=cache_from_args(args),
     )
     client.check()
-    return ServedRewardModel(client)
+    return ServedRewardModel.for_client(client)
 
 
 def refuse_local_engine_options(args: argparse.Namespace) -> None:

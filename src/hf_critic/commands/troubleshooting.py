@@ -91,6 +91,10 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.commands.self_eval": "self-eval",
     "hf_critic.refine": "refine",
     "hf_critic.commands.refine": "refine",
+    "hf_critic.reports": "view",
+    "hf_critic.commands.view": "view",
+    "hf_critic.serving": "export",
+    "hf_critic.commands.export": "export",
 }
 
 

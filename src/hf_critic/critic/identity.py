@@ -5,8 +5,10 @@ A calibration (:mod:`hf_critic.selective.calibration`) holds for the critic it w
 apply thresholds to a critic they were not chosen for, and must not change with an option that changes nothing, or a
 harmless rerun is refused. :func:`verdict_options` lists those options for a computed critic:
 
-* the model, by content: a backend's or reward model's ``name`` (weights digest for local models,
-  :func:`hf_critic.models.weights_digest`; base URL, model and what the server reports for served ones);
+* the model, by content and never by path: a backend's or reward model's ``identity`` (the digest of the files that
+  decide its outputs, :func:`hf_critic.weights.weights_digest`: weights, configuration, tokenizer, chat template and a
+  reward critic's calibration file; the chat template in use, the dtype and engine; a reward critic's context and
+  calibration; base URL, model and what the server reports for served ones);
 * the template (name and version), the verdict source and explanation mode, the rubric and score range;
 * decoding, only the fields the strategy reads (a temperature under greedy decoding changes nothing);
 * ``min_verdict_mass`` (a probability read-out's unparsed cut), ``truncate`` (what an over-long input becomes),
@@ -65,11 +67,16 @@ def verdict_options(critic, setting) -> list[str]:
     """
     if critic.reward is not None:  # a reward model: its weights, input cut and tie band decide
         tie = getattr(critic.reward.calibration, "tie_margin", None)
-        return [f"model={critic.reward.name}", "verdict=reward", f"truncate={critic.truncate}", f"tie_margin={tie}"]
+        return [
+            f"model={critic.reward.identity}",
+            "verdict=reward",
+            f"truncate={critic.truncate}",
+            f"tie_margin={tie}",
+        ]
     template = critic.template_for(setting)
     plan = critic.plan
     parts = {
-        "model": critic.backend.name,
+        "model": critic.backend.identity,
         "template": f"{template.name}@{template.version}",
         "verdict": critic.verdict,
         "explanation": critic.explanation,

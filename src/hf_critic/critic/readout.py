@@ -49,6 +49,8 @@ def read_verdicts(
 
     Raises:
         ValueError: the template declares no verdict prefix.
+        hf_critic.backends.retry.ServedReadoutError: a server's read-outs mostly missed the allowed verdicts
+            (:meth:`~hf_critic.backends.base.Backend.check_readouts`).
     """
     values = output.verdict_values()  # raises when the template declares no verdict prefix
     prefix = output.verdict_prefix
@@ -73,6 +75,7 @@ def read_verdicts(
         else ProbabilityVerdict(schema.ParseStatus.SKIPPED, None, 0.0, None)
         for r in per_row
     ]
+    backend.check_readouts(verdicts)
     return verdicts, len({row for row, _, _ in items} - missed)
 
 
@@ -86,7 +89,7 @@ def cached_readouts(
     """The backend's read-outs of ``verdicts`` after each conversation and its continuation, through the cache (a
     killed run keeps every finished chunk), and per item whether it came from the cache."""
     keys = [
-        cache_key(model=backend.name, messages=c, continuation=t, verdicts=verdicts, readout="v1")
+        cache_key(model=backend.identity, messages=c, continuation=t, verdicts=verdicts, readout="v1")
         for c, t in zip(conversations, continuations, strict=True)
     ]
     done = cache.get_many(set(keys)) if cache is not None else {}
@@ -130,7 +133,7 @@ def force_verdicts(
         if parse_output(text, output).status is not schema.ParseStatus.OK
     ]
     keys = {
-        (i, j): cache_key(model=backend.name, messages=conversations[i], prefix=generations[i][j], grammar=grammar)
+        (i, j): cache_key(model=backend.identity, messages=conversations[i], prefix=generations[i][j], grammar=grammar)
         for i, j in todo
     }
     done = cache.get_many(keys.values()) if cache is not None else {}

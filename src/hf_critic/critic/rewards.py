@@ -25,7 +25,8 @@ from typing import Any, Protocol
 from .. import schema
 from ..cache import GenerationCache, cache_key
 from ..progress import RunBar
-from ..reward_model import RewardCalibration, pairwise_verdict, reward_conversation
+from ..reward_model import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
+from ..weights import value_digest
 from .decoding import DecodingConfig
 from .output import RunStats, distribution_columns
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
@@ -52,12 +53,15 @@ class RewardScorer(Protocol):
     """What a reward critic needs of its scorer.
 
     Attributes:
-        name: identity of the weights (part of every cache key).
+        name: the model, for messages.
+        identity: what its rewards depend on, by content (weights, chat template, context, calibration; a server's URL
+            and model): part of every cache key and calibration fingerprint.
         kind: what it is, for messages ("reward model", "served reward model").
         calibration: the pointwise map and tie band (:class:`~hf_critic.reward_model.RewardCalibration`).
     """
 
     name: str
+    identity: str
     kind: str
     calibration: RewardCalibration
 
@@ -106,7 +110,7 @@ def score_responses(
         NonFiniteRewardError: the scorer gave NaN or Infinity for an item (named); nothing of that chunk is cached.
     """
     fitted = [scorer.fit(q, r, truncate) for q, r in items]
-    keys = [None if x is None else cache_key(reward=scorer.name, input=x) for x, _ in fitted]
+    keys = [None if x is None else cache_key(reward=scorer.identity, input=x) for x, _ in fitted]
     done = cache.get_many({k for k in keys if k}) if cache is not None else {}
     done = {k: v for k, v in done.items() if isinstance(v, (int, float)) and math.isfinite(v)}
     cached = [k in done for k in keys]
@@ -220,27 +224,81 @@ def compare_columns(
 class ServedRewardModel:
     """A reward model behind vLLM's pooling endpoint (``vllm serve MODEL --runner pooling``).
 
-    The server applies the model's chat template and its own context limit, so ``--truncate`` cannot be honoured
-    here: :meth:`fit` refuses ``skip`` / ``error`` (the command line says so before a run).
+    Named by its own files (:meth:`for_client`: a shipped trained critic's name, or the folder the server loaded), it
+    judges as the same critic does in-process: its calibration (pointwise map, tie band) and its context
+    (``max_length``), the inputs encoded here with its tokenizer and cut the same way (:func:`fit_ids`, so ``--truncate``
+    is honoured), and sent as token ids. Without them the server applies the model's chat template and its own context,
+    and ``--truncate`` cannot be honoured.
 
     Args:
         client: a :class:`~hf_critic.backends.pooling.PoolingRewardClient`.
-        calibration: the pointwise map and tie band (default: not fitted, tie only on equal rewards).
+        calibration: the pointwise map, tie band and context (default: not fitted, tie only on equal rewards).
+        tokenizer: the critic's tokenizer, or None (the server encodes the conversation).
+        context_length: the tokens an input may have (None: the server's limit applies).
+        files: the folder the calibration and tokenizer came from (said in messages), or None.
     """
 
     kind = "served reward model"
 
-    def __init__(self, client, calibration: RewardCalibration | None = None):
+    def __init__(self, client, calibration: RewardCalibration | None = None, *, tokenizer=None,
+                 context_length: int | None = None, files: str | None = None):  # fmt: skip
         self.client, self.calibration = client, calibration or RewardCalibration()
+        self.tokenizer, self.context_length, self.files = tokenizer, context_length, files
+        self.keeps_text = tokenizer is not None  # encoded here with control-token strings kept as text
+
+    @classmethod
+    def for_client(cls, client) -> ServedRewardModel:
+        """The served critic with its own files when the name or the server says where they are
+        (:func:`hf_critic.reward_model.served_critic_files`), said on stderr either way (never guessed silently).
+
+        Args:
+            client: a :class:`~hf_critic.backends.pooling.PoolingRewardClient` after its ``check()``.
+
+        Raises:
+            ValueError: a bad ``hf_critic_reward.json`` in the critic's folder (names the file).
+        """
+        import sys
+
+        from ..reward_model import critic_tokenizer, served_critic_files
+
+        folder = served_critic_files(client.model, client.served)
+        if folder is None:
+            print(f"served reward model {client.model!r}: no critic files found for it (not a shipped critic's name, "
+                  "no local folder); unfitted score map, tie only on equal rewards, the server's context",
+                  file=sys.stderr)  # fmt: skip
+            return cls(client)
+        calibration = RewardCalibration.load(folder)
+        tokenizer = critic_tokenizer(folder)
+        limits = [calibration.max_length, client.served.get("max_model_len")]
+        if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
+            limits.append(tokenizer.model_max_length)
+        context = min((n for n in limits if n), default=None)
+        print(f"served reward model {client.model!r}: calibration, tie band {calibration.tie_margin:g} and "
+              f"{context}-token context from {folder}", file=sys.stderr)  # fmt: skip
+        return cls(client, calibration, tokenizer=tokenizer, context_length=context, files=str(folder))
 
     @property
     def name(self) -> str:
-        """Identity in cache keys: the client's base URL, model and what the server reports of it."""
+        """The client's base URL, model and what the server reports of it."""
         return f"pooling:{self.client.identity}"
 
+    @property
+    def identity(self) -> str:
+        """Identity in cache keys and calibration fingerprints: :attr:`name`, the calibration applied to the
+        server's rewards (its pointwise map and tie band) and, where the critic's own tokenizer cuts the inputs, its
+        context and chat template."""
+        calibration = value_digest(dataclasses.asdict(self.calibration))
+        if self.tokenizer is None:
+            return f"{self.name}|calibration:{calibration}"
+        chat = value_digest(self.tokenizer.chat_template)
+        return f"{self.name}|calibration:{calibration}|context:{self.context_length}|chat_template:{chat}"
+
     def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
-        """The conversation sent (never cut here: the server's context applies)."""
-        return reward_conversation(question, response), False
+        """The token ids within the critic's context (:func:`fit_ids`) when its tokenizer is known; else the
+        conversation, never cut here (the server's context applies)."""
+        if self.tokenizer is None:
+            return reward_conversation(question, response), False
+        return fit_ids(self.tokenizer, question, response, self.context_length, truncate)
 
     def score(self, inputs: Sequence[Any]) -> list[float]:
         """Rewards from the server, in input order."""

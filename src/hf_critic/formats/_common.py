@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from hf_critic.parsing import ParsedCritique
+from hf_critic.parsing.quotes import Quotations
 from hf_critic.schema import ParseStatus
 
 SP = r"[ \t]*"
@@ -20,6 +21,25 @@ def first_line(text: str) -> tuple[str, str]:
     body = text.lstrip()
     cut = body.find("\n")
     return (body, "") if cut == -1 else (body[:cut].rstrip("\r"), body[cut + 1 :].strip())
+
+
+def last_unquoted(text: str, needle: str, haystack: str | None = None) -> int:
+    """Where the last ``needle`` outside quotations starts (:mod:`hf_critic.parsing.quotes`: a verdict the critique
+    quotes is the judged text's, not the critic's), -1 for none.
+
+    Args:
+        text: the critique.
+        needle: what to find.
+        haystack: ``text`` as searched, with the same positions (e.g. lower-cased); default ``text``.
+    """
+    haystack = text if haystack is None else haystack
+    pos, quotes = haystack.rfind(needle), None
+    while pos != -1:
+        quotes = quotes or Quotations.of(text)
+        if pos not in quotes:
+            return pos
+        pos = haystack.rfind(needle, 0, pos)
+    return -1
 
 
 def score_result(score: float, output: Any, explanation: str) -> ParsedCritique:

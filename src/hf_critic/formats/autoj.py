@@ -12,7 +12,7 @@ from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.grammar import _explanation, _lower, _number
 from hf_critic.schema import ParseStatus
 
-from ._common import FLOAT, SP, score_result
+from ._common import FLOAT, SP, last_unquoted, score_result
 from .family import CriticFamily, VerdictFormat
 
 __all__ = ["AUTOJ_DECISION", "AUTOJ_RATING", "FAMILY", "parse_autoj_decision", "parse_autoj_rating"]
@@ -25,7 +25,8 @@ def parse_autoj_rating(text: str, output) -> ParsedCritique:
     """Auto-J's single-response rating: ``Rating: [[5]]`` (zh: ``评分: [[5]]``), the template's verdict prefix.
 
     Implements the format of Auto-J's ``single`` prompt (GAIR-NLP/auto-j ``constants_prompt.py``; README, "Extract
-    results": the last ``"Rating: [["`` up to ``"]]"``). The last occurrence of the prefix is read: a number (``5``,
+    results": the last ``"Rating: [["`` up to ``"]]"``). The last occurrence of the prefix outside quotations is read
+    (a ``'Rating: [[10]]'`` the critique quotes from the judged answer is not its own): a number (``5``,
     ``5.0``) then ``]]``. ``Rating: [5]``, ``Rating [[5]]``, ``rating: [[5]]``, ``Rating: [[five]]``, ``Rating:
     [[5/10]]`` and a prefix without a number are unparsed (Auto-J's own code returns 0.0 there).
 
@@ -36,7 +37,7 @@ def parse_autoj_rating(text: str, output) -> ParsedCritique:
     Returns:
         :class:`ParsedCritique`; the explanation is the critique without the rating.
     """
-    pos = text.rfind(output.verdict_prefix)
+    pos = last_unquoted(text, output.verdict_prefix)
     m = _AUTOJ_RATING.match(text, pos + len(output.verdict_prefix)) if pos != -1 else None
     if m is None:
         return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
@@ -48,7 +49,7 @@ def parse_autoj_decision(text: str, output) -> ParsedCritique:
     ``所以，最终决定是回应1`` / ``回应2`` / ``平局``).
 
     Implements the extraction of Auto-J's README ("Extract results"): the text after the last ``final decision is``
-    (``最终决定是``), case-insensitive, must start with one of the template's labels, as a whole word. Also unparsed:
+    (``最终决定是``) outside quotations, case-insensitive, must start with one of the template's labels, as a whole word. Also unparsed:
     the format echoed (``Response 1 / Response 2 / Tie``), ``Response 10``, ``Tied``, ``not Response 1``, ``that
     Response 1``, and a text without the phrase (Auto-J's own code returns -1 there).
 
@@ -61,7 +62,7 @@ def parse_autoj_decision(text: str, output) -> ParsedCritique:
         the critique.
     """
     low = _lower(text)
-    key, pos = max(((k, low.rfind(k)) for k in _AUTOJ_DECISION_KEYS), key=lambda kp: kp[1])
+    key, pos = max(((k, last_unquoted(text, k, low)) for k in _AUTOJ_DECISION_KEYS), key=lambda kp: kp[1])
     if pos == -1:
         return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
     start = pos + len(key)

@@ -12,6 +12,7 @@ import re
 
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.grammar import _LEAD_WINDOW, _explanation
+from hf_critic.parsing.quotes import Quotations
 from hf_critic.schema import ParseStatus
 
 from ._common import score_result
@@ -107,7 +108,8 @@ def parse_prometheus(text: str, output) -> ParsedCritique:
     other spellings whose verdict is unambiguous, as prometheus-eval's own parser tests list them
     (``tests/test_families.py::PROMETHEUS_EVAL_CASES``):
 
-    * the last tag of the text, in any case, with spaces or parentheses (``[RESULT]``, ``[Result]``, ``[ RESULT ]``,
+    * the last tag of the text outside quotations (``'[RESULT] 5'`` quoted from the rubric is not the critic's), in any
+      case, with spaces or parentheses (``[RESULT]``, ``[Result]``, ``[ RESULT ]``,
       ``(RESULT)``), then an optional lead word (``Score:``, ``score of``, ``Result:``), then the value (an integer,
       ``(5)``, ``4/5`` and ``5 out of 5`` on the template's scale; one of the template's upper-case labels, ``Response
       B``, ``(B)``), then at most a full stop before the end of the line; or the value inside the tag's brackets
@@ -131,9 +133,9 @@ def parse_prometheus(text: str, output) -> ParsedCritique:
         "Feedback:". A score outside ``output.score_range`` is ``OUT_OF_RANGE``.
     """
     unparsed = ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
-    tag = None
-    for tag in _P2_TAG.finditer(text):  # noqa: B007 - the last tag is read
-        pass
+    tags = list(_P2_TAG.finditer(text))
+    quotes = Quotations.of(text) if tags else None
+    tag = next((t for t in reversed(tags) if t.start() not in quotes), None)  # the last tag outside quotations
     m = _P2_TAGGED[output.kind].match(text, tag.start()) if tag is not None else _p2_untagged_match(text, 0, output)
     value = _p2_value(m, output) if m is not None else None
     if value is None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import schema
 from ..labels import normalize_labels
+from ..matching import id_conflicts, name_rows, text_identity
 from .agreement import pairwise_credits, two_way_decisions
 from .chance import annotator_alpha, bin_to_scale
 from .length import (
@@ -48,6 +49,7 @@ __all__ = [
     "LENGTH_CRITIC",
     "ROW_ID",
     "PPISpec",
+    "check_ids",
     "compare_critics",
     "match_rows",
     "pairwise_extras",
@@ -267,11 +269,12 @@ ROW_ID = "id"
 
 
 def row_keys(dataset) -> dict[str, np.ndarray | None]:
-    """What identifies each row for pairing two critics' runs (issue 39: by identity, never by position).
+    """What identifies each row for pairing two critics' runs: by identity, never by position.
 
     Returns:
-        ``{"ids": the ``id`` column as text (None when absent or null somewhere), "contents": a hash of the question,
-        reference and responses}``, each ``(n,)``.
+        ``{"ids": the ``id`` column as text (None when absent or null somewhere), "contents": the identity of the
+        question, reference and responses (:func:`hf_critic.matching.text_identity`: whitespace normalised, nothing
+        folded)}``, each ``(n,)``.
     """
     ids = _column(dataset, ROW_ID)
     if ids is not None:
@@ -280,8 +283,7 @@ def row_keys(dataset) -> dict[str, np.ndarray | None]:
     fields = [c for c in (schema.QUESTION, schema.REFERENCE, schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2)
               if c in dataset.column_names]  # fmt: skip
     columns = [_values(dataset[c]) for c in fields]
-    rows = zip(*columns, strict=True)
-    contents = [schema.query_id("\x1f".join("" if v is None else str(v) for v in row)) for row in rows]
+    contents = [text_identity(*row) for row in zip(*columns, strict=True)]
     return {"ids": ids, "contents": np.asarray(contents if fields else [""] * len(dataset), dtype=object)}
 
 
@@ -290,7 +292,8 @@ def match_rows(a: dict, b: dict) -> tuple[np.ndarray, np.ndarray, str]:
 
     By the ``id`` column when both runs have one, else by question, reference and responses, and always by the gold
     (a row whose gold differs between the runs is not the same row); rows with one key (a benchmark judged by several
-    annotators repeats its pairs) are paired in their order of appearance.
+    annotators repeats its pairs) are paired in their order of appearance. Rows paired by id may hold different texts:
+    :func:`compare_critics` refuses them (:func:`check_ids`).
 
     Returns:
         ``(indices into a, indices into b, "id" | "content")``, in a's order.
@@ -352,19 +355,54 @@ def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, 
                 how = "position (the run's own rows)"
             else:
                 index_a, index_b, how = match_rows(a.rows, rows_b)
+                if how == "id":
+                    check_ids(a.rows, rows_b, index_a, index_b, f"{a.dataset}: {a.critic} vs {name_b}")
             n_a, n_b, n = len(a.rows["contents"]), len(rows_b["contents"]), len(index_a)
             if n < max(n_a, n_b):
                 logger.warning("%s: %s vs %s: %d of %d and %d of %d rows match by %s; compared on the %d that do",
                                a.dataset, a.critic, name_b, n, n_a, n, n_b, how, n)  # fmt: skip
             if not n:
                 continue
+            unmatched = _unmatched(a.rows, rows_b, index_a, index_b) if n < max(n_a, n_b) else ""
             rows_a, rows_b = _take(a.rows, index_a), _take(rows_b, index_b)
             figures = _compare(a.task, rows_a, rows_b, resamples, seed, confidence)
-            unmatched = f"; {n_a - n} of A's and {n_b - n} of B's rows unmatched" if n < max(n_a, n_b) else ""
             line = f"{verdict_line(a.critic, name_b, figures, confidence)} [{n} rows matched by {how}{unmatched}]"
             out.append({"dataset": a.dataset, "task": a.task, "a": a.critic, "b": name_b, "figures": figures,
                         "rows": n, "matched_by": how, "unmatched": [n_a - n, n_b - n], "line": line})  # fmt: skip
     return out
+
+
+def check_ids(a: dict, b: dict, index_a: np.ndarray, index_b: np.ndarray, where: str) -> None:
+    """Refuse rows paired by id whose texts differ: the two files' ids then name other rows, and no row paired by
+    them can be trusted.
+
+    Args:
+        a, b: the runs' rows (:func:`row_keys`); index_a, index_b: the rows paired (:func:`match_rows`); where: the
+            message's lead (dataset and critics).
+
+    Raises:
+        ValueError: one line counting the conflicting rows and naming the first ids.
+    """
+    pairs = list(zip(index_a.tolist(), index_b.tolist(), strict=True))
+    wrong = [pairs[k][0] for k in id_conflicts(pairs, a["contents"], b["contents"])]
+    if wrong:
+        raise ValueError(
+            f"{where}: {len(wrong)} of the {len(pairs)} rows paired by id hold another question or other "
+            f"responses in each file ({name_rows(wrong, a['ids'])}): the files' ids name other rows; give "
+            "both files the same rows' ids, or drop one file's id column to pair rows by their text"
+        )
+
+
+def _unmatched(a: dict, b: dict, index_a: np.ndarray, index_b: np.ndarray) -> str:
+    """The rows left out, counted and named: ``"; 3 of A's and 2 of B's rows unmatched (A: ids 'x', ...; B: rows 4)"``."""
+    left_a = sorted(set(range(len(a["contents"]))) - set(index_a.tolist()))
+    left_b = sorted(set(range(len(b["contents"]))) - set(index_b.tolist()))
+    named = "; ".join(
+        f"{side}: {name_rows(left, rows.get('ids'))}"
+        for side, left, rows in (("A", left_a, a), ("B", left_b, b))
+        if left
+    )
+    return f"; {len(left_a)} of A's and {len(left_b)} of B's rows unmatched ({named})"
 
 
 def _baseline_rows(run) -> dict:

@@ -391,10 +391,12 @@ def write_report(
         ``{"markdown": Path, "json": Path, "plots": [Path, ...], "paired": [...]}``.
 
     Raises:
-        ValueError: no results.
+        ValueError: no results, or two runs whose rows paired by id hold different texts
+            (:func:`~hf_critic.meta_eval.critic_extras.check_ids`); raised before any file is written.
     """
     if not results:
         raise ValueError("no meta-evaluation results to report")
+    paired = compare_critics(results, resamples=paired_resamples, seed=seed)  # its errors come before any file
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     images = (
@@ -406,7 +408,6 @@ def write_report(
     if plots and sections:
         images.append(plot_risk_coverage({title: curves for title, (_, curves) in sections.items()},
                                          out_dir / "risk_coverage.png"))  # fmt: skip
-    paired = compare_critics(results, resamples=paired_resamples, seed=seed)
     text = render_markdown(results, title, [p.name for p in images], paired)
     text += risk_coverage_markdown({title: blocks for title, (blocks, _) in sections.items()})
     markdown = write_text(out_dir / "report.md", text)

@@ -15,7 +15,8 @@ form whatever the prompt asked for, because a model may answer in another format
   (CritiqueLLM v1); ``{'Overall Comparison Result': 'Assistant 1'}``, ``{'综合比较结果': '助手2'}``,
   ``{'综合比较结果': '质量相当'}`` (CritiqueLLM v2, Tables 13-14, Appendix B); as a fallback, a result line
   ``综合比较结果：助手1`` / ``Overall Comparison Result: Tie``, else a last line that is nothing but a
-  verdict (``质量相当``, ``Assistant 2``).
+  verdict (``质量相当``, ``Assistant 2``), else a sentence that states it (``Assistant A is better.``,
+  :mod:`.statements`).
 
 Full-width forms (``：``, ``［［８］］``, ``｛｝``, ``＇``) and curly quotes (``‘ ’ “ ”``) are accepted
 everywhere, and Python-dict or JSON quoting alike. The patterns run on the original text with the
@@ -39,11 +40,12 @@ Score:") or at the very end, so a dict quoted inside a sentence is none; a resul
 comparisons and negations are left unparsed rather than guessed). A score has at most three digits before and after
 the point (``[[10.0000000000000000001]]`` is no verdict).
 
-**Outside quotations** (issue 49). A candidate inside a quotation is the judged text's, not the critic's: straight
-double quotes on one line, curly double quotes, inline code, and ``>`` blockquote lines. A critique that writes
-``Rating: [[3]]`` and then 'the answer writes "Rating: [[10]]", which I ignore' is read as 3; one whose only verdict is
-quoted is unparsed. The one exception is a quote that ends the text right after a colon (``My rating: "[[2]]"``): the
-critic's own verdict, quoted.
+**Outside quotations.** A candidate inside a quotation is the judged text's, not the critic's: every quoting style of
+:mod:`.quotes` (straight and curly, single and double quotes, guillemets, corner brackets, JSON's escaped quotes,
+``<q>``, ``>`` blockquote lines; apostrophes are told from quotes), and inline code. A critique that writes ``Rating:
+[[3]]`` and then 'the answer writes "Rating: [[10]]", which I ignore' is read as 3; one whose only verdict is quoted is
+unparsed. The one exception is a quotation that ends the text right after a verdict lead (``My rating: "[[2]]"``, ``My
+final verdict is '[[A]]'``): the critic's own verdict, quoted.
 
 **Linear time.** No pattern nests quantifiers over the same characters (a whitespace run cannot be split in many
 ways), dict bodies are read by a one-pass tokenizer (:mod:`.dicts`), and generic keywords are found at line starts in one pass:
@@ -69,6 +71,8 @@ from hf_critic.labels import VERDICT_WORDS
 from hf_critic.schema import ParseStatus
 
 from .dicts import DICT_LABEL, DICT_NUMBER, LABEL_KEYS, OVERALL_SCORE_KEYS, dict_key, dict_pairs
+from .quotes import Quotations, quotation_spans
+from .statements import stated_verdict
 
 __all__ = ["ParsedCritique", "normalize", "parse", "parse_label", "parse_score"]
 
@@ -329,11 +333,10 @@ def _explanation(text: str, start: int, end: int, fallback: bool) -> str:
 _INDEX_BEFORE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_)]")
 _CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
 _CLOSING = " \t\r\n.。．!！*＊" + _QUOTE_CHARS
-# Quotations (issue 49): a verdict the critique quotes ('it writes "Rating: [[10]]", which I ignore'), inside straight
-# double quotes on one line, curly double quotes, or a "> " blockquote line, is the judged text's, not the critic's.
-# One pass each; every scan stops at the next quote (or line end), so the cost stays linear.
-_QUOTED = re.compile(r'"[^"\n]*"|“[^“”]*”|^[ \t]*>[^\n]*', re.MULTILINE)
-_QUOTE_LEAD = re.compile(r"[:：][ \t*＊]*\Z")
+# Quotations (:mod:`.quotes`, every quoting style): a verdict the critique quotes ('it writes "Rating: [[10]]", which I
+# ignore', "B's answer ends with '[[B]]'") is the judged text's, not the critic's. A quotation or inline code that ends
+# the text right after a verdict lead ('My rating: "[[2]]"', "My final verdict is '[[A]]'", "Rating: `[[8]]`") is the
+# critic's own verdict, quoted.
 
 
 class _Places:
@@ -345,39 +348,35 @@ class _Places:
 
     @functools.cached_property
     def _code(self) -> tuple[list[int], list[int]]:
-        """Starts and ends of the code spans; one that ends the text is kept (models fence their final dict)."""
-        spans = [m.span() for m in _CODE.finditer(self.text) if m.end() < self.last] if "`" in self.text else []
+        """Starts and ends of the code spans; a fenced block that ends the text is kept (models fence their final dict),
+        and so is inline code that ends it after a verdict lead ("Rating: `[[8]]`")."""
+        spans = [m.span() for m in _CODE.finditer(self.text) if not self._own_at_end(*m.span(), fenced=True)]
         return [start for start, _ in spans], [end for _, end in spans]
 
+    def _own_at_end(self, start: int, end: int, fenced: bool = False) -> bool:
+        """True when the quotation or code span ``[start, end)`` ends the text and is the critic's own verdict: a fenced
+        block, or a span right after a verdict lead ("Verdict:", "My rating:", "My final verdict is")."""
+        if end < self.last:
+            return False
+        if fenced and self.text.startswith("```", start):
+            return True
+        return _lead_start(self.text, start) < start
+
     def in_code(self, pos: int) -> bool:
+        """True when ``pos`` lies inside a code span (:data:`_CODE`)."""
         starts, ends = self._code
         i = bisect.bisect_right(starts, pos) - 1
         return i >= 0 and pos < ends[i]
 
     @functools.cached_property
-    def _quoted(self) -> tuple[list[int], list[int]]:
-        """Starts and ends of the quoted spans, merged; a quote that ends the text right after a colon (``Verdict:
-        "[[A]]"``) is the critic's own quoted verdict and kept. A blockquote line is a quotation wherever it sits."""
-        text = self.text
-        if '"' not in text and "“" not in text and ">" not in text:
-            return [], []
-        spans: list[tuple[int, int]] = []
-        for m in _QUOTED.finditer(text):
-            start, end = m.span()
-            quote = text[start] in '"“'
-            if quote and end >= self.last and _QUOTE_LEAD.search(text, max(0, start - 8), start):
-                continue
-            if spans and start < spans[-1][1]:
-                spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
-            else:
-                spans.append((start, end))
-        return [s for s, _ in spans], [e for _, e in spans]
+    def _quoted(self) -> Quotations:
+        """The quotations (:func:`.quotes.quotation_spans`), less the critic's own quoted verdict ending the text
+        (:meth:`_own_at_end`)."""
+        return Quotations(span for span in quotation_spans(self.text) if not self._own_at_end(*span))
 
     def in_quote(self, pos: int) -> bool:
-        """True when ``pos`` lies inside a quotation (:data:`_QUOTED`)."""
-        starts, ends = self._quoted
-        i = bisect.bisect_right(starts, pos) - 1
-        return i >= 0 and pos < ends[i]
+        """True when ``pos`` lies inside a quotation (:meth:`_quoted`)."""
+        return pos in self._quoted
 
     def marker(self, start: int, end: int) -> bool:
         """True when the ``[[x]]`` marker at ``[start, end)`` may be a verdict."""
@@ -496,8 +495,9 @@ def parse_label(text: str) -> ParsedCritique:
     starts last in the text wins (CritiqueLLM v2 writes its dict first, which wins when nothing follows).
     A dict whose value is not recognised (e.g. the prompt's placeholder echoed back) is no verdict. Only
     when there is no candidate: the last result line (``综合比较结果：助手1``, ``Overall Comparison Result:
-    Tie``), else a last line that is nothing but a verdict (``质量相当``, ``**Assistant 2**``). A
-    ``质量相当`` inside a sentence is no verdict.
+    Tie``), else a last line that is nothing but a verdict (``质量相当``, ``**Assistant 2**``), else a sentence
+    stating it (``Assistant A is better.``, :func:`.statements.stated_verdict`). A ``质量相当`` inside a sentence is no
+    verdict. Candidates inside quotations (:mod:`.quotes`) are the judged text's, never the verdict.
 
     Args:
         text: the critique as generated.
@@ -533,6 +533,8 @@ def parse_label(text: str) -> ParsedCritique:
         m = _LAST_LINE_LABEL.fullmatch(tail, tail.rfind("\n") + 1)
         if m is not None and not places.in_quote(m.end() - 1):
             best = (m.start(), m.end(), _label(*m.groups()))
+    if best is None:
+        best = stated_verdict(low, places.in_quote)
     if best is None:
         return ParsedCritique(ParseStatus.UNPARSED, explanation=text.strip())
 

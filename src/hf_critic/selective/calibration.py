@@ -37,9 +37,13 @@ __all__ = [
     "read_calibration",
 ]
 
-#: The ``format`` field of a calibration file; a file of another format is refused. Format 2 (issue 49) adds each
-#: critic's ``failed`` candidate, the evidence that its threshold is the one fixed-sequence testing stops at.
-CALIBRATION_FORMAT = "hf-critic-calibration/2"
+#: The ``format`` field of a calibration file; a file of another format is refused. Format 2 added each critic's
+#: ``failed`` candidate; format 3 carries the calibration rows themselves (ids and human labels, each critic's verdict
+#: and confidence on them, a fitted jury's fit rows), from which every threshold and fit is re-derived on load
+#: (:mod:`hf_critic.selective.claim`).
+CALIBRATION_FORMAT = "hf-critic-calibration/3"
+#: Formats that are refused with "calibrate again" rather than "not a calibration file".
+OLD_FORMATS = ("hf-critic-calibration/1", "hf-critic-calibration/2")
 #: Default minimum number of calibration rows at or above a candidate threshold before it is tested.
 DEFAULT_MIN_ROWS = 30
 
@@ -91,7 +95,21 @@ class CriticThreshold:
             none passed); None when no tested candidate failed. It is what makes ``threshold`` checkable: the file's
             alpha must pass at ``threshold`` and fail there (:func:`hf_critic.selective.claim.check_claim`).
         jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
-            (:meth:`hf_critic.jury.Jury.fit_entry`), else None.
+            (:meth:`hf_critic.jury.Jury.fit_entry`), else None; a fitted one also carries the rows it was fitted on
+            (``fit_rows``: features, human labels, cross-validation folds) and its members' features on the
+            threshold rows (``threshold_features``), from which the fit and the jury's verdicts are re-derived; a
+            vote or mean one its members' labels and confidences there (``threshold_members``).
+        verdicts: the critic's verdict on every threshold row of the file (``CalibrationFile.rows``), in order:
+            ``{"labels": [0 / 1 / 2 / None], "confidences": [float in [0, 1] / None]}`` (the keepable confidences,
+            None where there is no verdict), and for a reward critic ``"margins"`` (``reward_1 - reward_2``, from
+            which its confidences are re-derived through ``logistic``). The threshold, n, k, bound and failed
+            candidate are re-derived from them and the human labels on load.
+        probes: a served critic's (``--base-url``) re-checkable rows: ``[{"index", "row": {question, response_1,
+            response_2 [, reference]}, "label", "confidence"}]``, a few calibration rows (``index``: the place among
+            the threshold rows, whose stored verdict the probe must repeat) with the verdict it gave; ``compare
+            --cascade`` judges them again before trusting the threshold (:mod:`hf_critic.commands.cascade_probes`).
+            None for other critics (a local model is known by its weights' content, recorded verdicts by their
+            files').
     """
 
     name: str
@@ -107,6 +125,8 @@ class CriticThreshold:
     logistic: list[float] | None = None
     failed: dict | None = None
     jury: dict | None = None
+    verdicts: dict | None = None
+    probes: list | None = None
 
 
 @dataclass
@@ -119,8 +139,11 @@ class CalibrationFile:
         alpha: the tolerated disagreement rate; the target human agreement is ``1 - alpha``.
         delta: the cascade's total error probability of the guarantee.
         min_rows: the minimum rows at or above a tested threshold.
-        data: ``{"path", "rows", "sha256"}`` of the calibration data (:func:`data_hash`).
+        data: ``{"path", "rows", "sha256"}`` of the calibration data (:func:`data_hash`; ``rows``: the rows that set
+            thresholds; ``jury_fit_rows``: the others, which fitted a jury).
         critics: one :class:`CriticThreshold` per critic, in cascade order.
+        rows: the threshold rows themselves: ``{"ids": [...], "human": [label codes]}`` in order (their
+            :func:`data_hash` is ``data.sha256``); None only in files built by hand for a test.
         format: :data:`CALIBRATION_FORMAT`.
     """
 
@@ -131,6 +154,7 @@ class CalibrationFile:
     min_rows: int
     data: dict
     critics: list[CriticThreshold] = field(default_factory=list)
+    rows: dict | None = None
     format: str = CALIBRATION_FORMAT
 
     def to_json(self) -> str:
@@ -166,9 +190,12 @@ def read_calibration(path: str | Path) -> CalibrationFile:
         raise ValueError(f"{path}: no such calibration file (write one with `hf-critic calibrate`)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a calibration file (invalid JSON: {err})") from None
-    if isinstance(raw, dict) and raw.get("format") == "hf-critic-calibration/1":
-        raise ValueError(f"{path}: a calibration file of format 1, whose thresholds cannot be checked against their "
-                         "evidence: calibrate again with `hf-critic calibrate`")  # fmt: skip
+    if isinstance(raw, dict) and raw.get("format") in OLD_FORMATS:
+        raise ValueError(
+            f"{path}: a calibration file of format {raw['format'].rsplit('/', 1)[1]}, which does not "
+            "carry the rows its thresholds are re-derived from: calibrate again with `hf-critic "
+            "calibrate`"
+        )
     if not isinstance(raw, dict) or raw.get("format") != CALIBRATION_FORMAT:
         raise ValueError(f"{path}: not a calibration file of format {CALIBRATION_FORMAT!r}")
     try:
@@ -343,6 +370,7 @@ def cascade_decisions(confidences: Sequence[Sequence[float | None]], thresholds:
 def calibrate_cascade(
     confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
     min_rows: int = DEFAULT_MIN_ROWS, bound: str = "exact", shares: Sequence[float] | None = None,
+    deltas: Sequence[float] | None = None,
 ) -> list[tuple[float | None, int, int, float | None, int]]:  # fmt: skip
     """Calibrate every critic of a cascade (Trust or Escalate §3.3): ``delta * shares[i]`` each (``delta / critics``
     by default: Bonferroni), each later critic on the rows its predecessors did not keep.
@@ -353,6 +381,8 @@ def calibrate_cascade(
         alpha, delta, min_rows, bound: as in :func:`fixed_sequence_threshold` (``delta`` for the whole cascade).
         shares: each critic's share of ``delta``, summing to 1 and fixed before the data is seen
             (:func:`hf_critic.cascade.delta_shares`); None: equal.
+        deltas: each critic's delta itself, given instead of ``shares`` (a stored calibration re-derived with the
+            deltas it records: ``delta * share`` computed again could differ in the last bit).
 
     Returns:
         Per critic, ``(threshold, n, k, upper, calibration_rows, failed)`` (``failed``: see
@@ -362,12 +392,13 @@ def calibrate_cascade(
     shares = [1 / len(confidences)] * len(confidences) if shares is None else list(shares)
     if len(shares) != len(confidences) or abs(sum(shares) - 1) > 1e-9 or min(shares) <= 0:
         raise ValueError(f"delta shares must be one positive share per critic summing to 1, got {shares}")
+    deltas = [delta * share for share in shares] if deltas is None else list(deltas)
     out = []
-    for conf, ok, share in zip(confidences, corrects, shares, strict=True):
+    for conf, ok, part in zip(confidences, corrects, deltas, strict=True):
         conf = as_confidences(conf)
         ok = np.asarray(ok, dtype=bool)
         lam, n, k, upper, failed = fixed_sequence_test(
-            conf[remaining], ok[remaining], alpha=alpha, delta=delta * share, min_rows=min_rows, bound=bound
+            conf[remaining], ok[remaining], alpha=alpha, delta=part, min_rows=min_rows, bound=bound
         )
         out.append((lam, n, k, upper, int(remaining.sum()), failed))
         if lam is not None:

@@ -15,8 +15,21 @@ printed as a guarantee it does not carry:
   refused;
 * where a critic keeps nothing, n = k = 0 and no bound; its failed candidate's bound is above alpha.
 
-What the file cannot show (the confidences above the threshold, the data itself) is checked elsewhere: the critic's
-fingerprint and confidence kind against the cascade (:func:`hf_critic.cascade.check_calibration`).
+Then the claim is **re-derived** from the rows the file carries (format 3): the threshold rows' ids and human labels
+must hash to ``data.sha256``; each critic's stored verdicts and confidences on those rows give its correct rows
+(a verdict equal to the human label), and fixed-sequence testing run again on them, with the file's alpha, min_rows
+and each critic's delta, must give every threshold, n, k, bound, failed candidate and calibration row count the file
+states. A reward critic's confidences must be its stored margins through its ``logistic`` (slope > 0, so the ranking
+is the margin's). A fitted jury's fit is made again from its stored fit rows (:func:`~hf_critic.selective.jury.
+refit_difference`) and its verdicts and confidences on the threshold rows again from its members' stored features;
+a vote or mean jury's verdicts are aggregated again from its members' stored labels and confidences.
+So a threshold, a bound, a removed failed candidate, negated jury weights or a reversed logistic are refused: what
+no edit of the derived fields can fake is an edit of the observations themselves (the verdicts and labels): the
+file vouches for its arithmetic, not for its rows; a served critic's rows are re-checked at run time
+(:mod:`hf_critic.commands.cascade_probes`).
+
+What the file cannot show (the data itself) is checked elsewhere: the critic's fingerprint and confidence kind
+against the cascade (:func:`hf_critic.cascade.check_calibration`).
 """
 
 from __future__ import annotations
@@ -25,10 +38,21 @@ import math
 import re
 from pathlib import Path
 
-from .calibration import CalibrationFile, CriticThreshold, clopper_pearson_upper, read_calibration
-from .confidence import CONFIDENCE_KINDS
+import numpy as np
 
-__all__ = ["check_claim", "load_calibration"]
+from .. import schema
+from .calibration import (
+    CalibrationFile,
+    CriticThreshold,
+    calibrate_cascade,
+    clopper_pearson_upper,
+    data_hash,
+    read_calibration,
+)
+from .confidence import CONFIDENCE_KINDS, margin_confidence
+from .jury import JuryFit, aggregate, fitted_verdicts, refit_difference
+
+__all__ = ["check_claim", "load_calibration", "rederive"]
 
 _TOLERANCE = 1e-9
 
@@ -149,13 +173,269 @@ def check_claim(calibration: CalibrationFile, path: str) -> None:
                              "its predecessors left (data.rows less the rows each kept)")  # fmt: skip
         _check_critic(c, where, path, calibration, rows)
         expected_rows -= c.n
+    rederive(calibration, path)
+
+
+def _stored_rows(calibration: CalibrationFile, path: str) -> list[int]:
+    """The threshold rows' human labels, checked against ``data.sha256``."""
+    rows, stored = calibration.data["rows"], calibration.rows
+    if (
+        not isinstance(stored, dict)
+        or not isinstance(stored.get("ids"), list)
+        or not isinstance(stored.get("human"), list)
+    ):
+        raise ValueError(
+            f"{path}: rows must be {{ids, human}}: the calibration rows every threshold is re-derived "
+            f"from, got {_short(stored)}"
+        )
+    human = stored["human"]
+    if (
+        len(stored["ids"]) != rows
+        or len(human) != rows
+        or not all(h in (0, 1, 2) and h is not True and h is not False for h in human)
+    ):
+        raise ValueError(
+            f"{path}: rows must hold data.rows = {rows} ids and human labels 0 / 1 / 2, got "
+            f"{len(stored['ids'])} ids and {len(human)} labels"
+        )
+    if data_hash(stored["ids"], human) != calibration.data["sha256"]:
+        raise ValueError(
+            f"{path}: rows (their ids and human labels) do not hash to data.sha256 "
+            f"{calibration.data['sha256']}: the rows or the hash were edited"
+        )
+    return human
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _label(value) -> bool:
+    return value is None or (value in (0, 1, 2) and not isinstance(value, bool))
+
+
+def _confidence(value) -> bool:
+    return value is None or (not isinstance(value, bool) and isinstance(value, int | float) and 0 <= value <= 1)
+
+
+def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tuple[list, list]:
+    """A critic's stored labels and confidences on the threshold rows, checked for shape and range, and re-derived
+    where they can be: a reward critic's from its margins, a fitted jury's from its fit and its members' features."""
+    v = c.verdicts
+    if not isinstance(v, dict) or not isinstance(v.get("labels"), list) or not isinstance(v.get("confidences"), list):
+        raise ValueError(
+            f"{path}: {where}.verdicts must be {{labels, confidences}} on the {rows} calibration rows "
+            f"(what its threshold is re-derived from), got {_short(v)}"
+        )
+    labels, confidences = v["labels"], v["confidences"]
+    if len(labels) != rows or len(confidences) != rows:
+        raise ValueError(
+            f"{path}: {where}.verdicts hold {len(labels)} labels and {len(confidences)} confidences for "
+            f"the {rows} calibration rows"
+        )
+    for i, (lab, conf) in enumerate(zip(labels, confidences, strict=True)):
+        if not _label(lab) or not _confidence(conf) or (lab is None and conf is not None):
+            raise ValueError(
+                f"{path}: {where}.verdicts row {i}: label {lab!r} with confidence {conf!r} (a label "
+                "0 / 1 / 2 with a confidence in [0, 1] or None; no confidence without a label)"
+            )
+    if c.probes is not None:
+        _check_probes(c, where, path, labels, confidences)
+    if c.confidence == "reward margin":
+        _check_margins(c, where, path, labels, confidences)
+    if c.confidence == "fitted aggregate":
+        _check_fitted_jury(c, where, path, labels, confidences)
+    elif c.confidence in ("vote aggregate", "mean aggregate"):
+        _check_aggregate(c, where, path, labels, confidences)
+    return labels, confidences
+
+
+def _check_probes(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A served critic's re-checkable rows: each names its place among the threshold rows and repeats the verdict
+    and confidence the critic's stored verdicts hold there (so editing one means editing the rows the threshold is
+    re-derived from)."""
+    for k, probe in enumerate(c.probes if isinstance(c.probes, list) else [None]):
+        ok = isinstance(probe, dict) and set(probe) == {"index", "row", "label", "confidence"}
+        ok = ok and isinstance(probe["row"], dict) and all(isinstance(v, str) for v in probe["row"].values())
+        place = probe.get("index") if ok else None
+        if not ok or not isinstance(place, int) or isinstance(place, bool) or not 0 <= place < len(labels):
+            raise ValueError(
+                f"{path}: {where}.probes[{k}] must be {{index, row, label, confidence}} with index a "
+                f"calibration row (0 to {len(labels) - 1}) and row its texts, got {_short(probe)}"
+            )
+        if probe["label"] != labels[place] or probe["confidence"] != confidences[place]:
+            raise ValueError(
+                f"{path}: {where}.probes[{k}]: label {probe['label']!r}, confidence "
+                f"{probe['confidence']!r} differ from its stored verdict on calibration row {place} "
+                f"({labels[place]!r}, {confidences[place]!r}): the file was edited"
+            )
+
+
+def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A reward critic's confidences are ``sigmoid(slope |margin| + intercept)`` of its stored margins, slope > 0."""
+    margins = c.verdicts.get("margins")
+    if (
+        not isinstance(margins, list)
+        or len(margins) != len(labels)
+        or not all(m is None or _finite(m) for m in margins)
+        or c.logistic is None
+        or c.logistic[0] <= 0
+    ):
+        raise ValueError(
+            f"{path}: {where}: a reward critic's verdicts need margins on every row and a logistic with "
+            f"slope > 0 (the margin's ranking), got logistic {c.logistic}"
+        )
+    for i, (lab, m, conf) in enumerate(zip(labels, margins, confidences, strict=True)):
+        made = None if lab is None or m is None else margin_confidence(m, *c.logistic)
+        if (made is None) != (conf is None) or (made is not None and not math.isclose(made, conf, abs_tol=1e-9)):
+            raise ValueError(
+                f"{path}: {where}.verdicts row {i}: confidence {conf} is not its margin {m} through "
+                f"logistic {c.logistic} ({made})"
+            )
+
+
+def _finite(value) -> bool:
+    """A finite number (a margin: any sign and size)."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A fitted jury: its fit made again from its fit rows, its verdicts again from its members' features."""
+    entry = c.jury
+    if not isinstance(entry, dict) or entry.get("aggregate") != "fitted":
+        raise ValueError(
+            f"{path}: {where}: confidences of a fitted aggregate need its jury entry (aggregate fitted, "
+            f"members, fit), got {_short(entry)}"
+        )
+    fit = JuryFit.from_dict(entry.get("fit") or {}, f"{path}: {where}.jury.fit")
+    try:
+        differs = refit_difference(fit)
+    except ValueError as err:
+        raise ValueError(f"{path}: {where}.jury.fit: {err}") from None
+    if differs:
+        raise ValueError(
+            f"{path}: {where}.jury.fit: {differs}: not the fit its stored fit rows give (the fit or its "
+            "rows were edited)"
+        )
+    try:
+        x = np.asarray(entry.get("threshold_features") or [], dtype=float)
+    except (TypeError, ValueError):
+        x = np.zeros(0)
+    if x.shape != (len(labels), len(fit.features)) or not np.isfinite(x).all():
+        raise ValueError(
+            f"{path}: {where}.jury.threshold_features must hold {len(fit.features)} features on each "
+            f"of the {len(labels)} calibration rows, finite numbers, got shape {x.shape}"
+        )
+    made_labels, made_confidences = fitted_verdicts(fit, fit.features, x)
+    _compare_verdicts(
+        where, path, labels, confidences, made_labels, made_confidences, "its fit from its members' features"
+    )
+
+
+def _check_aggregate(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A vote / mean jury: its verdicts aggregated again from its members' stored labels and confidences."""
+    how = c.confidence.split()[0]
+    entry = c.jury if isinstance(c.jury, dict) else {}
+    members = entry.get("threshold_members")
+    shaped = isinstance(members, dict) and members and entry.get("aggregate") == how
+    shaped = shaped and all(
+        isinstance(m, dict)
+        and isinstance(m.get("labels"), list)
+        and isinstance(m.get("confidences"), list)
+        and len(m["labels"]) == len(m["confidences"]) == len(labels)
+        and all(_label(x) for x in m["labels"])
+        and all(_confidence(x) for x in m["confidences"])
+        for m in members.values()
+    )
+    if not shaped:
+        raise ValueError(
+            f"{path}: {where}.jury.threshold_members must hold each member's labels and confidences on the "
+            f"{len(labels)} calibration rows (aggregate {how}), got {_short(members)}"
+        )
+    columns = {
+        name: {schema.CRITIQUE_LABEL: m["labels"], schema.CRITIQUE_CONFIDENCE: m["confidences"]}
+        for name, m in members.items()
+    }
+    made_labels, made_confidences, _ = aggregate(how, columns)
+    _compare_verdicts(where, path, labels, confidences, made_labels, made_confidences, f"its members' {how}")
+
+
+def _compare_verdicts(where, path, labels, confidences, made_labels, made_confidences, source: str) -> None:
+    """Refuse the first row whose stored verdict or confidence is not the one re-derived from ``source``."""
+    for i, (lab, conf, made_lab, made_conf) in enumerate(
+        zip(labels, confidences, made_labels, made_confidences, strict=True)
+    ):
+        if (
+            lab != made_lab
+            or (conf is None) != (made_conf is None)
+            or (conf is not None and not math.isclose(conf, made_conf, abs_tol=1e-9))
+        ):
+            raise ValueError(
+                f"{path}: {where}.verdicts row {i}: label {lab!r}, confidence {conf} is not what {source} gives "
+                f"({made_lab!r}, {made_conf})"
+            )
+
+
+def rederive(calibration: CalibrationFile, path: str) -> None:
+    """Run fixed-sequence testing again on the rows the file carries and refuse any field it does not give (module
+    docstring).
+
+    Args:
+        calibration: a file whose fields were checked against each other (:func:`check_claim`).
+        path: the file, for messages.
+
+    Raises:
+        ValueError: one line naming the file, the critic and the field, with the stored and the re-derived value.
+    """
+    rows = calibration.data["rows"]
+    human = _stored_rows(calibration, path)
+    confidences, corrects = [], []
+    for i, c in enumerate(calibration.critics):
+        labels, conf = _stored_verdicts(c, f"critics[{i}] ({c.name})", path, rows)
+        confidences.append([np.nan if x is None else x for x in conf])
+        corrects.append([lab is not None and lab == h for lab, h in zip(labels, human, strict=True)])
+    again = calibrate_cascade(
+        confidences,
+        corrects,
+        alpha=calibration.alpha,
+        delta=calibration.delta,
+        min_rows=calibration.min_rows,
+        deltas=[c.delta for c in calibration.critics],
+    )
+    for i, (c, (lam, n, k, upper, cal_rows, failed)) in enumerate(zip(calibration.critics, again, strict=True)):
+        stored = {
+            "threshold": c.threshold,
+            "n": c.n,
+            "k": c.k,
+            "upper_bound": c.upper_bound,
+            "calibration_rows": c.calibration_rows,
+            "failed": c.failed,
+        }
+        made = {"threshold": lam, "n": n, "k": k, "upper_bound": upper, "calibration_rows": cal_rows, "failed": failed}
+        for name in stored:
+            if not _same(stored[name], made[name]):
+                raise ValueError(
+                    f"{path}: critics[{i}] ({c.name}).{name} {_short(stored[name])} is not what "
+                    f"fixed-sequence testing gives on its stored rows ({_short(made[name])}): the file "
+                    "was edited; calibrate again with `hf-critic calibrate`"
+                )
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return set(a) == set(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, int | float) and isinstance(b, int | float) and not isinstance(a, bool):
+        return math.isclose(a, b, rel_tol=1e-12, abs_tol=_TOLERANCE)
+    return a == b
 
 
 def load_calibration(path: str | Path) -> CalibrationFile:
     """Read a calibration file and check it: its format, every field's range
     (:func:`~hf_critic.selective.calibration.read_calibration`), and that the fields add up (:func:`check_claim`:
     each bound recomputed from n, k and delta, the thresholds against alpha and the failed candidates, the deltas, row
-    counts and coverages against each other).
+    counts and coverages against each other; then every threshold and fit re-derived from the rows it carries,
+    :func:`rederive`).
 
     Raises:
         ValueError: the file is missing, not JSON, of another format, a field is missing or out of range, or the

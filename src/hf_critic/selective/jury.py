@@ -44,6 +44,7 @@ __all__ = [
     "jury_features",
     "member_features",
     "member_probability",
+    "refit_difference",
 ]
 
 #: The jury aggregates.
@@ -226,6 +227,9 @@ class JuryFit:
         mean, scale: the standardisation of each feature, from the calibration rows.
         rows: calibration rows the fit used (those whose human label is response 1 or response 2).
         penalty: the ridge penalty chosen (:data:`PENALTIES`, by cross-validated log-loss on those rows).
+        fit_rows: what the fit was made from, so that it can be made again (:func:`refit_difference`):
+            ``{"features": [[one value per feature] per row], "human": [0 / 1 per row], "folds": [fold per row]}``
+            over the ``rows`` rows it used; None for a fit read from a file without them.
     """
 
     features: list[str]
@@ -235,11 +239,20 @@ class JuryFit:
     scale: list[float]
     rows: int
     penalty: float
+    fit_rows: dict | None = None
 
     def to_dict(self) -> dict:
         """The fit as JSON-ready data (a calibration file's ``jury.fit``)."""
-        return {"features": self.features, "weights": self.weights, "intercept": self.intercept, "mean": self.mean,
-                "scale": self.scale, "rows": self.rows, "penalty": self.penalty}  # fmt: skip
+        return {
+            "features": self.features,
+            "weights": self.weights,
+            "intercept": self.intercept,
+            "mean": self.mean,
+            "scale": self.scale,
+            "rows": self.rows,
+            "penalty": self.penalty,
+            "fit_rows": self.fit_rows,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping, where: str = "jury fit") -> JuryFit:
@@ -249,7 +262,10 @@ class JuryFit:
             ValueError: a missing field, lengths that differ or a non-finite number (names ``where``).
         """
         try:
-            fit = cls(**{k: data[k] for k in ("features", "weights", "intercept", "mean", "scale", "rows", "penalty")})
+            fit = cls(
+                **{k: data[k] for k in ("features", "weights", "intercept", "mean", "scale", "rows", "penalty")},
+                fit_rows=data.get("fit_rows"),
+            )
         except (KeyError, TypeError) as err:
             raise ValueError(f"{where}: malformed jury fit ({err})") from None
         numbers = [fit.intercept, fit.penalty, *fit.weights, *fit.mean, *fit.scale]
@@ -334,9 +350,16 @@ def fit_rows(groups: Sequence, share: float = FIT_SHARE, seed: int = 0) -> np.nd
     return rank < round(share * count)
 
 
-def fit_features(names: list[str], x: np.ndarray, human: Sequence[int], groups: Sequence | None = None) -> JuryFit:
+def fit_features(
+    names: list[str],
+    x: np.ndarray,
+    human: Sequence[int],
+    groups: Sequence | None = None,
+    folds: Sequence | None = None,
+) -> JuryFit:
     """:func:`fit_jury` from the members' features (:func:`jury_features`), shape ``(n, features)``, of the
-    calibration rows only."""
+    calibration rows only; ``folds``: each row's cross-validation fold, given instead of ``groups`` (a stored fit's
+    ``fit_rows`` made again). The fit keeps what it was made from in :attr:`JuryFit.fit_rows`."""
     gold = np.array([-1 if h is None else int(h) for h in human])
     if len(gold) != len(x) or (groups is not None and len(groups) != len(x)):
         raise ValueError(f"{len(gold)} human labels and {len(x) if groups is None else len(groups)} groups for "
@@ -352,12 +375,62 @@ def fit_features(names: list[str], x: np.ndarray, human: Sequence[int], groups: 
     z = (x - mean) / scale
     active = [j for j in range(z.shape[1]) if not any(np.array_equal(z[:, j], z[:, i]) for i in range(j))]
     za = z[:, active]
-    keys = np.arange(len(y)) if groups is None else np.asarray([str(g) for g in groups], dtype=object)[used]
-    penalty = _choose_penalty(za, y, group_folds(keys, PENALTY_FOLDS))
+    if folds is not None:
+        fold = np.asarray(folds, dtype=int)[used]
+    else:
+        keys = np.arange(len(y)) if groups is None else np.asarray([str(g) for g in groups], dtype=object)[used]
+        fold = group_folds(keys, PENALTY_FOLDS)
+    penalty = _choose_penalty(za, y, fold)
     params = _ridge_logistic(za, y, penalty)
     weights = np.zeros(z.shape[1])
     weights[active] = params[1:]
-    return JuryFit(names, weights.tolist(), float(params[0]), mean.tolist(), scale.tolist(), int(used.sum()), penalty)
+    made_from = {
+        "features": x.tolist(),
+        "human": [RESPONSE_1_WINS if v else RESPONSE_2_WINS for v in y],
+        "folds": fold.tolist(),
+    }
+    return JuryFit(
+        names, weights.tolist(), float(params[0]), mean.tolist(), scale.tolist(), int(used.sum()), penalty, made_from
+    )
+
+
+def refit_difference(fit: JuryFit) -> str | None:
+    """Make a stored fit again from its :attr:`JuryFit.fit_rows` and say how it differs, if it does.
+
+    Returns:
+        None when the refit's penalty equals the stored one and its intercept and weights agree within 1e-6
+        (relative 1e-4: another BLAS may round otherwise); else one phrase naming the first field that differs,
+        with both values.
+
+    Raises:
+        ValueError: no ``fit_rows``, or ones whose shapes do not fit the stored features and row count.
+    """
+    rows = fit.fit_rows
+    if not isinstance(rows, dict) or set(rows) != {"features", "human", "folds"}:
+        raise ValueError("the fit carries no fit_rows {features, human, folds} to be made again from")
+    x = np.asarray(rows["features"], dtype=float)
+    if x.shape != (fit.rows, len(fit.features)) or not len(rows["human"]) == len(rows["folds"]) == fit.rows:
+        raise ValueError(
+            f"its fit_rows do not hold {fit.rows} rows of {len(fit.features)} features with a human label "
+            "and a fold each"
+        )
+    if not set(rows["human"]) <= {RESPONSE_1_WINS, RESPONSE_2_WINS} or not set(rows["folds"]) <= set(
+        range(PENALTY_FOLDS)
+    ):
+        raise ValueError(f"its fit_rows' human labels must be 0 / 1 and folds in [0, {PENALTY_FOLDS})")
+    again = fit_features(fit.features, x, rows["human"], folds=rows["folds"])
+    if again.penalty != fit.penalty:
+        return f"penalty {fit.penalty} (its fit rows choose {again.penalty})"
+    for what, stored, made in (
+        ("intercept", [fit.intercept], [again.intercept]),
+        ("weights", fit.weights, again.weights),
+    ):
+        if not np.allclose(stored, made, rtol=1e-4, atol=1e-6):
+            return f"{what} {stored} (its fit rows give {[round(w, 6) for w in made]})"
+    for what, stored, made in (("mean", fit.mean, again.mean), ("scale", fit.scale, again.scale)):
+        if not np.allclose(stored, made, rtol=1e-9, atol=1e-12):
+            return f"{what} {stored} (its fit rows give {made})"
+    return None
 
 
 def _ridge_logistic(z: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
@@ -391,7 +464,7 @@ def _choose_penalty(z: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
         total, counted = 0.0, False
         for k in np.unique(fold):
             train, held = fold != k, fold == k
-            if not held.any() or y[train].min() == y[train].max():
+            if not held.any() or not train.any() or y[train].min() == y[train].max():
                 continue
             params = _ridge_logistic(z[train], y[train], penalty)
             eta = params[0] + z[held] @ params[1:]
