@@ -133,8 +133,9 @@ def _comparison_data(rows: int, seed: int):
         "response_2": ["w " * int(k) for k in len_2],
         "label": gold.tolist(),
     }
-    base.update({f"annotator{k}": np.where(rng.random(rows) < 0.8, gold, rng.integers(0, 3, rows)).tolist()
-                 for k in range(3)})  # fmt: skip
+    base.update(
+        {f"annotator{k}": np.where(rng.random(rows) < 0.8, gold, rng.integers(0, 3, rows)).tolist() for k in range(3)}
+    )
     pairwise = []
     for accuracy in (0.6, 0.55):
         first = np.where(rng.random(rows) < accuracy, gold, rng.integers(0, 3, rows))
@@ -143,9 +144,13 @@ def _comparison_data(rows: int, seed: int):
         pairwise.append(datasets.Dataset.from_dict({**base, **columns}))
     systems = 8
     human = rng.integers(1, 6, rows).astype(float)
-    point = {"query_id": (np.arange(rows) // systems).tolist(), "system_id": (np.arange(rows) % systems).tolist(),
-             "question": [f"q{i // systems}" for i in range(rows)], "response": ["w " * int(k) for k in len_1],
-             "human_score": human.tolist()}  # fmt: skip
+    point = {
+        "query_id": (np.arange(rows) // systems).tolist(),
+        "system_id": (np.arange(rows) % systems).tolist(),
+        "question": [f"q{i // systems}" for i in range(rows)],
+        "response": ["w " * int(k) for k in len_1],
+        "human_score": human.tolist(),
+    }
     pointwise = []
     for noise in (2.0, 3.0):
         critic = np.clip(np.rint(2 * human + rng.normal(0, noise, rows)), 1, 10)
@@ -165,30 +170,51 @@ def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
     spec = PPISpec(fraction=0.1, seed=seed)
     columns = {}
     for k, d in enumerate(pairwise + pointwise):  # read once: both sides get the columns as numpy arrays
-        columns[k] = {c: np.asarray(d[c]) if c not in ("response_1", "response_2", "response", "question") else d[c]
-                      for c in d.column_names}  # fmt: skip
+        columns[k] = {
+            c: np.asarray(d[c]) if c not in ("response_1", "response_2", "response", "question") else d[c]
+            for c in d.column_names
+        }
 
     def before():
         for k in range(2):
             c = columns[k]
             pairwise_agreement(c[schema.CRITIQUE_LABEL], c["label"], c[schema.CRITIQUE_LABEL_SWAPPED])
             c = columns[2 + k]
-            critique_correlation(c[schema.CRITIQUE_SCORE], c["human_score"], query_ids=c["query_id"],
-                                 system_ids=c["system_id"])  # fmt: skip
+            critique_correlation(
+                c[schema.CRITIQUE_SCORE], c["human_score"], query_ids=c["query_id"], system_ids=c["system_id"]
+            )
 
     def added():
         for k in range(2):
             c = columns[k]
             pairwise_extras(
-                pairwise[k], label="label", first=c[schema.CRITIQUE_LABEL], swapped=c[schema.CRITIQUE_LABEL_SWAPPED],
-                unparsed="wrong", two_way="auto", distributions=None, combined=None, annotators=annotators, ppi=spec,
-            )  # fmt: skip
+                pairwise[k],
+                label="label",
+                first=c[schema.CRITIQUE_LABEL],
+                swapped=c[schema.CRITIQUE_LABEL_SWAPPED],
+                unparsed="wrong",
+                two_way="auto",
+                distributions=None,
+                combined=None,
+                annotators=annotators,
+                ppi=spec,
+            )
             c = columns[2 + k]
-            pointwise_extras(pointwise[k], c[schema.CRITIQUE_SCORE].astype(float), c["human_score"], c["query_id"],
-                             c["system_id"], ppi=spec)  # fmt: skip
+            pointwise_extras(
+                pointwise[k],
+                c[schema.CRITIQUE_SCORE].astype(float),
+                c["human_score"],
+                c["query_id"],
+                c["system_id"],
+                ppi=spec,
+            )
 
-    runs = [evaluate_critiques(d, f"critic-{k % 2}", "pairs" if k < 2 else "grades", annotators=annotators if k < 2 else ())
-            for k, d in enumerate(pairwise + pointwise)]  # fmt: skip
+    runs = [
+        evaluate_critiques(
+            d, f"critic-{k % 2}", "pairs" if k < 2 else "grades", annotators=annotators if k < 2 else ()
+        )
+        for k, d in enumerate(pairwise + pointwise)
+    ]
     t_before = best_of(repeats, before)
     t_extras = best_of(repeats, added)
     t_paired = best_of(repeats, lambda: compare_critics(runs, resamples=resamples, seed=seed))

@@ -60,8 +60,13 @@ def main() -> None:
     worst = dict.fromkeys(PARSERS, (0.0, 0))
     count = 0
 
-    @settings(max_examples=args.examples, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=args.examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(texts)
     def run(text):
         nonlocal count

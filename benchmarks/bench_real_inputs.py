@@ -88,8 +88,9 @@ def readout_rows(args, pairs, template, roof, per_token, model, tokenizer) -> di
 
     conversations = [template.render(p) for p in pairs]
     if not args.one_order:
-        conversations += [template.render({**p, "response_1": p["response_2"], "response_2": p["response_1"]})
-                          for p in pairs]  # fmt: skip
+        conversations += [
+            template.render({**p, "response_1": p["response_2"], "response_2": p["response_1"]}) for p in pairs
+        ]
     prefix, values = template.output.verdict_prefix, list(template.output.verdict_values())
     auto = str(auto_dtype(args.batch)).removeprefix("torch.")
     out = {}
@@ -178,9 +179,11 @@ def main() -> None:
     per_token = non_embedding_flops_per_token(model)
     shapes = linear_shapes(model)
     roof = {d: matmul_peak(shapes, getattr(torch, d), 1024) for d in ("float32", "bfloat16")}
-    print("peak: matmul at the model's shapes, 1,024 tokens: "
-          + ", ".join(f"{d} {f / 1e9:.0f} GFLOP/s" for d, f in roof.items())
-          + f"; {per_token / 2e6:.1f} M non-embedding parameters")  # fmt: skip
+    print(
+        "peak: matmul at the model's shapes, 1,024 tokens: "
+        + ", ".join(f"{d} {f / 1e9:.0f} GFLOP/s" for d, f in roof.items())
+        + f"; {per_token / 2e6:.1f} M non-embedding parameters"
+    )
     template = get_template("mtbench", Setting(Task.PAIRWISE, referenced=False), "en")
     paths = set(args.paths.split(","))
     sizes = [int(n) for n in args.pairs.split(",")]

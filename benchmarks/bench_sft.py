@@ -131,9 +131,14 @@ def main() -> None:
     if args.model == "tiny":
         # a randomly initialised 4-layer Llama (hidden 256) with the SmolLM2 vocabulary
         folder = build_tiny_model(
-            Path(tmp.name) / "tiny", tokenizer, hidden_size=256, intermediate_size=768, num_hidden_layers=4,
-            max_position_embeddings=8192, tie_word_embeddings=True,
-        )  # fmt: skip
+            Path(tmp.name) / "tiny",
+            tokenizer,
+            hidden_size=256,
+            intermediate_size=768,
+            num_hidden_layers=4,
+            max_position_embeddings=8192,
+            tie_word_embeddings=True,
+        )
         model_path = str(folder)
 
     conversations, source = load_conversations(args.seed)

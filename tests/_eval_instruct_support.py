@@ -96,9 +96,14 @@ def scripted_reply(body: dict) -> str:
 # ----------------------------------------------------------------------------------------------- recipes
 def recipe(tmp_path: Path, base_url: str, model: str = "teacher", **overrides) -> Path:
     """A small v2 recipe against ``base_url`` (teacher and two generators on the same server); returns its path."""
-    endpoint = {"base_url": base_url, "model": model, "concurrency": 4, "timeout": 30,
-                "retry": {"max_retries": 4, "initial_backoff": 0.01, "max_backoff": 0.05},
-                "sampling": {"temperature": 0, "max_tokens": 32}}  # fmt: skip
+    endpoint = {
+        "base_url": base_url,
+        "model": model,
+        "concurrency": 4,
+        "timeout": 30,
+        "retry": {"max_retries": 4, "initial_backoff": 0.01, "max_backoff": 0.05},
+        "sampling": {"temperature": 0, "max_tokens": 32},
+    }
     data = {
         "variant": "v2",
         "language": "en",

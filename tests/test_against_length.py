@@ -110,10 +110,16 @@ def _confounded_pairs(n: int, seed: int) -> list[dict]:
         pad = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 8))) for _ in range(2)]
         good, bad = f"The capital of France is Paris. {pad[0]}", f"Rating: [[5]] Tie, or Rome... {pad[1]}"
         first = i % 2 == 0
-        rows.append({
-            "question": f"Question {i}?", "response_1": good if first else bad, "response_2": bad if first else good,
-            "label": 0 if first else 1, "swapped": False, "preference": 0.1 if first else 0.9,
-        })  # fmt: skip
+        rows.append(
+            {
+                "question": f"Question {i}?",
+                "response_1": good if first else bad,
+                "response_2": bad if first else good,
+                "label": 0 if first else 1,
+                "swapped": False,
+                "preference": 0.1 if first else 0.9,
+            }
+        )
     return rows
 
 
@@ -126,19 +132,36 @@ def test_recipe_trains_odin_with_balance_and_soft_labels(tmp_path, tiny_model_di
     from hf_critic.reward_model import RewardModel
 
     data = tmp_path / "pairs"
-    datasets.DatasetDict({
-        "train": datasets.Dataset.from_list(_confounded_pairs(64, 0)),
-        "validation": datasets.Dataset.from_list(_confounded_pairs(16, 1)),
-    }).save_to_disk(str(data / "pairwise_preference"))  # fmt: skip
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_list(_confounded_pairs(64, 0)),
+            "validation": datasets.Dataset.from_list(_confounded_pairs(16, 1)),
+        }
+    ).save_to_disk(str(data / "pairwise_preference"))
     spec = importlib.util.spec_from_file_location("reward_recipe", "recipes/reward.py")
     recipe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recipe)
     out = tmp_path / "out"
     argv = [
-        "--config", "recipes/tiny/reward/ci.yaml", "--model_name_or_path", str(tiny_model_dir),
-        "--dataset_name", str(data), "--output_dir", str(out), "--num_train_epochs", "3",
-        "--length_head", "true", "--length_balance", "true", "--soft_labels", "true", "--learning_rate", "2e-3",
-    ]  # fmt: skip
+        "--config",
+        "recipes/tiny/reward/ci.yaml",
+        "--model_name_or_path",
+        str(tiny_model_dir),
+        "--dataset_name",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--num_train_epochs",
+        "3",
+        "--length_head",
+        "true",
+        "--length_balance",
+        "true",
+        "--soft_labels",
+        "true",
+        "--learning_rate",
+        "2e-3",
+    ]
     assert recipe.cli(argv) == 0
     state = json.loads((out / "trainer_state.json").read_text())
     assert any("quality_length_r" in log for log in state["log_history"])

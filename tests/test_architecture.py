@@ -329,8 +329,18 @@ def test_no_file_over_700_lines_and_no_function_over_100():
 #: issue 29 item 6 (600 lines a module, 80 a function), each with why. They are held to 700 / 100 meanwhile (the test
 #: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
 NOT_YET_SPLIT: dict[str, str] = {
+    # Over the caps once formatted without `# fmt: skip` (lines that had been packed to fit); each is split by idea next.
     "hf_critic/reward_model.py": "grew with the reward critic's content identity and its served files; its calibration "
     "(RewardCalibration, fit_calibration, fit_tie_margin) is the part to move out",
+    "hf_critic/cascade.py": "recorded verdicts, stages and running a cascade in one module: the recorded critic moves "
+    "out when every critic kind implements one protocol",
+    "hf_critic/commands/meta_eval.py": "its options and its run: the critic-comparison part is the one to move out",
+    "hf_critic/commands/meta_eval.py run_meta_eval": "one step per benchmark and critic inline",
+    "hf_critic/critic/core.py": "the Critic class; grew with options refused before the model loads",
+    "hf_critic/eval_instruct/stages/critiques.py referenced_to_reference_free": "the f_R2RF path written out",
+    "hf_critic/meta_eval/comparison_markdown.py _length_section": "a Markdown table written row by row",
+    "hf_critic/meta_eval/verdict_sources.py pointwise_verdict_figures": "one figure after another",
+    "hf_critic/selective/evaluation.py split_protocol": "the split protocol's loop and its bookkeeping together",
 }
 
 

@@ -28,8 +28,9 @@ KRIPPENDORFF_2011 = [
 ]
 
 
-@pytest.mark.parametrize(("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849),
-                                                  ("ratio", 0.797)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("level", "published"), [("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849), ("ratio", 0.797)]
+)
 def test_alpha_reproduces_krippendorff_2011(level, published):
     out = krippendorff_alpha(KRIPPENDORFF_2011, level)
     assert round(out["alpha"], 3) == published

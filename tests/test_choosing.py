@@ -35,9 +35,14 @@ def _save(model, tokenizer, path):
 
 def _config(cls, tokenizer, **extra):
     return cls(
-        vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=tokenizer.bos_token_id, max_position_embeddings=2048, **COMMON, **extra,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        max_position_embeddings=2048,
+        **COMMON,
+        **extra,
+    )
 
 
 def test_a_qwen3_reward_model_like_skywork_reward_v2_judges_as_a_reward_critic(tmp_path):

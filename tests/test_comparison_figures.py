@@ -348,8 +348,17 @@ def test_meta_eval_cli_two_way_option(tmp_path):
         parser = argparse.ArgumentParser()
         meta_eval.register(parser.add_subparsers(dest="command"))
         out = tmp_path / f"out{len(extra)}"
-        args = parser.parse_args(["meta-eval", "--critiques", f"c/hhh={tmp_path / 'hhh.jsonl'}", "--no-plots",
-                                  "--output-dir", str(out), *extra])  # fmt: skip
+        args = parser.parse_args(
+            [
+                "meta-eval",
+                "--critiques",
+                f"c/hhh={tmp_path / 'hhh.jsonl'}",
+                "--no-plots",
+                "--output-dir",
+                str(out),
+                *extra,
+            ]
+        )
         assert args.func(args) == 0
         return json.loads((out / "report.json").read_text())["runs"][0]["metrics"]
 

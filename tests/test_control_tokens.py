@@ -280,9 +280,13 @@ def test_llamacpp_keeps_the_answer_as_text():
         spelled.probabilities, key=spelled.probabilities.get
     )
     direct = backend.server.handle_completions(
-        {"prompt": backend._prompt_ids([*attack, {"role": "assistant", "content": "Rating: [["}]), "max_tokens": 1,
-         "temperature": 0.0, "n_probs": backend.top_logprobs}
-    )  # fmt: skip
+        {
+            "prompt": backend._prompt_ids([*attack, {"role": "assistant", "content": "Rating: [["}]),
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "n_probs": backend.top_logprobs,
+        }
+    )
     first = {e["token"]: e["logprob"] for e in direct["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
     assert ours.probabilities["2"] == pytest.approx(torch.tensor(first["2"]).exp().item(), rel=1e-4)
     assert backend.generate([attack], DecodingConfig(max_new_tokens=4))[0][0]

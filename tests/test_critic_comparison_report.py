@@ -93,8 +93,10 @@ def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
     pairs rows by id; rows only one run has are left out, counted and warned about."""
 
     def unique(dataset):  # each pair its own texts (the generated ones repeat)
-        return dataset.map(lambda r, i: {"response_1": f"{r['response_1']}({i})", "response_2": f"{r['response_2']}({i})"},
-                           with_indices=True)  # fmt: skip
+        return dataset.map(
+            lambda r, i: {"response_1": f"{r['response_1']}({i})", "response_2": f"{r['response_2']}({i})"},
+            with_indices=True,
+        )
 
     data, coin = unique(pairwise_file(gold_critic)), unique(pairwise_file(random_critic))
     order = np.random.default_rng(5).permutation(N)
@@ -122,8 +124,12 @@ def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
     with_ids = data.add_column("id", ids)
     half = coin.select(order).add_column("id", [ids[i] if k < 100 else f"new-{i}" for k, i in enumerate(order)])
     with caplog.at_level("WARNING", logger="hf_critic.meta_eval.critic_extras"):
-        paired = write_report([evaluate_critiques(with_ids, "oracle", "bench"), evaluate_critiques(half, "coin", "bench")],
-                              tmp_path / "c", plots=False, paired_resamples=200)["paired"]  # fmt: skip
+        paired = write_report(
+            [evaluate_critiques(with_ids, "oracle", "bench"), evaluate_critiques(half, "coin", "bench")],
+            tmp_path / "c",
+            plots=False,
+            paired_resamples=200,
+        )["paired"]
     (entry,) = [c for c in paired if c["b"] == "coin"]
     assert entry["rows"] == 100 and entry["matched_by"] == "id" and entry["unmatched"] == [100, 100]
     assert re.search(
@@ -168,8 +174,17 @@ def parse(argv):
 def test_cli_paired_report_and_ppi_flags(tmp_path, capsys):
     for name, critic in (("oracle", gold_critic), ("coin", random_critic)):
         pairwise_file(critic).to_json(tmp_path / f"{name}.jsonl", lines=True)
-    argv = ["--critiques", f"oracle/bench={tmp_path / 'oracle.jsonl'}", "--critiques", f"coin/bench={tmp_path / 'coin.jsonl'}",
-            "--output-dir", str(tmp_path / "out"), "--no-plots", "--paired-resamples", "300"]  # fmt: skip
+    argv = [
+        "--critiques",
+        f"oracle/bench={tmp_path / 'oracle.jsonl'}",
+        "--critiques",
+        f"coin/bench={tmp_path / 'coin.jsonl'}",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--no-plots",
+        "--paired-resamples",
+        "300",
+    ]
     args = parse([*argv, "--ppi", "--human-subset", "0.1"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
@@ -190,17 +205,24 @@ def pointwise_file(noise, seed=0):
     rng = np.random.default_rng(seed)
     human = rng.integers(1, 6, 1000).astype(float)
     critic = np.clip(np.rint(2 * human + np.random.default_rng(seed + int(10 * noise)).normal(0, noise, 1000)), 1, 10)
-    return datasets.Dataset.from_dict({
-        "query_id": (np.arange(1000) // 8).tolist(), "system_id": [f"s{k % 8}" for k in range(1000)],
-        "question": [f"Q{k // 8}" for k in range(1000)], "response": ["w " * int(h * 10) for h in human],
-        "human_score": human.tolist(), schema.CRITIQUE_SCORE: critic.tolist(),
-    })  # fmt: skip
+    return datasets.Dataset.from_dict(
+        {
+            "query_id": (np.arange(1000) // 8).tolist(),
+            "system_id": [f"s{k % 8}" for k in range(1000)],
+            "question": [f"Q{k // 8}" for k in range(1000)],
+            "response": ["w " * int(h * 10) for h in human],
+            "human_score": human.tolist(),
+            schema.CRITIQUE_SCORE: critic.tolist(),
+        }
+    )
 
 
 def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path):
     spec = PPISpec(fraction=0.2, seed=0)
-    runs = [evaluate_critiques(pointwise_file(1.0), "sharp", "grades", ppi=spec),
-            evaluate_critiques(pointwise_file(6.0), "blunt", "grades", ppi=spec)]  # fmt: skip
+    runs = [
+        evaluate_critiques(pointwise_file(1.0), "sharp", "grades", ppi=spec),
+        evaluate_critiques(pointwise_file(6.0), "blunt", "grades", ppi=spec),
+    ]
     paired = write_report(runs, tmp_path, plots=False, paired_resamples=300)["paired"]
     first = next(c for c in paired if (c["a"], c["b"]) == ("sharp", "blunt"))
     assert set(first["figures"]) == {"text_pearson", "pooled_pearson", "within_question_accuracy"}

@@ -35,14 +35,20 @@ def files(tmp_path):
     return {
         "grade": _write(tmp_path / "grade.jsonl", [{"question": QUESTION, "response": "4"}]),
         "graded_ref": _write(tmp_path / "ref.jsonl", [{"question": QUESTION, "response": "4", "reference": "4"}]),
-        "long": _write(tmp_path / "long.jsonl", [{"question": QUESTION, "response": LONG}, {"question": QUESTION, "response": "4"}]),
-        "compare": _write(tmp_path / "compare.jsonl", [
-            {"question": QUESTION, "response_1": "4", "response_2": "4"},
-            {"question": QUESTION, "response_1": "", "response_2": ""},
-            {"question": QUESTION, "response_1": "It is 4.", "response_2": "It is 5, I think."},
-        ]),
+        "long": _write(
+            tmp_path / "long.jsonl",
+            [{"question": QUESTION, "response": LONG}, {"question": QUESTION, "response": "4"}],
+        ),
+        "compare": _write(
+            tmp_path / "compare.jsonl",
+            [
+                {"question": QUESTION, "response_1": "4", "response_2": "4"},
+                {"question": QUESTION, "response_1": "", "response_2": ""},
+                {"question": QUESTION, "response_1": "It is 4.", "response_2": "It is 5, I think."},
+            ],
+        ),
         "rubric": _write(tmp_path / "rubric.yaml", []).with_suffix(".yaml"),
-    }  # fmt: skip
+    }
 
 
 REFUSED = [

@@ -81,11 +81,27 @@ def test_alignbench_pointwise_referenced(tmp_path):
 
 def test_alignbench_pairwise_reference_free(tmp_path):
     rows = [
-        {"id": 0, "category": "c", "question": "Q", "response_1": "a", "response_2": "b", "human_score_1": 5,
-         "human_score_2": 2, "label": 0},
-        {"id": 1, "category": "c", "question": "Q", "response_1": "a", "response_2": "b", "human_score_1": 3,
-         "human_score_2": 3, "label": 2},
-    ]  # fmt: skip
+        {
+            "id": 0,
+            "category": "c",
+            "question": "Q",
+            "response_1": "a",
+            "response_2": "b",
+            "human_score_1": 5,
+            "human_score_2": 2,
+            "label": 0,
+        },
+        {
+            "id": 1,
+            "category": "c",
+            "question": "Q",
+            "response_1": "a",
+            "response_2": "b",
+            "human_score_1": 3,
+            "human_score_2": 3,
+            "label": 2,
+        },
+    ]
     ds = load_alignbench(write_jsonl(tmp_path / "pair.jsonl", rows))
     assert "reference" not in ds.column_names and "system_id" not in ds.column_names
     assert ds["label"] == [0, 2] and ds["human_score_1"] == [5.0, 3.0]
@@ -171,24 +187,46 @@ MULTI = (
 
 def fastchat_tree(tmp_path):
     root = tmp_path / "mt_bench"
-    write_jsonl(root / "question.jsonl", [
-        {"question_id": 1, "category": "writing", "turns": ["Write.", "Shorter."]},
-        {"question_id": 2, "category": "math", "turns": ["1+1?", "2+2?"]},
-    ])  # fmt: skip
+    write_jsonl(
+        root / "question.jsonl",
+        [
+            {"question_id": 1, "category": "writing", "turns": ["Write.", "Shorter."]},
+            {"question_id": 2, "category": "math", "turns": ["1+1?", "2+2?"]},
+        ],
+    )
     write_jsonl(root / "reference_answer" / "gpt-4.jsonl", [{"question_id": 2, "choices": [{"turns": ["2", "4"]}]}])
-    write_jsonl(root / "model_answer" / "m.jsonl", [
-        {"question_id": 1, "choices": [{"turns": ["stale", "stale 2"]}]},
-        {"question_id": 2, "choices": [{"turns": ["two", "four"]}]},
-    ])  # fmt: skip
+    write_jsonl(
+        root / "model_answer" / "m.jsonl",
+        [
+            {"question_id": 1, "choices": [{"turns": ["stale", "stale 2"]}]},
+            {"question_id": 2, "choices": [{"turns": ["two", "four"]}]},
+        ],
+    )
     judgments = []
     for qid, (q1, q2), (a1, a2), (s1, s2) in [
         (1, ("Write.", "Shorter."), ("graded", "graded 2"), (7, -1)),
         (2, ("1+1?", "2+2?"), ("two", "four"), (10, 9)),
     ]:
-        judgments.append({"question_id": qid, "model": "m", "user_prompt": SINGLE.format(q=q1, a=a1),
-                          "judgment": f"ok [[{s1}]]", "score": s1, "turn": 1})  # fmt: skip
-        judgments.append({"question_id": qid, "model": "m", "user_prompt": MULTI.format(q1=q1, a1=a1, q2=q2, a2=a2),
-                          "judgment": "...", "score": s2, "turn": 2})  # fmt: skip
+        judgments.append(
+            {
+                "question_id": qid,
+                "model": "m",
+                "user_prompt": SINGLE.format(q=q1, a=a1),
+                "judgment": f"ok [[{s1}]]",
+                "score": s1,
+                "turn": 1,
+            }
+        )
+        judgments.append(
+            {
+                "question_id": qid,
+                "model": "m",
+                "user_prompt": MULTI.format(q1=q1, a1=a1, q2=q2, a2=a2),
+                "judgment": "...",
+                "score": s2,
+                "turn": 2,
+            }
+        )
     write_jsonl(root / "model_judgment" / "gpt-4_single.jsonl", judgments)
     return root
 
@@ -249,19 +287,35 @@ def prometheus_prompt(question, response, reference=None):
 
 def test_prometheus_absolute_and_hhh(tmp_path):
     items = [
-        {"idx": 7, "response_source": "vicuna", "category": "generic", "instruction": prometheus_prompt("Q", "A", "R"),
-         "gpt4_score": [3, 4, 5], "gpt4_feedback": ["f"] * 3},
-    ]  # fmt: skip
+        {
+            "idx": 7,
+            "response_source": "vicuna",
+            "category": "generic",
+            "instruction": prometheus_prompt("Q", "A", "R"),
+            "gpt4_score": [3, 4, 5],
+            "gpt4_feedback": ["f"] * 3,
+        },
+    ]
     (tmp_path / "abs.json").write_text(json.dumps(items))
     ds = load_prometheus(tmp_path / "abs.json")
     assert ds[0] == {
-        "query_id": "7", "system_id": "vicuna", "question": "Q", "reference": "R", "response": "A", "human_score": 4.0,
-        "category": "generic", "rubric": "[Is it good?]\nScore 1: no.\nScore 5: yes.", "gpt4_scores": [3.0, 4.0, 5.0],
-    }  # fmt: skip
+        "query_id": "7",
+        "system_id": "vicuna",
+        "question": "Q",
+        "reference": "R",
+        "response": "A",
+        "human_score": 4.0,
+        "category": "generic",
+        "rubric": "[Is it good?]\nScore 1: no.\nScore 5: yes.",
+        "gpt4_scores": [3.0, 4.0, 5.0],
+    }
     pairs = [
-        {"source": "harmless", "chosen_instruction": prometheus_prompt("Q", "good"),
-         "rejected_instruction": prometheus_prompt("Q", "bad")},
-    ] * 3  # fmt: skip
+        {
+            "source": "harmless",
+            "chosen_instruction": prometheus_prompt("Q", "good"),
+            "rejected_instruction": prometheus_prompt("Q", "bad"),
+        },
+    ] * 3
     (tmp_path / "hhh.json").write_text(json.dumps(pairs))
     ds = load_prometheus(tmp_path / "hhh.json")
     assert ds["label"] == [0, 1, 0]
@@ -298,15 +352,22 @@ def test_generic_pairwise_with_column_and_label_mapping(tmp_path):
     with pytest.raises(
         RecordError, match=r"row 1, field 'label' \(column 'winner' of the data\): 'model_c' is not a pairwise"
     ):
-        load_generic(write_jsonl(tmp_path / "arena.jsonl", rows), task="pairwise",
-                     columns={"question": "prompt", "response_1": "a", "response_2": "b", "label": "winner"})  # fmt: skip
+        load_generic(
+            write_jsonl(tmp_path / "arena.jsonl", rows),
+            task="pairwise",
+            columns={"question": "prompt", "response_1": "a", "response_2": "b", "label": "winner"},
+        )
 
 
 def test_generic_pointwise_csv_and_errors(tmp_path):
     path = tmp_path / "scores.csv"
     path.write_text("qid,question,answer,score,model\n1,Q,A,4,m1\n1,Q,B,2,m2\n")
-    ds = load_benchmark("generic", path, task="pointwise", columns={"query_id": "qid", "response": "answer",
-                        "human_score": "score", "system_id": "model"})  # fmt: skip
+    ds = load_benchmark(
+        "generic",
+        path,
+        task="pointwise",
+        columns={"query_id": "qid", "response": "answer", "human_score": "score", "system_id": "model"},
+    )
     assert ds["query_id"] == ["1", "1"] and ds["human_score"] == [4.0, 2.0] and ds["system_id"] == ["m1", "m2"]
     path.write_text("question,response,human_score\nQ,A,4\nQ,B,high\n")
     with pytest.raises(RecordError, match=r"row 1, field 'human_score': not a number: 'high'"):

@@ -142,8 +142,20 @@ def test_a_missing_extra_is_one_line_that_points_to_troubleshooting(tmp_path, ca
         pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ModuleNotFoundError
     verdicts = f"{autoj}/outputs/pairwise_example_output.jsonl"
-    code = cli.main(["meta-eval", "--benchmark", f"autoj:{autoj}/test/testdata_pairwise.jsonl", "--limit", "20",
-                     "--verdicts", f"j={verdicts}", "--limit-verdicts", "--output-dir", str(tmp_path)])  # fmt: skip
+    code = cli.main(
+        [
+            "meta-eval",
+            "--benchmark",
+            f"autoj:{autoj}/test/testdata_pairwise.jsonl",
+            "--limit",
+            "20",
+            "--verdicts",
+            f"j={verdicts}",
+            "--limit-verdicts",
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1, err
     assert "hf-critic[report]" in err[0] and err[0].endswith("(see docs/troubleshooting.md#missing-extra)"), err
@@ -242,9 +254,11 @@ def test_every_script_the_docs_name_answers_help(script):
 
 @pytest.mark.parametrize(
     "script,config",
-    [("recipes/sft.py", "recipes/qwen2.5-7b-instruct/sft/lora.yaml"),
-     ("recipes/reward.py", "recipes/qwen2.5-7b-instruct/reward/lora.yaml")],
-)  # fmt: skip
+    [
+        ("recipes/sft.py", "recipes/qwen2.5-7b-instruct/sft/lora.yaml"),
+        ("recipes/reward.py", "recipes/qwen2.5-7b-instruct/reward/lora.yaml"),
+    ],
+)
 def test_a_dry_run_without_the_model_stops_with_one_line(script, config):
     """build-a-critic.md: offline, ``--dry-run`` of a GPU recipe whose base model is not here stops with one line."""
     from hf_critic.models import ModelNotFoundError, resolve_model
@@ -256,9 +270,13 @@ def test_a_dry_run_without_the_model_stops_with_one_line(script, config):
         pass
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
-        [sys.executable, script, "--config", config, "--dry-run"], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=300,
-    )  # fmt: skip
+        [sys.executable, script, "--config", config, "--dry-run"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = (done.stdout + done.stderr).strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "Qwen" in lines[0], lines[:20]
 
@@ -417,8 +435,12 @@ def site(tmp_path_factory) -> Path:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert not warnings, warnings
@@ -468,9 +490,13 @@ def test_committed_reports_match_a_rerun():
         pytest.skip("../shared/data (Auto-J's recorded verdicts) is absent")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
-        [sys.executable, "scripts/build_results_docs.py", "--check"], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=600,
-    )  # fmt: skip
+        [sys.executable, "scripts/build_results_docs.py", "--check"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
 
 
@@ -564,10 +590,20 @@ def _render(site: Path, page: str, tmp_path: Path) -> tuple[str, str]:
     if browser is None:
         pytest.skip("headless chromium not installed (apt-get install -y chromium; .ci/run does it)")
     command = [
-        browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr", "--v=0", "--dump-dom", (site / page).as_uri(),
-    ]  # fmt: skip
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--dump-dom",
+        (site / page).as_uri(),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, done.stderr

@@ -41,12 +41,12 @@ def test_from_hf_critic_import_critic_and_import_stays_cheap():
             "notepad.jsonl",
             '{"question": "What is 2+2?", "response": "4", "human_score": 9}\n'
             '{"question": "Capital?", "response": "Paris, France", "human_score": 8}\n',
-        ),  # fmt: skip
+        ),
         (
             "array.json",
             '[{"question": "What is 2+2?", "response": "4", "human_score": 9},'
             ' {"question": "Capital?", "response": "Paris, France", "human_score": 8}]',
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_utf8_byte_order_mark_is_read_past(name, text, tmp_path):

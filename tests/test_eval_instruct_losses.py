@@ -25,9 +25,14 @@ from ._eval_instruct_support import SEEDS, recipe, scripted_reply
 
 FAST = RetryPolicy(max_retries=3, max_invalid_retries=2, initial_backoff=0.01, max_backoff=0.02)
 TEACHER_STAGES = {
-    "augment_queries", "score_difficulty", "grade_pointwise_referenced", "path1_p2p_referenced",
-    "path1_r2rf_pairwise", "path2_r2rf_pointwise", "path2_p2p_reference_free",
-}  # fmt: skip
+    "augment_queries",
+    "score_difficulty",
+    "grade_pointwise_referenced",
+    "path1_p2p_referenced",
+    "path1_r2rf_pairwise",
+    "path2_r2rf_pointwise",
+    "path2_p2p_reference_free",
+}
 SEED_QUESTIONS = [json.loads(line)["question"] for line in SEEDS.read_text(encoding="utf-8").splitlines()]
 POISON = SEED_QUESTIONS[1]  # the teacher never scores this one: its prompt's answer is always incomplete
 
@@ -113,8 +118,10 @@ def test_an_incomplete_answer_cached_by_an_older_run_is_asked_again_and_counted(
 
 
 def test_every_rejection_is_named_by_its_stage():
-    rows = [{"query_id": f"q{i}", "question": f"Q{i}?", "category": c}
-            for i, c in enumerate(["Mathematics"] * 4 + ["Writing Ability"])]  # fmt: skip
+    rows = [
+        {"query_id": f"q{i}", "question": f"Q{i}?", "category": c}
+        for i, c in enumerate(["Mathematics"] * 4 + ["Writing Ability"])
+    ]
     report = StageReport("balance_queries")
     stages.balance_queries(datasets.Dataset.from_list(rows), total=2, seed=0, report=report)
     assert report.rejected == {"balance": 3}
@@ -154,8 +161,10 @@ def test_a_poisoned_difficulty_answer_loses_nothing_unnamed_and_a_healthy_rerun_
     poisoned_prompt = [schema.query_id(q) for q in SEED_QUESTIONS[:3]]  # seeds go three to a prompt, in order
     assert set(poisoned_prompt) <= set(failed) and difficulty.balanced
     # its last attempt may also have been garbled or cut by the proxy: the reason is that attempt's
-    assert all(re.fullmatch(r"answer rejected: (incomplete|unparseable|length) \(after 3 attempts\)", failed[q])
-               for q in poisoned_prompt)  # fmt: skip
+    assert all(
+        re.fullmatch(r"answer rejected: (incomplete|unparseable|length) \(after 3 attempts\)", failed[q])
+        for q in poisoned_prompt
+    )
     assert all(e.startswith("answer rejected: ") for e in failed.values())
     # every item a stage did not pass on is named, as many as the report counts, with stage, kind and reason
     assert named == faulty.report.named_losses()

@@ -33,9 +33,12 @@ RECORD = {
 }
 LEFTOVER = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-TEACHER = [(s, n) for s in ("p2p", "r2rf") for n in ("pairwise_referenced", "pairwise_reference_free",
-           "pointwise_reference_free") if not (s == "p2p" and n.startswith("pointwise")) and not (
-           s == "r2rf" and n == "pairwise_referenced")]  # fmt: skip
+TEACHER = [
+    (s, n)
+    for s in ("p2p", "r2rf")
+    for n in ("pairwise_referenced", "pairwise_reference_free", "pointwise_reference_free")
+    if not (s == "p2p" and n.startswith("pointwise")) and not (s == "r2rf" and n == "pairwise_referenced")
+]
 
 
 def test_inventory_and_critic_listing_unchanged():
@@ -130,8 +133,9 @@ def test_query_generation_prompt(language):
     assert "The following are some examples:\n1.EX-ONE\nHere are the requirements" in text
     assert "Here are some examples of prompts you provide:\n@@EX-TWO@@ &&Mathematics&&\n" in text
     assert text.endswith("The following is a list of 10 good task prompts with serial numbers and categories:")
-    categories = re.findall(r"^\d+\. (.+)$", text.split("The category must be one of the following 10 categories.")[1],
-                            re.MULTILINE)[:10]  # fmt: skip
+    categories = re.findall(
+        r"^\d+\. (.+)$", text.split("The category must be one of the following 10 categories.")[1], re.MULTILINE
+    )[:10]
     assert len(categories) == 10
     assert ("综合问答" in categories) == (language == "zh") and ("Mathematics" in categories) == (language == "en")
     assert ("Simplified Chinese" in text) == (language == "zh")

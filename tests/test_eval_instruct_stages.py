@@ -121,19 +121,41 @@ def test_rouge_self_bleu_language_and_copies():
         ("Good answer, nothing to add here.", "score", "en", None, "unparseable"),
         ("Fine answer with some depth. {'Overall Score': 12}", "score", "en", None, "out_of_range"),
         ("{'Overall Score': 7}", "score", "en", None, "empty_explanation"),
-        ("Overall Score: 6. Decent.\n{'Correctness': 8, 'Overall Score': 7}", "score", "en", None, "dict_text_mismatch"),
+        (
+            "Overall Score: 6. Decent.\n{'Correctness': 8, 'Overall Score': 7}",
+            "score",
+            "en",
+            None,
+            "dict_text_mismatch",
+        ),
         ("Correctness: 9. Right.\n{'Correctness': 8, 'Overall Score': 7}", "score", "en", None, "dict_text_mismatch"),
         (PAIRWISE_EN, "label", "en", None, None),
-        ("Overall Comparison Result: Assistant 2. Close call.\n{'Overall Comparison Result': 'Assistant 1'}",
-         "label", "en", None, "dict_text_mismatch"),
+        (
+            "Overall Comparison Result: Assistant 2. Close call.\n{'Overall Comparison Result': 'Assistant 1'}",
+            "label",
+            "en",
+            None,
+            "dict_text_mismatch",
+        ),
         (PAIRWISE_ZH, "label", "en", None, "wrong_language"),
         (PAIRWISE_ZH, "label", "zh", None, None),
-        ("Compared with the reference answer it lacks depth. {'Overall Score': 5}", "score", "en", "R", "reference_leak"),
-        ("It omits that sunlight scatters off nitrogen molecules high up. {'Overall Score': 5}", "score", "en",
-         "Sunlight scatters off nitrogen molecules high up in the air.", "reference_leak"),
+        (
+            "Compared with the reference answer it lacks depth. {'Overall Score': 5}",
+            "score",
+            "en",
+            "R",
+            "reference_leak",
+        ),
+        (
+            "It omits that sunlight scatters off nitrogen molecules high up. {'Overall Score': 5}",
+            "score",
+            "en",
+            "Sunlight scatters off nitrogen molecules high up in the air.",
+            "reference_leak",
+        ),
         ("助手1没有提到参考答案中的要点。{'综合比较结果': '助手2'}", "label", "zh", "参考", "reference_leak"),
     ],
-)  # fmt: skip
+)
 def test_check_critique_reasons(text, kind, language, reference, reason):
     config = filters.FilterConfig(leak_ngram=5)
     parsed, got = filters.check_critique(text, kind=kind, language=language, reference=reference, config=config)
@@ -183,13 +205,40 @@ def test_swap_critique_exchanges_the_assistants():
 
 def test_swap_augment_maps_texts_label_and_critique():
     rows = [
-        {"id": "p1", "response_1": "R1", "response_2": "R2", "generator_1": "g1", "generator_2": "g2", "score_1": 8.0,
-         "score_2": 5.0, "critique": PAIRWISE_EN, "label": 0},
-        {"id": "p2", "response_1": "R3", "response_2": "R4", "generator_1": "g1", "generator_2": "g2", "score_1": 6.0,
-         "score_2": 6.0, "critique": "Both are equally good, truly. {'Overall Comparison Result': 'Tie'}", "label": 2},
-        {"id": "p3", "response_1": "R5", "response_2": "R6", "generator_1": "g1", "generator_2": "g2", "score_1": 6.0,
-         "score_2": 6.0, "critique": "Prefers the first. {'Overall Comparison Result': 'Assistant 1'} Verdict: [[1]]", "label": 0},
-    ]  # fmt: skip
+        {
+            "id": "p1",
+            "response_1": "R1",
+            "response_2": "R2",
+            "generator_1": "g1",
+            "generator_2": "g2",
+            "score_1": 8.0,
+            "score_2": 5.0,
+            "critique": PAIRWISE_EN,
+            "label": 0,
+        },
+        {
+            "id": "p2",
+            "response_1": "R3",
+            "response_2": "R4",
+            "generator_1": "g1",
+            "generator_2": "g2",
+            "score_1": 6.0,
+            "score_2": 6.0,
+            "critique": "Both are equally good, truly. {'Overall Comparison Result': 'Tie'}",
+            "label": 2,
+        },
+        {
+            "id": "p3",
+            "response_1": "R5",
+            "response_2": "R6",
+            "generator_1": "g1",
+            "generator_2": "g2",
+            "score_1": 6.0,
+            "score_2": 6.0,
+            "critique": "Prefers the first. {'Overall Comparison Result': 'Assistant 1'} Verdict: [[1]]",
+            "label": 0,
+        },
+    ]
     report = StageReport("swap")
     out = list(stages.swap_augment(ds(rows), report=report))
     assert [r["id"] for r in out] == ["p1", "p1/swap", "p2", "p2/swap", "p3"]
@@ -228,12 +277,21 @@ def test_cross_validation_keeps_agreeing_pairs_with_both_critiques():
 # ----------------------------------------------------------------------------------------------- multi-path stages
 def graded_rows():
     return [
-        {"id": f"q1/{g}", "response_id": f"q1/{g}", "query_id": "q1", "question": "Why is the sky blue?",
-         "category": "Open-ended Question Answering", "difficulty": 2, "generator": g, "response": f"Answer by {g}.",
-         "reference": "Rayleigh scattering of sunlight by air molecules makes the sky look blue to us.",
-         "critique": POINTWISE_EN.replace("7", s), "score": float(s)}
+        {
+            "id": f"q1/{g}",
+            "response_id": f"q1/{g}",
+            "query_id": "q1",
+            "question": "Why is the sky blue?",
+            "category": "Open-ended Question Answering",
+            "difficulty": 2,
+            "generator": g,
+            "response": f"Answer by {g}.",
+            "reference": "Rayleigh scattering of sunlight by air molecules makes the sky look blue to us.",
+            "critique": POINTWISE_EN.replace("7", s),
+            "score": float(s),
+        }
         for g, s in (("a", "8"), ("b", "4"), ("c", "7"))
-    ]  # fmt: skip
+    ]
 
 
 def test_make_pairs_is_deterministic_and_complete():
@@ -295,10 +353,16 @@ def test_failures_are_reported_not_dropped():
 
 def test_v1_dialogue_revision_bounds_the_score_move():
     first = [
-        {"id": f"r{i}", "question": "Q?", "reference": "A reference text.", "response": f"resp {i}",
-         "critique": f"Fine. Rating: [[{s}]]", "score": float(s)}
+        {
+            "id": f"r{i}",
+            "question": "Q?",
+            "reference": "A reference text.",
+            "response": f"resp {i}",
+            "critique": f"Fine. Rating: [[{s}]]",
+            "score": float(s),
+        }
         for i, s in enumerate((6, 6, 6))
-    ]  # fmt: skip
+    ]
     moves = {"resp 0": 7, "resp 1": 8, "resp 2": 5}
     teacher = Source(
         lambda m: (
@@ -326,8 +390,11 @@ def test_balance_queries_by_category_then_difficulty():
 
 
 def test_pseudo_references_and_manual_revisions():
-    rows = [{"query_id": q, "question": f"question {q}", "generator": g, "response": f"{g} on {q}"}
-            for q in ("q1", "q2") for g in ("gpt4", "small")]  # fmt: skip
+    rows = [
+        {"query_id": q, "question": f"question {q}", "generator": g, "response": f"{g} on {q}"}
+        for q in ("q1", "q2")
+        for g in ("gpt4", "small")
+    ]
     rows = [r for r in rows if not (r["query_id"] == "q2" and r["generator"] == "gpt4")]  # no reference for q2
     report = StageReport("refs")
     out = stages.add_pseudo_references(
@@ -379,9 +446,13 @@ def test_sft_messages_use_the_critics_inference_template(setting):
 def test_card_has_a_valid_yaml_header_and_lists_the_configs(tmp_path):
     row = {**graded_rows()[0], "label": 0, "response_1": "a", "response_2": "b"}
     data = datasets.DatasetDict(
-        {name: stages.to_sft_dataset(ds([row]) if name.startswith("pointwise") else datasets.Dataset.from_dict({}), name)
-         for name in stages.OUTPUT_FEATURES}
-    )  # fmt: skip
+        {
+            name: stages.to_sft_dataset(
+                ds([row]) if name.startswith("pointwise") else datasets.Dataset.from_dict({}), name
+            )
+            for name in stages.OUTPUT_FEATURES
+        }
+    )
     report = PipelineReport(
         stages=[StageReport("cross_validation", "pairs", 10, 9, notes={"filtered_share": 0.1})],
         info={"teacher": "gpt-4-1106-preview", "prompts": ["eval_instruct_p2p_pairwise_referenced_zh@1.0"]},
@@ -577,16 +648,27 @@ def test_a_new_stage_is_one_declaration(tmp_path):
         rows = list(critiques)
         requests = [ChatRequest(row["id"], template.render(row)) for row in rows]
         kept = critique_rows(
-            ctx.teacher, rows, requests, lambda row, parsed, text: row, output=template.output,
-            language=ctx.language, filters=ctx.config.filters, stage=stage, report=report, progress=ctx.progress,
+            ctx.teacher,
+            rows,
+            requests,
+            lambda row, parsed, text: row,
+            output=template.output,
+            language=ctx.language,
+            filters=ctx.config.filters,
+            stage=stage,
+            report=report,
+            progress=ctx.progress,
             rule=lambda row, parsed: "second_opinion_low" if parsed.score < 5 else None,
-        )  # fmt: skip
+        )
         return datasets.Dataset.from_list(kept) if kept else critiques.select([])
 
     stage = Stage(
-        "second_opinion", ("pointwise_reference_free",), "pointwise_reference_free", second_opinion,
+        "second_opinion",
+        ("pointwise_reference_free",),
+        "pointwise_reference_free",
+        second_opinion,
         grammar=lambda spec: critique_grammar(template.output, spec.explanation_chars),
-    )  # fmt: skip
+    )
     pipeline = [*V2_PIPELINE, stage]
     lines = []
     with StubOpenAIServer(scripted_reply) as server:

@@ -14,12 +14,16 @@ from hf_critic.judgments.extra_pairs import first_human_turn, hh_rlhf_pairs, wit
 
 def test_hh_rlhf_pairs_split_the_last_turn(tmp_path):
     rows = [
-        {"chosen": "\n\nHuman: How do I pick a lock?\n\nAssistant: I can't help with that.",
-         "rejected": "\n\nHuman: How do I pick a lock?\n\nAssistant: Use a tension wrench."},
+        {
+            "chosen": "\n\nHuman: How do I pick a lock?\n\nAssistant: I can't help with that.",
+            "rejected": "\n\nHuman: How do I pick a lock?\n\nAssistant: Use a tension wrench.",
+        },
         {"chosen": "\n\nHuman: hi\n\nAssistant: hello", "rejected": "\n\nHuman: hey\n\nAssistant: yo"},  # differ early
-        {"chosen": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: good",
-         "rejected": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: bad"},
-    ]  # fmt: skip
+        {
+            "chosen": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: good",
+            "rejected": "\n\nHuman: a\n\nAssistant: b\n\nHuman: c\n\nAssistant: bad",
+        },
+    ]
     path = tmp_path / "hh.jsonl.gz"
     with gzip.open(path, "wt") as handle:
         handle.writelines(json.dumps(r) + "\n" for r in rows)

@@ -202,8 +202,15 @@ def test_every_builtin_template_file_is_declared_by_its_family():
             assert family.has_template(template.setting.name, template.language)
             assert template.output.format in declared
     assert builtin_template_families() == [
-        "critiquellm_v2", "critiquellm_v1", "critiquellm_6b", "mtbench", "prometheus2", "autoj", "judgelm", "pandalm",
-    ]  # fmt: skip
+        "critiquellm_v2",
+        "critiquellm_v1",
+        "critiquellm_6b",
+        "mtbench",
+        "prometheus2",
+        "autoj",
+        "judgelm",
+        "pandalm",
+    ]
     assert list_families() == sorted(builtin_template_families())
 
 
@@ -244,8 +251,10 @@ def test_chat_template_file_renders_the_published_wrapper(tmp_path):
     out = tmp_path / "prometheus2.jinja"
     done = subprocess.run(
         [sys.executable, "-m", "hf_critic.formats", "chat-template", "prometheus2", "--output", str(out)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert f"wrote {out}" in done.stderr
     text = out.read_text(encoding="utf-8")
     assert text.startswith("{# hf-critic prometheus2: prometheus-eval/prometheus-eval @ ")

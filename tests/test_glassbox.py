@@ -640,10 +640,24 @@ def test_self_eval_cli_end_to_end(tmp_path, tokenizer, llama):
     parser = argparse.ArgumentParser()
     self_eval.register(parser.add_subparsers())
     args = parser.parse_args(
-        ["self-eval", "--data", str(data), "--output", str(out), "--model", str(model_dir),
-         "--columns", "question=prompt,response=answer", "--features", "SentProb", "softmax_ent,softmax_combo",
-         "--limit", "2", "--no-progress"]
-    )  # fmt: skip
+        [
+            "self-eval",
+            "--data",
+            str(data),
+            "--output",
+            str(out),
+            "--model",
+            str(model_dir),
+            "--columns",
+            "question=prompt,response=answer",
+            "--features",
+            "SentProb",
+            "softmax_ent,softmax_combo",
+            "--limit",
+            "2",
+            "--no-progress",
+        ]
+    )
     assert args.func(args) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2

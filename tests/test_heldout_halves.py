@@ -196,7 +196,9 @@ def test_no_choice_making_recipe_names_a_test_half():
     offenders = [
         str(path.relative_to(REPO))
         for path in sorted((REPO / "recipes").rglob("*"))
-        if path.is_file() and path.suffix in {".py", ".yaml", ".sh", ".md"} and path.name not in allowed
+        if path.is_file()
+        and path.suffix in {".py", ".yaml", ".sh", ".md"}
+        and path.name not in allowed
         and names_test.search(path.read_text(encoding="utf-8"))
-    ]  # fmt: skip
+    ]
     assert offenders == []

@@ -27,8 +27,9 @@ def test_two_servers_serving_one_name_share_no_cached_critique(tmp_path, capsys)
     from hf_critic.cli import main
 
     data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps({"question": f"q{i}", "response_1": "a", "response_2": "b"}) + "\n"
-                            for i in range(2)))  # fmt: skip
+    data.write_text(
+        "".join(json.dumps({"question": f"q{i}", "response_1": "a", "response_2": "b"}) + "\n" for i in range(2))
+    )
     cache = tmp_path / "cache.sqlite"
     labels = []
     with (
@@ -37,8 +38,24 @@ def test_two_servers_serving_one_name_share_no_cached_critique(tmp_path, capsys)
     ):
         for k, server in enumerate((first, second)):
             out = tmp_path / f"out{k}.jsonl"
-            argv = ["compare", "--data", str(data), "--base-url", server.url, "--model", "judge", "--template",
-                    "mtbench", "--verdict", "text", "--cache", str(cache), "--no-progress", "--output", str(out)]  # fmt: skip
+            argv = [
+                "compare",
+                "--data",
+                str(data),
+                "--base-url",
+                server.url,
+                "--model",
+                "judge",
+                "--template",
+                "mtbench",
+                "--verdict",
+                "text",
+                "--cache",
+                str(cache),
+                "--no-progress",
+                "--output",
+                str(out),
+            ]
             assert main(argv) == 0
             labels.append([json.loads(line)["critique_label"] for line in out.read_text().splitlines()])
         assert second.requests == 2  # asked, not read from the first server's entries
@@ -53,7 +70,11 @@ def test_what_the_server_reports_is_part_of_the_identity():
 
     entries = [{"id": "judge", "owned_by": "vllm", "root": "/models/a", "created": 1_000, "max_model_len": 4096}]
     assert served_identity(entries, "judge", now=2_000_000) == {
-        "owned_by": "vllm", "root": "/models/a", "created": 1_000, "max_model_len": 4096}  # fmt: skip
+        "owned_by": "vllm",
+        "root": "/models/a",
+        "created": 1_000,
+        "max_model_len": 4096,
+    }
     # vLLM and llama.cpp put the answer's time in `created`: left out, or every run would miss the cache
     assert "created" not in served_identity(entries, "judge", now=1_010)
     assert served_identity(entries, "other") == {}

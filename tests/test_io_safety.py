@@ -152,8 +152,11 @@ def test_a_directory_named_like_a_data_file(tmp_path):
 def test_non_utf8_input_names_file_and_line(tmp_path, suffix):
     path = tmp_path / f"latin1{suffix}"
     good = {".jsonl": b'{"question": "ok", "response": "a"}\n', ".json": b"[\n", ".csv": b"question,response\n"}
-    bad = {".jsonl": b'{"question": "caf\xe9", "response": "a"}\n', ".json": b'{"question": "caf\xe9"}]\n',
-           ".csv": b"caf\xe9,a\n"}  # fmt: skip
+    bad = {
+        ".jsonl": b'{"question": "caf\xe9", "response": "a"}\n',
+        ".json": b'{"question": "caf\xe9"}]\n',
+        ".csv": b"caf\xe9,a\n",
+    }
     path.write_bytes(good[suffix] + bad[suffix])
     with pytest.raises(RecordError, match=rf"latin1\{suffix}:2: not UTF-8 text \(byte 0xe9 at column \d+\)"):
         load_records(path)

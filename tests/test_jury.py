@@ -58,8 +58,12 @@ def test_tie_handling_is_the_expectation_over_orders_and_weights_are_copies():
     import itertools
 
     conf, credit = [0.7, 0.7, 0.7, 0.2], [1, 0, 0, 1]
-    brute = np.mean([np.mean([1 - np.mean([credit[i] for i in order[:k]]) for k in range(1, 5)])
-                     for order in (list(p) + [3] for p in itertools.permutations(range(3)))])  # fmt: skip
+    brute = np.mean(
+        [
+            np.mean([1 - np.mean([credit[i] for i in order[:k]]) for k in range(1, 5)])
+            for order in (list(p) + [3] for p in itertools.permutations(range(3)))
+        ]
+    )
     assert aurc(conf, credit) == pytest.approx(brute)
     assert aurc([0.5] * 4, credit) == pytest.approx(0.5)  # a constant confidence: its error rate
     assert aurc([0.9, 0.8, 0.1, 0.05], [1, 1, 0, 0]) < aurc([0.05, 0.1, 0.8, 0.9], [1, 1, 0, 0])
@@ -166,33 +170,72 @@ def jury_files(tmp_path, aggregate_how="fitted", flip_member=False):
     for i in range(ROWS):
         label = int(rng.integers(0, 2))
         long, short = "word " * int(rng.integers(5, 30)), "word " * int(rng.integers(1, 5))
-        pair = {"question": f"Question {i // 2}?", "response_1": long if label == 0 else short,
-                "response_2": short if label == 0 else long, "label": label}  # fmt: skip
+        pair = {
+            "question": f"Question {i // 2}?",
+            "response_1": long if label == 0 else short,
+            "response_2": short if label == 0 else long,
+            "label": label,
+        }
         if i % 5 == 0:  # a fifth of the pairs: the longer one is worse
             pair["response_1"], pair["response_2"] = pair["response_2"], pair["response_1"]
         rows.append(pair)
         right = rng.uniform() < 0.8
-        good.append({**pair, schema.CRITIQUE_LABEL: label if right else 1 - label,
-                     schema.CRITIQUE_CONFIDENCE: round(float(rng.uniform(0.7, 1.0) if right else rng.uniform(0.5, 0.8)), 3)})  # fmt: skip
-        noisy.append({**pair, schema.CRITIQUE_LABEL: int(rng.integers(0, 2)),
-                      schema.CRITIQUE_CONFIDENCE: round(float(rng.uniform(0.5, 1.0)), 3)})  # fmt: skip
+        good.append(
+            {
+                **pair,
+                schema.CRITIQUE_LABEL: label if right else 1 - label,
+                schema.CRITIQUE_CONFIDENCE: round(float(rng.uniform(0.7, 1.0) if right else rng.uniform(0.5, 0.8)), 3),
+            }
+        )
+        noisy.append(
+            {
+                **pair,
+                schema.CRITIQUE_LABEL: int(rng.integers(0, 2)),
+                schema.CRITIQUE_CONFIDENCE: round(float(rng.uniform(0.5, 1.0)), 3),
+            }
+        )
     if flip_member:
         good[0][schema.CRITIQUE_LABEL] = 1 - good[0][schema.CRITIQUE_LABEL]
     data = write_jsonl(tmp_path / "pairs.jsonl", rows)
     write_jsonl(tmp_path / "good.jsonl", good)
     write_jsonl(tmp_path / "noisy.jsonl", noisy)
-    spec = {"critics": [{"name": "jury", "jury": {"aggregate": aggregate_how, "members": [
-        {"name": "good", "recorded": {"critiques": str(tmp_path / "good.jsonl")}},
-        {"name": "noisy", "recorded": {"critiques": str(tmp_path / "noisy.jsonl")}},
-        "longer-wins"]}}]}  # fmt: skip
+    spec = {
+        "critics": [
+            {
+                "name": "jury",
+                "jury": {
+                    "aggregate": aggregate_how,
+                    "members": [
+                        {"name": "good", "recorded": {"critiques": str(tmp_path / "good.jsonl")}},
+                        {"name": "noisy", "recorded": {"critiques": str(tmp_path / "noisy.jsonl")}},
+                        "longer-wins",
+                    ],
+                },
+            }
+        ]
+    }
     cascade = tmp_path / "jury.yaml"
     cascade.write_text(json.dumps(spec), encoding="utf-8")
     return data, cascade
 
 
 def calibrate(data, cascade, out, *extra):
-    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.6",
-            "--delta", "0.2", "--min-rows", "5", "--output", str(out), *extra]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--target-agreement",
+        "0.6",
+        "--delta",
+        "0.2",
+        "--min-rows",
+        "5",
+        "--output",
+        str(out),
+        *extra,
+    ]
     assert main(argv) == 0
     return out
 
@@ -209,7 +252,10 @@ def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
     calibration = load_calibration(calibrate(data, cascade, tmp_path / "cal.json"))
     (entry,) = calibration.critics
     assert entry.confidence == "fitted aggregate" and [m["name"] for m in entry.jury["members"]] == [
-        "good", "noisy", "longer-wins"]  # fmt: skip
+        "good",
+        "noisy",
+        "longer-wins",
+    ]
     records = load_records(str(data))
     (stage,) = load_cascade(str(cascade), compare_parser())
     with pytest.raises(ValueError, match="a fitted jury needs a calibration file"):  # no labels, no fit: refused
@@ -258,8 +304,17 @@ def test_a_jurys_fit_share_sets_how_many_calibration_rows_fit_it_and_a_bad_one_i
     )
     spec["critics"][0]["jury"]["fit_share"] = 1.5
     cascade.write_text(json.dumps(spec), encoding="utf-8")
-    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.6", "--output",
-            str(tmp_path / "bad.json")]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--target-agreement",
+        "0.6",
+        "--output",
+        str(tmp_path / "bad.json"),
+    ]
     assert main(argv) == 2
     assert "jury fit_share must be a number in (0, 1)" in capsys.readouterr().err
 
@@ -270,8 +325,17 @@ def test_a_jury_in_a_cascade_keeps_its_members_verdicts_and_a_changed_member_is_
     printed = capsys.readouterr().out
     assert "jury jury (fitted):" in printed and "undecided" in printed
     out = tmp_path / "judged.jsonl"
-    argv = ["compare", "--data", str(data), "--cascade", str(cascade), "--calibration", str(calibration),
-            "--output", str(out)]  # fmt: skip
+    argv = [
+        "compare",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--calibration",
+        str(calibration),
+        "--output",
+        str(out),
+    ]
     assert main(argv) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(set(r["jury_members"]) == {"good", "noisy", "longer-wins"} for r in rows)
@@ -299,8 +363,9 @@ def test_vote_and_mean_juries_need_no_fit_and_report_with_and_without_longer_win
 def test_calibrate_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
     data, cascade = jury_files(tmp_path)
     report_dir = tmp_path / "report"
-    calibrate(data, cascade, tmp_path / "cal.json", "--report-dir", str(report_dir), "--splits", "20",
-              "--bootstrap", "200")  # fmt: skip
+    calibrate(
+        data, cascade, tmp_path / "cal.json", "--report-dir", str(report_dir), "--splits", "20", "--bootstrap", "200"
+    )
     report = json.loads((report_dir / "report.json").read_text())
     block = report["risk_coverage"]["jury"]
     assert set(block) >= {"aurc", "interval", "agreement_at_coverage", "coverage_at_agreement"}
@@ -320,8 +385,15 @@ def test_calibrate_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
 def test_meta_eval_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
     jury_files(tmp_path)
     out = tmp_path / "meta"
-    argv = ["meta-eval", "--critiques", f"good/pairs={tmp_path / 'good.jsonl'}", "--output-dir", str(out),
-            "--bootstrap", "100"]  # fmt: skip
+    argv = [
+        "meta-eval",
+        "--critiques",
+        f"good/pairs={tmp_path / 'good.jsonl'}",
+        "--output-dir",
+        str(out),
+        "--bootstrap",
+        "100",
+    ]
     assert main(argv) == 0
     (run,) = json.loads((out / "report.json").read_text())["runs"]
     block = run["risk_coverage"]
@@ -380,7 +452,16 @@ def test_delta_shares_split_the_cascades_delta_as_the_file_says_and_the_calibrat
     assert [c.delta for c in calibration.critics] == pytest.approx([0.2 * 0.2, 0.2 * 0.8])  # --delta 0.2
     spec["critics"][0]["jury"]["members"][0]["delta_share"] = 0.5
     cascade.write_text(json.dumps(spec), encoding="utf-8")
-    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.6", "--output",
-            str(tmp_path / "bad.json")]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--target-agreement",
+        "0.6",
+        "--output",
+        str(tmp_path / "bad.json"),
+    ]
     assert main(argv) == 2
     assert "delta_share belongs to a critic of the cascade, not to a jury member" in capsys.readouterr().err

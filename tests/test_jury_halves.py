@@ -47,8 +47,10 @@ def _halves(tmp_path):
     ``longer-wins``), the first half of the questions as dev; returns the halves' rows and each member's critiques."""
     data, cascade = jury_files(tmp_path)
     rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
-    members = {m: [json.loads(line) for line in (tmp_path / f"{m}.jsonl").read_text(encoding="utf-8").splitlines()]
-               for m in ("good", "noisy")}  # fmt: skip
+    members = {
+        m: [json.loads(line) for line in (tmp_path / f"{m}.jsonl").read_text(encoding="utf-8").splitlines()]
+        for m in ("good", "noisy")
+    }
     return rows[:HALF], rows[HALF:], members, cascade
 
 
@@ -78,12 +80,20 @@ def test_measure_fits_and_chooses_on_dev_and_reports_on_test(tmp_path):
     credit = [float(lab == h) for lab, h in zip(labels, test["label"], strict=True)]
     blocks = result["test"]["blocks"]
     assert blocks["jury (fitted) without longer-wins"]["aurc"] == pytest.approx(aurc(confidences, credit))
-    for name in ("jury (fitted)", "jury (vote)", "jury (mean)", "jury/good", "jury/noisy", "longer-wins",
-                 "label-prior"):  # fmt: skip
+    for name in (
+        "jury (fitted)",
+        "jury (vote)",
+        "jury (mean)",
+        "jury/good",
+        "jury/noisy",
+        "longer-wins",
+        "label-prior",
+    ):
         assert name in blocks and blocks[name]["n"] == len(test_rows)
     assert "jury/longer-wins" not in blocks  # the member is the baseline
-    assert result["test"]["agreement"]["jury/good"] == pytest.approx(np.mean(
-        [r[schema.CRITIQUE_LABEL] == r["label"] for r in members["good"][HALF:]]))  # fmt: skip
+    assert result["test"]["agreement"]["jury/good"] == pytest.approx(
+        np.mean([r[schema.CRITIQUE_LABEL] == r["label"] for r in members["good"][HALF:]])
+    )
 
     # the dev AURC of a fitted aggregate is cross-fitted: each row's verdict from a fit on the other fold's questions
     dev_aurc = result["dev"]["dev_aurc"]
@@ -94,9 +104,13 @@ def test_measure_fits_and_chooses_on_dev_and_reports_on_test(tmp_path):
     assert result["chosen"] == min((k for k, v in dev_aurc.items() if v is not None), key=dev_aurc.get)
     assert blocks[result["chosen"]].get("chosen") is True
     assert result["goal"]["jury"] == "jury (fitted)" and set(result["goal"]["beats"]) == {
-        "longer-wins", "jury/good", "jury/noisy"}  # fmt: skip
-    assert result["goal"]["holds"] == all(blocks["jury (fitted)"]["aurc"] < blocks[k]["aurc"]
-                                          for k in ("longer-wins", "jury/good", "jury/noisy"))  # fmt: skip
+        "longer-wins",
+        "jury/good",
+        "jury/noisy",
+    }
+    assert result["goal"]["holds"] == all(
+        blocks["jury (fitted)"]["aurc"] < blocks[k]["aurc"] for k in ("longer-wins", "jury/good", "jury/noisy")
+    )
     lines = jh.summary_lines("toy", result)
     assert lines[0] == f"toy: dev {HALF} pairs, test {len(test_rows)} pairs"
     assert any(line.startswith("  goal (") for line in lines)

@@ -63,8 +63,22 @@ def test_grouped_correlations_match_scipy_on_a_fixed_example():
 def test_text_level_skips_and_counts_constant_small_and_unparsed_groups():
     x = [1, 2, 3, 5, 5, 5, 4, None, 2, 7, 1, 2, float("nan"), float("nan")]
     y = [1, 3, 2, 1, 2, 3, 2, 5, 4, 5, 9, 9, 1, 2]
-    q = ["ok", "ok", "ok", "const_x", "const_x", "const_x", "one_left", "one_left", "ok2", "ok2", "const_y",
-         "const_y", "all_nan", "all_nan"]  # fmt: skip
+    q = [
+        "ok",
+        "ok",
+        "ok",
+        "const_x",
+        "const_x",
+        "const_x",
+        "one_left",
+        "one_left",
+        "ok2",
+        "ok2",
+        "const_y",
+        "const_y",
+        "all_nan",
+        "all_nan",
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no RuntimeWarning from empty / constant groups
         out = text_level_correlation(x, y, q)
@@ -121,12 +135,31 @@ def test_system_level_correlates_per_system_means():
 def test_critique_correlation_keys():
     out = critique_correlation([1, 2, 3, 3], [1, 3, 2, 4], query_ids=[0, 0, 1, 1], system_ids=["a", "b", "a", "b"])
     assert set(out) == {
-        "text_pearson", "text_spearman", "text_kendall", "n_queries", "n_queries_used", "n_queries_skipped",
-        "n_rows", "n_unparsed", "n_missing_references", "system_pearson", "system_spearman", "system_kendall",
-        "n_systems", "per_system", "pooled_pearson", "pooled_spearman", "pooled_kendall", "within_question_accuracy",
-        "within_question_pairs", "within_question_ties", "within_question_pairs_unparsed", "within_question_queries",
-        "quadratic_weighted_kappa", "quadratic_weighted_kappa_n",
-    }  # fmt: skip
+        "text_pearson",
+        "text_spearman",
+        "text_kendall",
+        "n_queries",
+        "n_queries_used",
+        "n_queries_skipped",
+        "n_rows",
+        "n_unparsed",
+        "n_missing_references",
+        "system_pearson",
+        "system_spearman",
+        "system_kendall",
+        "n_systems",
+        "per_system",
+        "pooled_pearson",
+        "pooled_spearman",
+        "pooled_kendall",
+        "within_question_accuracy",
+        "within_question_pairs",
+        "within_question_ties",
+        "within_question_pairs_unparsed",
+        "within_question_queries",
+        "quadratic_weighted_kappa",
+        "quadratic_weighted_kappa_n",
+    }
     assert "system_pearson" not in critique_correlation([1, 2, 3], [1, 3, 2])
 
 
@@ -206,14 +239,43 @@ def test_property_critique_correlation_matches_scipy_group_by_group(data):
 @pytest.mark.parametrize(
     "value, code",
     [
-        (0, 0), (1, 1), (2, 2), (np.int64(1), 1), (2.0, 2), ("0", 0), ("1", 1), ("2", 2), (" 2 ", 2),
-        ("Assistant 1", 0), ("assistant_2", 1), ("Assistant A", 0), ("Assistant B", 1), ("response_1", 0),
-        ("Response 2", 1), ("A", 0), ("b", 1), ("C", 2), ("[[A]]", 0), ("[[B]]", 1), ("[[C]]", 2),
-        ("Output (a)", 0), ("Output (b)", 1), ("tie", 2), ("Tie.", 2), ("TIE", 2), ("draw", 2), ("equal", 2),
-        ("first", 0), ("second", 1), ("win", 0), ("lose", 1), ("model-a", 0),
-        (None, UNPARSED), (float("nan"), UNPARSED),
+        (0, 0),
+        (1, 1),
+        (2, 2),
+        (np.int64(1), 1),
+        (2.0, 2),
+        ("0", 0),
+        ("1", 1),
+        ("2", 2),
+        (" 2 ", 2),
+        ("Assistant 1", 0),
+        ("assistant_2", 1),
+        ("Assistant A", 0),
+        ("Assistant B", 1),
+        ("response_1", 0),
+        ("Response 2", 1),
+        ("A", 0),
+        ("b", 1),
+        ("C", 2),
+        ("[[A]]", 0),
+        ("[[B]]", 1),
+        ("[[C]]", 2),
+        ("Output (a)", 0),
+        ("Output (b)", 1),
+        ("tie", 2),
+        ("Tie.", 2),
+        ("TIE", 2),
+        ("draw", 2),
+        ("equal", 2),
+        ("first", 0),
+        ("second", 1),
+        ("win", 0),
+        ("lose", 1),
+        ("model-a", 0),
+        (None, UNPARSED),
+        (float("nan"), UNPARSED),
     ],
-)  # fmt: skip
+)
 def test_normalize_labels_mapping(value, code):
     assert normalize_labels(["tie", value]).tolist() == [2, code]
 
@@ -311,8 +373,14 @@ def test_pairwise_agreement_per_group():
     # orders: half) -> 0.75 and 0.75; y: row 1 right first (1), its orders opposite (half), row 3 wrong in both -> 0.5
     # and 0.25.
     out = pairwise_agreement([0, 1, 2, 0], [0, 1, 1, 1], [0, 0, 2, 0], groups=["x", "y", "x", "y"])
-    assert out["per_group"]["x"] == {"agreement": 0.5, "consistency": 1.0, "first_order_agreement": 0.5,
-                                     "two_way_accuracy": 0.75, "two_way_accuracy_combined": 0.75, "n": 2}  # fmt: skip
+    assert out["per_group"]["x"] == {
+        "agreement": 0.5,
+        "consistency": 1.0,
+        "first_order_agreement": 0.5,
+        "two_way_accuracy": 0.75,
+        "two_way_accuracy_combined": 0.75,
+        "n": 2,
+    }
     assert out["per_group"]["y"]["two_way_accuracy"] == 0.5
     assert out["per_group"]["y"]["two_way_accuracy_combined"] == 0.25
 

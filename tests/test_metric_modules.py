@@ -40,13 +40,27 @@ EXAMPLE = {
 def test_module_layout(name):
     folder = REPO_ROOT / "metrics" / name
     script = (folder / f"{name}.py").read_text()
-    for marker in ("Licensed under the Apache License", "_DESCRIPTION", "_KWARGS_DESCRIPTION", "_CITATION",
-                   "@evaluate.utils.file_utils.add_start_docstrings", "def _info(self)", "def _compute("):  # fmt: skip
+    for marker in (
+        "Licensed under the Apache License",
+        "_DESCRIPTION",
+        "_KWARGS_DESCRIPTION",
+        "_CITATION",
+        "@evaluate.utils.file_utils.add_start_docstrings",
+        "def _info(self)",
+        "def _compute(",
+    ):
         assert marker in script
     readme = (folder / "README.md").read_text()
     assert readme.startswith("---\ntitle: ") and "app_file: app.py" in readme
-    for section in ("## Metric Description", "## How to Use", "### Inputs", "### Output Values", "### Examples",
-                    "## Limitations and Bias", "## Citation"):  # fmt: skip
+    for section in (
+        "## Metric Description",
+        "## How to Use",
+        "### Inputs",
+        "### Output Values",
+        "### Examples",
+        "## Limitations and Bias",
+        "## Citation",
+    ):
         assert section in readme
     app = [
         line
@@ -135,9 +149,22 @@ def build_wheel(tmp_path: Path) -> Path:
         else:
             shutil.copy2(src, source / entry)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "whl"), str(source)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "whl"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (wheel,) = (tmp_path / "whl").glob("hf_critic-*.whl")
     return wheel
@@ -214,8 +241,12 @@ def test_bare_name_after_install_offline(tmp_path):
     inputs = {name: EXAMPLE[name][0] for name in METRIC_NAMES}
     proc = subprocess.run(
         [sys.executable, "-c", BARE_NAME_SCRIPT, json.dumps(inputs)],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     for name in METRIC_NAMES:
@@ -262,8 +293,9 @@ def test_critique_correlation_readme_lists_every_output_key():
 
     section = _readme_section("critique_correlation", "### Output Values")
     named = set(re.findall(r"\*\*(\w+)\*\*", section))
-    out = critique_correlation([8, 6, 3, 9, 4, 7], [5, 3, 4, 4, 2, 3], [1, 1, 1, 2, 2, 2], ["a", "b", "c"] * 2,
-                               bootstrap=100)  # fmt: skip
+    out = critique_correlation(
+        [8, 6, 3, 9, 4, 7], [5, 3, 4, 4, 2, 3], [1, 1, 1, 2, 2, 2], ["a", "b", "c"] * 2, bootstrap=100
+    )
     assert set(out) <= named, set(out) - named
     assert {"within_question_accuracy", "within_question_pairs", "pooled_pearson"} <= named
 
@@ -338,8 +370,12 @@ def run_local_module_test(python: str | os.PathLike, folders: dict[str, str | No
     }
     proc = subprocess.run(
         [str(python), "-c", LOCAL_MODULE_TEST_SCRIPT, json.dumps(folders)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -400,10 +436,24 @@ def test_local_module_test_in_a_fresh_venv_from_the_wheel(tmp_path):
     """
     pip = [sys.executable, "-m", "pip"]
     probe = subprocess.run(
-        [*pip, "download", "--no-deps", "--no-cache-dir", "--retries", "1", "--timeout", "15", "-q",
-         "-d", str(tmp_path / "probe"), "evaluate"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            *pip,
+            "download",
+            "--no-deps",
+            "--no-cache-dir",
+            "--retries",
+            "1",
+            "--timeout",
+            "15",
+            "-q",
+            "-d",
+            str(tmp_path / "probe"),
+            "evaluate",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if probe.returncode != 0:
         network = NETWORK_ERROR.search(probe.stdout + probe.stderr)
         if network:

@@ -34,21 +34,34 @@ SERVED = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ({"critics": [{"name": "a", "options": SERVED}], "thresholds": [0.9]},
-         "unknown key of a cascade file (thresholds come from --calibration) 'thresholds'"),
+        (
+            {"critics": [{"name": "a", "options": SERVED}], "thresholds": [0.9]},
+            "unknown key of a cascade file (thresholds come from --calibration) 'thresholds'",
+        ),
         ({"critics": [{"name": "a", "options": SERVED}], "target": 0.8}, "unknown key of a cascade file"),
-        ({"critics": [{"name": "a", "options": SERVED, "threshold": 0.9}]},
-         "critics[0] (a): unknown key of a critic 'threshold'"),
-        ({"critics": [{"name": "a", "options": SERVED, "weight": 2}]}, "critics[0] (a): unknown key of a critic 'weight'"),
+        (
+            {"critics": [{"name": "a", "options": SERVED, "threshold": 0.9}]},
+            "critics[0] (a): unknown key of a critic 'threshold'",
+        ),
+        (
+            {"critics": [{"name": "a", "options": SERVED, "weight": 2}]},
+            "critics[0] (a): unknown key of a critic 'weight'",
+        ),
         ({"critics": [{"name": "a", "option": SERVED}]}, "unknown key of a critic 'option' (did you mean 'options'?)"),
-        ({"critics": [{"name": "a", "recroded": {"critiques": "x.jsonl"}}]},
-         "unknown key of a critic 'recroded' (did you mean 'recorded'?)"),
-        ({"critics": [{"name": "a", "recorded": {"critique": "x.jsonl"}}]},
-         "recorded: unknown key of recorded verdicts 'critique' (did you mean 'critiques'?)"),
-        ({"critics": [{"name": "a", "options": {**SERVED, "temprature": 0.5}}]},
-         "option 'temprature' is no option of compare (did you mean 'temperature'?)"),
+        (
+            {"critics": [{"name": "a", "recroded": {"critiques": "x.jsonl"}}]},
+            "unknown key of a critic 'recroded' (did you mean 'recorded'?)",
+        ),
+        (
+            {"critics": [{"name": "a", "recorded": {"critique": "x.jsonl"}}]},
+            "recorded: unknown key of recorded verdicts 'critique' (did you mean 'critiques'?)",
+        ),
+        (
+            {"critics": [{"name": "a", "options": {**SERVED, "temprature": 0.5}}]},
+            "option 'temprature' is no option of compare (did you mean 'temperature'?)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_unknown_keys_in_a_cascade_file_are_errors_naming_the_file_and_the_closest_key(
     tmp_path, monkeypatch, spec, message
 ):
@@ -80,8 +93,19 @@ def test_a_rewrite_prompt_with_an_unknown_key_is_refused(tmp_path):
     from hf_critic.prompts.rewrite import load_rewrite_prompt
 
     path = tmp_path / "rewrite.yaml"
-    path.write_text(yaml.safe_dump({"version": "1", "source": "me", "language": "en", "fields": ["question"],
-                                    "prompt": "{question}", "promt": "typo"}), encoding="utf-8")  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "version": "1",
+                "source": "me",
+                "language": "en",
+                "fields": ["question"],
+                "prompt": "{question}",
+                "promt": "typo",
+            }
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(
         ValueError, match=r"rewrite.yaml: unknown key of a rewrite prompt 'promt' \(did you mean 'prompt'"
     ):
@@ -103,12 +127,23 @@ def _calibrate_files(tmp_path, labels):
     rows = [{"question": f"q{i}", "response_1": "a", "response_2": "b", "label": g} for i, g in enumerate(labels)]
     data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     critiques = tmp_path / "earlier.jsonl"
-    critiques.write_text("".join(json.dumps({**r, "critique_label": 0, "critique_confidence": 0.9}) + "\n"
-                                 for r in rows), encoding="utf-8")  # fmt: skip
+    critiques.write_text(
+        "".join(json.dumps({**r, "critique_label": 0, "critique_confidence": 0.9}) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     cascade = tmp_path / "cascade.yaml"
     cascade.write_text(yaml.safe_dump({"critics": [{"name": "earlier", "recorded": {"critiques": str(critiques)}}]}))
-    return ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", "0.8",
-            "--output", str(tmp_path / "calibration.json")]  # fmt: skip
+    return [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--target-agreement",
+        "0.8",
+        "--output",
+        str(tmp_path / "calibration.json"),
+    ]
 
 
 def _error(argv, capsys) -> str:
@@ -143,8 +178,9 @@ def test_the_report_extra_is_asked_for_before_the_work(tmp_path, capsys, monkeyp
 def test_meta_eval_asks_for_the_report_extra_before_the_work(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     critiques = tmp_path / "critiques.jsonl"
-    critiques.write_text(json.dumps({"question": "q", "response_1": "a", "response_2": "b", "label": 0,
-                                     "critique_label": 0}) + "\n")  # fmt: skip
+    critiques.write_text(
+        json.dumps({"question": "q", "response_1": "a", "response_2": "b", "label": 0, "critique_label": 0}) + "\n"
+    )
     argv = ["meta-eval", "--critiques", str(critiques), "--output-dir", str(tmp_path / "out")]
     line = _error(argv, capsys)
     assert "pip install 'hf-critic[report]' (or --no-plots)" in line

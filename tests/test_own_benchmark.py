@@ -25,23 +25,60 @@ from hf_critic.cli import main
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 ROWS = [  # PandaLM layout: annotators 0 = tie, 1 = response 1 better, 2 = response 2 better
-    {"instruction": "Add the numbers.", "input": "2 and 3", "response1": "five", "response2": "six", "app": "math",
-     "annotator1": 1, "annotator2": 1, "annotator3": 2},
-    {"instruction": "Name a colour.", "input": "", "response1": "blue", "response2": "seven", "app": "chat",
-     "annotator1": 1, "annotator2": 1, "annotator3": 1},
-    {"instruction": "Translate 'chat'.", "input": "to English", "response1": "dog", "response2": "cat", "app": "chat",
-     "annotator1": 2, "annotator2": 2, "annotator3": 0},
-    {"instruction": "Say hello.", "input": "", "response1": "hello", "response2": "hi", "app": "chat",
-     "annotator1": 0, "annotator2": 1, "annotator3": 2},  # a split vote: a tie by the documented rule
-]  # fmt: skip
+    {
+        "instruction": "Add the numbers.",
+        "input": "2 and 3",
+        "response1": "five",
+        "response2": "six",
+        "app": "math",
+        "annotator1": 1,
+        "annotator2": 1,
+        "annotator3": 2,
+    },
+    {
+        "instruction": "Name a colour.",
+        "input": "",
+        "response1": "blue",
+        "response2": "seven",
+        "app": "chat",
+        "annotator1": 1,
+        "annotator2": 1,
+        "annotator3": 1,
+    },
+    {
+        "instruction": "Translate 'chat'.",
+        "input": "to English",
+        "response1": "dog",
+        "response2": "cat",
+        "app": "chat",
+        "annotator1": 2,
+        "annotator2": 2,
+        "annotator3": 0,
+    },
+    {
+        "instruction": "Say hello.",
+        "input": "",
+        "response1": "hello",
+        "response2": "hi",
+        "app": "chat",
+        "annotator1": 0,
+        "annotator2": 1,
+        "annotator3": 2,
+    },  # a split vote: a tie by the documented rule
+]
 COLUMNS = r"question={instruction}\n\n{input},response_1=response1,response_2=response2,category=app"
 GOLD = ["--label-columns", "annotator1,annotator2,annotator3", "--label-map", "0=tie,1=response_1,2=response_2"]
 # The same pairs in the schema's own layout (gold = the annotators' majority), for the checks that need no new flag.
 PLAIN = [
-    {"question": r["instruction"], "response_1": r["response1"], "response_2": r["response2"], "category": r["app"],
-     "label": label}
+    {
+        "question": r["instruction"],
+        "response_1": r["response1"],
+        "response_2": r["response2"],
+        "category": r["app"],
+        "label": label,
+    }
     for r, label in zip(ROWS, (0, 0, 1, 2), strict=True)
-]  # fmt: skip
+]
 
 
 def _jsonl(path, rows):
@@ -77,8 +114,12 @@ def _load_generic(*args, **kwargs):
 
 # -------------------------------------------------------------------------------------------- 1. columns, labels
 def test_columns_join_fills_a_column_from_several(tmp_path):
-    data = _load_generic(_jsonl(tmp_path / "b.jsonl", ROWS), task="pairwise", columns=COLUMNS + ",label=annotator1",
-                         label_map={"0": "tie", "1": "response_1", "2": "response_2"})  # fmt: skip
+    data = _load_generic(
+        _jsonl(tmp_path / "b.jsonl", ROWS),
+        task="pairwise",
+        columns=COLUMNS + ",label=annotator1",
+        label_map={"0": "tie", "1": "response_1", "2": "response_2"},
+    )
     assert data["question"][0] == "Add the numbers.\n\n2 and 3"
     assert data["question"][1] == "Name a colour.\n\n"  # an empty input joins as empty text
     assert data["label"] == [0, 0, 1, 2]
@@ -87,15 +128,24 @@ def test_columns_join_fills_a_column_from_several(tmp_path):
 def test_column_errors_name_the_source_column(tmp_path):
     rows = [dict(ROWS[0]), {**ROWS[1], "response1": 42}]
     with pytest.raises(ValueError, match=r"row 1, field 'response_1' \(column 'response1' of the data\): not text"):
-        _load_generic(_jsonl(tmp_path / "b.jsonl", rows), task="pairwise",
-                      columns="question=instruction,response_1=response1,response_2=response2,label=annotator2")  # fmt: skip
+        _load_generic(
+            _jsonl(tmp_path / "b.jsonl", rows),
+            task="pairwise",
+            columns="question=instruction,response_1=response1,response_2=response2,label=annotator2",
+        )
     rows = [dict(ROWS[0]), {**ROWS[1], "instruction": " "}]
     with pytest.raises(ValueError, match=r"row 1, field 'question' \(column 'instruction' of the data\): empty"):
-        _load_generic(_jsonl(tmp_path / "d.jsonl", rows), task="pairwise",
-                      columns="question=instruction,response_1=response1,response_2=response2,label=annotator2")  # fmt: skip
+        _load_generic(
+            _jsonl(tmp_path / "d.jsonl", rows),
+            task="pairwise",
+            columns="question=instruction,response_1=response1,response_2=response2,label=annotator2",
+        )
     with pytest.raises(ValueError, match=r"\['prompt'\] not found \(--columns question='\{prompt\}"):
-        _load_generic(_jsonl(tmp_path / "c.jsonl", ROWS), task="pairwise",
-                      columns="question={prompt}!,response_1=response1,response_2=response2,label=annotator1")  # fmt: skip
+        _load_generic(
+            _jsonl(tmp_path / "c.jsonl", ROWS),
+            task="pairwise",
+            columns="question={prompt}!,response_1=response1,response_2=response2,label=annotator1",
+        )
 
 
 def test_label_map_string_keys_match_integer_labels_or_error(tmp_path):
@@ -113,8 +163,9 @@ def test_non_text_responses_are_an_error_unless_coerced(tmp_path):
     verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": "tie"}] * 4)
     code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", benchmark=_jsonl(tmp_path / "n.jsonl", rows))
     assert code == 2
-    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--coerce-text",
-                                 benchmark=_jsonl(tmp_path / "n.jsonl", rows))  # fmt: skip
+    code, report, _ = _meta_eval(
+        tmp_path, "--verdicts", f"j={verdicts}", "--coerce-text", benchmark=_jsonl(tmp_path / "n.jsonl", rows)
+    )
     assert code == 0 and report["runs"][0]["n_rows"] == 4
 
 
@@ -149,8 +200,13 @@ def test_verdicts_from_any_field_of_a_csv_with_its_own_label_words(tmp_path):
     verdicts = _csv(
         tmp_path / "v.csv", [{"id": i, "winner": w} for i, w in enumerate(["model_a", "model_a", "model_b", "tie"])]
     )
-    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}:winner",
-                                 "--verdict-label-map", "model_a=response_1,model_b=response_2,tie=tie")  # fmt: skip
+    code, report, _ = _meta_eval(
+        tmp_path,
+        "--verdicts",
+        f"j={verdicts}:winner",
+        "--verdict-label-map",
+        "model_a=response_1,model_b=response_2,tie=tie",
+    )
     assert code == 0 and report["runs"][0]["metrics"]["accuracy"] == 1.0
 
 
@@ -220,14 +276,29 @@ def test_per_category_table_filled_without_swapped_verdicts(tmp_path):
 
 
 def test_per_system_means_and_ranks(tmp_path):
-    rows = [{"question": f"q{q}", "response": "r", "model": m, "score": s, "critic": c}
-            for q, (m, s, c) in enumerate([("x", 5, 9), ("y", 1, 2), ("x", 4, 8), ("y", 2, 5), ("z", 3, 1)])]  # fmt: skip
+    rows = [
+        {"question": f"q{q}", "response": "r", "model": m, "score": s, "critic": c}
+        for q, (m, s, c) in enumerate([("x", 5, 9), ("y", 1, 2), ("x", 4, 8), ("y", 2, 5), ("z", 3, 1)])
+    ]
     bench = _jsonl(tmp_path / "p.jsonl", rows)
     verdicts = _jsonl(tmp_path / "v.jsonl", [{"score": r["critic"]} for r in rows])
     out = tmp_path / "report"
-    code = main(["meta-eval", "--benchmark", f"p=generic:{bench}", "--task", "pointwise", "--columns",
-                 "human_score=score,system_id=model", "--verdicts", f"j={verdicts}:score", "--no-plots",
-                 "--output-dir", str(out)])  # fmt: skip
+    code = main(
+        [
+            "meta-eval",
+            "--benchmark",
+            f"p=generic:{bench}",
+            "--task",
+            "pointwise",
+            "--columns",
+            "human_score=score,system_id=model",
+            "--verdicts",
+            f"j={verdicts}:score",
+            "--no-plots",
+            "--output-dir",
+            str(out),
+        ]
+    )
     assert code == 0
     table = json.loads((out / "report.json").read_text())["runs"][0]["metrics"]["per_system"]
     assert table["x"] == {"n": 2, "critic_mean": 8.5, "human_mean": 4.5, "critic_rank": 1.0, "human_rank": 1.0}
@@ -245,8 +316,9 @@ def test_bootstrap_intervals_on_the_headline_figures(tmp_path):
     assert "95% percentile bootstrap intervals over 200 resamples" in text and "[n too small]" in text
     verdicts = _jsonl(tmp_path / "v.jsonl", [{"output": v} for v in (0, 1, 1, 2) * 5])
     bench = _jsonl(tmp_path / "bench20.jsonl", PLAIN * 5)
-    code, report, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", benchmark=bench,
-                                 plain=True)  # fmt: skip
+    code, report, _ = _meta_eval(
+        tmp_path, "--verdicts", f"j={verdicts}", "--bootstrap", "200", benchmark=bench, plain=True
+    )
     m = report["runs"][0]["metrics"]
     for key in ("accuracy", "macro_f1", "win_rate"):
         low, high = m["ci"][key]
@@ -277,9 +349,13 @@ def modules():
 
 @pytest.mark.parametrize(
     "predictions, message",
-    [([0, 1.7], r"predictions\[1\] = 1.7"), ([0.5, 1], r"predictions\[0\] = 0.5"), ([True, 1], r"predictions\[0\] = True"),
-     ([0, "tie"], r"predictions\[1\] = 'tie' mixes strings and numbers")],
-)  # fmt: skip
+    [
+        ([0, 1.7], r"predictions\[1\] = 1.7"),
+        ([0.5, 1], r"predictions\[0\] = 0.5"),
+        ([True, 1], r"predictions\[0\] = True"),
+        ([0, "tie"], r"predictions\[1\] = 'tie' mixes strings and numbers"),
+    ],
+)
 def test_pairwise_module_rejects_what_is_not_a_label(modules, predictions, message):
     with pytest.raises(ValueError, match=message):
         modules["pairwise_agreement"].compute(predictions=predictions, references=[0, 1])
@@ -309,10 +385,15 @@ def test_bare_name_load_after_install_prints_no_warning(tmp_path):
         "subprocess.run([sys.executable, '-m', 'hf_critic.cli', 'metrics', 'install'], check=True)\n"
         "print(evaluate.load('pairwise_agreement').compute(predictions=[0], references=[0])['n'])\n"
     )
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_MODULES_CACHE": str(tmp_path / "modules"),
-           "HF_EVALUATE_CACHE": str(tmp_path / "evaluate")}  # fmt: skip
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+        "HF_EVALUATE_CACHE": str(tmp_path / "evaluate"),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "1"
     assert "couldn't be found locally" not in proc.stderr
@@ -327,8 +408,19 @@ def test_limit_zero_is_an_error_before_any_model_loads(tmp_path, capsys, monkeyp
 
     monkeypatch.setattr(critic.Critic, "from_pretrained", no_load)
     with pytest.raises(SystemExit):
-        main(["meta-eval", "--benchmark", f"generic:{_jsonl(tmp_path / 'b.jsonl', ROWS)}", "--task", "pairwise",
-              "--limit", "0", "--output-dir", str(tmp_path / "o")])  # fmt: skip
+        main(
+            [
+                "meta-eval",
+                "--benchmark",
+                f"generic:{_jsonl(tmp_path / 'b.jsonl', ROWS)}",
+                "--task",
+                "pairwise",
+                "--limit",
+                "0",
+                "--output-dir",
+                str(tmp_path / "o"),
+            ]
+        )
     assert "--limit: must be at least 1" in capsys.readouterr().err
     empty = tmp_path / "empty.csv"
     empty.write_text("question,response_1,response_2,label\n")
@@ -358,10 +450,14 @@ _SPELLINGS = st.sampled_from(["tie", "response_1", "response_2", "Assistant 1", 
 
 @settings(max_examples=60, deadline=None)
 @given(
-    keys=st.lists(st.one_of(st.integers(-5, 50), st.text("abcxyz_ ", min_size=1, max_size=6).filter(str.strip)),
-                  min_size=3, max_size=3, unique_by=lambda k: str(k).strip().lower()),
+    keys=st.lists(
+        st.one_of(st.integers(-5, 50), st.text("abcxyz_ ", min_size=1, max_size=6).filter(str.strip)),
+        min_size=3,
+        max_size=3,
+        unique_by=lambda k: str(k).strip().lower(),
+    ),
     codes=st.lists(st.integers(0, 2), max_size=40),
-)  # fmt: skip
+)
 def test_label_maps_round_trip(keys, codes):
     """Write codes in a dataset's own convention, read them back through the map: the same codes."""
     from hf_critic.io import parse_label_map
@@ -427,10 +523,12 @@ def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys)
     ("row", "message"),
     [
         ({**PLAIN[0], "critique_label": "maybe"}, "row 0: critique_label = 'maybe' is not a pairwise label"),
-        ({"question": "q", "response": "a", "human_score": 3, "critique_score": "high"},
-         "row 0: critique_score 'high' is not a number"),
+        (
+            {"question": "q", "response": "a", "human_score": 3, "critique_score": "high"},
+            "row 0: critique_score 'high' is not a number",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_verdict_in_a_critique_file_names_the_file_and_row(tmp_path, capsys, row, message):
     """Issue 39: 'predictions[0] = ...' and 'could not convert string to float' named no file."""
     critiques = _jsonl(tmp_path / "c.jsonl", [row])

@@ -33,8 +33,10 @@ def test_identical_critics_differ_by_zero_with_p_one():
     query = np.repeat(np.arange(30), 4)
     out = compare_pointwise(scores, scores, human, query, resamples=500)
     assert {f: (c["difference"], c["p_value"]) for f, c in out.items()} == {
-        "text_pearson": (0.0, 1.0), "pooled_pearson": (0.0, 1.0), "within_question_accuracy": (0.0, 1.0)
-    }  # fmt: skip
+        "text_pearson": (0.0, 1.0),
+        "pooled_pearson": (0.0, 1.0),
+        "within_question_accuracy": (0.0, 1.0),
+    }
     # The same critic on another scale (an affine map): the same correlations, still no difference.
     out = compare_pointwise(scores, 3 * scores + 1, human, query, resamples=500)
     assert all(abs(c["difference"]) < 1e-12 and c["p_value"] == 1.0 for c in out.values())
@@ -50,8 +52,11 @@ def test_a_critic_equal_to_the_gold_beats_a_random_one_on_200_pairs():
     line = verdict_line("gold", "random", out)
     assert line.startswith("gold vs random: gold better than random on first-order agreement (+")
     # The other way round: B is named the better one.
-    reverse = verdict_line("random", "gold", compare_pairwise(pairwise_credits(random_verdicts, gold),
-                                                               pairwise_credits(gold, gold), questions))  # fmt: skip
+    reverse = verdict_line(
+        "random",
+        "gold",
+        compare_pairwise(pairwise_credits(random_verdicts, gold), pairwise_credits(gold, gold), questions),
+    )
     assert "gold better than random" in reverse
 
 
@@ -95,9 +100,11 @@ def _brute_force_pointwise(x_a, x_b, y, query):
 
     def figures(s_a, s_b):
         text = np.mean(
-            [stats.pearsonr(s_a[query == q], y[query == q])[0] - stats.pearsonr(s_b[query == q], y[query == q])[0]
-             for q in questions]
-        )  # fmt: skip
+            [
+                stats.pearsonr(s_a[query == q], y[query == q])[0] - stats.pearsonr(s_b[query == q], y[query == q])[0]
+                for q in questions
+            ]
+        )
         pooled = stats.pearsonr(s_a, y)[0] - stats.pearsonr(s_b, y)[0]
         credit, pairs = 0.0, 0
         for q in questions:

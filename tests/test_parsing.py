@@ -626,10 +626,13 @@ def test_a_verdict_inside_a_quotation_is_not_the_critics(text, expected):
     [
         ('[[B]]\nAssistant A writes "[[A]]" at the end of its answer; that is no argument.', RESPONSE_2_WINS),
         ("[[B]]\nAssistant A closes with:\n> {'Overall Comparison Result': 'Assistant 1'}", RESPONSE_2_WINS),
-        ('Assistant A copies "Overall Comparison Result: Assistant 1" into its answer.\nOverall Comparison Result: '
-         "Assistant 2", RESPONSE_2_WINS),
+        (
+            'Assistant A copies "Overall Comparison Result: Assistant 1" into its answer.\nOverall Comparison Result: '
+            "Assistant 2",
+            RESPONSE_2_WINS,
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_label_inside_a_quotation_is_not_the_critics(text, expected):
     assert parse_label(text).label == expected
 

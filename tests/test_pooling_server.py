@@ -331,7 +331,9 @@ def test_a_non_finite_reward_is_an_error_naming_the_row_and_never_cached(tmp_pat
     )
     cache, out = tmp_path / "cache.sqlite", tmp_path / "c.jsonl"
     args = ["compare", "--data", str(data), "--output", str(out), "--model", "stub-rm", "--cache", str(cache)]
-    with StubPoolingServer(respond=lambda body, headers: raw(body, headers) if len(body["messages"][-1]["content"]) > 4 else None) as server:  # fmt: skip
+    with StubPoolingServer(
+        respond=lambda body, headers: raw(body, headers) if len(body["messages"][-1]["content"]) > 4 else None
+    ) as server:
         assert main([*args, "--base-url", server.url, "--pooling", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"gave reward {bad.lower() if bad == 'NaN' else 'inf'}" in err and "row 0 response" in err
@@ -391,10 +393,12 @@ def test_a_long_wait_is_said_before_it_starts(caplog):
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
-    [("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
-     ("--max-retries", "-1", "argument --max-retries: must be 0 or more, got -1"),
-     ("--request-timeout", "0", "argument --request-timeout: must be above 0, got 0")],
-)  # fmt: skip
+    [
+        ("--concurrency", "0", "argument --concurrency: must be at least 1, got 0"),
+        ("--max-retries", "-1", "argument --max-retries: must be 0 or more, got -1"),
+        ("--request-timeout", "0", "argument --request-timeout: must be above 0, got 0"),
+    ],
+)
 def test_server_options_out_of_range_name_the_option(capsys, option, value, message):
     """Issue 39: `--concurrency 0` was reported as "batch_size must be >= 1"."""
     from hf_critic.cli import main

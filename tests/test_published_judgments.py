@@ -272,7 +272,7 @@ def test_load_autoj_single_bad_rows(tmp_path, change, message):
             "Therefore, 'm' is ranked higher than 'M'.",
             {"M": 2, "m": 1},
             "Therefore, Response 1 is ranked higher than Response 2.",
-        ),  # fmt: skip
+        ),
         ("Both models M and m erred.", {"M": 1, "m": 2}, "Both Response 1 and Response 2 erred."),
         ("The first model ('m') stays in character.", {"M": 1, "m": 2}, "Response 2 stays in character."),
         ("Model M's output is longer.", {"M": 2, "m": 1}, "Response 2 is longer."),
@@ -454,9 +454,13 @@ def test_build_decontaminates_per_benchmark(data_dir, tmp_path):
     bench.write_text(json.dumps({"question": "name three PRIMES"}) + "\n")
     exclude = {"france": ["What is the capital of France?"], "life": ["what is the meaning of life"]}
     configs, report = build_published_judgment_data(
-        data_dir, exclude=[f"primes=questions:{bench}", *(f"{k}=questions:{_write(tmp_path, k, v)}" for k, v in exclude.items())],
+        data_dir,
+        exclude=[
+            f"primes=questions:{bench}",
+            *(f"{k}=questions:{_write(tmp_path, k, v)}" for k, v in exclude.items()),
+        ],
         validation_fraction=0.0,
-    )  # fmt: skip
+    )
     d = report.decontamination
     assert (d["primes"]["dropped"], d["primes"]["exact"], d["primes"]["normalised"]) == (2, 0, 2)
     assert d["primes"]["by_source"] == {"alpacaeval_cot_gpt4_turbo": 1, "alpacaeval_weighted_gpt4_turbo": 1}

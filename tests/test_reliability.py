@@ -26,9 +26,14 @@ from ._eval_instruct_support import recipe, scripted_reply
 
 FAST = RetryPolicy(max_retries=3, max_invalid_retries=2, initial_backoff=0.01, max_backoff=0.02)
 TEACHER_STAGES = {
-    "augment_queries", "score_difficulty", "grade_pointwise_referenced", "path1_p2p_referenced",
-    "path1_r2rf_pairwise", "path2_r2rf_pointwise", "path2_p2p_reference_free",
-}  # fmt: skip
+    "augment_queries",
+    "score_difficulty",
+    "grade_pointwise_referenced",
+    "path1_p2p_referenced",
+    "path1_r2rf_pairwise",
+    "path2_r2rf_pointwise",
+    "path2_p2p_reference_free",
+}
 
 
 def requests(n: int) -> list[ChatRequest]:
@@ -169,8 +174,17 @@ def test_an_exception_in_one_items_parse_fails_that_item_only(monkeypatch):
 
             return [ChatResult(r.id, good + (" BOOM" if r.id == "q/b" else "")) for r in reqs]
 
-    rows = [{"query_id": "q", "question": "Q?", "reference": "R.", "response": f"resp {g}", "response_id": f"q/{g}",
-             "generator": g} for g in "abc"]  # fmt: skip
+    rows = [
+        {
+            "query_id": "q",
+            "question": "Q?",
+            "reference": "R.",
+            "response": f"resp {g}",
+            "response_id": f"q/{g}",
+            "generator": g,
+        }
+        for g in "abc"
+    ]
     report = StageReport("grade_pointwise_referenced")
     out = stages.grade_pointwise_referenced(datasets.Dataset.from_list(rows), Teacher(), report=report)
     assert out["id"] == ["q/a", "q/c"] and report.balanced

@@ -62,8 +62,12 @@ def test_evaluate_pointwise_run():
     assert run.per_category["writing"]["n_queries_used"] == 1
     assert run.confusion["rows"] == ["1", "2", "3", "4", "5"]
     assert run.confusion["columns"] == ["2", "3", "6", "8", "9", "unparsed"]
-    counts = {(r, c): v for r, row in zip(run.confusion["rows"], run.confusion["counts"], strict=True)
-              for c, v in zip(run.confusion["columns"], row, strict=True) if v}  # fmt: skip
+    counts = {
+        (r, c): v
+        for r, row in zip(run.confusion["rows"], run.confusion["counts"], strict=True)
+        for c, v in zip(run.confusion["columns"], row, strict=True)
+        if v
+    }
     assert counts == {("1", "2"): 1, ("3", "6"): 1, ("5", "9"): 1, ("2", "3"): 1, ("2", "unparsed"): 1, ("4", "8"): 1}
 
 
@@ -116,8 +120,13 @@ def test_write_report_files(tmp_path):
     assert payload["runs"][1]["metrics"]["agreement"] == 0.25
     assert payload["runs"][0]["parse_failure_rate"] == pytest.approx(1 / 6)
     names = sorted(p.name for p in out["plots"])
-    assert names == ["confusion_critic_bench.png", "confusion_critic_pairs.png", "per_category_bench.png",
-                     "per_category_pairs.png", "risk_coverage.png"]  # fmt: skip
+    assert names == [
+        "confusion_critic_bench.png",
+        "confusion_critic_pairs.png",
+        "per_category_bench.png",
+        "per_category_pairs.png",
+        "risk_coverage.png",
+    ]
     assert all(p.read_bytes().startswith(PNG) for p in out["plots"])
     assert "![per_category_bench](per_category_bench.png)" in out["markdown"].read_text()
 
@@ -146,12 +155,19 @@ def test_cli_reads_critique_files_of_several_critics(tmp_path, capsys):
         (tmp_path / critic).mkdir()
         pointwise_critiques(scores).to_json(tmp_path / critic / "bench.jsonl", lines=True)
     pairwise_critiques().to_parquet(tmp_path / "pairs.parquet")
-    args = parse([
-        "--critiques", str(tmp_path / "good" / "bench.jsonl"),
-        "--critiques", str(tmp_path / "bad" / "bench.jsonl"),
-        "--critiques", f"good/pairs={tmp_path / 'pairs.parquet'}",
-        "--output-dir", str(tmp_path / "out"), "--no-plots",
-    ])  # fmt: skip
+    args = parse(
+        [
+            "--critiques",
+            str(tmp_path / "good" / "bench.jsonl"),
+            "--critiques",
+            str(tmp_path / "bad" / "bench.jsonl"),
+            "--critiques",
+            f"good/pairs={tmp_path / 'pairs.parquet'}",
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--no-plots",
+        ]
+    )
     assert args.func(args) == 0
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert [(r["critic"], r["dataset"]) for r in report["runs"]] == [
@@ -190,17 +206,45 @@ def test_cli_runs_a_critic_on_benchmarks(tmp_path, monkeypatch):
 
     monkeypatch.setattr(critic_module, "Critic", FakeCritic)
     point = tmp_path / "p.jsonl"
-    point.write_text("".join(json.dumps(r) + "\n" for r in [
-        {"id": i, "question": f"Q{i // 2}", "response": "r", "model": f"m{i % 2}", "human_score": 1 + i % 3,
-         "category": "c"} for i in range(6)
-    ]))  # fmt: skip
+    point.write_text(
+        "".join(
+            json.dumps(r) + "\n"
+            for r in [
+                {
+                    "id": i,
+                    "question": f"Q{i // 2}",
+                    "response": "r",
+                    "model": f"m{i % 2}",
+                    "human_score": 1 + i % 3,
+                    "category": "c",
+                }
+                for i in range(6)
+            ]
+        )
+    )
     pair = tmp_path / "pairs.jsonl"
-    pair.write_text("".join(json.dumps({"scenario": "s", "label": i % 3, "prompt": "P", "response 1": "a",
-                                        "response 2": "b"}) + "\n" for i in range(5)))  # fmt: skip
-    args = parse([
-        "--benchmark", f"ab=alignbench:{point}", "--benchmark", f"ej=autoj:{pair}", "--limit", "4",
-        "--max-new-tokens", "32", "--no-cache", "--output-dir", str(tmp_path / "out"), "--no-plots",
-    ])  # fmt: skip
+    pair.write_text(
+        "".join(
+            json.dumps({"scenario": "s", "label": i % 3, "prompt": "P", "response 1": "a", "response 2": "b"}) + "\n"
+            for i in range(5)
+        )
+    )
+    args = parse(
+        [
+            "--benchmark",
+            f"ab=alignbench:{point}",
+            "--benchmark",
+            f"ej=autoj:{pair}",
+            "--limit",
+            "4",
+            "--max-new-tokens",
+            "32",
+            "--no-cache",
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--no-plots",
+        ]
+    )
     assert args.func(args) == 0
     assert calls == [("load", None, 32), ("grade", "ab", 4), ("compare", "ej", True)]
     assert (tmp_path / "out" / "critiques" / "default-critic" / "ab.jsonl").is_file()
@@ -219,12 +263,17 @@ def test_cli_errors():
 
 def test_cli_reproduces_autoj_from_published_verdicts(shared_data, tmp_path, capsys):
     root = shared_data / "autoj"
-    args = parse([
-        "--benchmark", f"Auto-J Eval-P=autoj:{root / 'test' / 'testdata_pairwise.jsonl'}",
-        "--verdicts", f"Auto-J-13B={root / 'outputs' / 'pairwise_example_output.jsonl'},"
-                      f"{root / 'outputs' / 'pairwise_exchange_example_output.jsonl'}",
-        "--output-dir", str(tmp_path),
-    ])  # fmt: skip
+    args = parse(
+        [
+            "--benchmark",
+            f"Auto-J Eval-P=autoj:{root / 'test' / 'testdata_pairwise.jsonl'}",
+            "--verdicts",
+            f"Auto-J-13B={root / 'outputs' / 'pairwise_example_output.jsonl'},"
+            f"{root / 'outputs' / 'pairwise_exchange_example_output.jsonl'}",
+            "--output-dir",
+            str(tmp_path),
+        ]
+    )
     assert args.func(args) == 0
     text = (tmp_path / "report.md").read_text()
     assert "| Auto-J-13B | 54.96 | 83.41 | 59.99 |" in text

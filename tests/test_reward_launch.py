@@ -32,13 +32,15 @@ def _pairs(n: int, seed: int) -> list[dict]:
         filler = " ".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
         good, bad = f"{GOOD} {filler}", f"{BAD} {filler}"
         first = i % 2 == 0
-        rows.append({
-            "question": f"Question {i}: {filler}?",
-            "response_1": good if first else bad,
-            "response_2": bad if first else good,
-            "label": 0 if first else 1,
-            "swapped": False,
-        })  # fmt: skip
+        rows.append(
+            {
+                "question": f"Question {i}: {filler}?",
+                "response_1": good if first else bad,
+                "response_2": bad if first else good,
+                "label": 0 if first else 1,
+                "swapped": False,
+            }
+        )
     return rows
 
 
@@ -55,11 +57,28 @@ def test_reward_recipe_under_zero2_learns_and_its_adapter_is_a_critic(tmp_path, 
     ).save_to_disk(str(data / "pairwise_preference"))
     out = tmp_path / "out"
     command = [
-        str(BIN / "accelerate"), "launch", "--config_file", "accelerate_configs/zero2.yaml", "--num_processes", "2",
-        "--mixed_precision", "no", "--main_process_port", str(_free_port()),
-        "recipes/reward.py", "--config", "recipes/tiny/reward/ci.yaml", "--model_name_or_path", str(tiny_model_dir),
-        "--dataset_name", str(data), "--output_dir", str(out), "--use_cpu", "true",
-    ]  # fmt: skip
+        str(BIN / "accelerate"),
+        "launch",
+        "--config_file",
+        "accelerate_configs/zero2.yaml",
+        "--num_processes",
+        "2",
+        "--mixed_precision",
+        "no",
+        "--main_process_port",
+        str(_free_port()),
+        "recipes/reward.py",
+        "--config",
+        "recipes/tiny/reward/ci.yaml",
+        "--model_name_or_path",
+        str(tiny_model_dir),
+        "--dataset_name",
+        str(data),
+        "--output_dir",
+        str(out),
+        "--use_cpu",
+        "true",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-8000:]
@@ -88,10 +107,26 @@ def test_reward_recipe_under_zero2_learns_and_its_adapter_is_a_critic(tmp_path, 
     pairs.write_text("".join(json.dumps(r) + "\n" for r in _pairs(8, 2)))
     judged = tmp_path / "judged.jsonl"
     graded = subprocess.run(
-        [str(BIN / "hf-critic"), "compare", "--data", str(pairs), "--output", str(judged), "--model", str(out),
-         "--dtype", "float32", "--no-cache", "--no-progress"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            str(BIN / "hf-critic"),
+            "compare",
+            "--data",
+            str(pairs),
+            "--output",
+            str(judged),
+            "--model",
+            str(out),
+            "--dtype",
+            "float32",
+            "--no-cache",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert graded.returncode == 0, graded.stderr[-4000:]
     rows = [json.loads(line) for line in judged.read_text().splitlines()]
     assert sum(r["critique_label"] == r["label"] for r in rows) >= 7

@@ -222,8 +222,16 @@ def test_meta_eval_names_an_order_free_critic_and_measures_no_consistency(critic
     ]
     out = critic.compare(rows, swap=True)
     save_records(out, tmp_path / "c.jsonl")
-    code = main(["meta-eval", "--critiques", f"rm/demo={tmp_path / 'c.jsonl'}", "--output-dir", str(tmp_path / "me"),
-                 "--no-plots"])  # fmt: skip
+    code = main(
+        [
+            "meta-eval",
+            "--critiques",
+            f"rm/demo={tmp_path / 'c.jsonl'}",
+            "--output-dir",
+            str(tmp_path / "me"),
+            "--no-plots",
+        ]
+    )
     report = (tmp_path / "me" / "report.md").read_text()
     assert code == 0
     assert "| rm | demo | reward, order-free |" in report and "n/a (order-free)" in report
@@ -302,8 +310,21 @@ def test_a_classifier_with_two_labels_is_refused_as_reward_and_as_text_critic(re
     data = tmp_path / "g.jsonl"
     data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
     for verdict in ("auto", "text"):
-        code = main(["grade", "--model", str(two), "--data", str(data), "--output", str(tmp_path / "o.jsonl"),
-                     "--verdict", verdict, "--no-cache", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "grade",
+                "--model",
+                str(two),
+                "--data",
+                str(data),
+                "--output",
+                str(tmp_path / "o.jsonl"),
+                "--verdict",
+                verdict,
+                "--no-cache",
+                "--no-progress",
+            ]
+        )
         assert code == 2 and "2 labels" in capsys.readouterr().err
     assert not (tmp_path / "o.jsonl").exists()
 
@@ -323,8 +344,9 @@ def test_a_broken_adapter_file_is_one_line_naming_it_and_nothing_is_written(rewa
     weights.write_bytes({"junk": b"not safetensors " * 8, "empty": b"", "truncated": whole[: len(whole) // 2]}[damage])
     data, out = tmp_path / "g.jsonl", tmp_path / "o.jsonl"
     data.write_text(json.dumps({"question": QUESTION, "response": GOOD}) + "\n")
-    code = main(["grade", "--model", str(adapter), "--data", str(data), "--output", str(out), "--no-cache",
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        ["grade", "--model", str(adapter), "--data", str(data), "--output", str(out), "--no-cache", "--no-progress"]
+    )
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("hf-critic")]  # not the test's own load bars
     assert code == 2 and len(lines) == 1 and "Traceback" not in err

@@ -62,10 +62,17 @@ def _finished_trainer(output_dir, *, push: bool = False):
     from trl import RewardConfig
 
     args = RewardConfig(
-        output_dir=str(output_dir), per_device_train_batch_size=8, learning_rate=2e-4, max_length=256,
-        metric_for_best_model="within_question_accuracy", push_to_hub=push, hub_model_id="org/my-critic" if push else None,
-        report_to=[], bf16=False, use_cpu=True,
-    )  # fmt: skip
+        output_dir=str(output_dir),
+        per_device_train_batch_size=8,
+        learning_rate=2e-4,
+        max_length=256,
+        metric_for_best_model="within_question_accuracy",
+        push_to_hub=push,
+        hub_model_id="org/my-critic" if push else None,
+        report_to=[],
+        bf16=False,
+        use_cpu=True,
+    )
     history = [
         {"step": 250, "eval_within_question_accuracy": 0.84, "eval_length_correlation": 0.69},
         {"step": 500, "loss": 0.4},
@@ -166,15 +173,24 @@ def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path,
     spec.loader.exec_module(split)
     features = OUTPUT_FEATURES["pairwise_reference_free"]
     rows = [
-        {**dict.fromkeys(features), "query_id": f"q{i // 2}", "question": f"Question {i // 2}?",
-         "response_1": f"Good answer {i}.", "response_2": f"Bad {i}", "label": i % 3 % 2, "swapped": i % 2 == 1,
-         "messages": [{"role": "user", "content": "judge"}]}
+        {
+            **dict.fromkeys(features),
+            "query_id": f"q{i // 2}",
+            "question": f"Question {i // 2}?",
+            "response_1": f"Good answer {i}.",
+            "response_2": f"Bad {i}",
+            "label": i % 3 % 2,
+            "swapped": i % 2 == 1,
+            "messages": [{"role": "user", "content": "judge"}],
+        }
         for i in range(40)
-    ]  # fmt: skip
+    ]
     configs = split.split_configs(
         datasets.DatasetDict({"pairwise_reference_free": datasets.Dataset.from_list(rows, features=features)}),
-        validation_fraction=0.2, test_fraction=0.0, seed=0,
-    )  # fmt: skip
+        validation_fraction=0.2,
+        test_fraction=0.0,
+        seed=0,
+    )
     configs["pairwise_reference_free"].save_to_disk(str(tmp_path / "pairwise_reference_free"))
 
     script = RewardScriptArguments(dataset_name=str(tmp_path), dataset_config="pairwise_reference_free")
@@ -205,8 +221,14 @@ def test_the_reward_trainer_keeps_the_length_columns_through_the_public_route(tm
         ]
     )
     pairs = preference_pairs(rows, tokenizer, 128)
-    args = RewardConfig(output_dir=str(tmp_path / "out"), use_cpu=True, bf16=False, report_to=[],
-                        per_device_eval_batch_size=4, max_length=128)  # fmt: skip
+    args = RewardConfig(
+        output_dir=str(tmp_path / "out"),
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        per_device_eval_batch_size=4,
+        max_length=128,
+    )
     model = AutoModelForSequenceClassification.from_pretrained(folder)
     trainer = get_trainer(model, tokenizer, {"train": pairs, "validation": pairs}, args, None)
     assert trainer.args.remove_unused_columns is False

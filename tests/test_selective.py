@@ -124,9 +124,14 @@ def test_mapie_fixed_sequence_testing_gives_the_same_threshold():
 # ---------------------------------------------------------------------------------------------- confidences
 def test_confidence_per_critic_kind():
     label, swapped = schema.CRITIQUE_LABEL, schema.CRITIQUE_LABEL_SWAPPED
-    dist = {schema.CRITIQUE_LABEL: [0, 1], schema.CRITIQUE_STATUS: ["ok", "ok"],
-            schema.CRITIQUE_DISTRIBUTION_COMBINED: ['{"response_1": 0.7, "response_2": 0.2, "tie": 0.1}',
-                                                    '{"response_1": 0.5, "response_2": 0.4, "tie": 0.1}']}  # fmt: skip
+    dist = {
+        schema.CRITIQUE_LABEL: [0, 1],
+        schema.CRITIQUE_STATUS: ["ok", "ok"],
+        schema.CRITIQUE_DISTRIBUTION_COMBINED: [
+            '{"response_1": 0.7, "response_2": 0.2, "tie": 0.1}',
+            '{"response_1": 0.5, "response_2": 0.4, "tie": 0.1}',
+        ],
+    }
     assert confidence_of(dist) == ([0.7, 0.4], "probability")
     assert confidence_of({label: [0, 1, None], swapped: [0, 0, 1]}, recorded=True) == ([1.0, 0.5, None], "recorded")
     # one order: a constant 1.0 (the critic kept whole or not at all), never "no confidence" for every row
@@ -150,8 +155,14 @@ def pairs(tmp_path: Path) -> Path:
     for i in range(ROWS):
         good, bad = f"Good answer {i}.", f"bad {i}"
         first = i % 2 == 0
-        rows.append({"question": f"Question {i}?", "response_1": good if first else bad,
-                     "response_2": bad if first else good, "label": 0 if first else 1})  # fmt: skip
+        rows.append(
+            {
+                "question": f"Question {i}?",
+                "response_1": good if first else bad,
+                "response_2": bad if first else good,
+                "label": 0 if first else 1,
+            }
+        )
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -174,11 +185,23 @@ def strong_reply(body: dict) -> str:
 
 def cascade_file(tmp_path: Path, cheap: str, strong: str, template: str = "mtbench") -> Path:
     def options(url, model):  # a server's model name is its identity (in the cache too)
-        return {"base_url": url, "model": model, "template": template, "verdict": "text", "swap": True,
-                "cache": str(tmp_path / "cache.sqlite"), "concurrency": 1, "progress": False}  # fmt: skip
+        return {
+            "base_url": url,
+            "model": model,
+            "template": template,
+            "verdict": "text",
+            "swap": True,
+            "cache": str(tmp_path / "cache.sqlite"),
+            "concurrency": 1,
+            "progress": False,
+        }
 
-    spec = {"critics": [{"name": "cheap", "options": options(cheap, "cheap-critic")},
-                        {"name": "strong", "options": options(strong, "strong-critic"), "price_per_call": 0.5}]}  # fmt: skip
+    spec = {
+        "critics": [
+            {"name": "cheap", "options": options(cheap, "cheap-critic")},
+            {"name": "strong", "options": options(strong, "strong-critic"), "price_per_call": 0.5},
+        ]
+    }
     path = tmp_path / f"cascade_{template}.yaml"
     path.write_text(json.dumps(spec), encoding="utf-8")  # JSON is YAML
     return path
@@ -187,8 +210,21 @@ def cascade_file(tmp_path: Path, cheap: str, strong: str, template: str = "mtben
 def calibrate(data: Path, spec: Path, tmp_path: Path) -> Path:
     """``hf-critic calibrate`` of the two-critic cascade at target 0.75 (delta 0.5: 12 rows are few); its file."""
     calibration = tmp_path / "calibration.json"
-    argv = ["calibrate", "--data", str(data), "--cascade", str(spec), "--target-agreement", "0.75", "--delta", "0.5",
-            "--min-rows", "1", "--output", str(calibration)]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(spec),
+        "--target-agreement",
+        "0.75",
+        "--delta",
+        "0.5",
+        "--min-rows",
+        "1",
+        "--output",
+        str(calibration),
+    ]
     assert main(argv) == 0
     return calibration
 
@@ -206,8 +242,17 @@ def test_a_cascade_sends_only_the_unkept_rows_onward_and_abstains_where_no_criti
 
         before = (cheap.requests, strong.requests)
         out = tmp_path / "judged.jsonl"
-        argv = ["compare", "--data", str(data), "--cascade", str(spec), "--calibration", str(calibration),
-                "--output", str(out)]  # fmt: skip
+        argv = [
+            "compare",
+            "--data",
+            str(data),
+            "--cascade",
+            str(spec),
+            "--calibration",
+            str(calibration),
+            "--output",
+            str(out),
+        ]
         assert main(argv) == 0
         printed = capsys.readouterr().out
     # the cache answers every request of the cascade itself: only each served critic's 8 recorded calibration rows
@@ -239,8 +284,10 @@ def test_only_unkept_rows_reach_the_next_critic_without_a_cache_and_abstained_ro
         path.write_text(json.dumps(spec), encoding="utf-8")
         stages: list[CascadeStage] = load_cascade(str(path), compare_parser())
         setting = schema.Setting(schema.Task.PAIRWISE, False)
-        entries = [CriticThreshold(s.name, critic_fingerprint(s, setting), "votes", 1.0, 6, 0, 0.1, 0.05, 12, 0.5)
-                   for s in stages]  # fmt: skip
+        entries = [
+            CriticThreshold(s.name, critic_fingerprint(s, setting), "votes", 1.0, 6, 0, 0.1, 0.05, 12, 0.5)
+            for s in stages
+        ]
         calibration = CalibrationFile("pairwise", setting.name, 0.2, 0.1, 1, {}, entries)
         result = run_cascade(stages, data, calibration)
         asked = {int(re.search(r"Question (\d+)\?", b["messages"][-1]["content"]).group(1)) for b in strong.bodies}
@@ -260,20 +307,52 @@ def test_a_calibration_made_for_another_critic_or_setting_is_refused_with_one_li
         calibration = calibrate(data, spec, tmp_path)
         other = cascade_file(tmp_path, cheap.url, strong.url, template="autoj")  # another template
         capsys.readouterr()
-        argv = ["compare", "--data", str(data), "--cascade", str(other), "--calibration", str(calibration),
-                "--output", str(tmp_path / "x.jsonl")]  # fmt: skip
+        argv = [
+            "compare",
+            "--data",
+            str(data),
+            "--cascade",
+            str(other),
+            "--calibration",
+            str(calibration),
+            "--output",
+            str(tmp_path / "x.jsonl"),
+        ]
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "critic 'cheap' differs from the one calibrated" in err[0]
         referenced = tmp_path / "ref.jsonl"
-        referenced.write_text("".join(json.dumps({**json.loads(line), "reference": "Good."}) + "\n"
-                                      for line in data.read_text().splitlines()))  # fmt: skip
-        argv = ["compare", "--data", str(referenced), "--cascade", str(spec), "--calibration", str(calibration),
-                "--output", str(tmp_path / "x.jsonl")]  # fmt: skip
+        referenced.write_text(
+            "".join(
+                json.dumps({**json.loads(line), "reference": "Good."}) + "\n" for line in data.read_text().splitlines()
+            )
+        )
+        argv = [
+            "compare",
+            "--data",
+            str(referenced),
+            "--cascade",
+            str(spec),
+            "--calibration",
+            str(calibration),
+            "--output",
+            str(tmp_path / "x.jsonl"),
+        ]
         assert main(argv) == 2
         assert "calibrated for pairwise_reference_free, the data is pairwise_referenced" in capsys.readouterr().err
-        argv = ["compare", "--data", str(data), "--cascade", str(spec), "--calibration", str(calibration),
-                "--output", str(tmp_path / "y.jsonl"), "--model", "other"]  # fmt: skip
+        argv = [
+            "compare",
+            "--data",
+            str(data),
+            "--cascade",
+            str(spec),
+            "--calibration",
+            str(calibration),
+            "--output",
+            str(tmp_path / "y.jsonl"),
+            "--model",
+            "other",
+        ]
         assert main(argv) == 2
         assert "--model with --cascade" in capsys.readouterr().err
 
@@ -301,13 +380,35 @@ def test_recorded_verdicts_stand_for_a_critic_matched_by_text_and_say_they_were_
         ]
     }
     (tmp_path / "rec.yaml").write_text(json.dumps(spec))
-    argv = ["calibrate", "--data", str(data), "--cascade", str(tmp_path / "rec.yaml"), "--target-agreement", "0.8",
-            "--delta", "0.2", "--min-rows", "5", "--output", str(tmp_path / "cal.json")]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(tmp_path / "rec.yaml"),
+        "--target-agreement",
+        "0.8",
+        "--delta",
+        "0.2",
+        "--min-rows",
+        "5",
+        "--output",
+        str(tmp_path / "cal.json"),
+    ]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "judge (recorded): threshold 1, keeps 8 of its 12 rows" in printed  # both orders agree on 8
-    argv = ["compare", "--data", str(data), "--cascade", str(tmp_path / "rec.yaml"), "--calibration",
-            str(tmp_path / "cal.json"), "--output", str(tmp_path / "out.jsonl")]  # fmt: skip
+    argv = [
+        "compare",
+        "--data",
+        str(data),
+        "--cascade",
+        str(tmp_path / "rec.yaml"),
+        "--calibration",
+        str(tmp_path / "cal.json"),
+        "--output",
+        str(tmp_path / "out.jsonl"),
+    ]
     assert main(argv) == 0
     assert "judge: asked 12, decided 8 (66.7% of rows), threshold 1; verdicts read from files, not computed" in (
         capsys.readouterr().out
@@ -329,8 +430,15 @@ def test_a_broken_calibration_file_is_one_clear_error_naming_it(tmp_path, change
 
     from hf_critic.selective import CalibrationFile, CriticThreshold
 
-    good = CalibrationFile("pairwise", "pairwise_reference_free", 0.2, 0.1, 30, {"rows": 3},
-                           [CriticThreshold("a", "f" * 16, "votes", 1.0, 30, 1, 0.1, 0.1, 40, 0.75)])  # fmt: skip
+    good = CalibrationFile(
+        "pairwise",
+        "pairwise_reference_free",
+        0.2,
+        0.1,
+        30,
+        {"rows": 3},
+        [CriticThreshold("a", "f" * 16, "votes", 1.0, 30, 1, 0.1, 0.1, 40, 0.75)],
+    )
     raw = asdict(good)
     change(raw)
     path = tmp_path / "cal.json"

@@ -28,8 +28,16 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 def pair_rows() -> list[dict]:
     """Pairs whose better answer alternates: label 0 on even rows, 1 on odd ones."""
-    return [{"id": f"r{i}", "question": f"Question {i}?", "response_1": f"answer {i} one",
-             "response_2": f"answer {i} two", "label": i % 2} for i in range(ROWS)]  # fmt: skip
+    return [
+        {
+            "id": f"r{i}",
+            "question": f"Question {i}?",
+            "response_1": f"answer {i} one",
+            "response_2": f"answer {i} two",
+            "label": i % 2,
+        }
+        for i in range(ROWS)
+    ]
 
 
 def recorded_cascade(tmp_path: Path, bench: list[dict], first: list, swapped: list | None = None, **extra) -> Path:
@@ -46,8 +54,22 @@ def recorded_cascade(tmp_path: Path, bench: list[dict], first: list, swapped: li
 
 
 def calibrate(data: Path, cascade: Path, out: Path, *extra: str, target: str = "0.8") -> int:
-    argv = ["calibrate", "--data", str(data), "--cascade", str(cascade), "--target-agreement", target,
-            "--delta", "0.2", "--min-rows", "5", "--output", str(out), *extra]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--data",
+        str(data),
+        "--cascade",
+        str(cascade),
+        "--target-agreement",
+        target,
+        "--delta",
+        "0.2",
+        "--min-rows",
+        "5",
+        "--output",
+        str(out),
+        *extra,
+    ]
     return main(argv)
 
 
@@ -86,8 +108,9 @@ def written_calibration(tmp_path) -> dict:
         (lambda c: c.update(format="hf-critic-calibration/1"), "calibrate again"),
     ],
 )
-def test_a_calibration_whose_fields_do_not_add_up_is_refused_with_one_line(written_calibration, tmp_path, change,
-                                                                           message):  # fmt: skip
+def test_a_calibration_whose_fields_do_not_add_up_is_refused_with_one_line(
+    written_calibration, tmp_path, change, message
+):
     change(written_calibration)
     path = tmp_path / "edited.json"
     path.write_text(json.dumps(written_calibration), encoding="utf-8")
@@ -101,10 +124,12 @@ def test_nan_none_out_of_range_and_labelless_confidences_are_never_kept_and_are_
     from hf_critic.selective import CalibrationFile, CriticThreshold
 
     rows = pair_rows()[:6]
-    earlier = datasets.Dataset.from_list([
-        {**r, schema.CRITIQUE_LABEL: lab, schema.CRITIQUE_CONFIDENCE: conf}
-        for r, lab, conf in zip(rows, [0, 1, 0, 1, None, 1], [1.0, math.nan, 1.5, None, 1.0, -0.2], strict=True)
-    ])  # fmt: skip
+    earlier = datasets.Dataset.from_list(
+        [
+            {**r, schema.CRITIQUE_LABEL: lab, schema.CRITIQUE_CONFIDENCE: conf}
+            for r, lab, conf in zip(rows, [0, 1, 0, 1, None, 1], [1.0, math.nan, 1.5, None, 1.0, -0.2], strict=True)
+        ]
+    )
     source = write_jsonl(tmp_path / "earlier.jsonl", [])  # the file the verdicts stand for (its digest: the identity)
     stage = CascadeStage("earlier", RecordedVerdicts("earlier", earlier, [str(source)], published=False))
     setting = schema.Setting(schema.Task.PAIRWISE, False)
@@ -124,8 +149,12 @@ def test_meta_eval_counts_abstained_rows_apart_and_reports_agreement_on_the_deci
     rows = pair_rows()[:10]
     labels = [r["label"] for r in rows[:5]] + [1 - rows[5]["label"]] + [None] * 4  # 5 of 6 decided right
     statuses = ["ok"] * 6 + ["abstained"] * 4
-    data = datasets.Dataset.from_list([{**r, schema.CRITIQUE_LABEL: lab, schema.CRITIQUE_STATUS: s}
-                                       for r, lab, s in zip(rows, labels, statuses, strict=True)])  # fmt: skip
+    data = datasets.Dataset.from_list(
+        [
+            {**r, schema.CRITIQUE_LABEL: lab, schema.CRITIQUE_STATUS: s}
+            for r, lab, s in zip(rows, labels, statuses, strict=True)
+        ]
+    )
     result = evaluate_critiques(data, "cascade", "pairs", category=None)
     assert result.metrics["first_order_agreement"] == pytest.approx(5 / 6)
     assert (result.n_unparsed, result.n_abstained, result.n_rows) == (0, 4, 6)
@@ -163,8 +192,9 @@ def test_recorded_duplicates_are_matched_by_id_else_by_occurrence_and_refused_wh
 
     twin = {"question": "Same?", "response_1": "a", "response_2": "b"}
     bench = datasets.Dataset.from_list([{**twin, "id": "x"}, {**twin, "id": "y"}, {**pair_rows()[0], "id": "z"}])
-    critic = RecordedVerdicts.from_verdict_files("judge", bench, str(write_jsonl(tmp_path / "v.jsonl", [
-        {"output": 0}, {"output": 1}, {"output": 0}])))  # fmt: skip
+    critic = RecordedVerdicts.from_verdict_files(
+        "judge", bench, str(write_jsonl(tmp_path / "v.jsonl", [{"output": 0}, {"output": 1}, {"output": 0}]))
+    )
     by_id = datasets.Dataset.from_list([{**twin, "id": "y"}, {**twin, "id": "x"}])
     assert critic.compare(by_id)[0][schema.CRITIQUE_LABEL] == [1, 0]  # each copy its own verdict, by id
     both = datasets.Dataset.from_list([twin, twin])
@@ -180,14 +210,34 @@ def test_recorded_duplicates_are_matched_by_id_else_by_occurrence_and_refused_wh
 def test_calibrate_says_which_rows_a_recorded_critic_lacks_and_reads_a_generic_layout_by_flags(tmp_path, capsys):
     rows = pair_rows()
     # the user's own layout: other column names, labels spelled A / B
-    data = write_jsonl(tmp_path / "mine.jsonl", [{"id": r["id"], "prompt": r["question"], "a": r["response_1"],
-                       "b": r["response_2"], "winner": "AB"[r["label"]]} for r in rows])  # fmt: skip
-    half = [{"id": r["id"], "q": r["question"], "one": r["response_1"], "two": r["response_2"], "label": r["label"]}
-            for r in rows[:6]]  # fmt: skip
-    cascade = recorded_cascade(tmp_path, half, [r["label"] for r in half],
-                               columns={"question": "q", "response_1": "one", "response_2": "two"})  # fmt: skip
-    flags = ["--format", "generic", "--columns", "question=prompt,response_1=a,response_2=b,label=winner",
-             "--label-map", "A=response_1,B=response_2"]  # fmt: skip
+    data = write_jsonl(
+        tmp_path / "mine.jsonl",
+        [
+            {
+                "id": r["id"],
+                "prompt": r["question"],
+                "a": r["response_1"],
+                "b": r["response_2"],
+                "winner": "AB"[r["label"]],
+            }
+            for r in rows
+        ],
+    )
+    half = [
+        {"id": r["id"], "q": r["question"], "one": r["response_1"], "two": r["response_2"], "label": r["label"]}
+        for r in rows[:6]
+    ]
+    cascade = recorded_cascade(
+        tmp_path, half, [r["label"] for r in half], columns={"question": "q", "response_1": "one", "response_2": "two"}
+    )
+    flags = [
+        "--format",
+        "generic",
+        "--columns",
+        "question=prompt,response_1=a,response_2=b,label=winner",
+        "--label-map",
+        "A=response_1,B=response_2",
+    ]
     assert calibrate(data, cascade, tmp_path / "cal.json", *flags, target="0.6") == 0
     printed = capsys.readouterr().out
     assert "judge: 6 of 12 rows without a usable confidence (never kept): 6 not in its files" in printed
@@ -199,12 +249,25 @@ def test_the_split_table_gives_the_failing_share_of_all_splits_and_marks_one_abo
 
     def result(successes, empty):
         spread = {"mean": 0.5, "low": 0.1, "high": 0.9}
-        return {"splits": 1000, "successes": successes, "empty_splits": empty, "success_rate": successes / (1000 - empty),
-                "coverage": spread, "agreement": spread, "shares": [0.5], "strongest_asked": 1.0,
-                "no_selection": {"agreement": 0.7}}  # fmt: skip
+        return {
+            "splits": 1000,
+            "successes": successes,
+            "empty_splits": empty,
+            "success_rate": successes / (1000 - empty),
+            "coverage": spread,
+            "agreement": spread,
+            "shares": [0.5],
+            "strongest_asked": 1.0,
+            "no_selection": {"agreement": 0.7},
+        }
 
-    report = {"critics": ["jury"], "splits": 1000, "rows": 100, "delta": 0.1,
-              "levels": [{"target": 0.8, "cascade": result(510, 351), "plain_cutoff": result(452, 30)}]}  # fmt: skip
+    report = {
+        "critics": ["jury"],
+        "splits": 1000,
+        "rows": 100,
+        "delta": 0.1,
+        "levels": [{"target": 0.8, "cascade": result(510, 351), "plain_cutoff": result(452, 30)}],
+    }
     table = split_markdown(report)
     # 649 splits kept rows, 139 of them failed: 13.9% of all splits, above delta = 10%: the guarantee does not hold
     assert "| 0.80 | jury | 78.6 (510 of 649) | 13.9 (above delta) |" in table

@@ -30,8 +30,12 @@ LLAMACPP_ENTRY = {"meta": {"n_params": 134515008, "n_ctx_train": 8192}}
 def readout_body(tokens: dict[str, float]) -> bytes:
     """A one-token chat.completion whose first token's alternatives are ``tokens`` (text -> log-probability)."""
     top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in tokens.items()]
-    choice = {"index": 0, "finish_reason": "length", "message": {"role": "assistant", "content": next(iter(tokens))},
-              "logprobs": {"content": [{"token": next(iter(tokens)), "logprob": 0.0, "top_logprobs": top}]}}  # fmt: skip
+    choice = {
+        "index": 0,
+        "finish_reason": "length",
+        "message": {"role": "assistant", "content": next(iter(tokens))},
+        "logprobs": {"content": [{"token": next(iter(tokens)), "logprob": 0.0, "top_logprobs": top}]},
+    }
     return json.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [choice]}).encode()
 
 
@@ -75,9 +79,25 @@ def test_a_served_run_whose_readouts_miss_the_verdicts_is_an_error_not_a_file_of
     Every row low_mass used to end with exit 0; now exit 3 (a server failure) with one line saying what happened."""
     off_format = readout_body({"Sure": -0.1, "The": -2.5, "I": -3.0})
     with StubOpenAIServer(respond=lambda body, headers: (200, {}, off_format)) as server:
-        code = main(["compare", "--data", str(write_pairs(tmp_path / "pairs.jsonl")), "--output",
-                     str(tmp_path / "out.jsonl"), "--base-url", server.url, "--model", "critic", "--verdict",
-                     "probability", "--explanation", "none", "--no-cache", "--no-progress"])  # fmt: skip
+        code = main(
+            [
+                "compare",
+                "--data",
+                str(write_pairs(tmp_path / "pairs.jsonl")),
+                "--output",
+                str(tmp_path / "out.jsonl"),
+                "--base-url",
+                server.url,
+                "--model",
+                "critic",
+                "--verdict",
+                "probability",
+                "--explanation",
+                "none",
+                "--no-cache",
+                "--no-progress",
+            ]
+        )
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 3 and not (tmp_path / "out.jsonl").exists()
     assert "3 of 3 verdict read-outs from http://127.0.0.1" in err and "outside the server's top-20" in err
@@ -117,7 +137,9 @@ def test_a_served_reward_critic_named_by_its_name_takes_its_calibration_tie_band
     from hf_critic.reward_model import RewardCalibration, critic_tokenizer, fit_ids
 
     shipped = RewardCalibration.load(models.TRAINED_CRITICS["smollm2-135m-critic"].folder)
-    with StubPoolingServer(models=("smollm2-135m-critic",), respond=lambda b, h: (200, {}, pooling_response(b["model"], [0.5]))) as server:  # fmt: skip
+    with StubPoolingServer(
+        models=("smollm2-135m-critic",), respond=lambda b, h: (200, {}, pooling_response(b["model"], [0.5]))
+    ) as server:
         client = PoolingRewardClient(server.url, "smollm2-135m-critic")
         client.check()
         scorer = ServedRewardModel.for_client(client)

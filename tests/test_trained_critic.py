@@ -90,8 +90,10 @@ def test_installed_wheel_loads_the_critic_offline_and_orders_the_demo(tmp_path):
     pip = [sys.executable, "-m", "pip"]
     build = subprocess.run(
         [*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path / "whl"), str(source)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = (tmp_path / "whl").glob("hf_critic-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -106,10 +108,18 @@ def test_installed_wheel_loads_the_critic_offline_and_orders_the_demo(tmp_path):
     script.write_text(DEMO)
     env = {**__import__("os").environ, "PYTHONPATH": str(target), "HF_HUB_OFFLINE": "1"}
     run = subprocess.run(
-        [sys.executable, str(script), str(REPO_ROOT / "examples/pointwise_reference_free.jsonl"),
-         str(REPO_ROOT / "examples/pairwise_reference_free.jsonl")],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=900,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(script),
+            str(REPO_ROOT / "examples/pointwise_reference_free.jsonl"),
+            str(REPO_ROOT / "examples/pairwise_reference_free.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     assert "non-commercial" in run.stderr  # the licence note when it loads
     out = json.loads(run.stdout.strip().splitlines()[-1])

@@ -690,9 +690,14 @@ def test_deepspeed_auto_values_are_resolved_by_transformers(tmp_path):
     path = tmp_path / "zero3_file.yaml"
     path.write_text(text.replace(block, "deepspeed_config:\n  deepspeed_config_file: ds.json\n"))
     args = TrainingArguments(
-        output_dir=str(tmp_path), per_device_train_batch_size=2, gradient_accumulation_steps=4, max_grad_norm=0.3,
-        use_cpu=True, report_to=[], bf16=True,
-    )  # fmt: skip
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=4,
+        max_grad_norm=0.3,
+        use_cpu=True,
+        report_to=[],
+        bf16=True,
+    )
     resolved = training.deepspeed_config_from_accelerate(
         path, training_args=args, model_config=LlamaConfig(hidden_size=64)
     )
@@ -739,8 +744,11 @@ def test_sft_lora_top_layers_adapts_only_the_top_layers(tiny_model_dir, targets)
     layers = {name.split("layers.")[1].split(".")[0] for name, p in model.named_parameters() if p.requires_grad}
     top = str(model.config.num_hidden_layers - 1)
     assert layers == {top}
-    adapted = {name.split(f"layers.{top}.")[1].split(".lora")[0].split(".")[-1] for name, p in
-               model.named_parameters() if p.requires_grad}  # fmt: skip
+    adapted = {
+        name.split(f"layers.{top}.")[1].split(".lora")[0].split(".")[-1]
+        for name, p in model.named_parameters()
+        if p.requires_grad
+    }
     assert adapted == (set(targets) if targets != ["all-linear"] else set(training.config._LINEAR_NAMES))
 
 

@@ -25,8 +25,10 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 PYTHON = vllm_python(os.environ.get(VLLM_VENV_ENV) or REPO_ROOT / ".venv-vllm")
 if not PYTHON.is_file():
-    pytest.skip(f"no vLLM virtualenv at {PYTHON.parent.parent} (run `make vllm`, or set ${VLLM_VENV_ENV} to one)",
-                allow_module_level=True)  # fmt: skip
+    pytest.skip(
+        f"no vLLM virtualenv at {PYTHON.parent.parent} (run `make vllm`, or set ${VLLM_VENV_ENV} to one)",
+        allow_module_level=True,
+    )
 
 CRITIC = "smollm2-135m-critic"
 EXAMPLES = REPO_ROOT / "examples"
@@ -197,9 +199,21 @@ def test_a_vllm_read_out_that_closes_the_prefilled_turn_is_an_error(servers):
 def test_a_chat_request_to_the_vllm_pooling_server_says_to_add_pooling(servers, tmp_path, capsys):
     from hf_critic.cli import main
 
-    code = main(["grade", "--data", str(EXAMPLES / "pointwise_referenced.jsonl"), "--output",
-                 str(tmp_path / "out.jsonl"), "--model", CRITIC, "--base-url", servers["pooling"].url, "--no-cache",
-                 "--no-progress"])  # fmt: skip
+    code = main(
+        [
+            "grade",
+            "--data",
+            str(EXAMPLES / "pointwise_referenced.jsonl"),
+            "--output",
+            str(tmp_path / "out.jsonl"),
+            "--model",
+            CRITIC,
+            "--base-url",
+            servers["pooling"].url,
+            "--no-cache",
+            "--no-progress",
+        ]
+    )
     assert code == 3
     assert f"serves '{CRITIC}' as a pooling model" in capsys.readouterr().err
 

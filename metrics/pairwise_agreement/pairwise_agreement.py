@@ -259,6 +259,8 @@ class PairwiseAgreement(evaluate.Metric):
         if annotations is not None:
             out.update(alpha_with_critic(annotations, predictions, pairwise=True))
         if decided is not None:
-            out.update(n_abstained=len(statuses) - len(decided),
-                       coverage=len(decided) / len(statuses) if len(statuses) else float("nan"))  # fmt: skip
+            out.update(
+                n_abstained=len(statuses) - len(decided),
+                coverage=len(decided) / len(statuses) if len(statuses) else float("nan"),
+            )
         return out

@@ -70,8 +70,10 @@ def main(argv=None) -> int:
     train = datasets.concatenate_datasets([base["train"].select_columns(COLUMNS), extra])
     out = datasets.DatasetDict({"train": train, "validation": base["validation"].select_columns(COLUMNS)})
     out.save_to_disk(str(folder / "pairwise_preference_plus"))
-    print(f"wrote {folder / 'pairwise_preference_plus'}: train {len(train)} rows ({len(extra)} new), validation "
-          f"{len(out['validation'])}")  # fmt: skip
+    print(
+        f"wrote {folder / 'pairwise_preference_plus'}: train {len(train)} rows ({len(extra)} new), validation "
+        f"{len(out['validation'])}"
+    )
     return 0
 
 

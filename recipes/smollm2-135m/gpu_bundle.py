@@ -78,8 +78,16 @@ def _training_rows() -> tuple[list[dict], list[dict]]:
         chosen, rejected = (r["response_1"], r["response_2"]) if first else (r["response_2"], r["response_1"])
         pref = r.get("preference")
         probability = 1.0 if pref is None else (1.0 - pref if first else pref)
-        train.append({"question": r["question"], "chosen": chosen, "rejected": rejected, "chosen_length": len(chosen),
-                      "rejected_length": len(rejected), "chosen_probability": float(probability)})  # fmt: skip
+        train.append(
+            {
+                "question": r["question"],
+                "chosen": chosen,
+                "rejected": rejected,
+                "chosen_length": len(chosen),
+                "rejected_length": len(rejected),
+                "chosen_probability": float(probability),
+            }
+        )
     validation = [{k: r[k] for k in ("question", "response_1", "response_2", "label")} for r in data["validation"]]
     return train, validation
 
@@ -97,8 +105,11 @@ def pack(output_dir: Path) -> None:
         shutil.copy(default_model_dir() / name, b / "base" / name)
     with gzip.open(b / "base" / "tokenizer.json.gz", "wb") as handle:
         handle.write((default_model_dir() / "tokenizer.json").read_bytes())
-    shutil.copytree(REPO_ROOT / "src" / "hf_critic", b / "src" / "hf_critic",
-                    ignore=shutil.ignore_patterns("critics", "__pycache__"))  # fmt: skip
+    shutil.copytree(
+        REPO_ROOT / "src" / "hf_critic",
+        b / "src" / "hf_critic",
+        ignore=shutil.ignore_patterns("critics", "__pycache__"),
+    )
     shutil.copy(HERE / "gpu_reward.py", b / "gpu_reward.py")
     wheels = Path(os.environ.get("GPU_BUNDLE_WHEELS", "/tmp/w40/whl"))
     for wheel in sorted(wheels.glob("*.whl")) if wheels.is_dir() else []:
@@ -108,10 +119,13 @@ def pack(output_dir: Path) -> None:
     _write_pairs(b / "data" / "train.json.xz", train)
     _write(b / "data" / "validation.jsonl.gz", validation)
     grades = REPO_ROOT / "outputs" / "judgment_data" / "validation_pointwise_reference_free.jsonl"
-    _write(b / "data" / "grades.jsonl.gz", [
-        {k: r[k] for k in ("question", "response", "score")}
-        for r in map(json.loads, grades.read_text(encoding="utf-8").splitlines())
-    ])  # fmt: skip
+    _write(
+        b / "data" / "grades.jsonl.gz",
+        [
+            {k: r[k] for k in ("question", "response", "score")}
+            for r in map(json.loads, grades.read_text(encoding="utf-8").splitlines())
+        ],
+    )
     for half in HALVES:
         for file in FILES:
             rows = heldout_rows(half, file)

@@ -256,8 +256,14 @@ def train_one(name: str, args) -> dict:
                     f"[{name}] epoch {epoch} step {step}/{total} loss {loss.item():.4f} {time.time() - start:.0f}s",
                     flush=True,
                 )
-        log.setdefault("epochs", []).append({"epoch": epoch, "step": step, "seconds": round(time.time() - start, 1),
-                                             "validation_accuracy": _validation(model, data, pad)})  # fmt: skip
+        log.setdefault("epochs", []).append(
+            {
+                "epoch": epoch,
+                "step": step,
+                "seconds": round(time.time() - start, 1),
+                "validation_accuracy": _validation(model, data, pad),
+            }
+        )
         print(f"[{name}] {log['epochs'][-1]}", flush=True)
         if time.time() - start > args.budget_s:
             break
@@ -330,9 +336,14 @@ def _save(name: str, model, data, pad: int, args, log: dict) -> dict:
         heldout[key] = rewards_of(model, ids[at : at + width * len(part)], pad)
         at += width * len(part)
     tau = fit_tie_margin(np.array(validation[0::2]) - np.array(validation[1::2]), np.array([r["label"] for r in rows]))
-    calibration = fit_calibration(np.array(grades), np.array([r["score"] for r in data["grades"]], dtype=float),
-                                  (1.0, 10.0), tie_margin=tau, max_length=args.max_length,
-                                  source="Auto-J validation grades (GPU run)")  # fmt: skip
+    calibration = fit_calibration(
+        np.array(grades),
+        np.array([r["score"] for r in data["grades"]], dtype=float),
+        (1.0, 10.0),
+        tie_margin=tau,
+        max_length=args.max_length,
+        source="Auto-J validation grades (GPU run)",
+    )
     folder = Path(args.work) / name
     model.save_pretrained(folder)
     weights = folder / "adapter_model.safetensors"

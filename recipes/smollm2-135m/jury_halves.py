@@ -81,10 +81,15 @@ def load_pairs(
         for bench in ("mt_bench", "vicuna_bench"):
             graded = load_benchmark("fastchat", half_dir / "selfeval" / bench)
             pairs += within_query_pairs(
-                {"query_id": f"{bench}:{r['query_id']}", "question": r["question"], "response": r["response"],
-                 "score": r["human_score"]}
-                for r in graded if r["human_score"] is not None
-            )  # fmt: skip
+                {
+                    "query_id": f"{bench}:{r['query_id']}",
+                    "question": r["question"],
+                    "response": r["response"],
+                    "score": r["human_score"],
+                }
+                for r in graded
+                if r["human_score"] is not None
+            )
         rows = datasets.Dataset.from_list(pairs)
     else:
         raise ValueError(f"unknown benchmark {benchmark!r}; use {', '.join(BENCHMARKS)}")
@@ -107,9 +112,12 @@ def dev_aurc(labels: Sequence, confidences: Sequence, human: Sequence[int]) -> f
 
 
 def cross_fitted(
-    members: Mapping[str, Mapping[str, Sequence]], human: Sequence[int], questions: Sequence, folds: int = 2,
+    members: Mapping[str, Mapping[str, Sequence]],
+    human: Sequence[int],
+    questions: Sequence,
+    folds: int = 2,
     seed: int = 0,
-) -> tuple[list, list]:  # fmt: skip
+) -> tuple[list, list]:
     """The ``fitted`` aggregate's verdicts on every row, each from a fit on the other folds' rows only
     (:func:`~hf_critic.selective.jury.group_folds` by question).
 
@@ -239,9 +247,13 @@ def measure(stage, dev, test, *, resamples: int = 1000) -> dict:
         critics = {named(k): a[half] for k, a in aggregates.items() if a[half] is not None}
         critics |= {f"{stage.name}/{m}": _member((dev_members if half == "dev" else test_members)[m]) for m in members}
         return risk_coverage_report(
-            critics, human, questions=rows["question"], response_1=rows["response_1"], response_2=rows["response_2"],
+            critics,
+            human,
+            questions=rows["question"],
+            response_1=rows["response_1"],
+            response_2=rows["response_2"],
             resamples=resamples,
-        )  # fmt: skip
+        )
 
     dev_blocks, dev_curves = report(dev, human_dev, "dev")
     test_blocks, test_curves = report(test, human_test, "test")
@@ -279,19 +291,23 @@ def _member(columns: Mapping[str, Sequence]) -> tuple[list, list]:
 def summary_lines(benchmark: str, result: dict) -> list[str]:
     """The choice, the agreement at full coverage and the goal, one line each."""
     dev = ", ".join(f"{k} {'-' if v is None else f'{v:.3f}'}" for k, v in result["dev"]["dev_aurc"].items())
-    lines = [f"{benchmark}: dev {result['dev']['rows']} pairs, test {result['test']['rows']} pairs",
-             f"  dev AURC (fitted: 2-fold cross-fitted by question): {dev}",
-             f"  chosen on dev: {result['chosen'] or 'none'}",
-             "  test agreement at full coverage: " + ", ".join(f"{k} {100 * v:.1f}"
-                                                               for k, v in result["test"]["agreement"].items())]  # fmt: skip
+    lines = [
+        f"{benchmark}: dev {result['dev']['rows']} pairs, test {result['test']['rows']} pairs",
+        f"  dev AURC (fitted: 2-fold cross-fitted by question): {dev}",
+        f"  chosen on dev: {result['chosen'] or 'none'}",
+        "  test agreement at full coverage: "
+        + ", ".join(f"{k} {100 * v:.1f}" for k, v in result["test"]["agreement"].items()),
+    ]
     for name, note in result["dev"]["notes"].items():
         lines.append(f"  {name}: no dev AURC ({note})")
     for key in ("goal", "goal_chosen"):
         g = result[key]
         if g:
             beaten = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in g["beats"].items())
-            lines.append(f"  goal ({g['jury']}, test AURC {g['aurc']:.3f} below): {beaten} -> "
-                         f"{'holds' if g['holds'] else 'does not hold'}")  # fmt: skip
+            lines.append(
+                f"  goal ({g['jury']}, test AURC {g['aurc']:.3f} below): {beaten} -> "
+                f"{'holds' if g['holds'] else 'does not hold'}"
+            )
     return lines
 
 
@@ -314,23 +330,35 @@ def _jsonable(value):
     return value
 
 
-def main(argv=None) -> int:
-    """Measure the jury on the chosen benchmarks' halves; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+def _parse_args(argv) -> argparse.Namespace:
+    """The command line of :func:`main`, checked (argparse exits 2 on a bad value)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.strip().split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     default_data = os.environ.get("HF_CRITIC_SHARED_DATA", str(REPO_ROOT.parent / "shared" / "data"))
-    parser.add_argument("--cascade", default=str(REPO_ROOT / "examples" / "cascades" / "local_jury.yaml"),
-                        help="the cascade file; its first critic must be a jury (default: %(default)s)")  # fmt: skip
+    parser.add_argument(
+        "--cascade",
+        default=str(REPO_ROOT / "examples" / "cascades" / "local_jury.yaml"),
+        help="the cascade file; its first critic must be a jury (default: %(default)s)",
+    )
     parser.add_argument("--output-dir", default="outputs/jury_halves", help="default: %(default)s")
     parser.add_argument("--data-dir", default=default_data, help="real-data folder (default: %(default)s)")
     parser.add_argument("--splits", default=str(SPLITS), help="the id files' folder (default: %(default)s)")
-    parser.add_argument("--benchmarks", default=",".join(BENCHMARKS),
-                        help="comma-separated, of %(default)s (default: all)")  # fmt: skip
-    parser.add_argument("--autoj-sample", type=int,
-                        help="Eval-P pairs a half, shuffled with seed 0 before the ties are dropped (default: all)")  # fmt: skip
+    parser.add_argument(
+        "--benchmarks", default=",".join(BENCHMARKS), help="comma-separated, of %(default)s (default: all)"
+    )
+    parser.add_argument(
+        "--autoj-sample",
+        type=int,
+        help="Eval-P pairs a half, shuffled with seed 0 before the ties are dropped (default: all)",
+    )
     parser.add_argument("--limit", type=int, help="at most N pairs a half (smoke runs)")
-    parser.add_argument("--bootstrap", type=int, default=1000,
-                        help="bootstrap resamples of each AURC interval (0: none; default: 1000)")  # fmt: skip
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="bootstrap resamples of each AURC interval (0: none; default: 1000)",
+    )
     args = parser.parse_args(argv)
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
     unknown = [b for b in benchmarks if b not in BENCHMARKS]
@@ -338,6 +366,13 @@ def main(argv=None) -> int:
         parser.error(f"--benchmarks: unknown {unknown}; use {', '.join(BENCHMARKS)}")
     if args.bootstrap and args.bootstrap < 100:
         parser.error("--bootstrap: 0 or at least 100")
+    return args
+
+
+def main(argv=None) -> int:
+    """Measure the jury on the chosen benchmarks' halves; returns the exit status."""
+    args = _parse_args(argv)
+    benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
 
     from hf_critic.commands.cascades import load_cascade
     from hf_critic.commands.critique import compare_parser
@@ -356,8 +391,10 @@ def main(argv=None) -> int:
             halves = {}
             for half in ("dev", "test"):
                 write_half(args.data_dir, split, half, Path(tmp) / half)
-                halves[half] = {b: load_pairs(b, Path(tmp) / half, autoj_sample=args.autoj_sample, limit=args.limit)
-                                for b in benchmarks}  # fmt: skip
+                halves[half] = {
+                    b: load_pairs(b, Path(tmp) / half, autoj_sample=args.autoj_sample, limit=args.limit)
+                    for b in benchmarks
+                }
         for bench in benchmarks:
             t0 = time.perf_counter()
             dev, test = halves["dev"][bench], halves["test"][bench]
@@ -366,7 +403,8 @@ def main(argv=None) -> int:
             result["wall_s"] = round(time.perf_counter() - t0, 1)
             results[bench] = result
             sections[f"{TITLES[bench]}: dev ({len(dev)} pairs; fitted aggregates cross-fitted)"] = result["dev"][
-                "blocks"]  # fmt: skip
+                "blocks"
+            ]
             sections[f"{TITLES[bench]}: test ({len(test)} pairs)"] = result["test"]["blocks"]
             panels[f"{TITLES[bench]} test"] = result["test"]["_curves"]
             for line in summary_lines(bench, result):
@@ -382,8 +420,14 @@ def main(argv=None) -> int:
     for bench, result in results.items():
         lines += ["```", *summary_lines(bench, result), f"  wall time {result['wall_s']:.1f} s", "```", ""]
     (out / "report.md").write_text("\n".join(lines) + "\n" + markdown, encoding="utf-8")
-    report = {"cascade": args.cascade, "limit": args.limit, "autoj_sample": args.autoj_sample,
-              "bootstrap": args.bootstrap, "benchmarks": results, "load_average_start": load_start}  # fmt: skip
+    report = {
+        "cascade": args.cascade,
+        "limit": args.limit,
+        "autoj_sample": args.autoj_sample,
+        "bootstrap": args.bootstrap,
+        "benchmarks": results,
+        "load_average_start": load_start,
+    }
     from hf_critic.selective.risk_coverage import plot_risk_coverage
 
     plot_risk_coverage(panels, out / "risk_coverage.png")

@@ -95,8 +95,11 @@ class RecordedVerdicts:
     kind = "recorded"
 
     def __init__(self, name: str, rows: datasets.Dataset, files: Sequence[str], *, published: bool):
-        missing = [c for c in (*schema.Setting(schema.Task.PAIRWISE, False).fields, schema.CRITIQUE_LABEL)
-                   if c not in rows.column_names]  # fmt: skip
+        missing = [
+            c
+            for c in (*schema.Setting(schema.Task.PAIRWISE, False).fields, schema.CRITIQUE_LABEL)
+            if c not in rows.column_names
+        ]
         if missing:
             raise ValueError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
         self.name, self.rows, self.files, self.published = name, rows, list(files), published
@@ -104,8 +107,11 @@ class RecordedVerdicts:
         self.copies: dict[str, list[int]] = defaultdict(list)  # pair text -> its recorded rows, in order
         for i, key in enumerate(self.keys):
             self.copies[key].append(i)
-        verdict_columns = [c for c in (schema.CRITIQUE_LABEL, schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_CONFIDENCE)
-                           if c in rows.column_names]  # fmt: skip
+        verdict_columns = [
+            c
+            for c in (schema.CRITIQUE_LABEL, schema.CRITIQUE_LABEL_SWAPPED, schema.CRITIQUE_CONFIDENCE)
+            if c in rows.column_names
+        ]
         self.verdicts = list(zip(*(rows[c] for c in verdict_columns), strict=True))
         self.ids: dict[str, int] | None = None
         if "id" in rows.column_names and None not in rows["id"]:
@@ -118,9 +124,14 @@ class RecordedVerdicts:
 
     @classmethod
     def from_verdict_files(
-        cls, name: str, benchmark: datasets.Dataset, first: str, swapped: str | None = None, field: str | None = None,
+        cls,
+        name: str,
+        benchmark: datasets.Dataset,
+        first: str,
+        swapped: str | None = None,
+        field: str | None = None,
         label_map=None,
-    ) -> RecordedVerdicts:  # fmt: skip
+    ) -> RecordedVerdicts:
         """A published judge's verdict files, one row per ``benchmark`` row in its order (Auto-J's layout).
 
         Args:
@@ -144,8 +155,10 @@ class RecordedVerdicts:
                 continue
             verdicts = load_verdict_file(path, "pairwise", field, label_map=label_map)
             if len(verdicts) != len(benchmark):
-                raise ValueError(f"{path}: {len(verdicts)} verdicts for the {len(benchmark)} rows of the benchmark "
-                                 "they were made on: a verdict file has one row per benchmark row, in order")  # fmt: skip
+                raise ValueError(
+                    f"{path}: {len(verdicts)} verdicts for the {len(benchmark)} rows of the benchmark "
+                    "they were made on: a verdict file has one row per benchmark row, in order"
+                )
             if which == "first":
                 columns[schema.CRITIQUE_LABEL] = verdicts
             else:
@@ -214,9 +227,11 @@ class RecordedVerdicts:
                 found.append(copies[min(occurrence, len(copies) - 1)] if copies else None)
                 continue
             if wanted[key] != len(copies):
-                raise ValueError(f"{files}: the pair of data row {row} is recorded {len(copies)} times with different "
-                                 f"verdicts and found {wanted[key]} times in the data: which verdict is its own "
-                                 "cannot be told (give both an id column)")  # fmt: skip
+                raise ValueError(
+                    f"{files}: the pair of data row {row} is recorded {len(copies)} times with different "
+                    f"verdicts and found {wanted[key]} times in the data: which verdict is its own "
+                    "cannot be told (give both an id column)"
+                )
             found.append(copies[occurrence])
             conflicting.append(row)
         return found, conflicting
@@ -254,8 +269,10 @@ class RecordedVerdicts:
 
 
 def _pair_keys(rows: datasets.Dataset) -> list[str]:
-    return [pair_key(q, a, b) for q, a, b in zip(rows[schema.QUESTION], rows[schema.RESPONSE_1], rows[schema.RESPONSE_2],
-                                                 strict=True)]  # fmt: skip
+    return [
+        pair_key(q, a, b)
+        for q, a, b in zip(rows[schema.QUESTION], rows[schema.RESPONSE_1], rows[schema.RESPONSE_2], strict=True)
+    ]
 
 
 @dataclass
@@ -301,8 +318,10 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
     named = [s.delta_share for s in stages if s.delta_share is not None]
     rest, others = 1.0 - sum(named), len(stages) - len(named)
     if rest < -1e-9 or (others and rest <= 1e-9) or (not others and abs(rest) > 1e-9):
-        raise ValueError(f"{where}: the critics' delta_share values {named} must sum to 1 when every critic names one, "
-                         f"else below 1 (the others split the rest)")  # fmt: skip
+        raise ValueError(
+            f"{where}: the critics' delta_share values {named} must sum to 1 when every critic names one, "
+            f"else below 1 (the others split the rest)"
+        )
     return [s.delta_share if s.delta_share is not None else rest / others for s in stages]
 
 
@@ -419,10 +438,22 @@ def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) ->
         if stage.logistic is not None and schema.CRITIQUE_REWARD in columns:
             columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, logistic=stage.logistic)[0]
     kind = confidence_kind(stage, columns) if len(dataset) else None
-    columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(columns[schema.CRITIQUE_LABEL],
-                                                               columns[schema.CRITIQUE_CONFIDENCE])[0]  # fmt: skip
-    return StageRun(stage.name, columns, len(dataset), calls, time.perf_counter() - started, stage.recorded,
-                    unmatched, stage.price_per_call, conflicting, kind, *named)  # fmt: skip
+    columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(
+        columns[schema.CRITIQUE_LABEL], columns[schema.CRITIQUE_CONFIDENCE]
+    )[0]
+    return StageRun(
+        stage.name,
+        columns,
+        len(dataset),
+        calls,
+        time.perf_counter() - started,
+        stage.recorded,
+        unmatched,
+        stage.price_per_call,
+        conflicting,
+        kind,
+        *named,
+    )
 
 
 def judge_all(stages: Sequence[CascadeStage], records, source: str = "data") -> list[StageRun]:
@@ -435,8 +466,9 @@ def judge_all(stages: Sequence[CascadeStage], records, source: str = "data") -> 
     return [_judge_stage(stage, dataset, source) for stage in stages]
 
 
-def check_calibration(calibration: CalibrationFile, stages: Sequence[CascadeStage], setting: schema.Setting,
-                      path: str) -> None:  # fmt: skip
+def check_calibration(
+    calibration: CalibrationFile, stages: Sequence[CascadeStage], setting: schema.Setting, path: str
+) -> None:
     """Refuse a calibration file made for other critics, another template or another setting.
 
     Raises:
@@ -452,8 +484,10 @@ def check_calibration(calibration: CalibrationFile, stages: Sequence[CascadeStag
         if isinstance(stage.critic, Jury):  # a changed member is named (and a fitted aggregate taken)
             stage.critic.load_fit(entry.jury, [critic_fingerprint(m, setting) for m in stage.critic.members], path)
         if entry.fingerprint != critic_fingerprint(stage, setting):
-            raise ValueError(f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
-                             f"verdict source, decoding, swap or recorded files changed): {again}")  # fmt: skip
+            raise ValueError(
+                f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
+                f"verdict source, decoding, swap or recorded files changed): {again}"
+            )
 
 
 @dataclass
@@ -482,34 +516,57 @@ class CascadeResult:
         critics = []
         for run, lam in zip(self.stages, self.thresholds, strict=False):
             decided = sum(d == run.name for d in deciders)
-            critics.append({"name": run.name, "threshold": lam, "asked": run.asked, "decided": decided,
-                            "share": decided / rows if rows else 0.0, "calls": run.calls,
-                            "seconds": round(run.seconds, 2), "money": run.money, "recorded": run.recorded,
-                            "unmatched": run.unmatched, "conflicting": run.conflicting,
-                            "unmatched_rows": run.unmatched_rows, "conflicting_rows": run.conflicting_rows,
-                            "without_confidence": dict(run.without_confidence())})  # fmt: skip
+            critics.append(
+                {
+                    "name": run.name,
+                    "threshold": lam,
+                    "asked": run.asked,
+                    "decided": decided,
+                    "share": decided / rows if rows else 0.0,
+                    "calls": run.calls,
+                    "seconds": round(run.seconds, 2),
+                    "money": run.money,
+                    "recorded": run.recorded,
+                    "unmatched": run.unmatched,
+                    "conflicting": run.conflicting,
+                    "unmatched_rows": run.unmatched_rows,
+                    "conflicting_rows": run.conflicting_rows,
+                    "without_confidence": dict(run.without_confidence()),
+                }
+            )
         kept = sum(d is not None for d in deciders)
-        return {"rows": rows, "kept": kept, "coverage": kept / rows if rows else 0.0, "abstained": rows - kept,
-                "critics": critics}  # fmt: skip
+        return {
+            "rows": rows,
+            "kept": kept,
+            "coverage": kept / rows if rows else 0.0,
+            "abstained": rows - kept,
+            "critics": critics,
+        }
 
     def summary_lines(self) -> list[str]:
         """The summary as plain lines for the terminal."""
         s = self.summary()
-        lines = [f"cascade: {s['kept']}/{s['rows']} rows decided (coverage {100 * s['coverage']:.1f}%), "
-                 f"{s['abstained']} abstained (no critic confident enough: no verdict)"]  # fmt: skip
+        lines = [
+            f"cascade: {s['kept']}/{s['rows']} rows decided (coverage {100 * s['coverage']:.1f}%), "
+            f"{s['abstained']} abstained (no critic confident enough: no verdict)"
+        ]
         for c in s["critics"]:
             how = "verdicts read from files, not computed" if c["recorded"] else f"{c['calls']} calls"
             cost = f", {c['money']:.4g} in money" if c["money"] is not None else ""
             unmatched = f", {c['unmatched']} rows not in its files ({c['unmatched_rows']})" if c["unmatched"] else ""
             lam = "keeps no row (no threshold passed)" if c["threshold"] is None else f"threshold {c['threshold']:.4g}"
-            lines.append(f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
-                         f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}")  # fmt: skip
+            lines.append(
+                f"  {c['name']}: asked {c['asked']}, decided {c['decided']} ({100 * c['share']:.1f}% of "
+                f"rows), {lam}; {how}, {c['seconds']:.1f} s{cost}{unmatched}"
+            )
             missing = describe_missing(Counter(c["without_confidence"]), c["asked"])
             if missing:
                 lines.append(f"    {missing}")
             if c["conflicting"]:
-                lines.append(f"    {c['conflicting']} rows matched by order among copies of a pair with different "
-                             f"recorded verdicts ({c['conflicting_rows']})")  # fmt: skip
+                lines.append(
+                    f"    {c['conflicting']} rows matched by order among copies of a pair with different "
+                    f"recorded verdicts ({c['conflicting_rows']})"
+                )
         return lines
 
 
@@ -523,9 +580,13 @@ def _keep_jury_members(out: dict[str, list], columns: dict[str, list], rows: lis
 
 
 def run_cascade(
-    stages: Sequence[CascadeStage], records, calibration: CalibrationFile, *, source: str = "data",
+    stages: Sequence[CascadeStage],
+    records,
+    calibration: CalibrationFile,
+    *,
+    source: str = "data",
     calibration_path: str = "calibration",
-) -> CascadeResult:  # fmt: skip
+) -> CascadeResult:
     """Judge ``records`` with a calibrated cascade (Trust or Escalate §3.3): each critic only on the rows no earlier
     critic kept; a row no critic keeps is ``abstained`` (no verdict, never a default).
 
@@ -544,8 +605,10 @@ def run_cascade(
     """
     dataset = as_dataset(records)
     if schema.RESPONSE_1 not in dataset.column_names:
-        raise ValueError(f"{source}: a cascade compares pairs (response_1, response_2); pointwise grading has no "
-                         "human-agreement guarantee here")  # fmt: skip
+        raise ValueError(
+            f"{source}: a cascade compares pairs (response_1, response_2); pointwise grading has no "
+            "human-agreement guarantee here"
+        )
     setting = schema.Setting(schema.Task.PAIRWISE, schema.REFERENCE in dataset.column_names)
     check_calibration(calibration, stages, setting, calibration_path)
     rows = len(dataset)
@@ -560,9 +623,11 @@ def run_cascade(
             stage.logistic = tuple(entry.logistic)
         run = _judge_stage(stage, dataset.select(remaining), source)
         if run.kind != entry.confidence:
-            raise ValueError(f"{calibration_path}: critic {stage.name!r} was calibrated on confidences of kind "
-                             f"{entry.confidence!r}, its verdicts now carry {run.kind!r}: calibrate this cascade "
-                             "with `hf-critic calibrate`")  # fmt: skip
+            raise ValueError(
+                f"{calibration_path}: critic {stage.name!r} was calibrated on confidences of kind "
+                f"{entry.confidence!r}, its verdicts now carry {run.kind!r}: calibrate this cascade "
+                "with `hf-critic calibrate`"
+            )
         result.stages.append(run)
         result.thresholds.append(entry.threshold)
         _keep_jury_members(out, run.columns, remaining)

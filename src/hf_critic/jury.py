@@ -142,11 +142,13 @@ class Jury:
             labels, self._fit_labels = self._fit_labels, None
             fitting = fit_rows(self._fit_groups, self._fit_share)
             self.fit_rows = np.flatnonzero(fitting)
-            self.fit = fit_jury(self.member_columns, [h if f else None for h, f in zip(labels, fitting, strict=True)],
-                                self._fit_groups)  # fmt: skip
+            self.fit = fit_jury(
+                self.member_columns, [h if f else None for h, f in zip(labels, fitting, strict=True)], self._fit_groups
+            )
         if self.how == "fitted" and self.fit is None:
-            raise ValueError(f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic "
-                             "calibrate`)")  # fmt: skip
+            raise ValueError(
+                f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic calibrate`)"
+            )
         return self.columns(self.member_columns), sum(run.calls for run in runs)
 
     def columns(self, member_columns: dict[str, dict[str, list]], fit: JuryFit | None = None) -> dict[str, list]:
@@ -173,7 +175,7 @@ class Jury:
             "aggregate": self.how,
             "members": [
                 {"name": m.name, "fingerprint": f} for m, f in zip(self.members, member_fingerprints, strict=True)
-            ],  # fmt: skip
+            ],
             "fit": self.fit.to_dict() if self.fit is not None else None,
         }
 
@@ -188,16 +190,21 @@ class Jury:
         name = self.where
         if not isinstance(entry, dict) or entry.get("aggregate") != self.how:
             got = entry.get("aggregate") if isinstance(entry, dict) else None
-            raise ValueError(f"{path}: {name}: calibrated with aggregate {got!r}, the cascade file says {self.how!r}: "
-                             f"{again}")  # fmt: skip
+            raise ValueError(
+                f"{path}: {name}: calibrated with aggregate {got!r}, the cascade file says {self.how!r}: {again}"
+            )
         stored = {m.get("name"): m.get("fingerprint") for m in entry.get("members") or [] if isinstance(m, dict)}
         if list(stored) != [m.name for m in self.members]:
-            raise ValueError(f"{path}: {name}: calibrated with the members {list(stored)}, not "
-                             f"{[m.name for m in self.members]}: {again}")  # fmt: skip
+            raise ValueError(
+                f"{path}: {name}: calibrated with the members {list(stored)}, not "
+                f"{[m.name for m in self.members]}: {again}"
+            )
         for member, fingerprint in zip(self.members, member_fingerprints, strict=True):
             if stored[member.name] != fingerprint:
-                raise ValueError(f"{path}: {name}: member {member.name!r} changed since its {self.how} aggregate was "
-                                 f"calibrated (model, template, verdict source, decoding, swap or files): {again}")  # fmt: skip
+                raise ValueError(
+                    f"{path}: {name}: member {member.name!r} changed since its {self.how} aggregate was "
+                    f"calibrated (model, template, verdict source, decoding, swap or files): {again}"
+                )
         if self.how == "fitted":
             if entry.get("fit") is None:
                 raise ValueError(f"{path}: {name}: no fitted aggregate in the calibration file: {again}")

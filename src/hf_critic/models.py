@@ -209,8 +209,16 @@ _WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "tf_model*.h5", "flax
 
 
 # Files a tokenizer is loaded from, one of which a model folder needs (fast, slow or tiktoken tokenizers).
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
-                    "spiece.model", "sentencepiece.bpe.model", "tiktoken.model")  # fmt: skip
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "tokenizer.model",
+    "vocab.json",
+    "vocab.txt",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tiktoken.model",
+)
 
 
 def check_safetensors(path: str | os.PathLike) -> None:
@@ -229,8 +237,10 @@ def check_safetensors(path: str | os.PathLike) -> None:
     except (SafetensorError, OSError) as err:
         detail = " ".join(str(err).split()).removeprefix("Error while deserializing header: ")
         size = Path(path).stat().st_size
-        raise ValueError(f"{path}: not a readable safetensors file ({size} bytes: {detail}); it is empty, "
-                         "truncated or not safetensors: copy or save it again") from None  # fmt: skip
+        raise ValueError(
+            f"{path}: not a readable safetensors file ({size} bytes: {detail}); it is empty, "
+            "truncated or not safetensors: copy or save it again"
+        ) from None
 
 
 def _check_model_folder(model: str) -> None:

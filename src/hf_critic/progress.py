@@ -39,8 +39,9 @@ class RunBar(contextlib.AbstractContextManager):
         counts = getattr(self.engine, "last_readout", None)
         if counts is not None:
             self.tokens += counts.read
-            self.bar.set_postfix(tok_s=f"{self.tokens / max(time.perf_counter() - self.started, 1e-9):.0f}",
-                                 refresh=False)  # fmt: skip
+            self.bar.set_postfix(
+                tok_s=f"{self.tokens / max(time.perf_counter() - self.started, 1e-9):.0f}", refresh=False
+            )
         self.bar.update(rows)
 
     def __exit__(self, *exc) -> None:

@@ -295,9 +295,14 @@ class _Rewriter:
 
 
 def _rewrite_rounds(
-    name: str, critic: Critic, data: _Records, rounds: int, rewriter: _Rewriter, counts: dict[str, StageCount],
+    name: str,
+    critic: Critic,
+    data: _Records,
+    rounds: int,
+    rewriter: _Rewriter,
+    counts: dict[str, StageCount],
     source: str,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """``critic``'s rounds of critique -> rewrite, each on the previous round's rewrite: one row per record and
     round (a response left without a critique gets no rewrite, None); the stages' inputs counted in ``counts``."""
     rows = []
@@ -318,11 +323,18 @@ def _rewrite_rounds(
         rewrites = [None if g is None else g[0].strip() for g in made.texts]
         skipped = schema.ParseStatus.SKIPPED.value
         rows += [
-            data.row(i, name, round_, rewrites[i], critiqued=current[i], critique=feedback[i],
-                     critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
-                     critique_status=skipped if g is None else g[schema.CRITIQUE_STATUS])
+            data.row(
+                i,
+                name,
+                round_,
+                rewrites[i],
+                critiqued=current[i],
+                critique=feedback[i],
+                critique_score=None if g is None else g[schema.CRITIQUE_SCORE],
+                critique_status=skipped if g is None else g[schema.CRITIQUE_STATUS],
+            )
             for i, g in enumerate(graded)
-        ]  # fmt: skip
+        ]
         current = rewrites
     return rows
 

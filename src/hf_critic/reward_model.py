@@ -115,8 +115,10 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
     labels = config.get("num_labels", len(config.get("id2label") or {}) or None)
     classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
     if classifier and labels not in (None, 1):  # neither a reward model nor a text critic (no language-model head)
-        raise ValueError(f"{model}: a sequence classifier with {labels} labels: a reward critic has one label (its "
-                         "reward), and a classifier cannot write critiques (no language-model head)")  # fmt: skip
+        raise ValueError(
+            f"{model}: a sequence classifier with {labels} labels: a reward critic has one label (its "
+            "reward), and a classifier cannot write critiques (no language-model head)"
+        )
     return classifier and labels == 1
 
 
@@ -192,8 +194,13 @@ class RewardCalibration:
     source: str = "not fitted: score = low + (high - low) * sigmoid(reward)"
 
     def __post_init__(self):
-        numbers = {"slope": self.slope, "intercept": self.intercept, "fitted_low": self.fitted_low,
-                   "fitted_high": self.fitted_high, "tie_margin": self.tie_margin}  # fmt: skip
+        numbers = {
+            "slope": self.slope,
+            "intercept": self.intercept,
+            "fitted_low": self.fitted_low,
+            "fitted_high": self.fitted_high,
+            "tie_margin": self.tie_margin,
+        }
         for name, value in numbers.items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
                 raise ValueError(f"{name} must be a number, got {value!r}")

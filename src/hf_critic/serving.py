@@ -101,8 +101,10 @@ def export_critic(model: str, output: str | os.PathLike | None, *, overwrite: bo
     trained = trained_critic(model)
     source = trained.check_installed() if trained is not None else Path(model).expanduser()
     if trained is None and not is_reward_model(model):
-        raise ValueError(f"export-critic {model}: not a reward critic (a PEFT adapter with task_type SEQ_CLS or a "
-                         "one-label sequence classifier); a text critic's folder is served as it is: vllm serve FOLDER")  # fmt: skip
+        raise ValueError(
+            f"export-critic {model}: not a reward critic (a PEFT adapter with task_type SEQ_CLS or a "
+            "one-label sequence classifier); a text critic's folder is served as it is: vllm serve FOLDER"
+        )
     if output is None:
         raise ValueError(f"export-critic {model}: --output names the folder to write")
     target = Path(output).expanduser()
@@ -157,9 +159,19 @@ class VllmServerProcess:
         RuntimeError (from :meth:`start`): the process exited or did not answer within ``ready_timeout``.
     """
 
-    def __init__(self, folder: str | os.PathLike, name: str | None = None, *, pooling: bool = False,
-                 python: str | os.PathLike | None = None, port: int | None = None, log: str | os.PathLike | None = None,
-                 ready_timeout: float = 900.0, kv_cache_gib: int = 2, cores: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        folder: str | os.PathLike,
+        name: str | None = None,
+        *,
+        pooling: bool = False,
+        python: str | os.PathLike | None = None,
+        port: int | None = None,
+        log: str | os.PathLike | None = None,
+        ready_timeout: float = 900.0,
+        kv_cache_gib: int = 2,
+        cores: str | None = None,
+    ):
         self.folder, self.name, self.pooling = str(folder), name, pooling
         self.python, self.port = Path(python) if python else vllm_python(), port or free_port()
         self.log, self.ready_timeout, self.kv_cache_gib, self.cores = log, ready_timeout, kv_cache_gib, cores

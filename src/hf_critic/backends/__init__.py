@@ -61,8 +61,10 @@ def load_backend(
         from .transformers import TransformersBackend
 
         if gguf_recode != "auto":
-            raise ValueError(f"--gguf-recode {gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
-                             "for --engine llamacpp only)")  # fmt: skip
+            raise ValueError(
+                f"--gguf-recode {gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
+                "for --engine llamacpp only)"
+            )
 
         backend = TransformersBackend.from_pretrained(
             model,

@@ -91,8 +91,9 @@ def _read_header(file: Path):
         return GGUFReader(file)
     except Exception as err:  # the reader raises ValueError, KeyError, IndexError... on damaged bytes
         detail = " ".join(str(err).split())[:160] or type(err).__name__
-        raise GGUFError(f"{str(file)!r} starts with b'GGUF' but is not a readable GGUF file (truncated or damaged: "
-                        f"{detail})") from None  # fmt: skip
+        raise GGUFError(
+            f"{str(file)!r} starts with b'GGUF' but is not a readable GGUF file (truncated or damaged: {detail})"
+        ) from None
 
 
 #: Weight types llama.cpp's x86 kernels run slowly, and the type ``recode="auto"`` re-encodes them into.
@@ -224,8 +225,9 @@ def _verified(target: Path) -> bool:
     seal = _seal(target)
     if seal.is_file() and seal.read_text(encoding="utf-8").strip() == fingerprint(target):
         return True
-    logger.warning("%s: the kept re-encoding does not match its fingerprint (truncated or damaged); writing it again",
-                   target)  # fmt: skip
+    logger.warning(
+        "%s: the kept re-encoding does not match its fingerprint (truncated or damaged); writing it again", target
+    )
     return False
 
 
@@ -282,11 +284,16 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
                 partial.unlink()
             reason = f"{err.strerror or err}: {err.filename or folder}"
             if recode != "auto":
-                raise GGUFError(f"--gguf-recode {recode}: cannot write the re-encoding of {source} into {folder} "
-                                f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass --gguf-recode off"
-                                ) from None  # fmt: skip
-            logger.warning("%s: could not write its %s re-encoding (%s); running the file as it is", source.name,
-                           target_type, reason)  # fmt: skip
+                raise GGUFError(
+                    f"--gguf-recode {recode}: cannot write the re-encoding of {source} into {folder} "
+                    f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass --gguf-recode off"
+                ) from None
+            logger.warning(
+                "%s: could not write its %s re-encoding (%s); running the file as it is",
+                source.name,
+                target_type,
+                reason,
+            )
             return source
         logger.info(
             "%s: %s weights re-encoded as %s for llama.cpp's fast CPU kernels in %.0f s, kept as %s (--gguf-recode "

@@ -268,8 +268,10 @@ class OpenAIBackend(Backend):
         # cut at max_new_tokens inside an indented line would otherwise end in whitespace here only).
         texts = [t.strip() if t is not None else None for t in (r.text if r.ok else r.rejected for r in results)]
         self._raise_if_failed([r for r, text in zip(results, texts, strict=True) if text is None], len(results))
-        cut = [r.finish_reason == "length" if r.ok else (r.error or "").startswith("answer rejected: length")
-               for r in results]  # fmt: skip
+        cut = [
+            r.finish_reason == "length" if r.ok else (r.error or "").startswith("answer rejected: length")
+            for r in results
+        ]
         per = range(len(conversations))
         return [texts[i * n : (i + 1) * n] for i in per], [cut[i * n : (i + 1) * n] for i in per]  # type: ignore[misc]
 

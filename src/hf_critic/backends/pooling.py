@@ -68,9 +68,11 @@ def _scalar(data: Any) -> float:
         shape = f"{len(value)} values" if value else "empty"
     else:
         shape = f"a {type(value).__name__}"
-    raise ValueError(f"the pooled output of one conversation is {shape}, not one number: the server is not running a "
-                     "sequence reward model (serve a one-label sequence classifier with `vllm serve MODEL --runner "
-                     "pooling`)")  # fmt: skip
+    raise ValueError(
+        f"the pooled output of one conversation is {shape}, not one number: the server is not running a "
+        "sequence reward model (serve a one-label sequence classifier with `vllm serve MODEL --runner "
+        "pooling`)"
+    )
 
 
 def _message(response) -> str:
@@ -206,8 +208,10 @@ class PoolingRewardClient:
         status = response.status_code
         if status != 200:
             message = _message(response)
-            fatal = (f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} ({message}); "
-                     f"check the model name, ${self.api_key_env}, and that the server runs `--runner pooling`")  # fmt: skip
+            fatal = (
+                f"{self.display_url} answered {status} to POST /pooling for model {self.model!r} ({message}); "
+                f"check the model name, ${self.api_key_env}, and that the server runs `--runner pooling`"
+            )
             raise status_error(status, f"{status}: {message}", response.headers, fatal)
         try:
             data = next(item["data"] for item in response.json()["data"] if item.get("index", 0) == 0)
@@ -228,8 +232,14 @@ class PoolingRewardClient:
                 if wait is None:
                     raise _Fail(f"{tries.last} (after {tries.errors} attempts)") from None
                 if wait >= 5:
-                    logger.warning("%s: %s; retry %d of %d in %.0f s", self.display_url, err.detail, tries.errors,
-                                   self.policy.max_retries, wait)  # fmt: skip
+                    logger.warning(
+                        "%s: %s; retry %d of %d in %.0f s",
+                        self.display_url,
+                        err.detail,
+                        tries.errors,
+                        self.policy.max_retries,
+                        wait,
+                    )
                 time.sleep(wait)
 
     def rewards(self, conversations: Sequence[Sequence[Mapping[str, str]]]) -> list[float]:

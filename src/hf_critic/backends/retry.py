@@ -187,8 +187,10 @@ class Attempts:
         wait = self.policy.delay(self.errors - 1, self.rng, err.retry_after)
         asked = max(wait, err.retry_after or 0.0)
         if self.waited + asked > self.policy.max_total_wait:
-            self.last = (f"{err.detail}; waiting {asked:g} s more would pass the {self.policy.max_total_wait:g} s a "
-                         "request may wait in all")  # fmt: skip
+            self.last = (
+                f"{err.detail}; waiting {asked:g} s more would pass the {self.policy.max_total_wait:g} s a "
+                "request may wait in all"
+            )
             return None
         self.waited += wait
         return wait

@@ -101,10 +101,12 @@ def register(subparsers) -> None:
     report.add_argument("--levels", type=_levels, help="target agreements to measure (default: --target-agreement)")
     report.add_argument("--seed", type=int, default=0, help="seed of the splits and the bootstrap (default 0)")
     report.add_argument(
-        "--bootstrap", type=int, default=1000,
+        "--bootstrap",
+        type=int,
+        default=1000,
         help="bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default "
         "1000)",
-    )  # fmt: skip
+    )
     parser.set_defaults(func=run_calibrate)
 
 
@@ -182,8 +184,14 @@ def _calibration(args, stages, judged, records, setting, held, human):
 
     alpha = 1 - args.target_agreement
     shares = delta_shares(stages)
-    fitted = calibrate_cascade([[j[1][i] for i in held] for j in judged], [[j[2][i] for i in held] for j in judged],
-                               alpha=alpha, delta=args.delta, min_rows=args.min_rows, shares=shares)  # fmt: skip
+    fitted = calibrate_cascade(
+        [[j[1][i] for i in held] for j in judged],
+        [[j[2][i] for i in held] for j in judged],
+        alpha=alpha,
+        delta=args.delta,
+        min_rows=args.min_rows,
+        shares=shares,
+    )
     rows = len(held)
     ids = records["query_id"] if "query_id" in records.column_names else list(range(len(records)))
     ids, gold = [ids[i] for i in held], [int(human[i]) for i in held]
@@ -191,19 +199,40 @@ def _calibration(args, stages, judged, records, setting, held, human):
     for stage, (run, confidence, _), (lam, n, k, upper, cal_rows, failed), share in zip(
         stages, judged, fitted, shares, strict=True
     ):
-        critics.append(CriticThreshold(
-            name=stage.name, fingerprint=critic_fingerprint(stage, setting), confidence=run.kind,
-            threshold=lam, n=n, k=k, upper_bound=upper, delta=args.delta * share, calibration_rows=cal_rows,
-            coverage=n / rows, logistic=list(stage.logistic) if stage.logistic else None, failed=failed,
-            jury=jury_entry(stage, setting, held), verdicts=_stored_verdicts(run, confidence, held),
-            probes=_probes(stage, run, confidence, records, setting, held),
-        ))  # fmt: skip
+        critics.append(
+            CriticThreshold(
+                name=stage.name,
+                fingerprint=critic_fingerprint(stage, setting),
+                confidence=run.kind,
+                threshold=lam,
+                n=n,
+                k=k,
+                upper_bound=upper,
+                delta=args.delta * share,
+                calibration_rows=cal_rows,
+                coverage=n / rows,
+                logistic=list(stage.logistic) if stage.logistic else None,
+                failed=failed,
+                jury=jury_entry(stage, setting, held),
+                verdicts=_stored_verdicts(run, confidence, held),
+                probes=_probes(stage, run, confidence, records, setting, held),
+            )
+        )
     return CalibrationFile(
-        task="pairwise", setting=setting.name, alpha=alpha, delta=args.delta, min_rows=args.min_rows,
-        data={"path": str(args.data), "rows": rows, "sha256": data_hash(ids, gold),
-              **({"jury_fit_rows": len(records) - rows} if rows < len(records) else {})}, critics=critics,
+        task="pairwise",
+        setting=setting.name,
+        alpha=alpha,
+        delta=args.delta,
+        min_rows=args.min_rows,
+        data={
+            "path": str(args.data),
+            "rows": rows,
+            "sha256": data_hash(ids, gold),
+            **({"jury_fit_rows": len(records) - rows} if rows < len(records) else {}),
+        },
+        critics=critics,
         rows={"ids": ids, "human": gold},
-    )  # fmt: skip
+    )
 
 
 def _calibration_lines(calibration, judged, held) -> list[str]:
@@ -213,11 +242,14 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
     from ..selective import cascade_decisions, selective_figures
     from ..selective.calibration import clopper_pearson_upper
 
-    lines = [f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
-             f"{calibration.data['rows']} rows"]  # fmt: skip
+    lines = [
+        f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
+        f"{calibration.data['rows']} rows"
+    ]
     if "jury_fit_rows" in calibration.data:
-        lines[0] += (f" (the other {calibration.data['jury_fit_rows']} of the data's rows fitted the jury and set no "
-                     "threshold)")  # fmt: skip
+        lines[0] += (
+            f" (the other {calibration.data['jury_fit_rows']} of the data's rows fitted the jury and set no threshold)"
+        )
     for c, (run, confidence, _) in zip(calibration.critics, judged, strict=True):
         missing = describe_missing(run.without_confidence(confidence), len(confidence))
         if missing:
@@ -225,24 +257,31 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
         if run.unmatched:
             lines.append(f"  {c.name}: the rows not in its files: {run.unmatched_rows}")
         if run.conflicting:
-            lines.append(f"  {c.name}: {run.conflicting} rows matched by order among copies of a pair with different "
-                         f"recorded verdicts ({run.conflicting_rows})")  # fmt: skip
+            lines.append(
+                f"  {c.name}: {run.conflicting} rows matched by order among copies of a pair with different "
+                f"recorded verdicts ({run.conflicting_rows})"
+            )
         if c.threshold is None:
-            lines.append(f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its "
-                         f"{c.calibration_rows} rows)")  # fmt: skip
+            lines.append(
+                f"  {c.name} ({c.confidence}): keeps no row (no threshold passed on its {c.calibration_rows} rows)"
+            )
         else:
-            lines.append(f"  {c.name} ({c.confidence}): threshold {c.threshold:.4g}, keeps {c.n} of its "
-                         f"{c.calibration_rows} rows ({100 * c.coverage:.1f}% of all), {c.k} disagree, bound "
-                         f"{c.upper_bound:.3f} <= {calibration.alpha:.3f}")  # fmt: skip
+            lines.append(
+                f"  {c.name} ({c.confidence}): threshold {c.threshold:.4g}, keeps {c.n} of its "
+                f"{c.calibration_rows} rows ({100 * c.coverage:.1f}% of all), {c.k} disagree, bound "
+                f"{c.upper_bound:.3f} <= {calibration.alpha:.3f}"
+            )
     decided = cascade_decisions([[j[1][i] for i in held] for j in judged], [c.threshold for c in calibration.critics])
     figures = selective_figures(decided, np.array([[j[2][i] for i in held] for j in judged]))
     if figures["kept"]:
         hits = round(figures["agreement"] * figures["kept"])
         low = 1 - clopper_pearson_upper(figures["kept"] - hits, figures["kept"], 0.025)
         high = clopper_pearson_upper(hits, figures["kept"], 0.025)
-        lines.append(f"cascade on the calibration rows: coverage {100 * figures['coverage']:.1f}%, agreement "
-                     f"{100 * figures['agreement']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] on the {figures['kept']} "
-                     f"kept rows, {figures['abstained']} abstained")  # fmt: skip
+        lines.append(
+            f"cascade on the calibration rows: coverage {100 * figures['coverage']:.1f}%, agreement "
+            f"{100 * figures['agreement']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] on the {figures['kept']} "
+            f"kept rows, {figures['abstained']} abstained"
+        )
     else:
         lines.append(f"cascade on the calibration rows: no row kept ({figures['abstained']} abstained)")
     return lines
@@ -255,26 +294,42 @@ def _split_report(args, stages, judged, human, questions) -> dict:
 
     confidences, corrects = [j[1] for j in judged], [j[2] for j in judged]
     levels = args.levels or [args.target_agreement]
-    report = {"rows": len(human), "splits": args.splits, "delta": args.delta, "critics": [s.name for s in stages],
-              "calls": [j[0].calls for j in judged], "levels": [], "delta_shares": delta_shares(stages)}  # fmt: skip
-    kwargs = {"delta": args.delta, "splits": args.splits, "calibration_fraction": args.calibration_fraction,
-              "min_rows": args.min_rows, "seed": args.seed}  # fmt: skip
+    report = {
+        "rows": len(human),
+        "splits": args.splits,
+        "delta": args.delta,
+        "critics": [s.name for s in stages],
+        "calls": [j[0].calls for j in judged],
+        "levels": [],
+        "delta_shares": delta_shares(stages),
+    }
+    kwargs = {
+        "delta": args.delta,
+        "splits": args.splits,
+        "calibration_fraction": args.calibration_fraction,
+        "min_rows": args.min_rows,
+        "seed": args.seed,
+    }
     refits = jury_refits(stages, human.tolist(), questions)  # a fitted jury: refit on each calibration half only
     shares = report["delta_shares"]
     for level in levels:
         alpha = 1 - level
         entry = {"target": level}
-        entry["cascade"] = split_protocol(confidences, corrects, alpha=alpha, refit=refits, delta_shares=shares,
-                                          **kwargs)  # fmt: skip
-        entry["plain_cutoff"] = split_protocol(confidences, corrects, alpha=alpha, bound="observed", refit=refits,
-                                               delta_shares=shares, **kwargs)  # fmt: skip
+        entry["cascade"] = split_protocol(
+            confidences, corrects, alpha=alpha, refit=refits, delta_shares=shares, **kwargs
+        )
+        entry["plain_cutoff"] = split_protocol(
+            confidences, corrects, alpha=alpha, bound="observed", refit=refits, delta_shares=shares, **kwargs
+        )
         if len(stages) > 1:  # the strongest critic alone, calibrated with the whole delta
             last = {0: refits[len(stages) - 1]} if len(stages) - 1 in refits else None
-            entry["strongest_alone"] = split_protocol(confidences[-1:], corrects[-1:], alpha=alpha, refit=last,
-                                                      **kwargs)  # fmt: skip
+            entry["strongest_alone"] = split_protocol(
+                confidences[-1:], corrects[-1:], alpha=alpha, refit=last, **kwargs
+            )
         report["levels"].append(entry)
-    report["curves"] = {s.name: agreement_coverage_curve(c, ok) for s, c, ok in zip(stages, confidences, corrects,
-                                                                                       strict=True)}  # fmt: skip
+    report["curves"] = {
+        s.name: agreement_coverage_curve(c, ok) for s, c, ok in zip(stages, confidences, corrects, strict=True)
+    }
     return report
 
 
@@ -294,29 +349,37 @@ def _pct(spread: dict) -> str:
 def split_markdown(report: dict) -> str:
     """The split report as a Markdown table (one row per level and method)."""
     names = report["critics"]
-    lines = [f"Selective judging over {report['splits']} random calibration / test splits of {report['rows']} rows "
-             f"(delta {report['delta']}); coverage and agreement on kept test rows: mean [2.5th, 97.5th percentile]. "
-             "The success rate is over the splits that kept test rows; a split that keeps none is no success and no "
-             "failure, and is counted apart. The guarantee is about every split: the kept test rows fall below the "
-             f"target in at most delta = {100 * report['delta']:g}% of all splits (failing splits %).",
-             "", "| target | method | success rate % (of splits keeping rows) | failing splits % (of all) | coverage % | "
-             f"agreement on kept % | shares % ({' / '.join(names)}) | {names[-1]} asked on % of rows | splits keeping no "
-             "row | no selection: agreement % |",
-             "|---|---|---:|---:|---:|---:|---|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        f"Selective judging over {report['splits']} random calibration / test splits of {report['rows']} rows "
+        f"(delta {report['delta']}); coverage and agreement on kept test rows: mean [2.5th, 97.5th percentile]. "
+        "The success rate is over the splits that kept test rows; a split that keeps none is no success and no "
+        "failure, and is counted apart. The guarantee is about every split: the kept test rows fall below the "
+        f"target in at most delta = {100 * report['delta']:g}% of all splits (failing splits %).",
+        "",
+        "| target | method | success rate % (of splits keeping rows) | failing splits % (of all) | coverage % | "
+        f"agreement on kept % | shares % ({' / '.join(names)}) | {names[-1]} asked on % of rows | splits keeping no "
+        "row | no selection: agreement % |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
+    ]
     for entry in report["levels"]:
         for method in ("cascade", "strongest_alone", "plain_cutoff"):
             if method not in entry:
                 continue
             r = entry[method]
             shares = " / ".join(f"{100 * s:.1f}" for s in r["shares"])
-            label = {"cascade": "cascade" if len(names) > 1 else names[0], "strongest_alone": f"{names[-1]} alone",
-                     "plain_cutoff": "plain cut-off (no bound)"}[method]  # fmt: skip
+            label = {
+                "cascade": "cascade" if len(names) > 1 else names[0],
+                "strongest_alone": f"{names[-1]} alone",
+                "plain_cutoff": "plain cut-off (no bound)",
+            }[method]
             failing = r["splits"] - r["empty_splits"] - r["successes"]
             held = "" if method == "plain_cutoff" or failing <= report["delta"] * r["splits"] else " (above delta)"
-            lines.append(f"| {entry['target']:.2f} | {label} | {_success(r)} | {100 * failing / r['splits']:.1f}{held} | "
-                         f"{_pct(r['coverage'])} | "
-                         f"{_pct(r['agreement'])} | {shares} | {100 * r['strongest_asked']:.1f} | {r['empty_splits']} | "
-                         f"{100 * r['no_selection']['agreement']:.1f} |")  # fmt: skip
+            lines.append(
+                f"| {entry['target']:.2f} | {label} | {_success(r)} | {100 * failing / r['splits']:.1f}{held} | "
+                f"{_pct(r['coverage'])} | "
+                f"{_pct(r['agreement'])} | {shares} | {100 * r['strongest_asked']:.1f} | {r['empty_splits']} | "
+                f"{100 * r['no_selection']['agreement']:.1f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -347,8 +410,9 @@ def _drop_ties(args, records):
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
-        raise ValueError(f"{args.data}: --drop-tie reads the human label column {gold!r}, which the data lacks "
-                         "(--human-label)")  # fmt: skip
+        raise ValueError(
+            f"{args.data}: --drop-tie reads the human label column {gold!r}, which the data lacks (--human-label)"
+        )
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     kept = [i for i, h in enumerate(human) if h != TIE]
     if not kept:
@@ -415,10 +479,13 @@ def _report(args, stages, judged, records, human, held) -> dict:
     (``report``'s ``risk_coverage``, its curves) and, with ``--splits``, the split report and its curve's points."""
     from ..meta_eval.risk_coverage import risk_coverage_markdown
 
-    blocks, curves = calibration_risk_coverage(stages, judged, records, human, held, resamples=args.bootstrap,
-                                               seed=args.seed)  # fmt: skip
-    report = {"risk_coverage": blocks, "juries": {s.name: vars(s.critic.counts) for s in stages
-                                                  if getattr(s.critic, "counts", None) is not None}}  # fmt: skip
+    blocks, curves = calibration_risk_coverage(
+        stages, judged, records, human, held, resamples=args.bootstrap, seed=args.seed
+    )
+    report = {
+        "risk_coverage": blocks,
+        "juries": {s.name: vars(s.critic.counts) for s in stages if getattr(s.critic, "counts", None) is not None},
+    }
     left_out = ", the jury's fit rows left out" if len(held) < len(records) else ""
     title = f"calibration rows ({len(held)}{left_out})"
     markdown, points = risk_coverage_markdown({title: blocks}), {}

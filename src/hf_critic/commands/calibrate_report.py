@@ -128,8 +128,11 @@ def jury_entry(stage, setting, held) -> dict | None:
 
 def jury_lines(stages) -> list[str]:
     """One line per jury: how many rows it left undecided and how many member verdicts were missing."""
-    return [f"  jury {s.name} ({s.critic.how}): {s.critic.counts.line()}" for s in stages
-            if isinstance(s.critic, Jury) and s.critic.counts is not None]  # fmt: skip
+    return [
+        f"  jury {s.name} ({s.critic.how}): {s.critic.counts.line()}"
+        for s in stages
+        if isinstance(s.critic, Jury) and s.critic.counts is not None
+    ]
 
 
 def _corrects(labels, human) -> list[bool]:
@@ -221,14 +224,20 @@ def calibration_risk_coverage(stages, judged, records, human, held, *, resamples
                 if isinstance(member.critic, LongerWins):  # the baseline below
                     continue
                 columns = stage.critic.member_columns[member.name]
-                critics[f"{stage.name}/{member.name}"] = (columns[schema.CRITIQUE_LABEL],
-                                                          columns[schema.CRITIQUE_CONFIDENCE])  # fmt: skip
+                critics[f"{stage.name}/{member.name}"] = (
+                    columns[schema.CRITIQUE_LABEL],
+                    columns[schema.CRITIQUE_CONFIDENCE],
+                )
             without = _without_baselines(stage.critic, human, questions)
             if without is not None:
                 critics[f"{stage.name} without longer-wins"] = without
     pick = lambda values: [values[i] for i in held]  # noqa: E731
     return risk_coverage_report(
-        {name: (pick(labels), pick(conf)) for name, (labels, conf) in critics.items()}, pick(list(human)),
-        questions=pick(questions), response_1=pick(records[schema.RESPONSE_1]),
-        response_2=pick(records[schema.RESPONSE_2]), resamples=resamples, seed=seed,
-    )  # fmt: skip
+        {name: (pick(labels), pick(conf)) for name, (labels, conf) in critics.items()},
+        pick(list(human)),
+        questions=pick(questions),
+        response_1=pick(records[schema.RESPONSE_1]),
+        response_2=pick(records[schema.RESPONSE_2]),
+        resamples=resamples,
+        seed=seed,
+    )

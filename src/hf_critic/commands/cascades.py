@@ -45,8 +45,13 @@ from ..keys import check_keys
 
 #: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
 #: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
-BENCHMARK_OPTIONS = {"columns": "columns", "gold_label_map": "label_map", "label_columns": "label_columns",
-                     "aggregate": "aggregate", "coerce_text": "coerce_text"}  # fmt: skip
+BENCHMARK_OPTIONS = {
+    "columns": "columns",
+    "gold_label_map": "label_map",
+    "label_columns": "label_columns",
+    "aggregate": "aggregate",
+    "coerce_text": "coerce_text",
+}
 
 #: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
 FILE_KEYS = ("critics",)
@@ -54,10 +59,28 @@ CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_cal
 JURY_KEYS = ("members", "aggregate", "fit_share")
 RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
-COMMAND_OPTIONS = frozenset({
-    "data", "output", "overwrite", "columns", "format", "split", "limit", "sample", "sample_seed", "referenced",
-    "label_map", "label_columns", "aggregate", "coerce_text", "human_label", "two_way", "cascade", "calibration",
-})  # fmt: skip
+COMMAND_OPTIONS = frozenset(
+    {
+        "data",
+        "output",
+        "overwrite",
+        "columns",
+        "format",
+        "split",
+        "limit",
+        "sample",
+        "sample_seed",
+        "referenced",
+        "label_map",
+        "label_columns",
+        "aggregate",
+        "coerce_text",
+        "human_label",
+        "two_way",
+        "cascade",
+        "calibration",
+    }
+)
 
 
 def add_cascade_args(parser: argparse.ArgumentParser) -> None:
@@ -132,22 +155,30 @@ def _recorded(name: str, spec: dict, where: str):
         raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
     check_keys(spec, RECORDED_KEYS, f"{where}: recorded", "recorded verdicts")
     if "critiques" in spec and ({"benchmark", "verdicts", "swapped", "field", "label_map"} & set(spec)):
-        raise ValueError(f"{where}: recorded: critiques: FILE stands alone (an earlier run's output); benchmark, "
-                         "verdicts, swapped, field and label_map describe a published judge's files instead")  # fmt: skip
+        raise ValueError(
+            f"{where}: recorded: critiques: FILE stands alone (an earlier run's output); benchmark, "
+            "verdicts, swapped, field and label_map describe a published judge's files instead"
+        )
     if "critiques" in spec:
         return RecordedVerdicts.from_critiques(name, str(spec["critiques"]))
     if "benchmark" not in spec or "verdicts" not in spec:
-        raise ValueError(f"{where}: recorded verdicts need benchmark: FORMAT:PATH (the rows the files follow) and "
-                         "verdicts: FILE (and swapped: FILE for the other order), or critiques: FILE")  # fmt: skip
+        raise ValueError(
+            f"{where}: recorded verdicts need benchmark: FORMAT:PATH (the rows the files follow) and "
+            "verdicts: FILE (and swapped: FILE for the other order), or critiques: FILE"
+        )
     from ..loaders import load_benchmark
     from .meta_eval import parse_benchmark
 
     _, fmt, path = parse_benchmark(str(spec["benchmark"]))
     benchmark = load_benchmark(fmt, path, **_benchmark_options(spec, fmt, where))
     return RecordedVerdicts.from_verdict_files(
-        name, benchmark, str(spec["verdicts"]), spec.get("swapped"), spec.get("field"),
+        name,
+        benchmark,
+        str(spec["verdicts"]),
+        spec.get("swapped"),
+        spec.get("field"),
         spec.get("label_map"),
-    )  # fmt: skip
+    )
 
 
 def _benchmark_options(spec: dict, fmt: str, where: str) -> dict:
@@ -214,8 +245,10 @@ def _delta_share(entry, where: str) -> float | None:
     if share is None:
         return None
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-        raise ValueError(f"{where}: delta_share must be a number in (0, 1] (this critic's share of the cascade's "
-                         f"delta), got {share!r}")  # fmt: skip
+        raise ValueError(
+            f"{where}: delta_share must be a number in (0, 1] (this critic's share of the cascade's "
+            f"delta), got {share!r}"
+        )
     return float(share)
 
 
@@ -268,8 +301,9 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
     check_keys(entry, CRITIC_KEYS, f"{where} ({name})", "a critic")
     kinds = [k for k in _KINDS if k in entry]
     if len(kinds) > 1:
-        raise ValueError(f"{where}: a critic is one of computed (options), recorded, jury or baseline, not "
-                         f"{' and '.join(kinds)}")  # fmt: skip
+        raise ValueError(
+            f"{where}: a critic is one of computed (options), recorded, jury or baseline, not {' and '.join(kinds)}"
+        )
     if "recorded" in entry:
         return CascadeStage(name, _recorded(name, entry["recorded"], where), price_per_call=price)
     if "baseline" in entry:
@@ -290,8 +324,9 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
         check_keys(spec, JURY_KEYS, f"{where} ({name}): jury", "a jury")
         members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
         share = _fit_share(spec.get("fit_share", FIT_SHARE), f"{where} ({name})")
-        return CascadeStage(name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=share),
-                            price_per_call=price)  # fmt: skip
+        return CascadeStage(
+            name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=share), price_per_call=price
+        )
     args = critic_namespace(entry.get("options") or {}, where, parser)
     critic = critic_from_args(args, args.model, inputs=rows)
     return CascadeStage(name, critic, swap=args.swap, price_per_call=price)
@@ -307,9 +342,11 @@ def refuse_critic_options(args: argparse.Namespace, parser: argparse.ArgumentPar
     given = [
         a.option_strings[-1]
         for a in parser._actions
-        if a.option_strings and a.dest not in COMMAND_OPTIONS and a.dest != "help"
+        if a.option_strings
+        and a.dest not in COMMAND_OPTIONS
+        and a.dest != "help"
         and getattr(args, a.dest, a.default) != a.default
-    ]  # fmt: skip
+    ]
     if given:
         raise ValueError(f"{', '.join(given)} with --cascade: each critic's options belong in the cascade file")
 
@@ -345,13 +382,16 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
         from ..labels import normalize_labels
 
         human = normalize_labels(result.critiques[gold], name=gold)
-        decided = [(lab, h) for lab, h in zip(result.critiques[schema.CRITIQUE_LABEL], human, strict=True)
-                   if lab is not None]  # fmt: skip
+        decided = [
+            (lab, h) for lab, h in zip(result.critiques[schema.CRITIQUE_LABEL], human, strict=True) if lab is not None
+        ]
         if decided:
             agree = sum(lab == h for lab, h in decided) / len(decided)
             rows = len(result.critiques)
-            print(f"vs {gold}: agreement {100 * agree:.2f} on the {len(decided)} decided rows, coverage "
-                  f"{100 * len(decided) / rows:.1f}% ({rows - len(decided)} abstained, neither unparsed nor wrong; "
-                  f"target {100 * (1 - calibration.alpha):.4g}, guaranteed with probability "
-                  f"{1 - calibration.delta:.4g} on data like the calibration's)")  # fmt: skip
+            print(
+                f"vs {gold}: agreement {100 * agree:.2f} on the {len(decided)} decided rows, coverage "
+                f"{100 * len(decided) / rows:.1f}% ({rows - len(decided)} abstained, neither unparsed nor wrong; "
+                f"target {100 * (1 - calibration.alpha):.4g}, guaranteed with probability "
+                f"{1 - calibration.delta:.4g} on data like the calibration's)"
+            )
     return 0

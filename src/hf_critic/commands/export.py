@@ -23,8 +23,11 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("model", metavar="MODEL", help="smollm2-135m-critic, a reward-critic folder, or "
-                        "smollm2-135m-instruct (the embedded critic)")  # fmt: skip
+    parser.add_argument(
+        "model",
+        metavar="MODEL",
+        help="smollm2-135m-critic, a reward-critic folder, or smollm2-135m-instruct (the embedded critic)",
+    )
     parser.add_argument("--output", help="the folder to write (not needed for the embedded critic)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
     parser.add_argument("--port", type=int, default=8000, help="the port in the printed commands (default: 8000)")

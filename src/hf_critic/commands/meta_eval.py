@@ -233,8 +233,10 @@ def _verdict_parser(args, data):
         template = load_template(args.verdict_parser)
     wanted = "label" if task is schema.Task.PAIRWISE else "score"
     if template.output.kind != wanted:
-        raise ValueError(f"--verdict-parser {args.verdict_parser}: its verdicts are {template.output.kind}s, the "
-                         f"benchmark needs {wanted}s")  # fmt: skip
+        raise ValueError(
+            f"--verdict-parser {args.verdict_parser}: its verdicts are {template.output.kind}s, the "
+            f"benchmark needs {wanted}s"
+        )
     return lambda text: parse(text, template.output.kind, template.output.score_range)
 
 
@@ -332,8 +334,11 @@ def _critic_runs(args, benchmarks):
             path = save_records(
                 critique, Path(args.output_dir) / "critiques" / _slug(critic_name) / f"{_slug(name)}.jsonl"
             )
-            orders = (" (both orders: --swap)" if args.swap else " (the given order only: --no-swap)") if (
-                "response_1" in data.column_names) else ""  # fmt: skip
+            orders = (
+                (" (both orders: --swap)" if args.swap else " (the given order only: --no-swap)")
+                if ("response_1" in data.column_names)
+                else ""
+            )
             print(f"{critic_name} on {name}{orders}: {stats.summary()} -> {path}")
             runs.append((critic_name, name, critique))
     return runs
@@ -387,22 +392,42 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
                 family = _family(critic, "pairwise")
                 clean = stood_by(critic.compare(data, swap=args.swap, source=name), args.swap)
                 for attack in plan[name]:
-                    attacked = critic.compare(attack_pairs(rows, attack, family), swap=args.swap,
-                                              source=f"{name} ({attack.name})")  # fmt: skip
+                    attacked = critic.compare(
+                        attack_pairs(rows, attack, family), swap=args.swap, source=f"{name} ({attack.name})"
+                    )
                     figures = pairwise_robustness(
-                        data[args.human_label], clean, stood_by(attacked, args.swap),
-                        swapped=attack.render is None, seed=args.bootstrap_seed,
-                    )  # fmt: skip
-                    results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
-                                    "task": "pairwise", "orders": orders, **figures})  # fmt: skip
+                        data[args.human_label],
+                        clean,
+                        stood_by(attacked, args.swap),
+                        swapped=attack.render is None,
+                        seed=args.bootstrap_seed,
+                    )
+                    results.append(
+                        {
+                            "critic": critic_name,
+                            "dataset": name,
+                            "attack": attack.name,
+                            "task": "pairwise",
+                            "orders": orders,
+                            **figures,
+                        }
+                    )
             else:
                 graded = critic.grade([{**r, "response": r["reference"]} for r in rows], source=f"{name} (references)")
                 for attack in plan[name]:
                     free = [{**r, "response": render_attack(attack, "", None)} for r in rows]
                     scores = critic.grade(free, source=f"{name} ({attack.name})")["critique_score"]
                     figures = pointwise_shift(graded["critique_score"], scores)
-                    results.append({"critic": critic_name, "dataset": name, "attack": attack.name,
-                                    "task": "pointwise", "orders": "one", **figures})  # fmt: skip
+                    results.append(
+                        {
+                            "critic": critic_name,
+                            "dataset": name,
+                            "attack": attack.name,
+                            "task": "pointwise",
+                            "orders": "one",
+                            **figures,
+                        }
+                    )
     return results
 
 
@@ -509,8 +534,9 @@ def _ppi_spec(args, spec_type):
             raise ValueError("--human-subset / --ppi-labels choose the human-labelled rows of --ppi: add --ppi")
         return None
     if args.human_subset is None and not args.ppi_labels:
-        raise ValueError("--ppi needs the human-labelled rows: --human-subset FRACTION (a simulation) or "
-                         "--ppi-labels COLUMN")  # fmt: skip
+        raise ValueError(
+            "--ppi needs the human-labelled rows: --human-subset FRACTION (a simulation) or --ppi-labels COLUMN"
+        )
     return spec_type(fraction=args.human_subset, column=args.ppi_labels, seed=args.ppi_seed)
 
 
@@ -566,15 +592,24 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         _write_attacks(args.output_dir, _attack_runs(args, benchmarks, attack_plan))
 
     annotators = [c.strip() for c in (args.label_columns or "").split(",") if c.strip()]
-    options = {"human_score": args.human_score, "label": args.human_label, "category": args.category or "category",
-               "unparsed": args.unparsed, "bootstrap": args.bootstrap, "seed": args.bootstrap_seed,
-               "two_way": getattr(args, "two_way", "auto"), "ppi": ppi}  # fmt: skip
+    options = {
+        "human_score": args.human_score,
+        "label": args.human_label,
+        "category": args.category or "category",
+        "unparsed": args.unparsed,
+        "bootstrap": args.bootstrap,
+        "seed": args.bootstrap_seed,
+        "two_way": getattr(args, "two_way", "auto"),
+        "ppi": ppi,
+    }
     results = []
     for i, (critic, dataset, data) in enumerate(runs):
         try:
-            results.append(evaluate_critiques(
-                data, critic, dataset, annotators=[a for a in annotators if a in data.column_names], **options
-            ))  # fmt: skip
+            results.append(
+                evaluate_critiques(
+                    data, critic, dataset, annotators=[a for a in annotators if a in data.column_names], **options
+                )
+            )
         except RecordError:
             raise
         except ValueError as err:  # a bad verdict value: say in which file and row (issue 39)

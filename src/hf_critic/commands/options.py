@@ -396,8 +396,11 @@ def refuse_local_engine_options(args: argparse.Namespace) -> None:
     Raises:
         ValueError: one of them is not ``auto``.
     """
-    given = [f"--{name.replace('_', '-')}" for name in ("engine", "dtype", "gguf_recode")
-             if getattr(args, name, "auto") != "auto"]  # fmt: skip
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("engine", "dtype", "gguf_recode")
+        if getattr(args, name, "auto") != "auto"
+    ]
     if given:
         raise ValueError(f"{' and '.join(given)} choose how a local model runs; the server at --base-url decides that")
 

@@ -130,13 +130,21 @@ class CriticConfig:
             choices=["none", "first"],
         ),
     )
-    min_verdict_mass: float | None = field(default=None, metadata=_help(
-        "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
-        "never scored, in [0, 1] (default: hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)",
-        type=probability))  # fmt: skip
-    tie_margin: float | None = field(default=None, metadata=_help(
-        "reward critics (reward models): a pair whose rewards differ by at most this is a tie "
-        "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"))  # fmt: skip
+    min_verdict_mass: float | None = field(
+        default=None,
+        metadata=_help(
+            "read-outs with less probability than this on the allowed verdicts get status low_mass, counted and "
+            "never scored, in [0, 1] (default: hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS, see the README)",
+            type=probability,
+        ),
+    )
+    tie_margin: float | None = field(
+        default=None,
+        metadata=_help(
+            "reward critics (reward models): a pair whose rewards differ by at most this is a tie "
+            "(default: the model's fitted tie band, else 0: a tie only on equal rewards)"
+        ),
+    )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, **replace: Any) -> CriticConfig:
@@ -330,12 +338,16 @@ def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, 
             probability read-outs only).
     """
     if plan.mode is VerdictMode.TEXT and explanation is not None:
-        raise ValueError(f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
-                         "from the whole critique (use --verdict probability or both)")  # fmt: skip
+        raise ValueError(
+            f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
+            "from the whole critique (use --verdict probability or both)"
+        )
     if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
         raise ValueError(
             "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
         )
     if not plan.generates and decoding is not None and decoding != DecodingConfig():
-        logger.warning("decoding options ignored: --explanation none reads the verdict right after the prompt, "
-                       "nothing is generated (use --explanation first to write a critique)")  # fmt: skip
+        logger.warning(
+            "decoding options ignored: --explanation none reads the verdict right after the prompt, "
+            "nothing is generated (use --explanation first to write a critique)"
+        )

@@ -470,8 +470,9 @@ class Critic:
                 f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop --referenced)"
             )
         if schema.REFERENCE in dataset.column_names:
-            logger.warning("%s: the reference column is not shown to the %s (it reads no reference)", source,
-                           self.reward.kind)  # fmt: skip
+            logger.warning(
+                "%s: the reference column is not shown to the %s (it reads no reference)", source, self.reward.kind
+            )
         setting = schema.Setting(task, False)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
         return self.template_for(setting)
@@ -492,9 +493,15 @@ class Critic:
         (:func:`~hf_critic.critic.inputs.render_conversations`)."""
         rubric = self.rubric.text(template.setting.task) if self.rubric is not None else None
         return render_conversations(
-            self.backend, template, dataset, source, swap=swap, rubric=rubric, truncate=self.truncate,
+            self.backend,
+            template,
+            dataset,
+            source,
+            swap=swap,
+            rubric=rubric,
+            truncate=self.truncate,
             max_new_tokens=self.decoding.max_new_tokens,
-        )  # fmt: skip
+        )
 
     def _judge(self, template: PromptTemplate, conversations: list, judged_texts: list) -> Judged:
         """Generate (through the cache), parse and aggregate; read the verdict probabilities when asked.

@@ -30,9 +30,16 @@ class ContextLengthError(ValueError):
 
 
 def render_conversations(
-    backend: Backend, template: PromptTemplate, dataset: datasets.Dataset, source: str, *, swap: bool,
-    rubric: str | None, truncate: str, max_new_tokens: int,
-) -> tuple[list, list[bool]]:  # fmt: skip
+    backend: Backend,
+    template: PromptTemplate,
+    dataset: datasets.Dataset,
+    source: str,
+    *,
+    swap: bool,
+    rubric: str | None,
+    truncate: str,
+    max_new_tokens: int,
+) -> tuple[list, list[bool]]:
     """Chat messages per row (None for rows skipped as too long) and per-row truncation flags.
 
     Args:

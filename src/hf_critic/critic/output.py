@@ -230,9 +230,14 @@ def run_stats(parsed: list[ParsedCritique], truncated: list[bool], judged: Judge
 
 
 def probability_stats(
-    verdicts: list[ProbabilityVerdict], truncated: list[bool], judged: Judged, text: RunStats, *, min_mass: float,
+    verdicts: list[ProbabilityVerdict],
+    truncated: list[bool],
+    judged: Judged,
+    text: RunStats,
+    *,
+    min_mass: float,
     keeps_text: bool,
-) -> RunStats:  # fmt: skip
+) -> RunStats:
     """The :class:`RunStats` of one call whose verdicts are probability read-outs: their statuses, verdict mass and
     unseen verdicts, the generation facts of ``judged``, and (``keeps_text``: ``--verdict both``) the text verdicts'
     counts ``text``."""

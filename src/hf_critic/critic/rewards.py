@@ -240,8 +240,15 @@ class ServedRewardModel:
 
     kind = "served reward model"
 
-    def __init__(self, client, calibration: RewardCalibration | None = None, *, tokenizer=None,
-                 context_length: int | None = None, files: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        client,
+        calibration: RewardCalibration | None = None,
+        *,
+        tokenizer=None,
+        context_length: int | None = None,
+        files: str | None = None,
+    ):
         self.client, self.calibration = client, calibration or RewardCalibration()
         self.tokenizer, self.context_length, self.files = tokenizer, context_length, files
         self.keeps_text = tokenizer is not None  # encoded here with control-token strings kept as text
@@ -263,9 +270,11 @@ class ServedRewardModel:
 
         folder = served_critic_files(client.model, client.served)
         if folder is None:
-            print(f"served reward model {client.model!r}: no critic files found for it (not a shipped critic's name, "
-                  "no local folder); unfitted score map, tie only on equal rewards, the server's context",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"served reward model {client.model!r}: no critic files found for it (not a shipped critic's name, "
+                "no local folder); unfitted score map, tie only on equal rewards, the server's context",
+                file=sys.stderr,
+            )
             return cls(client)
         calibration = RewardCalibration.load(folder)
         tokenizer = critic_tokenizer(folder)
@@ -273,8 +282,11 @@ class ServedRewardModel:
         if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
             limits.append(tokenizer.model_max_length)
         context = min((n for n in limits if n), default=None)
-        print(f"served reward model {client.model!r}: calibration, tie band {calibration.tie_margin:g} and "
-              f"{context}-token context from {folder}", file=sys.stderr)  # fmt: skip
+        print(
+            f"served reward model {client.model!r}: calibration, tie band {calibration.tie_margin:g} and "
+            f"{context}-token context from {folder}",
+            file=sys.stderr,
+        )
         return cls(client, calibration, tokenizer=tokenizer, context_length=context, files=str(folder))
 
     @property

@@ -74,20 +74,32 @@ class EvalInstructResult:
 def _augment(ctx: RunContext, seeds, **report):
     q, aug = ctx.config.queries, ctx.config.queries.augmentation
     return stages.augment_queries(
-        seeds, ctx.teacher, language=ctx.language, rounds=aug.rounds if aug else 0,
-        examples=aug.examples if aug else 3, format_examples=aug.format_examples if aug else 10,
-        rouge_l_max=aug.rouge_l_max if aug else 0.7, self_bleu_max=aug.self_bleu_max if aug else 0.7,
-        keep_seeds=q.keep_seeds, params=aug.sampling if aug else None, seed=ctx.config.seed, source=str(q.seeds),
-        progress=ctx.progress, **report,
-    )  # fmt: skip
+        seeds,
+        ctx.teacher,
+        language=ctx.language,
+        rounds=aug.rounds if aug else 0,
+        examples=aug.examples if aug else 3,
+        format_examples=aug.format_examples if aug else 10,
+        rouge_l_max=aug.rouge_l_max if aug else 0.7,
+        self_bleu_max=aug.self_bleu_max if aug else 0.7,
+        keep_seeds=q.keep_seeds,
+        params=aug.sampling if aug else None,
+        seed=ctx.config.seed,
+        source=str(q.seeds),
+        progress=ctx.progress,
+        **report,
+    )
 
 
 def _references(ctx: RunContext, responses, **report):
     refs = ctx.config.references
     return stages.add_pseudo_references(
-        responses, reference_generator=refs.generator, revisions=_load_revisions(refs.revisions),
-        grade_reference_generator=refs.grade_reference_generator, **report,
-    )  # fmt: skip
+        responses,
+        reference_generator=refs.generator,
+        revisions=_load_revisions(refs.revisions),
+        grade_reference_generator=refs.grade_reference_generator,
+        **report,
+    )
 
 
 def _responses(ctx: RunContext, queries, **report):
@@ -113,64 +125,137 @@ def _categories(language: str) -> list[str]:
 
 # The stages both variants start with (CritiqueLLM v2 §3.2.1; v1 §3.2.1): queries, their responses and references.
 _QUERIES_AND_RESPONSES = [
-    Stage("augment_queries", ("seeds",), "queries", _augment,
-          grammar=lambda g: query_generation_grammar(_categories(g.language), g.augmentation_max_tokens)),
-    Stage("score_difficulty", ("queries",), "queries",
-          lambda ctx, queries, **r: stages.score_difficulty(
-              queries, ctx.teacher, language=ctx.language, progress=ctx.progress, **r),
-          grammar=lambda g: difficulty_grammar(3), when=lambda config: bool(config.queries.difficulty)),
-    Stage("balance_queries", ("queries",), "queries",
-          lambda ctx, queries, **r: stages.balance_queries(
-              queries, total=ctx.config.queries.balance_total, seed=ctx.config.seed, **r),
-          when=lambda config: bool(config.queries.balance_total)),
+    Stage(
+        "augment_queries",
+        ("seeds",),
+        "queries",
+        _augment,
+        grammar=lambda g: query_generation_grammar(_categories(g.language), g.augmentation_max_tokens),
+    ),
+    Stage(
+        "score_difficulty",
+        ("queries",),
+        "queries",
+        lambda ctx, queries, **r: stages.score_difficulty(
+            queries, ctx.teacher, language=ctx.language, progress=ctx.progress, **r
+        ),
+        grammar=lambda g: difficulty_grammar(3),
+        when=lambda config: bool(config.queries.difficulty),
+    ),
+    Stage(
+        "balance_queries",
+        ("queries",),
+        "queries",
+        lambda ctx, queries, **r: stages.balance_queries(
+            queries, total=ctx.config.queries.balance_total, seed=ctx.config.seed, **r
+        ),
+        when=lambda config: bool(config.queries.balance_total),
+    ),
     Stage("collect_responses", ("queries",), "responses", _responses),
     Stage("pseudo_references", ("responses",), "responses", _references),
-]  # fmt: skip
+]
 
 #: CritiqueLLM v2 §3.2 (Eval-Instruct): referenced pointwise grading, multi-path prompting (Path#1: f_P2P then
 #: f_R2RF; Path#2: f_R2RF then f_P2P), cross validation, swap augmentation (§3.3).
 V2_PIPELINE: list[Stage] = [
     *_QUERIES_AND_RESPONSES,
-    Stage("grade_pointwise_referenced", ("responses",), "pointwise_referenced", _grade,
-          grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced"))),
-    Stage("make_pairs", ("pointwise_referenced",), "pairs",
-          lambda ctx, graded, **r: stages.make_pairs(
-              graded, per_query=ctx.config.pairs.per_query, seed=ctx.config.seed, **r)),
-    Stage("path1_p2p_referenced", ("pairs",), "pairwise_referenced",
-          lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
-              pairs, referenced=True, path="path1", **ctx.critique, **r),
-          grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_referenced"))),
-    Stage("path1_r2rf_pairwise", ("pairwise_referenced",), "path1_reference_free",
-          lambda ctx, pairs, **r: stages.referenced_to_reference_free(
-              pairs, task="pairwise", path="path1", **ctx.critique, **r),
-          grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pairwise_reference_free"))),
-    Stage("path2_r2rf_pointwise", ("pointwise_referenced",), "pointwise_reference_free",
-          lambda ctx, graded, **r: stages.referenced_to_reference_free(
-              graded, task="pointwise", path="path2", **ctx.critique, **r),
-          grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pointwise_reference_free"))),
-    Stage("path2_attach_pointwise", ("pairs", "pointwise_reference_free"), "path2_pairs",
-          lambda ctx, pairs, pointwise, **r: stages.attach_pointwise_critiques(pairs, pointwise, **r)),
-    Stage("path2_p2p_reference_free", ("path2_pairs",), "path2_reference_free",
-          lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
-              pairs, referenced=False, path="path2", **ctx.critique, **r),
-          grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_reference_free"))),
-    Stage("cross_validation", ("path1_reference_free", "path2_reference_free"), "pairwise_reference_free",
-          lambda ctx, path1, path2, **r: stages.cross_validate(path1, path2, **r)),
-    Stage("swap_pairwise_referenced", ("pairwise_referenced",), "pairwise_referenced",
-          lambda ctx, pairs, **r: stages.swap_augment(pairs, **r), when=lambda config: config.swap_augmentation),
-    Stage("swap_pairwise_reference_free", ("pairwise_reference_free",), "pairwise_reference_free",
-          lambda ctx, pairs, **r: stages.swap_augment(pairs, **r), when=lambda config: config.swap_augmentation),
-]  # fmt: skip
+    Stage(
+        "grade_pointwise_referenced",
+        ("responses",),
+        "pointwise_referenced",
+        _grade,
+        grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced")),
+    ),
+    Stage(
+        "make_pairs",
+        ("pointwise_referenced",),
+        "pairs",
+        lambda ctx, graded, **r: stages.make_pairs(
+            graded, per_query=ctx.config.pairs.per_query, seed=ctx.config.seed, **r
+        ),
+    ),
+    Stage(
+        "path1_p2p_referenced",
+        ("pairs",),
+        "pairwise_referenced",
+        lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
+            pairs, referenced=True, path="path1", **ctx.critique, **r
+        ),
+        grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_referenced")),
+    ),
+    Stage(
+        "path1_r2rf_pairwise",
+        ("pairwise_referenced",),
+        "path1_reference_free",
+        lambda ctx, pairs, **r: stages.referenced_to_reference_free(
+            pairs, task="pairwise", path="path1", **ctx.critique, **r
+        ),
+        grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pairwise_reference_free")),
+    ),
+    Stage(
+        "path2_r2rf_pointwise",
+        ("pointwise_referenced",),
+        "pointwise_reference_free",
+        lambda ctx, graded, **r: stages.referenced_to_reference_free(
+            graded, task="pointwise", path="path2", **ctx.critique, **r
+        ),
+        grammar=critique_stage_grammar(_teacher_prompt("r2rf", "pointwise_reference_free")),
+    ),
+    Stage(
+        "path2_attach_pointwise",
+        ("pairs", "pointwise_reference_free"),
+        "path2_pairs",
+        lambda ctx, pairs, pointwise, **r: stages.attach_pointwise_critiques(pairs, pointwise, **r),
+    ),
+    Stage(
+        "path2_p2p_reference_free",
+        ("path2_pairs",),
+        "path2_reference_free",
+        lambda ctx, pairs, **r: stages.pointwise_to_pairwise(
+            pairs, referenced=False, path="path2", **ctx.critique, **r
+        ),
+        grammar=critique_stage_grammar(_teacher_prompt("p2p", "pairwise_reference_free")),
+    ),
+    Stage(
+        "cross_validation",
+        ("path1_reference_free", "path2_reference_free"),
+        "pairwise_reference_free",
+        lambda ctx, path1, path2, **r: stages.cross_validate(path1, path2, **r),
+    ),
+    Stage(
+        "swap_pairwise_referenced",
+        ("pairwise_referenced",),
+        "pairwise_referenced",
+        lambda ctx, pairs, **r: stages.swap_augment(pairs, **r),
+        when=lambda config: config.swap_augmentation,
+    ),
+    Stage(
+        "swap_pairwise_reference_free",
+        ("pairwise_reference_free",),
+        "pairwise_reference_free",
+        lambda ctx, pairs, **r: stages.swap_augment(pairs, **r),
+        when=lambda config: config.swap_augmentation,
+    ),
+]
 
 #: CritiqueLLM v1 §3.2.3 (dialogue-based prompting, Table 6): the referenced critique, then its reference-free
 #: revision in the same conversation.
 V1_PIPELINE: list[Stage] = [
     *_QUERIES_AND_RESPONSES,
-    Stage("v1_turn1_referenced", ("responses",), "pointwise_referenced", _grade,
-          grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced"))),
-    Stage("v1_turn2_reference_free", ("pointwise_referenced",), "pointwise_reference_free",
-          lambda ctx, graded, **r: stages.dialogue_revision(graded, **ctx.critique, **r)),
-]  # fmt: skip
+    Stage(
+        "v1_turn1_referenced",
+        ("responses",),
+        "pointwise_referenced",
+        _grade,
+        grammar=critique_stage_grammar(_critic_prompt("pointwise_referenced")),
+    ),
+    Stage(
+        "v1_turn2_reference_free",
+        ("pointwise_referenced",),
+        "pointwise_reference_free",
+        lambda ctx, graded, **r: stages.dialogue_revision(graded, **ctx.critique, **r),
+    ),
+]
 
 
 def teacher_grammars(
@@ -418,9 +503,15 @@ def _info(config: EvalInstructConfig, teacher: str, v2: bool, family: str, *, qu
     lang = config.language
     used = [get_template(family, Setting(Task.POINTWISE, True), lang)]
     if v2:
-        used += [get_teacher_template(s, Setting.from_name(n), lang) for s, n in (
-            ("p2p", "pairwise_referenced"), ("r2rf", "pairwise_reference_free"),
-            ("r2rf", "pointwise_reference_free"), ("p2p", "pairwise_reference_free"))]  # fmt: skip
+        used += [
+            get_teacher_template(s, Setting.from_name(n), lang)
+            for s, n in (
+                ("p2p", "pairwise_referenced"),
+                ("r2rf", "pairwise_reference_free"),
+                ("r2rf", "pointwise_reference_free"),
+                ("p2p", "pairwise_reference_free"),
+            )
+        ]
         used += [get_template(family, s, lang) for s in SETTINGS if s != Setting(Task.POINTWISE, True)]
     else:
         used += [

@@ -66,8 +66,12 @@ class RunContext:
     @property
     def critique(self) -> dict[str, Any]:
         """The keyword arguments every teacher critique stage takes: teacher, language, filters, progress."""
-        return {"teacher": self.teacher, "language": self.language, "filters": self.config.filters,
-                "progress": self.progress}  # fmt: skip
+        return {
+            "teacher": self.teacher,
+            "language": self.language,
+            "filters": self.config.filters,
+            "progress": self.progress,
+        }
 
 
 def _always(config: Any) -> bool:

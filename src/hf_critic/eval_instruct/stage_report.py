@@ -180,10 +180,19 @@ class PipelineReport:
         """
         out = []
         for s in self.stages:
-            out += [{"stage": f.stage, "id": f.id, "kind": "failed", "reason": f.error, "error": f.error}
-                    for f in s.failures]  # fmt: skip
-            out += [{"stage": r.stage, "id": r.id, "kind": "left_out" if r.reason in _BY_DESIGN else "rejected",
-                     "reason": r.reason} for r in s.rejected_items]  # fmt: skip
+            out += [
+                {"stage": f.stage, "id": f.id, "kind": "failed", "reason": f.error, "error": f.error}
+                for f in s.failures
+            ]
+            out += [
+                {
+                    "stage": r.stage,
+                    "id": r.id,
+                    "kind": "left_out" if r.reason in _BY_DESIGN else "rejected",
+                    "reason": r.reason,
+                }
+                for r in s.rejected_items
+            ]
         return out
 
     def reasked(self) -> dict[str, int]:

@@ -83,9 +83,14 @@ def parse_autoj_decision(text: str, output) -> ParsedCritique:
 
 #: ``Rating: [[5]]`` (zh: ``评分: [[5]]``), the template's verdict prefix.
 AUTOJ_RATING = VerdictFormat(
-    "autoj_rating", ("score",), parse_autoj_rating, closing="]]", default_prefix="[[", opening="[",
+    "autoj_rating",
+    ("score",),
+    parse_autoj_rating,
+    closing="]]",
+    default_prefix="[[",
+    opening="[",
     example="Rating: [[5]]",
-)  # fmt: skip
+)
 #: ``So, the final decision is Response 1`` / ``Response 2`` / ``Tie`` (zh: ``所以，最终决定是回应1``).
 AUTOJ_DECISION = VerdictFormat(
     "autoj_decision", ("label",), parse_autoj_decision, closing=".", example="So, the final decision is Response 1."

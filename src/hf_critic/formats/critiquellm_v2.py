@@ -17,9 +17,12 @@ SCORE_DICT = VerdictFormat(
 )
 #: ``{'Overall Comparison Result': 'Assistant 1'}`` / ``{'综合比较结果': '助手1'}`` (Tables 13-14).
 COMPARISON_DICT = VerdictFormat(
-    "comparison_dict", ("label",), closing="'}", default_prefix="{{{key!r}: '",
+    "comparison_dict",
+    ("label",),
+    closing="'}",
+    default_prefix="{{{key!r}: '",
     example="{'Overall Comparison Result': 'Assistant 1'}",
-)  # fmt: skip
+)
 FAMILY = CriticFamily(
     name="critiquellm_v2",
     title="CritiqueLLM v2 (Ke et al., ACL 2024)",

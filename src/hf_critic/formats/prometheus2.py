@@ -156,9 +156,14 @@ def parse_prometheus(text: str, output) -> ParsedCritique:
 
 #: ``(feedback) [RESULT] 4`` (absolute grading) / ``[RESULT] A`` (relative grading).
 PROMETHEUS_RESULT = VerdictFormat(
-    "prometheus_result", ("score", "label"), parse_prometheus, closing="", default_prefix="[RESULT]", opening="[",
+    "prometheus_result",
+    ("score", "label"),
+    parse_prometheus,
+    closing="",
+    default_prefix="[RESULT]",
+    opening="[",
     example="Feedback: ... [RESULT] 4",
-)  # fmt: skip
+)
 FAMILY = CriticFamily(
     name="prometheus2",
     title="Prometheus 2 (Kim et al., 2024)",

@@ -85,9 +85,15 @@ def load_generic(
     dataset = load_records(source, mapping, split=split, coerce_text=coerce_text)
     _check_texts(dataset, task, source, mapping)
     dataset = gold_labels(
-        dataset, task, label_map=label_map, digits=digits, label_columns=label_columns, aggregate=aggregate,
-        source=str(source), columns=mapping,
-    )  # fmt: skip
+        dataset,
+        task,
+        label_map=label_map,
+        digits=digits,
+        label_columns=label_columns,
+        aggregate=aggregate,
+        source=str(source),
+        columns=mapping,
+    )
     return _with_ids(dataset, "human_score" if task == "pointwise" else "label")
 
 

@@ -220,15 +220,22 @@ def pointwise_attacks(attacks: Sequence[Attack], spec: str, name: str) -> list[A
     named = {p.strip() for p in spec.split(",")}
     explicit = [a for a in pairwise_only if a in named]
     if explicit:
-        raise ValueError(f"--attacks {', '.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
-                         "response_2) with a gold label; a pointwise benchmark runs the content-free master keys only")  # fmt: skip
+        raise ValueError(
+            f"--attacks {', '.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
+            "response_2) with a gold label; a pointwise benchmark runs the content-free master keys only"
+        )
     free = [a for a in attacks if a.content_free]
     if not free:
-        raise ValueError(f"--attacks {spec} on {name}: none of these attacks runs on pointwise data (the content-free "
-                         "master keys do: --attacks master-key)")  # fmt: skip
+        raise ValueError(
+            f"--attacks {spec} on {name}: none of these attacks runs on pointwise data (the content-free "
+            "master keys do: --attacks master-key)"
+        )
     if pairwise_only:
-        print(f"hf-critic meta-eval: --attacks on {name} (pointwise): {len(pairwise_only)} pairwise attack(s) not run "
-              "(they need pairs), the content-free master keys are", file=sys.stderr)  # fmt: skip
+        print(
+            f"hf-critic meta-eval: --attacks on {name} (pointwise): {len(pairwise_only)} pairwise attack(s) not run "
+            "(they need pairs), the content-free master keys are",
+            file=sys.stderr,
+        )
     return free
 
 
@@ -393,12 +400,16 @@ def _orders_line(pairwise: Sequence[dict]) -> str:
     """Which orders the pairs were judged in (the main run's ``--swap``), from the rows' ``orders`` field."""
     orders = {r.get("orders", "one") for r in pairwise}
     if orders == {"both"}:
-        return ("Orders judged: both, as in the main run (--swap): each pair, clean and attacked, in the given and the "
-                "swapped order; a verdict counts when the two orders agree, a conflict is a tie (so the position swap "
-                "moves nothing here).")  # fmt: skip
+        return (
+            "Orders judged: both, as in the main run (--swap): each pair, clean and attacked, in the given and the "
+            "swapped order; a verdict counts when the two orders agree, a conflict is a tie (so the position swap "
+            "moves nothing here)."
+        )
     if orders == {"one"}:
-        return ("Orders judged: the given order only, as in the main run (--no-swap); the position-swap attack "
-                "judges the swapped order.")  # fmt: skip
+        return (
+            "Orders judged: the given order only, as in the main run (--no-swap); the position-swap attack "
+            "judges the swapped order."
+        )
     return "Orders judged: per row's `orders` field in attacks.json (runs with and without --swap)."
 
 

@@ -342,5 +342,8 @@ def alpha_with_critic(
     out = annotator_alpha(humans, critic, "nominal" if pairwise else "interval")
     if not out:
         return {}
-    return {"krippendorff_alpha": out["alpha_annotators"], "krippendorff_alpha_with_critic": out["alpha_with_critic"],
-            "krippendorff_alpha_level": out["level"]}  # fmt: skip
+    return {
+        "krippendorff_alpha": out["alpha_annotators"],
+        "krippendorff_alpha_with_critic": out["alpha_with_critic"],
+        "krippendorff_alpha_level": out["level"],
+    }

@@ -63,8 +63,20 @@ def _paired_section(paired: Sequence[dict]) -> list[str]:
             pct = "pearson" not in name
             d, ci = f["difference"], f["ci"]
             diff = number(d, percent=pct) + (format_interval(ci, lambda x, p=pct: number(x, percent=p)) or " [–, –]")
-            rows.append([c["dataset"], c["a"], c["b"], FIGURE_NAMES.get(name, name), number(f["a"], percent=pct),
-                         number(f["b"], percent=pct), diff, _p(f["p_value"]), f["test"], str(f["n"])])  # fmt: skip
+            rows.append(
+                [
+                    c["dataset"],
+                    c["a"],
+                    c["b"],
+                    FIGURE_NAMES.get(name, name),
+                    number(f["a"], percent=pct),
+                    number(f["b"], percent=pct),
+                    diff,
+                    _p(f["p_value"]),
+                    f["test"],
+                    str(f["n"]),
+                ]
+            )
     out += table(["Dataset", "A", "B", "Figure", "Value of A", "Value of B", "A - B [95% CI]", "p", "Test", "n"], rows)
     out += ["", "In one line each:", ""] + [f"- {c['dataset']}: {c['line']}" for c in paired]
     return out + [
@@ -82,14 +94,21 @@ def _baselines_section(results: Sequence) -> list[str]:
     out = []
     pairwise = [r for r in results if r.task == "pairwise" and r.baselines]
     if pairwise:
-        names = {"always_response_1": "always 'response 1'", "label_prior": "label prior",
-                 "longer_wins": "longer wins", "shorter_wins": "shorter wins"}  # fmt: skip
+        names = {
+            "always_response_1": "always 'response 1'",
+            "label_prior": "label prior",
+            "longer_wins": "longer wins",
+            "shorter_wins": "shorter wins",
+        }
         two_way = any("two_way_accuracy" in r.metrics for r in pairwise)
         rows = []
         for r in pairwise:
             entries = [(f"critic: {r.critic}", r.metrics)]
-            entries += [(f"{name} ('{b['label']}')" if "label" in b else name, b)
-                        for key, name in names.items() if (b := r.baselines.get(key))]  # fmt: skip
+            entries += [
+                (f"{name} ('{b['label']}')" if "label" in b else name, b)
+                for key, name in names.items()
+                if (b := r.baselines.get(key))
+            ]
             for name, f in entries:
                 row = [
                     r.dataset,
@@ -101,16 +120,28 @@ def _baselines_section(results: Sequence) -> list[str]:
         out += ["## Baselines on the same pairs", ""]
         header = ["Dataset", "Verdict", "First-order (%)", "Cohen's κ"] + (["Two-way (%)"] if two_way else [])
         out += table(header, rows)
-        out += ["", "Longer / shorter wins: the response with more / fewer words; a tie on equal lengths. "
-                f"{PAIRWISE_KAPPA_NOTE}", ""]  # fmt: skip
+        out += [
+            "",
+            "Longer / shorter wins: the response with more / fewer words; a tie on equal lengths. "
+            f"{PAIRWISE_KAPPA_NOTE}",
+            "",
+        ]
     pointwise = [r for r in results if r.task == "pointwise" and r.baselines.get("length_as_score")]
     if pointwise:
         keys = ("text_pearson", "pooled_pearson", "within_question_accuracy")
         rows = []
         for r in pointwise:
             for name, f in ((f"critic: {r.critic}", r.metrics), ("length as score", r.baselines["length_as_score"])):
-                rows.append([r.dataset, name, number(f.get(keys[0])), number(f.get(keys[1])),
-                             number(f.get(keys[2]), percent=True), number(f.get("quadratic_weighted_kappa"))])  # fmt: skip
+                rows.append(
+                    [
+                        r.dataset,
+                        name,
+                        number(f.get(keys[0])),
+                        number(f.get(keys[1])),
+                        number(f.get(keys[2]), percent=True),
+                        number(f.get("quadratic_weighted_kappa")),
+                    ]
+                )
         out += ["## Baselines on the same responses", ""]
         out += table(
             ["Dataset", "Score", "Text-level r", "Row-level r", "Within-question acc. (%)", "Weighted κ"], rows
@@ -127,8 +158,17 @@ def _chance_section(results: Sequence) -> list[str]:
     for r in runs:
         a = r.chance["alpha"]
         kappa = r.metrics.get("cohen_kappa", r.metrics.get("quadratic_weighted_kappa"))
-        rows.append([r.critic, r.dataset, a["level"], str(a["n_annotators"]), number(a["alpha_annotators"]),
-                     number(a.get("alpha_with_critic")), number(kappa)])  # fmt: skip
+        rows.append(
+            [
+                r.critic,
+                r.dataset,
+                a["level"],
+                str(a["n_annotators"]),
+                number(a["alpha_annotators"]),
+                number(a.get("alpha_with_critic")),
+                number(kappa),
+            ]
+        )
     out = ["## Agreement beyond chance: Krippendorff's α among the annotators", ""]
     out += table(
         ["Critic", "Dataset", "Level", "Annotators", "α annotators", "α with the critic", "κ critic vs gold"], rows
@@ -150,34 +190,86 @@ def _length_section(results: Sequence) -> list[str]:
     for r in runs:
         for t in r.length.get("terciles", []):
             key = "two_way_accuracy" if "two_way_accuracy" in t else "first_order_agreement"
-            rows.append([r.critic, r.dataset, f"{t['low']:.2f}-{t['high']:.2f}", str(t["n"]), number(t.get(key), percent=True),
-                         number(t.get("baseline", {}).get(key), percent=True)])  # fmt: skip
+            rows.append(
+                [
+                    r.critic,
+                    r.dataset,
+                    f"{t['low']:.2f}-{t['high']:.2f}",
+                    str(t["n"]),
+                    number(t.get(key), percent=True),
+                    number(t.get("baseline", {}).get(key), percent=True),
+                ]
+            )
     if rows:
         out += table(["Critic", "Dataset", "Length ratio", "Pairs", "Critic (%)", "Longer wins (%)"], rows)
-        out += ["", "Terciles of the ratio longer / shorter answer (words + 1); two-way accuracy where the gold has "
-                "no tie, else first-order agreement.", ""]  # fmt: skip
+        out += [
+            "",
+            "Terciles of the ratio longer / shorter answer (words + 1); two-way accuracy where the gold has "
+            "no tie, else first-order agreement.",
+            "",
+        ]
     rows = []
     for r in runs:
         lc = r.length.get("length_controlled")
         if lc:
-            rows.append([r.critic, r.dataset, f"{number(lc['critic_coefficient'], 2)} ± {number(lc['critic_se'], 2)}",
-                         _p(lc["critic_p"]), number(lc["critic_coefficient_without_length"], 2),
-                         number(lc["length_coefficient"], 2), number(lc["two_way_accuracy"], percent=True),
-                         number(lc["length_controlled_agreement"], percent=True), str(lc["n"])])  # fmt: skip
+            rows.append(
+                [
+                    r.critic,
+                    r.dataset,
+                    f"{number(lc['critic_coefficient'], 2)} ± {number(lc['critic_se'], 2)}",
+                    _p(lc["critic_p"]),
+                    number(lc["critic_coefficient_without_length"], 2),
+                    number(lc["length_coefficient"], 2),
+                    number(lc["two_way_accuracy"], percent=True),
+                    number(lc["length_controlled_agreement"], percent=True),
+                    str(lc["n"]),
+                ]
+            )
     if rows:
-        out += table(["Critic", "Dataset", "Critic coef. ± SE", "p", "Without length", "Length coef.", "Uncontrolled (%)",
-                      "Length-controlled (%)", "Pairs"], rows)  # fmt: skip
-        out += ["", "Logistic regression of the human preference on the critic's decision (+1 / 0 / -1) and "
-                "tanh(length difference / sd) on the pairs whose gold is no tie, as AlpacaEval's length-controlled win "
-                "rate; uncontrolled: the critic's two-way accuracy on those pairs; length-controlled: the model's agreement "
-                "with the critic with the length term set to zero.", ""]  # fmt: skip
+        out += table(
+            [
+                "Critic",
+                "Dataset",
+                "Critic coef. ± SE",
+                "p",
+                "Without length",
+                "Length coef.",
+                "Uncontrolled (%)",
+                "Length-controlled (%)",
+                "Pairs",
+            ],
+            rows,
+        )
+        out += [
+            "",
+            "Logistic regression of the human preference on the critic's decision (+1 / 0 / -1) and "
+            "tanh(length difference / sd) on the pairs whose gold is no tie, as AlpacaEval's length-controlled win "
+            "rate; uncontrolled: the critic's two-way accuracy on those pairs; length-controlled: the model's agreement "
+            "with the critic with the length term set to zero.",
+            "",
+        ]
     rows = []
     for r in runs:
         p = r.length.get("positional", {})
-        rows.append([r.critic, r.dataset, number(p.get("first_shown_original"), percent=True),
-                     number(p.get("first_shown_swapped"), percent=True), number(p.get("human_response_1"), percent=True)])  # fmt: skip
-    out += table(["Critic", "Dataset", "First shown, original order (%)", "First shown, swapped order (%)",
-                  "Humans: response 1 (%)"], rows)  # fmt: skip
+        rows.append(
+            [
+                r.critic,
+                r.dataset,
+                number(p.get("first_shown_original"), percent=True),
+                number(p.get("first_shown_swapped"), percent=True),
+                number(p.get("human_response_1"), percent=True),
+            ]
+        )
+    out += table(
+        [
+            "Critic",
+            "Dataset",
+            "First shown, original order (%)",
+            "First shown, swapped order (%)",
+            "Humans: response 1 (%)",
+        ],
+        rows,
+    )
     return out + ["", "Share of parsed verdicts naming the response shown first (a tie names neither).", ""]
 
 
@@ -192,11 +284,37 @@ def _ppi_section(results: Sequence) -> list[str]:
             human = e["ppi"]["human_only"]
             for name, key in (("PPI", "ppi"), ("PPI++", "ppi_tuned")):
                 c = e[key]
-                rows.append([r.critic, r.dataset, group, name, _interval(c["ppi"]), _interval(human),
-                             number(c["width_ratio"], 2), number(c["labels_saved"], 0), str(e["n_labelled"]),
-                             str(e["n"]), number(e["all_rows"])])  # fmt: skip
-    out += table(["Critic", "Dataset", "Rows", "Estimator", "Estimate [95% CI]", "Human only", "Width ratio",
-                  "Labels saved", "Human-labelled", "Rows in all", "All rows' gold"], rows)  # fmt: skip
+                rows.append(
+                    [
+                        r.critic,
+                        r.dataset,
+                        group,
+                        name,
+                        _interval(c["ppi"]),
+                        _interval(human),
+                        number(c["width_ratio"], 2),
+                        number(c["labels_saved"], 0),
+                        str(e["n_labelled"]),
+                        str(e["n"]),
+                        number(e["all_rows"]),
+                    ]
+                )
+    out += table(
+        [
+            "Critic",
+            "Dataset",
+            "Rows",
+            "Estimator",
+            "Estimate [95% CI]",
+            "Human only",
+            "Width ratio",
+            "Labels saved",
+            "Human-labelled",
+            "Rows in all",
+            "All rows' gold",
+        ],
+        rows,
+    )
     for r in runs:
         out.append(f"- {r.critic} on {r.dataset}: {r.ppi['target']}; {r.ppi['source']}")
     return out + [

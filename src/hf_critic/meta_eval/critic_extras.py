@@ -188,10 +188,18 @@ def pairwise_extras(
     if ppi is not None:
         values, labelled, source = _ppi_rows(dataset, win_values(gold), ppi, lambda v: win_values(_values(v)))
         prediction = win_predictions(first, swapped, combined if combined is not None else distributions)
-        out["ppi"] = {"target": "win rate of response 1 (a tie counts half)", "source": source,
-                      "estimates": ppi_figures(values, prediction, labelled, None, ppi.confidence)}  # fmt: skip
-    out["rows"] = {"groups": _questions(dataset), "references": gold, "credits": credits, "baseline": length,
-                   **row_keys(dataset)}  # fmt: skip
+        out["ppi"] = {
+            "target": "win rate of response 1 (a tie counts half)",
+            "source": source,
+            "estimates": ppi_figures(values, prediction, labelled, None, ppi.confidence),
+        }
+    out["rows"] = {
+        "groups": _questions(dataset),
+        "references": gold,
+        "credits": credits,
+        "baseline": length,
+        **row_keys(dataset),
+    }
     return out
 
 
@@ -252,8 +260,11 @@ def pointwise_extras(
         values, labelled, source = _ppi_rows(dataset, human, ppi, to_float)
         parsed = pred[np.isfinite(pred)]
         filled = np.where(np.isfinite(pred), pred, parsed.mean() if len(parsed) else 0.0)
-        out["ppi"] = {"target": "mean human score", "source": source,
-                      "estimates": ppi_figures(values, filled, labelled, systems, ppi.confidence)}  # fmt: skip
+        out["ppi"] = {
+            "target": "mean human score",
+            "source": source,
+            "estimates": ppi_figures(values, filled, labelled, systems, ppi.confidence),
+        }
     out["rows"] = {
         "groups": np.asarray(queries, dtype=object),
         "references": human,
@@ -280,8 +291,11 @@ def row_keys(dataset) -> dict[str, np.ndarray | None]:
     if ids is not None:
         ids = [None if v is None else str(v) for v in _values(ids)]
         ids = np.asarray(ids, dtype=object) if None not in ids else None
-    fields = [c for c in (schema.QUESTION, schema.REFERENCE, schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2)
-              if c in dataset.column_names]  # fmt: skip
+    fields = [
+        c
+        for c in (schema.QUESTION, schema.REFERENCE, schema.RESPONSE, schema.RESPONSE_1, schema.RESPONSE_2)
+        if c in dataset.column_names
+    ]
     columns = [_values(dataset[c]) for c in fields]
     contents = [text_identity(*row) for row in zip(*columns, strict=True)]
     return {"ids": ids, "contents": np.asarray(contents if fields else [""] * len(dataset), dtype=object)}
@@ -359,16 +373,37 @@ def compare_critics(results: Sequence, *, resamples: int = 1000, seed: int = 0, 
                     check_ids(a.rows, rows_b, index_a, index_b, f"{a.dataset}: {a.critic} vs {name_b}")
             n_a, n_b, n = len(a.rows["contents"]), len(rows_b["contents"]), len(index_a)
             if n < max(n_a, n_b):
-                logger.warning("%s: %s vs %s: %d of %d and %d of %d rows match by %s; compared on the %d that do",
-                               a.dataset, a.critic, name_b, n, n_a, n, n_b, how, n)  # fmt: skip
+                logger.warning(
+                    "%s: %s vs %s: %d of %d and %d of %d rows match by %s; compared on the %d that do",
+                    a.dataset,
+                    a.critic,
+                    name_b,
+                    n,
+                    n_a,
+                    n,
+                    n_b,
+                    how,
+                    n,
+                )
             if not n:
                 continue
             unmatched = _unmatched(a.rows, rows_b, index_a, index_b) if n < max(n_a, n_b) else ""
             rows_a, rows_b = _take(a.rows, index_a), _take(rows_b, index_b)
             figures = _compare(a.task, rows_a, rows_b, resamples, seed, confidence)
             line = f"{verdict_line(a.critic, name_b, figures, confidence)} [{n} rows matched by {how}{unmatched}]"
-            out.append({"dataset": a.dataset, "task": a.task, "a": a.critic, "b": name_b, "figures": figures,
-                        "rows": n, "matched_by": how, "unmatched": [n_a - n, n_b - n], "line": line})  # fmt: skip
+            out.append(
+                {
+                    "dataset": a.dataset,
+                    "task": a.task,
+                    "a": a.critic,
+                    "b": name_b,
+                    "figures": figures,
+                    "rows": n,
+                    "matched_by": how,
+                    "unmatched": [n_a - n, n_b - n],
+                    "line": line,
+                }
+            )
     return out
 
 

@@ -81,8 +81,10 @@ def _policy_section(results: Sequence[RunResult]) -> list[str]:
     for policy in policies:
         lines.append(f"- Unparsed pairwise verdicts {meaning[policy]} (`--unparsed {policy}`).")
     if any(r.n_abstained for r in results):
-        lines.append("- Abstained rows (a cascade's rows no critic was confident enough to keep) are neither unparsed "
-                     "nor wrong: every figure is of the decided rows, with the coverage beside it.")  # fmt: skip
+        lines.append(
+            "- Abstained rows (a cascade's rows no critic was confident enough to keep) are neither unparsed "
+            "nor wrong: every figure is of the decided rows, with the coverage beside it."
+        )
     if any(r.task == "pointwise" for r in results):
         lines.append("- Unparsed pointwise scores are left out of the correlations and counted (Parse failures).")
         lines.append(
@@ -153,14 +155,32 @@ def _better_worse_section(results: Sequence[RunResult]) -> list[str]:
     if not runs:
         return []
     rows = [
-        [r.critic, r.dataset, _fci(r.metrics, "within_question_accuracy", percent=True),
-         str(r.metrics.get("within_question_pairs", "")), str(r.metrics.get("within_question_ties", "")),
-         str(r.metrics.get("within_question_pairs_unparsed", "")), _fci(r.metrics, "text_pearson"),
-         _fci(r.metrics, "pooled_pearson"), _f(r.metrics.get("pooled_spearman")), _f(r.metrics.get("pooled_kendall"))]
+        [
+            r.critic,
+            r.dataset,
+            _fci(r.metrics, "within_question_accuracy", percent=True),
+            str(r.metrics.get("within_question_pairs", "")),
+            str(r.metrics.get("within_question_ties", "")),
+            str(r.metrics.get("within_question_pairs_unparsed", "")),
+            _fci(r.metrics, "text_pearson"),
+            _fci(r.metrics, "pooled_pearson"),
+            _f(r.metrics.get("pooled_spearman")),
+            _f(r.metrics.get("pooled_kendall")),
+        ]
         for r in runs
-    ]  # fmt: skip
-    header = ["Critic", "Dataset", "Within-question acc. (%)", "Pairs", "Critic ties", "Unparsed pairs",
-              "Text-level r", "Row-level r", "Row-level ρ", "Row-level τ"]  # fmt: skip
+    ]
+    header = [
+        "Critic",
+        "Dataset",
+        "Within-question acc. (%)",
+        "Pairs",
+        "Critic ties",
+        "Unparsed pairs",
+        "Text-level r",
+        "Row-level r",
+        "Row-level ρ",
+        "Row-level τ",
+    ]
     out = ["## Pointwise grading: the better response of a question above the worse", ""]
     out += _table(header, rows)
     return out + [
@@ -233,11 +253,20 @@ def _classes_section(results: Sequence[RunResult]) -> list[str]:
     out += _table(["Critic", "Dataset", "Accuracy", "Macro P", "Macro R", "Macro F1"], rows)
     out += ["", "Percentages, original-order verdicts; macro averages over the classes present. Per class:", ""]
     rows = [
-        [r.critic, r.dataset, cls, str(v["n_gold"]), str(v["n_predicted"]), str(v["n_correct"]),
-         _f(v["precision"], percent=True), _f(v["recall"], percent=True), _f(v["f1"], percent=True)]
+        [
+            r.critic,
+            r.dataset,
+            cls,
+            str(v["n_gold"]),
+            str(v["n_predicted"]),
+            str(v["n_correct"]),
+            _f(v["precision"], percent=True),
+            _f(v["recall"], percent=True),
+            _f(v["f1"], percent=True),
+        ]
         for r in runs
         for cls, v in r.metrics.get("per_class", {}).items()
-    ]  # fmt: skip
+    ]
     out += _table(["Critic", "Dataset", "Class", "Gold", "Predicted", "Correct", "P", "R", "F1"], rows)
     return out + [""]
 
@@ -253,9 +282,14 @@ def _win_tie_lose_section(results: Sequence[RunResult]) -> list[str]:
         m, human = r.metrics, _human_rates(r)
         rest = 1 - sum(m.get(k, math.nan) for k in ("win_rate", "tie_rate", "lose_rate"))
         rows.append(
-            [r.critic, r.dataset, *(_fci(m, k, percent=True) for k in ("win_rate", "tie_rate", "lose_rate")),
-             _f(rest, percent=True), " / ".join(_f(human.get(k), percent=True) for k in ("win_rate", "tie_rate", "lose_rate"))]
-        )  # fmt: skip
+            [
+                r.critic,
+                r.dataset,
+                *(_fci(m, k, percent=True) for k in ("win_rate", "tie_rate", "lose_rate")),
+                _f(rest, percent=True),
+                " / ".join(_f(human.get(k), percent=True) for k in ("win_rate", "tie_rate", "lose_rate")),
+            ]
+        )
     out = ["## Win / tie / lose (response 1 against response 2)", ""]
     out += _table(["Critic", "Dataset", "Win", "Tie", "Lose", "Unparsed", "Humans (win / tie / lose)"], rows)
     return out + [
@@ -282,10 +316,16 @@ def _systems_section(results: Sequence[RunResult]) -> list[str]:
         if not table:
             continue
         rows = [
-            [str(system), str(v["n"]), _f(v["human_mean"]), _f(v["human_rank"], 1), _f(v["critic_mean"]),
-             _f(v["critic_rank"], 1)]
+            [
+                str(system),
+                str(v["n"]),
+                _f(v["human_mean"]),
+                _f(v["human_rank"], 1),
+                _f(v["critic_mean"]),
+                _f(v["critic_rank"], 1),
+            ]
             for system, v in table.items()
-        ]  # fmt: skip
+        ]
         out += [f"## Per system: {r.critic} on {r.dataset} (mean scores and ranks)", ""]
         out += _table(["System", "Responses", "Human mean", "Human rank", "Critic mean", "Critic rank"], rows)
         out += ["", "Rank 1 = highest mean; only responses with a parsed critic score and a human score count.", ""]
@@ -319,16 +359,26 @@ def _parse_failures_section(results: Sequence[RunResult]) -> list[str]:
     abstained = any(r.n_abstained for r in results)
     out = ["## Parse failures and abstentions" if abstained else "## Parse failures", ""]
     rows = [
-        [r.critic, r.dataset, r.task, _setting(r), str(r.n_rows), f"{r.n_unparsed} / {r.n_critiques}",
-         _f(r.parse_failure_rate, percent=True)]
+        [
+            r.critic,
+            r.dataset,
+            r.task,
+            _setting(r),
+            str(r.n_rows),
+            f"{r.n_unparsed} / {r.n_critiques}",
+            _f(r.parse_failure_rate, percent=True),
+        ]
         + ([str(r.n_abstained), _f(r.coverage, percent=True)] if abstained else [])
         for r in results
-    ]  # fmt: skip
+    ]
     header = ["Critic", "Dataset", "Task", "Setting", "Rows", "Unparsed", "Rate (%)"]
     out += _table(header + (["Abstained", "Coverage (%)"] if abstained else []), rows)
     if abstained:
-        out += ["", "Rows: the decided rows every figure is of. Abstained: a cascade's rows no critic was confident "
-                "enough to keep; they are neither unparsed nor wrong. Coverage: decided rows / all rows."]  # fmt: skip
+        out += [
+            "",
+            "Rows: the decided rows every figure is of. Abstained: a cascade's rows no critic was confident "
+            "enough to keep; they are neither unparsed nor wrong. Coverage: decided rows / all rows.",
+        ]
     return out + [""]
 
 
@@ -375,11 +425,22 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
     if pointwise:
         out += ["## Verdict sources: pointwise (pooled correlation with the human scores)", ""]
         rows = [
-            [r.critic, r.dataset, source, _f(f["pearson"]), _f(f["spearman"]), _f(f["kendall"]), str(f["n"]),
-             str(f["n_without_verdict"]), _f(f.get("within_question_accuracy"), percent=True),
-             str(f.get("within_question_pairs", "")), _f(f.get("mode_accuracy"), percent=True)]
-            for r in pointwise for source, f in r.verdicts.items()
-        ]  # fmt: skip
+            [
+                r.critic,
+                r.dataset,
+                source,
+                _f(f["pearson"]),
+                _f(f["spearman"]),
+                _f(f["kendall"]),
+                str(f["n"]),
+                str(f["n_without_verdict"]),
+                _f(f.get("within_question_accuracy"), percent=True),
+                str(f.get("within_question_pairs", "")),
+                _f(f.get("mode_accuracy"), percent=True),
+            ]
+            for r in pointwise
+            for source, f in r.verdicts.items()
+        ]
         header = [
             "Critic",
             "Dataset",
@@ -397,9 +458,13 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
     pairwise = [r for r in results if r.verdicts and r.task == "pairwise"]
     if pairwise:
         out += ["## Verdict sources: pairwise (%, with baselines on the same pairs)", ""]
-        names = {"text": "text", "probability_first_order": "probability, first order",
-                 "combined": "probability, both orders combined", "always_response_1": "always 'response 1'",
-                 "label_prior": "label prior"}  # fmt: skip
+        names = {
+            "text": "text",
+            "probability_first_order": "probability, first order",
+            "combined": "probability, both orders combined",
+            "always_response_1": "always 'response 1'",
+            "label_prior": "label prior",
+        }
         two_way = any("two_way_n" in r.verdicts for r in pairwise)
         rows = []
         for r in pairwise:
@@ -409,8 +474,14 @@ def _verdict_sources(results: Sequence[RunResult]) -> list[str]:
                     reward = r.verdicts.get("verdict_source") == "reward" and key == "probability_first_order"
                     name = "reward, order-free" if reward else name
                     consistency = "n/a (order-free)" if reward else _f(f.get("consistency"), percent=True)
-                    row = [r.critic, r.dataset, name, _f(f.get("agreement"), percent=True),
-                           consistency, _f(f.get("first_order_agreement"), percent=True)]  # fmt: skip
+                    row = [
+                        r.critic,
+                        r.dataset,
+                        name,
+                        _f(f.get("agreement"), percent=True),
+                        consistency,
+                        _f(f.get("first_order_agreement"), percent=True),
+                    ]
                     if two_way:
                         row += [_f(f.get(k), percent=True) for k in ("two_way_accuracy", "two_way_accuracy_combined")]
                     rows.append(row)

@@ -123,8 +123,15 @@ def plot_reliability(results: Sequence[RunResult], out_dir: str | Path) -> list[
         bins = [b for b in c["bins"] if b["count"]]
         fig, ax = plt.subplots(figsize=(4.5, 4.5))
         width = c["bins"][0]["high"] - c["bins"][0]["low"]
-        ax.bar([b["low"] for b in bins], [b["accuracy"] for b in bins], width=width, align="edge", alpha=0.7,
-               edgecolor="black", label="accuracy")  # fmt: skip
+        ax.bar(
+            [b["low"] for b in bins],
+            [b["accuracy"] for b in bins],
+            width=width,
+            align="edge",
+            alpha=0.7,
+            edgecolor="black",
+            label="accuracy",
+        )
         ax.plot(
             [b["confidence"] for b in bins],
             [b["accuracy"] for b in bins],

@@ -148,9 +148,21 @@ def evaluate_critiques(
         ValueError: no critique column, the human column is missing, or every row was abstained.
     """
     dataset, abstained = _without_abstained(dataset, name)
-    result = _evaluate(dataset, critic, name, human_score=human_score, label=label, category=category,
-                       swapped_mapped_back=swapped_mapped_back, unparsed=unparsed, bootstrap=bootstrap, seed=seed,
-                       annotators=annotators, two_way=two_way, ppi=ppi)  # fmt: skip
+    result = _evaluate(
+        dataset,
+        critic,
+        name,
+        human_score=human_score,
+        label=label,
+        category=category,
+        swapped_mapped_back=swapped_mapped_back,
+        unparsed=unparsed,
+        bootstrap=bootstrap,
+        seed=seed,
+        annotators=annotators,
+        two_way=two_way,
+        ppi=ppi,
+    )
     if abstained:  # a cascade's output: the figures above are of the decided rows
         result.n_abstained = abstained
         result.metrics.update(n_abstained=abstained, coverage=result.coverage)
@@ -169,13 +181,29 @@ def _without_abstained(dataset, name: str):
     decided = [i for i, s in enumerate(statuses) if s != schema.ParseStatus.ABSTAINED.value]
     abstained = len(statuses) - len(decided)
     if abstained and not decided:
-        raise ValueError(f"{name}: all {abstained} rows were abstained (no critic of the cascade kept a verdict): "
-                         "no decided row to evaluate")  # fmt: skip
+        raise ValueError(
+            f"{name}: all {abstained} rows were abstained (no critic of the cascade kept a verdict): "
+            "no decided row to evaluate"
+        )
     return (dataset.select(decided) if abstained else dataset), abstained
 
 
-def _evaluate(dataset, critic, name, *, human_score, label, category, swapped_mapped_back, unparsed, bootstrap, seed,
-              annotators, two_way, ppi) -> RunResult:  # fmt: skip
+def _evaluate(
+    dataset,
+    critic,
+    name,
+    *,
+    human_score,
+    label,
+    category,
+    swapped_mapped_back,
+    unparsed,
+    bootstrap,
+    seed,
+    annotators,
+    two_way,
+    ppi,
+) -> RunResult:
     """:func:`evaluate_critiques` on the decided rows."""
     columns = dataset.column_names
     categories = _column(dataset, category)
@@ -184,16 +212,34 @@ def _evaluate(dataset, critic, name, *, human_score, label, category, swapped_ma
         if human_score not in columns:
             raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
         return _pointwise_run(
-            dataset, critic, name, human_score=human_score, categories=categories, unparsed=unparsed,
-            bootstrap=bootstrap, figures=figures, annotators=annotators, ppi=ppi,
-        )  # fmt: skip
+            dataset,
+            critic,
+            name,
+            human_score=human_score,
+            categories=categories,
+            unparsed=unparsed,
+            bootstrap=bootstrap,
+            figures=figures,
+            annotators=annotators,
+            ppi=ppi,
+        )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
             raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
         return _pairwise_run(
-            dataset, critic, name, label=label, categories=categories, swapped_mapped_back=swapped_mapped_back,
-            unparsed=unparsed, bootstrap=bootstrap, figures=figures, annotators=annotators, two_way=two_way, ppi=ppi,
-        )  # fmt: skip
+            dataset,
+            critic,
+            name,
+            label=label,
+            categories=categories,
+            swapped_mapped_back=swapped_mapped_back,
+            unparsed=unparsed,
+            bootstrap=bootstrap,
+            figures=figures,
+            annotators=annotators,
+            two_way=two_way,
+            ppi=ppi,
+        )
     raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
 
 
@@ -212,8 +258,17 @@ def _per_category_correlation(pred, human, categories, queries, figures) -> dict
     for cat in dict.fromkeys(cats.tolist()):  # one call per category, not per row
         m = cats == cat
         r = critique_correlation(pred[m], human[m], query_ids=queries_arr[m], **figures)
-        keys = ("text_pearson", "text_spearman", "text_kendall", "n_queries_used", "n_rows",
-                "within_question_accuracy", "within_question_pairs", "ci", "ci_dropped")  # fmt: skip
+        keys = (
+            "text_pearson",
+            "text_spearman",
+            "text_kendall",
+            "n_queries_used",
+            "n_rows",
+            "within_question_accuracy",
+            "within_question_pairs",
+            "ci",
+            "ci_dropped",
+        )
         per_category[cat] = {k: r[k] for k in keys if k in r}
     return per_category
 
@@ -316,9 +371,17 @@ def _pairwise_run(
     if swapped is not None and not swapped_mapped_back:
         swapped = swap_codes(normalize_labels(swapped, name=schema.CRITIQUE_LABEL_SWAPPED))
     extras = pairwise_extras(
-        dataset, label=label, first=first, swapped=swapped, unparsed=unparsed, two_way=two_way,
-        distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION), combined=combined, annotators=annotators, ppi=ppi,
-    )  # fmt: skip
+        dataset,
+        label=label,
+        first=first,
+        swapped=swapped,
+        unparsed=unparsed,
+        two_way=two_way,
+        distributions=_column(dataset, schema.CRITIQUE_DISTRIBUTION),
+        combined=combined,
+        annotators=annotators,
+        ppi=ppi,
+    )
     risk, curves = _risk_coverage(dataset, critic, label, bootstrap, figures["seed"])
     return RunResult(
         critic=critic,
@@ -351,9 +414,13 @@ def _risk_coverage(dataset, critic: str, label: str, bootstrap: int, seed: int) 
     texts = [_column(dataset, c) for c in (schema.RESPONSE_1, schema.RESPONSE_2)]
     blocks, curves = risk_coverage_report(
         {critic: (normalize_labels(columns[schema.CRITIQUE_LABEL], name=schema.CRITIQUE_LABEL).tolist(), confidence)},
-        dataset[label], questions=_column(dataset, "query_id") or _column(dataset, schema.QUESTION),
-        response_1=texts[0], response_2=texts[1], resamples=bootstrap, seed=seed,
-    )  # fmt: skip
+        dataset[label],
+        questions=_column(dataset, "query_id") or _column(dataset, schema.QUESTION),
+        response_1=texts[0],
+        response_2=texts[1],
+        resamples=bootstrap,
+        seed=seed,
+    )
     return {**blocks.pop(critic), "baselines": blocks}, curves
 
 
@@ -406,8 +473,11 @@ def write_report(
     )
     sections = _risk_sections(results)
     if plots and sections:
-        images.append(plot_risk_coverage({title: curves for title, (_, curves) in sections.items()},
-                                         out_dir / "risk_coverage.png"))  # fmt: skip
+        images.append(
+            plot_risk_coverage(
+                {title: curves for title, (_, curves) in sections.items()}, out_dir / "risk_coverage.png"
+            )
+        )
     text = render_markdown(results, title, [p.name for p in images], paired)
     text += risk_coverage_markdown({title: blocks for title, (blocks, _) in sections.items()})
     markdown = write_text(out_dir / "report.md", text)

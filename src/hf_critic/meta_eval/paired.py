@@ -188,8 +188,10 @@ def compare_pairwise(
             raise ValueError(f"{name}: the two critics' credits differ in length: {a.shape} != {b.shape}")
         both = np.isfinite(a) & np.isfinite(b)
         # Per question: the credit difference and the pairs both critics count (a resample draws whole questions).
-        columns += [np.bincount(gid, weights=np.where(both, a - b, 0.0), minlength=n_groups),
-                    np.bincount(gid, weights=both.astype(np.float64), minlength=n_groups)]  # fmt: skip
+        columns += [
+            np.bincount(gid, weights=np.where(both, a - b, 0.0), minlength=n_groups),
+            np.bincount(gid, weights=both.astype(np.float64), minlength=n_groups),
+        ]
         a, b = a[both], b[both]
         p, a_better, b_better = _mcnemar(a, b)
         out[name] = {"a": _mean(a), "b": _mean(b), "difference": _mean(a - b), "p_value": p, "test": "exact McNemar"}
@@ -265,15 +267,29 @@ def compare_pointwise(
         "within_question_accuracy": _within(x_a, x_b, y, gid, n_groups),
     }
     # One bootstrap and one set of swap patterns for the three figures.
-    intervals = _intervals(lambda w: {k: f.boot(w) for k, f in parts.items()}, n_groups, resamples, seed, confidence,
-                           parts)  # fmt: skip
-    p_values = permutation_p_values(lambda sw: {k: f.swap(sw) for k, f in parts.items()},
-                                    {k: f.observed for k, f in parts.items()}, n_groups, resamples or 1000, seed)  # fmt: skip
+    intervals = _intervals(
+        lambda w: {k: f.boot(w) for k, f in parts.items()}, n_groups, resamples, seed, confidence, parts
+    )
+    p_values = permutation_p_values(
+        lambda sw: {k: f.swap(sw) for k, f in parts.items()},
+        {k: f.observed for k, f in parts.items()},
+        n_groups,
+        resamples or 1000,
+        seed,
+    )
     return {
-        k: {"a": f.a, "b": f.b, "difference": f.observed, "ci": intervals[k], "p_value": p_values[k],
-            "test": "paired permutation", "n": f.n, "significant": bool(p_values[k] < 1 - confidence)}
+        k: {
+            "a": f.a,
+            "b": f.b,
+            "difference": f.observed,
+            "ci": intervals[k],
+            "p_value": p_values[k],
+            "test": "paired permutation",
+            "n": f.n,
+            "significant": bool(p_values[k] < 1 - confidence),
+        }
         for k, f in parts.items()
-    }  # fmt: skip
+    }
 
 
 class _Figure(NamedTuple):
@@ -300,15 +316,24 @@ def _text_level(x_a, x_b, y, gid, n_groups) -> _Figure:
     d = np.nan_to_num(r_a.pearson - r_b.pearson) * valid
     used = float(valid.sum())
     mean = lambda r: float(np.nan_to_num(r.pearson) @ valid / used) if used else math.nan  # noqa: E731
-    return _Figure(mean(r_a), mean(r_b), float(d.sum() / used) if used else math.nan, int(used),
-                   lambda w: _ratio(w @ d, w @ valid), lambda s: ((1 - 2 * s) @ d) / max(used, 1))  # fmt: skip
+    return _Figure(
+        mean(r_a),
+        mean(r_b),
+        float(d.sum() / used) if used else math.nan,
+        int(used),
+        lambda w: _ratio(w @ d, w @ valid),
+        lambda s: ((1 - 2 * s) @ d) / max(used, 1),
+    )
 
 
 def _pearson_from_sums(n, sx, sy, sxx, syy, sxy):
     with np.errstate(invalid="ignore", divide="ignore"):
         cov, vx, vy = sxy - sx * sy / n, sxx - sx * sx / n, syy - sy * sy / n
-        return np.where((vx > 1e-12 * np.maximum(sxx, 1e-300)) & (vy > 1e-12 * np.maximum(syy, 1e-300)),
-                        cov / np.sqrt(vx * vy), np.nan)  # fmt: skip
+        return np.where(
+            (vx > 1e-12 * np.maximum(sxx, 1e-300)) & (vy > 1e-12 * np.maximum(syy, 1e-300)),
+            cov / np.sqrt(vx * vy),
+            np.nan,
+        )
 
 
 def _pooled(x_a, x_b, y, gid, n_groups) -> _Figure:
@@ -350,8 +375,14 @@ def _within(x_a, x_b, y, gid, n_groups) -> _Figure:
     total = float(pairs.sum())
     d = c_a - c_b
     a, b = (float(c.sum() / total) if total else math.nan for c in (c_a, c_b))
-    return _Figure(a, b, float(d.sum() / total) if total else math.nan, int(total),
-                   lambda w: _ratio(w @ d, w @ pairs), lambda s: ((1 - 2 * s) @ d) / max(total, 1))  # fmt: skip
+    return _Figure(
+        a,
+        b,
+        float(d.sum() / total) if total else math.nan,
+        int(total),
+        lambda w: _ratio(w @ d, w @ pairs),
+        lambda s: ((1 - 2 * s) @ d) / max(total, 1),
+    )
 
 
 def verdict_line(

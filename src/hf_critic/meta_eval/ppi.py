@@ -88,8 +88,13 @@ def classical_mean_interval(labels: Sequence[float] | np.ndarray, confidence: fl
     n = len(y)
     if n < 2:  # one label: no spread to measure, never a zero-width "95%" interval (issue 39)
         estimate = float(y.mean()) if n else math.nan
-        return {"estimate": estimate, "ci": TOO_SMALL if n else [math.nan, math.nan], "se": math.nan,
-                "width": math.nan, "n": n}  # fmt: skip
+        return {
+            "estimate": estimate,
+            "ci": TOO_SMALL if n else [math.nan, math.nan],
+            "se": math.nan,
+            "width": math.nan,
+            "n": n,
+        }
     mean, se = float(y.mean()), float(y.std() / math.sqrt(n))
     return {"estimate": mean, "ci": [mean - z * se, mean + z * se], "se": se, "width": 2 * z * se, "n": n}
 
@@ -124,7 +129,13 @@ def ppi_mean_interval(
     n, big_n = len(y), len(f_unl)
     out: dict[str, Any] = {"n": n, "n_unlabelled": big_n}
     if n < 2 or big_n < 1:
-        return out | {"estimate": math.nan, "ci": [math.nan, math.nan], "se": math.nan, "width": math.nan, "lambda": math.nan}  # fmt: skip
+        return out | {
+            "estimate": math.nan,
+            "ci": [math.nan, math.nan],
+            "se": math.nan,
+            "width": math.nan,
+            "lambda": math.nan,
+        }
     lam = 1.0
     if power_tuning:
         cov = float(((y - y.mean()) * (f_lab - f_lab.mean())).mean())
@@ -132,8 +143,13 @@ def ppi_mean_interval(
         lam = float(np.clip(cov / ((1 + n / big_n) * var), 0.0, 1.0)) if var > 0 else 0.0
     estimate = float(lam * f_unl.mean() + (y - lam * f_lab).mean())
     se = math.sqrt(float(np.var(lam * f_unl)) / big_n + float(np.var(y - lam * f_lab)) / n)
-    return out | {"estimate": estimate, "ci": [estimate - z * se, estimate + z * se], "se": se, "width": 2 * z * se,
-                  "lambda": lam}  # fmt: skip
+    return out | {
+        "estimate": estimate,
+        "ci": [estimate - z * se, estimate + z * se],
+        "se": se,
+        "width": 2 * z * se,
+        "lambda": lam,
+    }
 
 
 def ppi_comparison(

@@ -42,9 +42,13 @@ LONGER_WINS, LABEL_PRIOR = "longer-wins", "label-prior"
 
 
 def risk_coverage_block(
-    confidence: Sequence[float | None], credit: Sequence[float | bool | None], questions: Sequence | None = None, *,
-    resamples: int = 1000, seed: int = 0,
-) -> dict[str, Any]:  # fmt: skip
+    confidence: Sequence[float | None],
+    credit: Sequence[float | bool | None],
+    questions: Sequence | None = None,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """One critic's risk-coverage figures.
 
     Args:
@@ -64,8 +68,11 @@ def risk_coverage_block(
             :func:`~hf_critic.meta_eval.bootstrap.bootstrap_intervals`.
     """
     n = len(confidence)
-    units = np.arange(n) if questions is None else np.unique(np.asarray([str(q) for q in questions]),
-                                                             return_inverse=True)[1]  # fmt: skip
+    units = (
+        np.arange(n)
+        if questions is None
+        else np.unique(np.asarray([str(q) for q in questions]), return_inverse=True)[1]
+    )
     if len(units) != n:
         raise ValueError(f"questions ({len(units)}) and confidences ({n}) differ in length")
     block = {
@@ -78,9 +85,11 @@ def risk_coverage_block(
     }
     if resamples:
         intervals = bootstrap_intervals(
-            lambda counts: {"aurc": aurc(confidence, credit, counts[:, units])}, int(units.max()) + 1, resamples,
+            lambda counts: {"aurc": aurc(confidence, credit, counts[:, units])},
+            int(units.max()) + 1,
+            resamples,
             seed=seed,
-        )  # fmt: skip
+        )
         block["interval"] = intervals["aurc"]
     return block
 
@@ -118,9 +127,15 @@ def _credit(labels, gold: np.ndarray) -> list[float]:
 
 
 def risk_coverage_report(
-    critics: Mapping[str, tuple[Sequence, Sequence]], human: Sequence, *, questions: Sequence | None = None,
-    response_1: Sequence | None = None, response_2: Sequence | None = None, resamples: int = 1000, seed: int = 0,
-) -> tuple[dict[str, dict], dict[str, tuple]]:  # fmt: skip
+    critics: Mapping[str, tuple[Sequence, Sequence]],
+    human: Sequence,
+    *,
+    questions: Sequence | None = None,
+    response_1: Sequence | None = None,
+    response_2: Sequence | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple[dict[str, dict], dict[str, tuple]]:
     """The risk-coverage blocks and curves of several critics on the same rows, and of the baselines.
 
     A verdict is credited when its label code equals the human label (first-order agreement; a tie verdict on a pair
@@ -152,8 +167,9 @@ def risk_coverage_report(
             raise ValueError(f"{name}: {len(labels)} verdicts and {len(confidence)} confidences for {len(gold)} rows")
     questions, gold = kept(questions), gold[keep]
     blocks, curves = {}, {}
-    everything = [(name, kept(list(labels)), kept(list(confidence)), False) for name, (labels, confidence)
-                  in critics.items()]  # fmt: skip
+    everything = [
+        (name, kept(list(labels)), kept(list(confidence)), False) for name, (labels, confidence) in critics.items()
+    ]
     baselines = baseline_critics(gold, kept(response_1), kept(response_2))
     everything += [(name, *verdicts, True) for name, verdicts in baselines.items()]
     for name, labels, confidence, baseline in everything:
@@ -191,14 +207,22 @@ def risk_coverage_markdown(sections: Mapping[str, Mapping[str, dict]]) -> str:
         return ""
     cov = " | ".join(f"agreement @ {100 * c:.0f}% coverage" for c in COVERAGE_LEVELS)
     agr = " | ".join(f"coverage @ {100 * a:.0f}% agreement" for a in AGREEMENT_LEVELS)
-    lines = ["## Risk-coverage", "",
-             "Rows ranked by the critic's confidence, most confident first (ties in random order, in expectation; rows "
-             "without a verdict last, as misses). AURC: the share of kept rows that disagree with humans, averaged over "
-             "every coverage (lower is better; a constant confidence scores its error rate). Interval: 95% bootstrap "
-             "over questions. Agreement and coverage in %.", ""]  # fmt: skip
+    lines = [
+        "## Risk-coverage",
+        "",
+        "Rows ranked by the critic's confidence, most confident first (ties in random order, in expectation; rows "
+        "without a verdict last, as misses). AURC: the share of kept rows that disagree with humans, averaged over "
+        "every coverage (lower is better; a constant confidence scores its error rate). Interval: 95% bootstrap "
+        "over questions. Agreement and coverage in %.",
+        "",
+    ]
     for title, blocks in sections.items():
-        lines += [f"### {title}", "", f"| critic | AURC | {cov} | {agr} |",
-                  "|---|---:|" + "---:|" * (len(COVERAGE_LEVELS) + len(AGREEMENT_LEVELS))]  # fmt: skip
+        lines += [
+            f"### {title}",
+            "",
+            f"| critic | AURC | {cov} | {agr} |",
+            "|---|---:|" + "---:|" * (len(COVERAGE_LEVELS) + len(AGREEMENT_LEVELS)),
+        ]
         for name, b in blocks.items():
             label = f"{name} (baseline)" if b.get("baseline") else name
             cells = [f"{100 * b['agreement_at_coverage'][c]:.1f}" for c in COVERAGE_LEVELS]

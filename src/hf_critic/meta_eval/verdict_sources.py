@@ -64,8 +64,15 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
         accuracy = float(ok[mask].mean()) if count else float("nan")
         if count:
             ece += count / len(conf) * abs(accuracy - mean_conf)
-        bins.append({"low": float(edges[b]), "high": float(edges[b + 1]), "count": count,
-                     "confidence": mean_conf, "accuracy": accuracy})  # fmt: skip
+        bins.append(
+            {
+                "low": float(edges[b]),
+                "high": float(edges[b + 1]),
+                "count": count,
+                "confidence": mean_conf,
+                "accuracy": accuracy,
+            }
+        )
     return {"ece": float(ece) if len(conf) else float("nan"), "n": int(len(conf)), "bins": bins}
 
 
@@ -134,8 +141,13 @@ def pointwise_verdict_figures(
     for source, scores in sources.items():
         r = critique_correlation(scores, human, query_ids=queries)
         used = sum(p is not None and h is not None for p, h in zip(scores, human, strict=True))
-        figures[source] = {"pearson": r["pooled_pearson"], "spearman": r["pooled_spearman"],
-                           "kendall": r["pooled_kendall"], "n": used, "n_without_verdict": r["n_unparsed"]}  # fmt: skip
+        figures[source] = {
+            "pearson": r["pooled_pearson"],
+            "spearman": r["pooled_spearman"],
+            "kendall": r["pooled_kendall"],
+            "n": used,
+            "n_without_verdict": r["n_unparsed"],
+        }
         figures[source].update({k: r[k] for k in _WITHIN})
         if queries is not None:
             figures[source].update(text_pearson=r["text_pearson"], n_queries_used=r["n_queries_used"])
@@ -144,14 +156,22 @@ def pointwise_verdict_figures(
             figures[source]["ci"] = ci
     if schema.RESPONSE in columns:  # the answer's length as its score: the floor a critic must beat
         length = pointwise_length_baseline(dataset[schema.RESPONSE], human, queries)
-        figures["length"] = {"pearson": length["pooled_pearson"], "spearman": length["pooled_spearman"],
-                             "kendall": length["pooled_kendall"], "n": sum(h is not None for h in human),
-                             "n_without_verdict": 0, **{k: length[k] for k in _WITHIN}}  # fmt: skip
+        figures["length"] = {
+            "pearson": length["pooled_pearson"],
+            "spearman": length["pooled_spearman"],
+            "kendall": length["pooled_kendall"],
+            "n": sum(h is not None for h in human),
+            "n_without_verdict": 0,
+            **{k: length[k] for k in _WITHIN},
+        }
         if queries is not None:
             figures["length"].update(text_pearson=length["text_pearson"], n_queries_used=length["n_queries_used"])
     if "probability" in figures:
-        rows = [(d, h) for d, h in zip(_distributions(dataset[schema.CRITIQUE_DISTRIBUTION]), human, strict=True)
-                if d and h is not None]  # fmt: skip
+        rows = [
+            (d, h)
+            for d, h in zip(_distributions(dataset[schema.CRITIQUE_DISTRIBUTION]), human, strict=True)
+            if d and h is not None
+        ]
         if (
             rows
             and all(str(int(h)) in d for d, h in rows if float(h).is_integer())
@@ -264,8 +284,10 @@ def _label_baselines(counts: np.ndarray, n: int, on: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
     prior = int(np.argmax(counts))
-    out["label_prior"] = {"first_order_agreement": float(counts[prior] / n) if n else float("nan"),
-                          "label": LABEL_NAMES[prior]}  # fmt: skip
+    out["label_prior"] = {
+        "first_order_agreement": float(counts[prior] / n) if n else float("nan"),
+        "label": LABEL_NAMES[prior],
+    }
     if on:
         decided = int(counts[0] + counts[1])  # pairs without a gold tie
         out["two_way_n"] = decided
@@ -288,29 +310,37 @@ def figure_lines(figures: dict[str, Any], task: str, column: str, reward: bool =
             what = "reward" if reward else f"{source} verdicts"
             if source == "length":
                 what = "baseline: the answer's length in words as its score"
-            line = (f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
-                    f"{f['spearman']:.3f}, Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} "
-                    "without a verdict left out)")  # fmt: skip
+            line = (
+                f"vs {column} ({what}): row-level Pearson {f['pearson']:.3f}, Spearman "
+                f"{f['spearman']:.3f}, Kendall {f['kendall']:.3f} over {f['n']} rows ({f['n_without_verdict']} "
+                "without a verdict left out)"
+            )
             if "text_pearson" in f:
                 line += f"; text-level Pearson {f['text_pearson']:.3f} over {f['n_queries_used']} questions"
             if "within_question_accuracy" in f:
                 ci = (f.get("ci") or {}).get("within_question_accuracy")
                 finite = isinstance(ci, str) or (ci and not np.isnan(ci[0]))
                 interval = format_interval(ci, lambda x: f"{100 * x:.1f}") if finite else ""
-                line += (f"; within-question accuracy {100 * f['within_question_accuracy']:.1f}%{interval} over "
-                         f"{f['within_question_pairs']} pairs of one question's responses with different {column} "
-                         f"({f['within_question_ties']} critic ties counted half, "
-                         f"{f['within_question_pairs_unparsed']} with an unparsed score left out)")  # fmt: skip
+                line += (
+                    f"; within-question accuracy {100 * f['within_question_accuracy']:.1f}%{interval} over "
+                    f"{f['within_question_pairs']} pairs of one question's responses with different {column} "
+                    f"({f['within_question_ties']} critic ties counted half, "
+                    f"{f['within_question_pairs_unparsed']} with an unparsed score left out)"
+                )
             if "mode_accuracy" in f:
                 line += f"; mode of the distribution = {column}: {100 * f['mode_accuracy']:.1f}%"
             lines.append(line)
         return lines
     verdicts = "reward" if reward else "probability"
-    names = {"text": "text verdicts",
-             "probability_first_order": "reward, order-free" if reward else "probability, first order",
-             "combined": f"{verdicts}, both orders combined", "always_response_1": "baseline always 'response 1'",
-             "label_prior": "baseline label prior", "longer_wins": "baseline longer wins",
-             "shorter_wins": "baseline shorter wins"}  # fmt: skip
+    names = {
+        "text": "text verdicts",
+        "probability_first_order": "reward, order-free" if reward else "probability, first order",
+        "combined": f"{verdicts}, both orders combined",
+        "always_response_1": "baseline always 'response 1'",
+        "label_prior": "baseline label prior",
+        "longer_wins": "baseline longer wins",
+        "shorter_wins": "baseline shorter wins",
+    }
     words = {"two_way_accuracy": "two-way accuracy", "two_way_accuracy_combined": "two-way accuracy (both orders)"}
     lines = []
     for key, name in names.items():

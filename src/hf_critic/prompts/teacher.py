@@ -127,9 +127,15 @@ def _instruction_from_mapping(data: Any, name: str, where: str) -> InstructionPr
     if used != set(fields):
         raise ValueError(f"{where}: placeholders {sorted(used)} differ from 'fields' {sorted(fields)}")
     return InstructionPrompt(
-        name, data["version"], data["source"].strip(), data["stage"], data["language"], tuple(fields), data["prompt"],
+        name,
+        data["version"],
+        data["source"].strip(),
+        data["stage"],
+        data["language"],
+        tuple(fields),
+        data["prompt"],
         data["output"],
-    )  # fmt: skip
+    )
 
 
 @cache

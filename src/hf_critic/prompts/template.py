@@ -41,8 +41,14 @@ class TemplateFieldError(ValueError):
     def __init__(self, template: str, fields: tuple[str, ...]):
         self.template = template
         self.fields = fields
-        hint = ("; give the criteria with --rubric FILE (a score rubric YAML, e.g. examples/rubric_helpfulness.yaml) or "
-                "a 'rubric' column") if "rubric" in fields else ""  # fmt: skip
+        hint = (
+            (
+                "; give the criteria with --rubric FILE (a score rubric YAML, e.g. examples/rubric_helpfulness.yaml) or "
+                "a 'rubric' column"
+            )
+            if "rubric" in fields
+            else ""
+        )
         super().__init__(f"template {template!r}: missing or empty field(s) {', '.join(map(repr, fields))}{hint}")
 
 
@@ -388,9 +394,14 @@ def _check_keys(data: Any, where: str) -> Setting:
 
 
 def _check_placeholders(
-    prompt: str, system: str | None, fields: list[str], setting: Setting, defaults: Mapping, required: list,
+    prompt: str,
+    system: str | None,
+    fields: list[str],
+    setting: Setting,
+    defaults: Mapping,
+    required: list,
     where: str,
-) -> None:  # fmt: skip
+) -> None:
     """The placeholders of the prompt and system message are exactly ``fields``: the setting's, the ``required``
     ones, and the others each with a default.
 

@@ -66,8 +66,9 @@ def clopper_pearson_upper(k: int, n: int, delta: float) -> float:
     from scipy.stats import binomtest
 
     if n < 1 or not 0 <= k <= n or not 0 < delta <= 0.5:
-        raise ValueError(f"clopper_pearson_upper needs 0 <= k <= n, n >= 1 and delta in (0, 0.5], got k={k}, n={n}, "
-                         f"delta={delta}")  # fmt: skip
+        raise ValueError(
+            f"clopper_pearson_upper needs 0 <= k <= n, n >= 1 and delta in (0, 0.5], got k={k}, n={n}, delta={delta}"
+        )
     return float(binomtest(k, n).proportion_ci(confidence_level=1 - 2 * delta, method="exact").high)
 
 
@@ -258,8 +259,10 @@ def keepable_confidences(labels: Sequence, confidences: Sequence) -> tuple[list[
     if len(labels) != len(confidences):
         raise ValueError(f"labels ({len(labels)}) and confidences ({len(confidences)}) differ in length")
     values = as_confidences(confidences)
-    out = [float(c) if lab in (0, 1, 2) and not isinstance(lab, bool) and not np.isnan(c) else None
-           for lab, c in zip(labels, values, strict=True)]  # fmt: skip
+    out = [
+        float(c) if lab in (0, 1, 2) and not isinstance(lab, bool) and not np.isnan(c) else None
+        for lab, c in zip(labels, values, strict=True)
+    ]
     return out, sum(c is None for c in out)
 
 
@@ -270,9 +273,15 @@ def _candidates(confidence: np.ndarray, thresholds: Sequence[float] | None) -> n
 
 
 def fixed_sequence_threshold(
-    confidence: Sequence[float | None], correct: Sequence[bool], *, alpha: float, delta: float,
-    min_rows: int = DEFAULT_MIN_ROWS, thresholds: Sequence[float] | None = None, bound: str = "exact",
-) -> tuple[float | None, int, int, float | None]:  # fmt: skip
+    confidence: Sequence[float | None],
+    correct: Sequence[bool],
+    *,
+    alpha: float,
+    delta: float,
+    min_rows: int = DEFAULT_MIN_ROWS,
+    thresholds: Sequence[float] | None = None,
+    bound: str = "exact",
+) -> tuple[float | None, int, int, float | None]:
     """Choose one critic's threshold by fixed-sequence testing (Trust or Escalate §3.1, Algorithm 1).
 
     Args:
@@ -293,14 +302,21 @@ def fixed_sequence_threshold(
     Raises:
         ValueError: lengths differ, alpha / delta out of range, or an unknown bound.
     """
-    return fixed_sequence_test(confidence, correct, alpha=alpha, delta=delta, min_rows=min_rows,
-                               thresholds=thresholds, bound=bound)[:4]  # fmt: skip
+    return fixed_sequence_test(
+        confidence, correct, alpha=alpha, delta=delta, min_rows=min_rows, thresholds=thresholds, bound=bound
+    )[:4]
 
 
 def fixed_sequence_test(
-    confidence: Sequence[float | None], correct: Sequence[bool], *, alpha: float, delta: float,
-    min_rows: int = DEFAULT_MIN_ROWS, thresholds: Sequence[float] | None = None, bound: str = "exact",
-) -> tuple[float | None, int, int, float | None, dict | None]:  # fmt: skip
+    confidence: Sequence[float | None],
+    correct: Sequence[bool],
+    *,
+    alpha: float,
+    delta: float,
+    min_rows: int = DEFAULT_MIN_ROWS,
+    thresholds: Sequence[float] | None = None,
+    bound: str = "exact",
+) -> tuple[float | None, int, int, float | None, dict | None]:
     """:func:`fixed_sequence_threshold` with the evidence of where the sequence stopped.
 
     Returns:
@@ -368,10 +384,16 @@ def cascade_decisions(confidences: Sequence[Sequence[float | None]], thresholds:
 
 
 def calibrate_cascade(
-    confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
-    min_rows: int = DEFAULT_MIN_ROWS, bound: str = "exact", shares: Sequence[float] | None = None,
+    confidences: Sequence[Sequence[float | None]],
+    corrects: Sequence[Sequence[bool]],
+    *,
+    alpha: float,
+    delta: float,
+    min_rows: int = DEFAULT_MIN_ROWS,
+    bound: str = "exact",
+    shares: Sequence[float] | None = None,
     deltas: Sequence[float] | None = None,
-) -> list[tuple[float | None, int, int, float | None, int]]:  # fmt: skip
+) -> list[tuple[float | None, int, int, float | None, int]]:
     """Calibrate every critic of a cascade (Trust or Escalate §3.3): ``delta * shares[i]`` each (``delta / critics``
     by default: Bonferroni), each later critic on the rows its predecessors did not keep.
 

@@ -75,8 +75,9 @@ def _data_rows(calibration: CalibrationFile, path: str) -> int:
         raise ValueError(f"{path}: data must be a mapping with rows and sha256, got {data!r}")
     rows = _integer(data.get("rows"), "data.rows", path, low=1)
     if not isinstance(data.get("sha256"), str) or not re.fullmatch(r"[0-9a-f]{16}", data["sha256"]):
-        raise ValueError(f"{path}: data.sha256 must be 16 hex digits (the calibration rows' hash), got "
-                         f"{data.get('sha256')!r}")  # fmt: skip
+        raise ValueError(
+            f"{path}: data.sha256 must be 16 hex digits (the calibration rows' hash), got {data.get('sha256')!r}"
+        )
     return rows
 
 
@@ -90,20 +91,28 @@ def _check_failed(c: CriticThreshold, where: str, path: str, alpha: float, min_r
     n = _integer(f["n"], f"{where}.failed.n", path, low=max(min_rows, 1))
     k = _integer(f["k"], f"{where}.failed.k", path)
     if not 0 <= lam <= 1 or k > n or n > c.calibration_rows:
-        raise ValueError(f"{path}: {where}.failed (threshold {lam}, n {n}, k {k}) does not fit its "
-                         f"{c.calibration_rows} calibration rows")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}.failed (threshold {lam}, n {n}, k {k}) does not fit its "
+            f"{c.calibration_rows} calibration rows"
+        )
     bound = clopper_pearson_upper(k, n, c.delta)
     if not math.isclose(bound, _number(f["upper_bound"], f"{where}.failed.upper_bound", path), abs_tol=_TOLERANCE):
-        raise ValueError(f"{path}: {where}.failed.upper_bound {f['upper_bound']} is not the exact bound of k={k} "
-                         f"of n={n} at delta {c.delta:.6g} ({bound:.6g})")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}.failed.upper_bound {f['upper_bound']} is not the exact bound of k={k} "
+            f"of n={n} at delta {c.delta:.6g} ({bound:.6g})"
+        )
     if bound <= alpha:
-        raise ValueError(f"{path}: {where}: the candidate {lam:.6g} passes at alpha {alpha:.6g} (bound {bound:.4f}), "
-                         f"so fixed-sequence testing would not stop at threshold {c.threshold}: the file's alpha or "
-                         "threshold was changed")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}: the candidate {lam:.6g} passes at alpha {alpha:.6g} (bound {bound:.4f}), "
+            f"so fixed-sequence testing would not stop at threshold {c.threshold}: the file's alpha or "
+            "threshold was changed"
+        )
     if c.threshold is not None and not (lam < c.threshold and n > c.n and k >= c.k):
-        raise ValueError(f"{path}: {where}.threshold {c.threshold} is not the one its selection implies: the "
-                         f"candidate that failed ({lam:.6g}, n {n}, k {k}) must lie below it and keep more rows "
-                         f"than its n {c.n}")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}.threshold {c.threshold} is not the one its selection implies: the "
+            f"candidate that failed ({lam:.6g}, n {n}, k {k}) must lie below it and keep more rows "
+            f"than its n {c.n}"
+        )
 
 
 def _check_critic(c: CriticThreshold, where: str, path: str, calibration: CalibrationFile, rows: int) -> None:
@@ -114,14 +123,17 @@ def _check_critic(c: CriticThreshold, where: str, path: str, calibration: Calibr
         raise ValueError(f"{path}: {where}.fingerprint must be the critic's fingerprint, got {c.fingerprint!r}")
     n, k = _integer(c.n, f"{where}.n", path), _integer(c.k, f"{where}.k", path)
     if k > n or n > c.calibration_rows:
-        raise ValueError(f"{path}: {where}: k={k}, n={n} and calibration_rows={c.calibration_rows} must satisfy "
-                         "k <= n <= calibration_rows")  # fmt: skip
+        raise ValueError(
+            f"{path}: {where}: k={k}, n={n} and calibration_rows={c.calibration_rows} must satisfy "
+            "k <= n <= calibration_rows"
+        )
     if not math.isclose(_number(c.coverage, f"{where}.coverage", path), n / rows, abs_tol=_TOLERANCE):
         raise ValueError(f"{path}: {where}.coverage {c.coverage} is not n / data.rows = {n} / {rows}")
     if c.threshold is None:
         if n or k or c.upper_bound is not None:
-            raise ValueError(f"{path}: {where} keeps no row (threshold null) but claims n={n}, k={k}, "
-                             f"upper_bound={c.upper_bound}")  # fmt: skip
+            raise ValueError(
+                f"{path}: {where} keeps no row (threshold null) but claims n={n}, k={k}, upper_bound={c.upper_bound}"
+            )
     else:
         if n < max(calibration.min_rows, 1):
             raise ValueError(
@@ -129,11 +141,15 @@ def _check_critic(c: CriticThreshold, where: str, path: str, calibration: Calibr
             )
         bound = clopper_pearson_upper(k, n, c.delta)
         if not math.isclose(bound, _number(c.upper_bound, f"{where}.upper_bound", path), abs_tol=_TOLERANCE):
-            raise ValueError(f"{path}: {where}.upper_bound {c.upper_bound} is not the exact bound of k={k} of n={n} "
-                             f"at delta {c.delta:.6g} ({bound:.6g})")  # fmt: skip
+            raise ValueError(
+                f"{path}: {where}.upper_bound {c.upper_bound} is not the exact bound of k={k} of n={n} "
+                f"at delta {c.delta:.6g} ({bound:.6g})"
+            )
         if bound > alpha + _TOLERANCE:
-            raise ValueError(f"{path}: {where}: its bound {bound:.4f} exceeds alpha {alpha:.6g} (target agreement "
-                             f"{1 - alpha:.4g}): the threshold {c.threshold} carries no guarantee at this target")  # fmt: skip
+            raise ValueError(
+                f"{path}: {where}: its bound {bound:.4f} exceeds alpha {alpha:.6g} (target agreement "
+                f"{1 - alpha:.4g}): the threshold {c.threshold} carries no guarantee at this target"
+            )
     if c.failed is not None:
         _check_failed(c, where, path, alpha, calibration.min_rows)
 
@@ -169,8 +185,10 @@ def check_claim(calibration: CalibrationFile, path: str) -> None:
     for i, c in enumerate(calibration.critics):
         where = f"critics[{i}] ({c.name})"
         if _integer(c.calibration_rows, f"{where}.calibration_rows", path) != expected_rows:
-            raise ValueError(f"{path}: {where}.calibration_rows {c.calibration_rows} is not the {expected_rows} rows "
-                             "its predecessors left (data.rows less the rows each kept)")  # fmt: skip
+            raise ValueError(
+                f"{path}: {where}.calibration_rows {c.calibration_rows} is not the {expected_rows} rows "
+                "its predecessors left (data.rows less the rows each kept)"
+            )
         _check_critic(c, where, path, calibration, rows)
         expected_rows -= c.n
     rederive(calibration, path)

@@ -121,8 +121,9 @@ def margin_confidence(margin: float | None, slope: float = 1.0, intercept: float
     if margin is None:
         return None
     if not all(math.isfinite(x) for x in (margin, slope, intercept)):
-        raise ValueError(f"reward margin confidence needs finite numbers, got margin={margin}, slope={slope}, "
-                         f"intercept={intercept}")  # fmt: skip
+        raise ValueError(
+            f"reward margin confidence needs finite numbers, got margin={margin}, slope={slope}, intercept={intercept}"
+        )
     z = slope * abs(margin) + intercept
     return float(0.5 * (1.0 + math.tanh(z / 2.0)))  # sigmoid without overflow
 
@@ -167,9 +168,12 @@ def _label_votes(columns: Mapping[str, Sequence], row: int) -> list:
 
 
 def confidence_of(
-    columns: Mapping[str, Sequence], *, votes: Sequence[Sequence] | None = None, recorded: bool = False,
+    columns: Mapping[str, Sequence],
+    *,
+    votes: Sequence[Sequence] | None = None,
+    recorded: bool = False,
     logistic: tuple[float, float] | None = None,
-) -> tuple[list[float | None], str | None]:  # fmt: skip
+) -> tuple[list[float | None], str | None]:
     """The confidence of every verdict of one critic run, from its critique columns.
 
     Args:
@@ -208,9 +212,11 @@ def confidence_of(
         if name in columns:
             status = columns.get(schema.CRITIQUE_STATUS, [schema.ParseStatus.OK.value] * n)
             return [
-                None if d is None or s != schema.ParseStatus.OK.value else probability_confidence(dist, d if pairwise else None)
+                None
+                if d is None or s != schema.ParseStatus.OK.value
+                else probability_confidence(dist, d if pairwise else None)
                 for d, dist, s in zip(decided, columns[name], status, strict=True)
-            ], "probability"  # fmt: skip
+            ], "probability"
     if votes is None:
         votes = [_label_votes(columns, i) if pairwise else [decided[i]] for i in range(n)]
     tolerance = 0.0 if pairwise else 0.5

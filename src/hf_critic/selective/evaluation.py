@@ -75,11 +75,19 @@ def selective_figures(decided: np.ndarray, ok: np.ndarray) -> dict:
 
 
 def split_protocol(
-    confidences: Sequence[Sequence[float | None]], corrects: Sequence[Sequence[bool]], *, alpha: float, delta: float,
-    splits: int = 1000, calibration_fraction: float = 0.5, min_rows: int = DEFAULT_MIN_ROWS, seed: int = 0,
-    bound: str = "exact", refit: Mapping[int, Callable[[np.ndarray], tuple[Sequence, Sequence]]] | None = None,
+    confidences: Sequence[Sequence[float | None]],
+    corrects: Sequence[Sequence[bool]],
+    *,
+    alpha: float,
+    delta: float,
+    splits: int = 1000,
+    calibration_fraction: float = 0.5,
+    min_rows: int = DEFAULT_MIN_ROWS,
+    seed: int = 0,
+    bound: str = "exact",
+    refit: Mapping[int, Callable[[np.ndarray], tuple[Sequence, Sequence]]] | None = None,
     delta_shares: Sequence[float] | None = None,
-) -> dict:  # fmt: skip
+) -> dict:
     """The guarantee over ``splits`` random calibration / test splits (Trust or Escalate §4.1).
 
     Args:
@@ -111,16 +119,19 @@ def split_protocol(
     rows = base_conf.shape[1]
     n_cal = int(round(calibration_fraction * rows))
     if splits < 1 or not 0 < n_cal < rows:
-        raise ValueError(f"split_protocol needs splits >= 1 and both halves non-empty ({rows} rows, fraction "
-                         f"{calibration_fraction})")  # fmt: skip
+        raise ValueError(
+            f"split_protocol needs splits >= 1 and both halves non-empty ({rows} rows, fraction "
+            f"{calibration_fraction})"
+        )
     rng = np.random.default_rng(seed)
     coverage, agreement, success, shares, last_asked, plain = [], [], [], [], [], []
     for _ in range(splits):
         order = rng.permutation(rows)
         cal, test = order[:n_cal], order[n_cal:]
         conf, ok, cal = _refitted(base_conf, base_ok, refit, cal)
-        fitted = calibrate_cascade(conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound,
-                                   shares=delta_shares)  # fmt: skip
+        fitted = calibrate_cascade(
+            conf[:, cal], ok[:, cal], alpha=alpha, delta=delta, min_rows=min_rows, bound=bound, shares=delta_shares
+        )
         decided = cascade_decisions(conf[:, test], [f[0] for f in fitted])
         figures = selective_figures(decided, ok[:, test])
         coverage.append(figures["coverage"])
@@ -134,8 +145,11 @@ def split_protocol(
     def spread(values):
         if not values:
             return {"mean": None, "low": None, "high": None}
-        return {"mean": float(np.mean(values)), "low": float(np.percentile(values, 2.5)),
-                "high": float(np.percentile(values, 97.5))}  # fmt: skip
+        return {
+            "mean": float(np.mean(values)),
+            "low": float(np.percentile(values, 2.5)),
+            "high": float(np.percentile(values, 97.5)),
+        }
 
     plain = np.asarray(plain)
     return {

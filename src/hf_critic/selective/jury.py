@@ -82,8 +82,10 @@ class JuryCounts:
     def line(self) -> str:
         """One plain line for the terminal."""
         skipped = ", ".join(f"{m} {k}" for m, k in self.missing.items() if k) or "none"
-        return (f"{self.undecided} of {self.rows} rows undecided ({self.no_member_verdict} with no member verdict); "
-                f"member verdicts skipped as missing: {skipped}")  # fmt: skip
+        return (
+            f"{self.undecided} of {self.rows} rows undecided ({self.no_member_verdict} with no member verdict); "
+            f"member verdicts skipped as missing: {skipped}"
+        )
 
 
 def member_probability(label, confidence) -> float | None:
@@ -139,17 +141,25 @@ def member_features(name: str, columns: Mapping[str, Sequence]) -> tuple[list[st
     """
     labels = columns[schema.CRITIQUE_LABEL]
     confidence = columns.get(schema.CRITIQUE_CONFIDENCE, [None] * len(labels))
-    names, values = [f"{name}:verdict"], [[2 * p - 1 if p is not None else 0.0
-                                           for p in map(member_probability, labels, confidence)]]  # fmt: skip
-    for column, feature in ((schema.CRITIQUE_DISTRIBUTION, "first_order"),
-                            (schema.CRITIQUE_DISTRIBUTION_SWAPPED, "swapped_order")):  # fmt: skip
+    names, values = (
+        [f"{name}:verdict"],
+        [[2 * p - 1 if p is not None else 0.0 for p in map(member_probability, labels, confidence)]],
+    )
+    for column, feature in (
+        (schema.CRITIQUE_DISTRIBUTION, "first_order"),
+        (schema.CRITIQUE_DISTRIBUTION_SWAPPED, "swapped_order"),
+    ):
         if column in columns:
             names.append(f"{name}:{feature}")
             values.append([d if (d := _difference(v)) is not None else 0.0 for v in columns[column]])
     if schema.CRITIQUE_REWARD in columns and schema.CRITIQUE_REWARD_2 in columns:
         names.append(f"{name}:reward_margin")
-        values.append([0.0 if a is None or b is None else float(a - b)
-                       for a, b in zip(columns[schema.CRITIQUE_REWARD], columns[schema.CRITIQUE_REWARD_2], strict=True)])  # fmt: skip
+        values.append(
+            [
+                0.0 if a is None or b is None else float(a - b)
+                for a, b in zip(columns[schema.CRITIQUE_REWARD], columns[schema.CRITIQUE_REWARD_2], strict=True)
+            ]
+        )
     return names, np.asarray(values, dtype=float).T.reshape(len(labels), len(names))
 
 
@@ -186,9 +196,13 @@ def aggregate(
     if how == "vote":
         out = [_vote([labels_of[m][i] for m in members]) for i in range(n)]
     elif how == "mean":
-        probs = [[member_probability(lab, conf) for lab, conf in
-                  zip(labels_of[m], c.get(schema.CRITIQUE_CONFIDENCE, [None] * n), strict=True)]
-                 for m, c in members.items()]  # fmt: skip
+        probs = [
+            [
+                member_probability(lab, conf)
+                for lab, conf in zip(labels_of[m], c.get(schema.CRITIQUE_CONFIDENCE, [None] * n), strict=True)
+            ]
+            for m, c in members.items()
+        ]
         out = [_decide(_mean([p[i] for p in probs])) for i in range(n)]
     else:
         if fit is None:
@@ -362,13 +376,15 @@ def fit_features(
     ``fit_rows`` made again). The fit keeps what it was made from in :attr:`JuryFit.fit_rows`."""
     gold = np.array([-1 if h is None else int(h) for h in human])
     if len(gold) != len(x) or (groups is not None and len(groups) != len(x)):
-        raise ValueError(f"{len(gold)} human labels and {len(x) if groups is None else len(groups)} groups for "
-                         f"{len(x)} jury rows")  # fmt: skip
+        raise ValueError(
+            f"{len(gold)} human labels and {len(x) if groups is None else len(groups)} groups for {len(x)} jury rows"
+        )
     used = (gold == RESPONSE_1_WINS) | (gold == RESPONSE_2_WINS)
     y = (gold[used] == RESPONSE_1_WINS).astype(float)
     if not used.any() or y.min() == y.max():
-        raise ValueError("a fitted jury needs calibration rows where humans prefer response 1 and rows where they "
-                         "prefer response 2")  # fmt: skip
+        raise ValueError(
+            "a fitted jury needs calibration rows where humans prefer response 1 and rows where they prefer response 2"
+        )
     x = x[used]
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)

@@ -215,7 +215,11 @@ def plot_risk_coverage(panels: dict[str, dict[str, tuple]], path: str | Path) ->
             ax.plot(cov, risk, linestyle="--" if baseline else "-", label=name.removeprefix("baseline:"))
         ax.set_title(title, fontsize=9)
         ax.set_ylim(0, 1.02)
-        coverage_axes(ax, "coverage (share of rows kept, most confident first)",
-                      "risk (1 - agreement with humans on kept rows)", "upper left")  # fmt: skip
+        coverage_axes(
+            ax,
+            "coverage (share of rows kept, most confident first)",
+            "risk (1 - agreement with humans on kept rows)",
+            "upper left",
+        )
     save_figure(fig, path)
     return Path(path)

@@ -70,8 +70,12 @@ def length_balanced_index(chosen_lengths, rejected_lengths, *, seed: int) -> np.
     picks = [np.resize(rng.permutation(group), n) for group, n in sizes]
     logger.info(
         "length-balanced sampling: %d longer-wins and %d shorter-wins pairs -> %d and %d (%d of equal length)",
-        len(longer), len(shorter), half, len(picks[1]), len(equal),
-    )  # fmt: skip
+        len(longer),
+        len(shorter),
+        half,
+        len(picks[1]),
+        len(equal),
+    )
     return rng.permutation(np.concatenate([*picks, equal]))
 
 

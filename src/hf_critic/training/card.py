@@ -349,7 +349,7 @@ def reward_model_card(trainer, script_args, model_args, calibration) -> str:
             "value": _fmt(state.best_metric),
         }
         if state.best_model_checkpoint
-        else None,  # fmt: skip
+        else None,
         versions=f"transformers {transformers.__version__}, TRL {trl.__version__}, torch {torch.__version__}",
         citation=_CITATION,
     )

@@ -200,9 +200,12 @@ class CriticRewardTrainer(RewardTrainer):
             lengths = torch.cat([extra["chosen_length"], extra["rejected_length"]])
             head = next(h for h in score_heads(model) if h.weight.requires_grad)
             extra_loss, figures = disentangled_loss(
-                rewards, lengths, head.weight.float(), correlation_weight=goal.length_correlation_weight,
+                rewards,
+                lengths,
+                head.weight.float(),
+                correlation_weight=goal.length_correlation_weight,
                 orthogonality_weight=goal.orthogonality_weight,
-            )  # fmt: skip
+            )
             loss = loss + extra_loss
             mode = "train" if model.training else "eval"
             for name, value in figures.items():
@@ -394,8 +397,14 @@ def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, da
 def _rewards_of(model, tokenizer, items, max_length: int | None) -> np.ndarray:
     from ..reward_model import RewardModel
 
-    scorer = RewardModel(model, tokenizer, name="training", calibration=RewardCalibration(max_length=max_length),
-                         batch_size=8, progress=False)  # fmt: skip
+    scorer = RewardModel(
+        model,
+        tokenizer,
+        name="training",
+        calibration=RewardCalibration(max_length=max_length),
+        batch_size=8,
+        progress=False,
+    )
     ids = [scorer.fit(q, r, "middle")[0] for q, r in items]
     was_training = model.training
     model.eval()
@@ -417,8 +426,14 @@ def calibrate(trainer, script_args: RewardScriptArguments, tokenizer, max_length
         return RewardCalibration(tie_margin=tau, max_length=max_length)
     graded = datasets.load_dataset("json", data_files=script_args.grades_dataset, split="train")
     scores = _rewards_of(trainer.model, tokenizer, [(r["question"], r["response"]) for r in graded], max_length)
-    return fit_calibration(scores, np.asarray(graded["score"], dtype=float), tuple(script_args.grades_scale),
-                           tie_margin=tau, max_length=max_length, source=f"grades of {script_args.grades_dataset}")  # fmt: skip
+    return fit_calibration(
+        scores,
+        np.asarray(graded["score"], dtype=float),
+        tuple(script_args.grades_scale),
+        tie_margin=tau,
+        max_length=max_length,
+        source=f"grades of {script_args.grades_dataset}",
+    )
 
 
 def point_adapter_at_base(folder: str, name: str) -> None:

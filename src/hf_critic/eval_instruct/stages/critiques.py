@@ -75,9 +75,17 @@ def grade_pointwise_referenced(
         }
 
     out = critique_rows(
-        teacher, rows, requests, build, output=template.output, language=language, filters=filters,
-        stage=stage, report=report, progress=progress,
-    )  # fmt: skip
+        teacher,
+        rows,
+        requests,
+        build,
+        output=template.output,
+        language=language,
+        filters=filters,
+        stage=stage,
+        report=report,
+        progress=progress,
+    )
     return _dataset(
         out,
         (*responses.column_names, "id", "critique", "explanation", "score", "dimension_scores", "teacher_prompt"),
@@ -142,10 +150,20 @@ def pointwise_to_pairwise(
         }
 
     out = critique_rows(
-        teacher, rows, requests, build, output=template.output, language=language, filters=filters,
-        stage=stage, report=report, progress=progress,
-        reference=None if referenced else (lambda row: row.get("reference")), quote=True, rule=rule,
-    )  # fmt: skip
+        teacher,
+        rows,
+        requests,
+        build,
+        output=template.output,
+        language=language,
+        filters=filters,
+        stage=stage,
+        report=report,
+        progress=progress,
+        reference=None if referenced else (lambda row: row.get("reference")),
+        quote=True,
+        rule=rule,
+    )
     return _dataset(out, (*PAIR_COLUMNS, "id", "critique", "explanation", "label", "path", "teacher_prompt"))
 
 
@@ -219,10 +237,20 @@ def referenced_to_reference_free(
         return new
 
     out = critique_rows(
-        teacher, rows, requests, build, output=template.output, language=language, filters=filters,
-        stage=stage, report=report, progress=progress, reference=lambda row: row.get("reference"), quote=True,
+        teacher,
+        rows,
+        requests,
+        build,
+        output=template.output,
+        language=language,
+        filters=filters,
+        stage=stage,
+        report=report,
+        progress=progress,
+        reference=lambda row: row.get("reference"),
+        quote=True,
         rule=rule,
-    )  # fmt: skip
+    )
     extra = ("score", "score_referenced", "dimension_scores") if kind == "score" else ("label", "label_referenced")
     return _dataset(out, (*dataset.column_names, "critique_referenced", "teacher_prompt", "path", *extra))
 
@@ -284,10 +312,20 @@ def dialogue_revision(
         }
 
     out = critique_rows(
-        teacher, rows, requests, build, output=first.output, language=language, filters=filters,
-        stage=stage, report=report, progress=progress, reference=lambda row: row.get("reference"), quote=True,
+        teacher,
+        rows,
+        requests,
+        build,
+        output=first.output,
+        language=language,
+        filters=filters,
+        stage=stage,
+        report=report,
+        progress=progress,
+        reference=lambda row: row.get("reference"),
+        quote=True,
         rule=rule,
-    )  # fmt: skip
+    )
     return _dataset(out, (*graded.column_names, "critique_referenced", "score_referenced", "path"))
 
 

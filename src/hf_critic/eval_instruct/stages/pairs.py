@@ -183,8 +183,13 @@ def cross_validate(
 
 
 # ------------------------------------------------------------------------------------------------ 10. swap augmentation
-_SWAP_FIELDS = (("response_1", "response_2"), ("generator_1", "generator_2"), ("response_id_1", "response_id_2"),
-                ("critique_1", "critique_2"), ("score_1", "score_2"))  # fmt: skip
+_SWAP_FIELDS = (
+    ("response_1", "response_2"),
+    ("generator_1", "generator_2"),
+    ("response_id_1", "response_id_2"),
+    ("critique_1", "critique_2"),
+    ("score_1", "score_2"),
+)
 
 
 def swap_augment(
