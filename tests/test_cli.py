@@ -60,6 +60,7 @@ def test_every_command_is_registered_and_every_option_has_help():
         "self-eval",
         "eval-instruct",
         "metrics",
+        "export-critic",
     }
     for prog, sub in commands.items():
         for action in sub._actions:

@@ -96,7 +96,7 @@ def test_a_critique_cut_off_at_max_new_tokens_is_kept_cached_at_once_and_counted
 class Backend:
     """A server-like backend: a fixed text per conversation, and which of them stopped at max_new_tokens."""
 
-    name = "fake-server"
+    name = identity = "fake-server"
 
     def __init__(self, texts: dict[str, tuple[str, bool]]):
         self.texts, self.asked = texts, []

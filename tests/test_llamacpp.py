@@ -500,7 +500,14 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
     with FaultInjectionProxy(server.url, fault_rate=0.0) as proxy:
         args = [task, "--data", str(data), "--output", str(out), "--cache", str(cache), "--template", "mtbench"]
         args += ["--base-url", proxy.url, "--model", server.alias, "--concurrency", "2", "--max-new-tokens", "12"]
-        args += ["--max-retries", "1", "--no-progress", *(["--swap"] if task == "compare" else [])]
+        args += [
+            "--max-retries",
+            "1",
+            "--no-progress",
+            "--verdict",
+            "text",
+            *(["--swap"] if task == "compare" else []),
+        ]
         first = _run_cli(args)
         deadline = time.monotonic() + 300
         while sum(r.status == 200 for r in proxy.log) < 2 and time.monotonic() < deadline:
