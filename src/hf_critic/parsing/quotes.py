@@ -24,6 +24,8 @@ Inline code and fenced code are not here: the grammar treats them as code (:mod:
 from __future__ import annotations
 
 import bisect
+import itertools
+import operator
 import re
 from collections.abc import Iterable
 
@@ -43,7 +45,7 @@ def _symmetric(quote: str, reach: str) -> str:
     inside = [rf"[^{q}\\\n]", r"\\.", rf"(?<={_ALNUM}){q}(?={_ALNUM})"]
     if reach == "paragraph":
         inside.append(_NEWLINE)
-    return rf"{q}(?<!{_ALNUM}{q})(?<!\\{q})(?=\S)(?:{'|'.join(inside)})*?(?<=\S){q}(?!{_ALNUM})"
+    return rf"{q}(?<!{_ALNUM}{q})(?<!\\{q})(?=\S)(?:{'|'.join(inside)})+?(?<=\S){q}(?!{_ALNUM})"
 
 
 def _paired(opener: str, closers: str, inner: str = "") -> str:
@@ -62,7 +64,7 @@ def _tagged(tag: str) -> str:
 #: Every quoting style (module docstring): its name and its pattern.
 QUOTING_STYLES = {
     "double quotes": _symmetric('"', "paragraph"),
-    "escaped double quotes": r'\\"(?<!' + _ALNUM + r'\\")(?=\S)(?:[^"\\\n]|\\[^"\n])*?(?<=\S)\\"(?!' + _ALNUM + ")",
+    "escaped double quotes": r'\\"(?<!' + _ALNUM + r'\\")(?=\S)(?:[^"\\\n]|\\[^"\n])+?(?<=\S)\\"(?!' + _ALNUM + ")",
     "single quotes": _symmetric("'", "line"),
     "full-width double quotes": _symmetric("＂", "paragraph"),
     "full-width single quotes": _symmetric("＇", "line"),
@@ -95,7 +97,10 @@ def quotation_spans(text: str) -> list[tuple[int, int]]:
         starts; quotations of different styles may nest or overlap (a caller merges them). Linear in ``len(text)``:
         a pattern's attempt stops at the next quote of its style.
     """
-    return sorted(m.span() for opener, pattern in _PATTERNS if opener in text for m in pattern.finditer(text))
+    styles = [list(map(re.Match.span, p.finditer(text))) for opener, p in _PATTERNS if opener in text]
+    styles = [spans for spans in styles if spans]
+    # One style's quotations are already in order and apart; only several styles need a sort.
+    return styles[0] if len(styles) == 1 else sorted(itertools.chain.from_iterable(styles))
 
 
 class Quotations:
@@ -106,6 +111,11 @@ class Quotations:
     """
 
     def __init__(self, spans: Iterable[tuple[int, int]]):
+        spans = list(spans)
+        starts, ends = (list(column) for column in zip(*spans, strict=True)) if spans else ([], [])
+        if not any(map(operator.lt, starts[1:], ends)):  # apart already (one style's): nothing to merge
+            self.starts, self.ends = starts, ends
+            return
         merged: list[tuple[int, int]] = []
         for start, end in spans:
             if merged and start < merged[-1][1]:
