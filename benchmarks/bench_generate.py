@@ -11,7 +11,7 @@ records and decoding settings. Then, for each batch size (1, 4, 8, 16):
 - `llamacpp`: the shipped Q4_1 GGUF through llama.cpp, as `--gguf-recode auto` runs it (Q8_0), with that many
   parallel slots;
 - `auto`, last: the configuration `--engine auto --dtype auto` runs for the default critic at that batch size
-  (`hf_critic.models.resolve_engine`, `auto_dtype`), one of the rows above, and whether it is at least as fast as
+  (`hf_critic.backends.models.resolve_engine`, `auto_dtype`), one of the rows above, and whether it is at least as fast as
   transformers in float32 at the same batch size.
 
 With `--verdict-modes` it times the verdict modes instead (issue 16), in one run, on the transformers engine at batch 8
@@ -39,10 +39,10 @@ from pathlib import Path
 
 import torch
 
+from hf_critic.backends.models import auto_dtype, cpu_flags, load_model, resolve_engine
+from hf_critic.core.schema import Setting, Task
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.models import auto_dtype, cpu_flags, load_model, resolve_engine
 from hf_critic.prompts import get_template
-from hf_critic.schema import Setting, Task
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "pointwise_reference_free.jsonl"
 
@@ -124,8 +124,8 @@ def main() -> None:
     if args.max_new_tokens is None:
         args.max_new_tokens = 192 if args.verdict_modes else 64
 
+    from hf_critic.backends.threads import default_num_threads
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.threads import default_num_threads
 
     threads = args.threads or default_num_threads()
     torch.set_num_threads(threads)
@@ -172,7 +172,7 @@ def main() -> None:
     del loaded
     if "llamacpp" in engines:
         from hf_critic.backends.llamacpp import LlamaCppBackend
-        from hf_critic.models import default_gguf_file
+        from hf_critic.backends.models import default_gguf_file
 
         for batch in batches:
             backend = LlamaCppBackend(default_gguf_file(), parallel=batch, threads=threads, progress=False)
@@ -226,7 +226,7 @@ def verdict_modes(args, conversations, decoding, batch: int = 8) -> None:
 def prefix_sharing(conversations, decoding, batch: int = 8) -> None:
     """The prompts' shared token prefix prefilled once per call, against plain left-padded batches (same run, same
     model in the dtype ``auto`` picks at ``batch``): text critiques and the probability read-out, twice each."""
-    from hf_critic import prefill
+    from hf_critic.backends import prefill
     from hf_critic.backends import transformers as engine
 
     template = get_template("mtbench", Setting(Task.POINTWISE, referenced=False), "en")

@@ -56,16 +56,18 @@ def _time(evaluator, records, features, repeat: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=16, help="responses per measurement (default: 16)")
-    parser.add_argument("--threads", type=int, help="torch threads (default: hf_critic.threads.default_num_threads)")
+    parser.add_argument(
+        "--threads", type=int, help="torch threads (default: hf_critic.backends.threads.default_num_threads)"
+    )
     parser.add_argument("--max-chars", type=int, default=1200, help="cut each response to this many characters")
     parser.add_argument("--repeat", type=int, default=2, help="timed runs per configuration; the best counts")
     args = parser.parse_args()
 
     import torch
 
+    from hf_critic.backends.models import load_model
+    from hf_critic.backends.threads import default_num_threads
     from hf_critic.glassbox import GlassBoxEvaluator, encode_turn
-    from hf_critic.models import load_model
-    from hf_critic.threads import default_num_threads
 
     model, tokenizer = load_model(None, dtype="float32")
     threads = args.threads or default_num_threads()

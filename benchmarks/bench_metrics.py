@@ -122,7 +122,7 @@ def _comparison_data(rows: int, seed: int):
     """A pairwise and a pointwise critique file of two critics each, ``rows`` rows, as ``datasets.Dataset``."""
     import datasets
 
-    from hf_critic import schema
+    from hf_critic.core import schema
 
     rng = np.random.default_rng(seed)
     gold = rng.integers(0, 3, rows)
@@ -161,7 +161,7 @@ def _comparison_data(rows: int, seed: int):
 def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
     """Seconds that issue 30's figures add to a meta-eval of two critics on ``rows`` pairs and ``rows`` responses,
     against the figures those runs computed before (pairwise agreement, critique correlation), in the same run."""
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.meta_eval.critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
     from hf_critic.meta_eval.critic_report import evaluate_critiques
 

@@ -12,7 +12,7 @@ On the first A and B pairs of Auto-J Eval-P (``--pairs A,B``, default 24,240; ``
 - the **reward critic** ``smollm2-135m-critic`` on both responses of every pair, as hf-critic runs it (the question read
   once per pair) and plain.
 
-Each row gives the passes and tokens the engine read (counted, :class:`hf_critic.prefill.ReadoutCounts`), rows/s,
+Each row gives the passes and tokens the engine read (counted, :class:`hf_critic.backends.prefill.ReadoutCounts`), rows/s,
 tokens/s, and the share of this machine's peak: tokens read x 2 x non-embedding parameters / seconds / the matmul peak
 of the dtype at the model's shapes, measured in this run (``benchmarks/roofline.py``). Last, the B-pair run's time over
 the A-pair run's (goal <= 12x for B = 10 A). The CPU, its flags, the threads and the load average (start and end) are
@@ -34,11 +34,11 @@ from pathlib import Path
 import torch
 from roofline import linear_shapes, load_line, machine_header, matmul_peak
 
-from hf_critic import prefill
-from hf_critic.models import auto_dtype, default_gguf_file, load_model
+from hf_critic.backends import prefill
+from hf_critic.backends.models import auto_dtype, default_gguf_file, load_model
+from hf_critic.backends.threads import default_num_threads
+from hf_critic.core.schema import Setting, Task
 from hf_critic.prompts import get_template
-from hf_critic.schema import Setting, Task
-from hf_critic.threads import default_num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = "readout,reward,llamacpp"

@@ -56,11 +56,11 @@ from roofline import (
     weight_bytes,
 )
 
+from hf_critic.backends.models import default_gguf_file, load_model
+from hf_critic.backends.threads import default_num_threads
+from hf_critic.core.schema import Setting, Task
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.models import default_gguf_file, load_model
 from hf_critic.prompts import get_template
-from hf_critic.schema import Setting, Task
-from hf_critic.threads import default_num_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINES = "transformers-float32,transformers-bfloat16,llamacpp,reward,text-bfloat16,text-llamacpp"
@@ -309,8 +309,8 @@ def long_run(args, model, tokenizer, template, roof: Roofline, sizes: list[int])
     its highest and at the end (:class:`roofline.RssWatch`); the long run's read-outs are checked against the short
     run's row by row.
     """
+    from hf_critic.backends.models import inference_dtype
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.models import inference_dtype
 
     small, large = sizes
     rows, source = mt_bench_rows(small)

@@ -38,8 +38,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from hf_critic import training
-from hf_critic.models import dequantized_gguf_config
-from hf_critic.tiny_models import build_tiny_model
+from hf_critic.backends.models import dequantized_gguf_config
+from hf_critic.testing.tiny_models import build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("padded", "padding_free", "packing")
@@ -120,7 +120,7 @@ def main() -> None:
 
     model_path = args.model
     if args.model in ("default", "tiny"):
-        from hf_critic.models import default_model_dir
+        from hf_critic.backends.models import default_model_dir
 
         model_path = str(default_model_dir())
     tokenizer = AutoTokenizer.from_pretrained(model_path)

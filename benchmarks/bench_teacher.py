@@ -1,7 +1,7 @@
 """Teacher-client throughput: N requests at concurrency C against a server that answers after a fixed delay.
 
 Eval-Instruct (CritiqueLLM v2 §3.2) makes tens of thousands of teacher calls; what bounds a run is how many can
-wait on the server at once. The server here (``python -m hf_critic.testing``, a separate process on 127.0.0.1)
+wait on the server at once. The server here (``python -m hf_critic.testing.servers``, a separate process on 127.0.0.1)
 answers every request after exactly ``--delay`` seconds, so the ideal rate is ``C / delay`` (16 / 0.2 s = 80
 requests/s). The baseline, timed in the same run, is the sequential loop a user would write with the plain
 ``openai`` client (one request at a time, ideal ``1 / delay`` = 5 requests/s). Targets: the concurrent client
@@ -27,9 +27,9 @@ from pathlib import Path
 import openai
 import tqdm.auto  # noqa: F401  (imported here so that the timed runs do not pay for it)
 
+from hf_critic.backends.cache import GenerationCache
 from hf_critic.backends.chat import ChatRequest
 from hf_critic.backends.openai import OpenAIClient
-from hf_critic.cache import GenerationCache
 
 
 def server_stats(url: str) -> dict:
@@ -41,7 +41,7 @@ def server_stats(url: str) -> dict:
 def start_server(delay: float) -> tuple[subprocess.Popen, str]:
     """The stub server in its own process, so that its work does not share the client's interpreter."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "hf_critic.testing", "--delay", str(delay)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-m", "hf_critic.testing.servers", "--delay", str(delay)], stdout=subprocess.PIPE, text=True
     )
     line = proc.stdout.readline()
     if not line.startswith("PORT "):

@@ -80,7 +80,7 @@ def load_line() -> str:
 def machine_header(threads: int | None = None) -> str:
     """The lines every benchmark starts with: the CPU, the flags that decide dtype and engine, torch's threads (set to
     ``threads`` first when given), OpenMP's wait policy and the load average."""
-    from hf_critic.models import cpu_flags
+    from hf_critic.backends.models import cpu_flags
 
     if threads is not None:
         torch.set_num_threads(threads)

@@ -13,7 +13,7 @@
 # limitations under the License.
 """
 Train a reward model as a critic with TRL's RewardTrainer (Bradley-Terry loss on pairwise judgments; see
-hf_critic.training.reward and hf_critic.reward_model), PEFT LoRA plus the score head, DeepSpeed through accelerate.
+hf_critic.training.reward and hf_critic.critics.reward), PEFT LoRA plus the score head, DeepSpeed through accelerate.
 
 Usage:
 
@@ -41,7 +41,7 @@ from transformers import set_seed
 from trl import ModelConfig, RewardConfig, TrlParser, get_peft_config
 
 from hf_critic import training
-from hf_critic.models import ModelNotFoundError
+from hf_critic.backends.models import ModelNotFoundError
 from hf_critic.training import reward
 
 logger = logging.getLogger(__name__)

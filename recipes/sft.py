@@ -48,7 +48,7 @@ from pathlib import Path
 from transformers import set_seed
 
 from hf_critic import training
-from hf_critic.models import ModelNotFoundError
+from hf_critic.backends.models import ModelNotFoundError
 
 logger = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ within-question accuracy and row-level Pearson with ``human_score``. Uses the to
 
 A FILE is a JSONL / JSON / CSV / parquet file, a folder of them (one line per file) or a ``save_to_disk`` folder (one
 line per split). Labels are read by the project's label vocabulary (0 / 1 / 2, ``"response_1"``, ``"tie"`` ...; see
-``hf_critic.labels``); rows without a label or a human score are left out and counted. ``--format`` reads a benchmark
+``hf_critic.core.labels``); rows without a label or a human score are left out and counted. ``--format`` reads a benchmark
 itself with its ``hf-critic meta-eval`` loader: ``--format alpacaeval`` maps AlpacaEval's ``preference`` (1.0 =
 output_1, 2.0 = output_2, 1.5 = tie). Exit status 2 with one line naming file, row and field on bad input.
 """
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr
 
+from hf_critic.core.labels import TIE
 from hf_critic.io import RecordError
-from hf_critic.labels import TIE
 from hf_critic.loaders import FORMATS, load_benchmark
 from hf_critic.loaders._rows import field
 from hf_critic.loaders.generic import row_verdicts, rows_by_source

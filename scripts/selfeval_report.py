@@ -114,9 +114,9 @@ def model_scores(args, records: list[dict]):
 
     import torch
 
+    from hf_critic.backends.models import load_model
+    from hf_critic.backends.threads import default_num_threads
     from hf_critic.glassbox import GlassBoxEvaluator
-    from hf_critic.models import load_model
-    from hf_critic.threads import default_num_threads
 
     model, tokenizer = load_model(args.model)
     torch.set_num_threads(args.threads or default_num_threads(model.num_parameters()))

@@ -10,7 +10,7 @@ count as wrong): a critic that does not beat it has learnt length, not judgement
 A FILE is an ``hf-critic grade`` output (``critique_score``) or an ``hf-critic compare`` output (``critique_label``):
 JSONL / JSON / CSV / parquet, a folder of them (one block per file) or a ``save_to_disk`` folder (one block per
 split). Labels are read by the project's label vocabulary (0 / 1 / 2, ``"response_1"``, ``"tie"`` ...; see
-``hf_critic.labels``). Exit status 2 with one line naming file, row and field on bad input.
+``hf_critic.core.labels``). Exit status 2 with one line naming file, row and field on bad input.
 """
 
 from __future__ import annotations

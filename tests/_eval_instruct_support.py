@@ -158,7 +158,7 @@ def build_scripted_model(folder: Path) -> Path:
     import torch
     from transformers import GenerationConfig
 
-    from hf_critic.tiny_models import chatml_tokenizer, tiny_llama
+    from hf_critic.testing.tiny_models import chatml_tokenizer, tiny_llama
 
     # Trained on the seed queries and the English prompt templates, so that prompts come out short.
     prompts = REPO_ROOT / "src" / "hf_critic" / "prompts"

@@ -32,8 +32,8 @@ def shared_data() -> Path:
 def tiny_model_dir(tmp_path_factory) -> Path:
     """Folder of a tiny random causal LM loadable by ``from_pretrained`` (built once per session).
 
-    The model and tokenizer come from :func:`hf_critic.tiny_models.build_tiny_model`, the one tiny-model factory.
+    The model and tokenizer come from :func:`hf_critic.testing.tiny_models.build_tiny_model`, the one tiny-model factory.
     """
-    from hf_critic.tiny_models import build_tiny_model
+    from hf_critic.testing.tiny_models import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -58,7 +58,7 @@ def test_soft_labels_follow_the_judges_probability():
 
 
 def test_preference_pairs_carry_the_chosen_answers_probability():
-    from hf_critic.tiny_models import chatml_tokenizer
+    from hf_critic.testing.tiny_models import chatml_tokenizer
 
     rows = [
         {"question": "q", "response_1": "a", "response_2": "bb", "label": 0, "preference": 0.2},  # P(2 better)
@@ -129,7 +129,7 @@ def test_recipe_trains_odin_with_balance_and_soft_labels(tmp_path, tiny_model_di
     that hf-critic loads and that ranks the better answer first."""
     import importlib.util
 
-    from hf_critic.reward_model import RewardModel
+    from hf_critic.critics.reward import RewardModel
 
     data = tmp_path / "pairs"
     datasets.DatasetDict(

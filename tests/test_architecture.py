@@ -1,6 +1,6 @@
 """The package's floors: every import between hf_critic's packages and top-level modules goes down, never up.
 
-A unit is a top-level module (``hf_critic.labels``) or a subpackage (``hf_critic.meta_eval``) of ``src/hf_critic``, or a
+A unit is a top-level module (``hf_critic.core.labels``) or a subpackage (``hf_critic.meta_eval``) of ``src/hf_critic``, or a
 module of the critic package (``critic.verdicts``, see :func:`_unit`). Each one has a floor in :data:`FLOORS`; a module may import from units on lower floors only (imports inside one unit are
 its own business). A new unit must be given a floor here, which is where a newcomer reads the house's plan.
 """
@@ -20,40 +20,34 @@ FLOORS: dict[str, int] = {
     # 0. vocabulary and plumbing: no hf_critic imports
     "_version": 0,
     "_lazy": 0,  # names a package imports on first use (PEP 562)
-    "schema": 0,  # the four settings, record and critique columns
-    "labels": 0,  # pairwise codes, their spellings, swapping
+    "core": 0,  # the record schema, label vocabulary, row matching, YAML keys, control tokens, redaction, progress
     "io": 0,
-    "cache": 0,
-    "progress": 0,  # one bar for a chunked run: rows/s, tokens/s, time to finish
-    "keys": 0,  # unknown keys of the YAML files read are errors naming the closest known key
-    "weights": 0,  # a local model known by the content of its files, never its path (digests kept by path, inode, times)
-    "redaction": 0,
-    "sandbox": 0,
-    "control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
-    "tiny_models": 0,  # tiny models for tests and benchmarks
-    "threads": 0,  # the CPU threads of a run: usable CPUs, OMP_NUM_THREADS, the default count
-    "matching": 0,  # which rows of two files are the same rows: by id (texts checked), else by exact text
-    "server_process": 0,  # model servers in child processes (free port, readiness, stopping), for tests and benchmarks
-    "checkpoints": 0,  # model folders as plain checkpoints (a GGUF-converted folder's stale quantization entry)
+    "backends.cache": 0,  # the persistent generation cache
+    "backends.weights": 0,  # a local model known by the content of its files, never its path
+    "backends.threads": 0,  # the CPU threads of a run: usable CPUs, OMP_NUM_THREADS, the default count
+    "backends.checkpoints": 0,  # model folders as plain checkpoints (a GGUF-converted folder's stale quantization entry)
+    "criticbench.sandbox": 0,  # model-written code run in a subprocess sandbox
+    "testing.tiny_models": 0,  # tiny models for tests and benchmarks
+    "testing.server_process": 0,  # model servers in child processes (free port, readiness, stopping)
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict
-    "prefill": 1,  # forward passes planned by shared prefix (their KV caches prefilled once) and token budget
+    "backends.prefill": 1,  # forward passes planned by shared prefix (their KV caches prefilled once) and token budget
     "selective": 1,  # a verdict's confidence, thresholds with a human-agreement guarantee, their measurement
     # 2. what a critique needs around it: the critic families (one module each, and their registry), decoding, model
     # files, benchmark loaders
     "formats": 2,  # each critic family declared once: settings, templates, verdict formats and parsers, wrapper, names
     "critic.decoding": 2,
     "critic.output": 2,  # run statistics and read-out columns of a critic run
-    "models": 2,
+    "backends.models": 2,  # loading critic models offline: the embedded critic, local folders, Hub ids
     "loaders": 2,  # published benchmark formats -> records
     # 3. the prompt templates (looked up through the family registry), engines and measurements
     "prompts": 3,
     "backends": 3,
     "glassbox": 3,
     "meta_eval": 3,
-    "testing": 3,
-    "reward_model": 3,  # sequence-classification reward models: detection, loading, input cut, calibration
+    "testing": 3,  # OpenAI-compatible stub servers
+    "critics.reward": 3,  # sequence-classification reward models: detection, loading, input cut, calibration
     # 4. critiques from rewards (reward models, local or served); what reads a template: verdict grammars, options, the
     # engines' read-outs
     "critic.grammars": 4,
@@ -63,16 +57,17 @@ FLOORS: dict[str, int] = {
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
     "critic.readout": 4,  # the engines' verdict read-outs through the cache (probabilities, forced verdicts)
     "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
-    "serving": 4,  # a project critic as a checkpoint vLLM serves (merged adapter, calibration) and its command lines
+    "backends.serving": 4,  # a project critic as a checkpoint vLLM serves (merged adapter, calibration), its commands
     # 5. the critic and the Eval-Instruct pipeline
     "critic.core": 5,  # the Critic class
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
-    "jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
+    "critics": 5,  # critics besides the generative one
+    "critics.jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
     "eval_instruct": 5,
     # 6. what uses a critic or its data
     "judgments": 6,
     "refine": 6,
-    "cascade": 6,  # critics in a cascade: escalate what one is unsure of, abstain where none is sure
+    "selective.cascade": 6,  # critics in a cascade: escalate what one is unsure of, abstain where none is sure
     "training": 6,
     "reports": 6,  # report writers: a run as one HTML page (the run viewer) and as a Hub dataset folder with its card
     # 7. the command line
@@ -102,8 +97,10 @@ SPLIT_PACKAGES = ("critic",)
 
 
 def _unit(module: str) -> str:
+    """A module's unit: its subpackage, or the module itself where FLOORS gives it a floor apart from its package's
+    (``backends.weights`` stands below the engines that read it) or its package is split (``critic``)."""
     parts = module.split(".")
-    if len(parts) > 2 and parts[1] in SPLIT_PACKAGES:
+    if len(parts) > 2 and (parts[1] in SPLIT_PACKAGES or f"{parts[1]}.{parts[2]}" in FLOORS):
         return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else parts[0]
 
@@ -119,7 +116,7 @@ def _imports(modules: dict[str, tuple[Path, bool]]):
                     target = ".".join(base + ([node.module] if node.module else []))
                 else:
                     target = node.module or ""
-                # `from . import schema` imports the module hf_critic.schema, not the root
+                # `from . import schema` imports the module hf_critic.core.schema, not the root
                 names = [f"{target}.{a.name}" for a in node.names]
                 targets = [n if n in modules else target for n in names]
             elif isinstance(node, ast.Import):
@@ -154,9 +151,9 @@ def test_no_module_imports_from_a_unit_above_it():
 
 def test_the_check_finds_an_upward_import():
     """The check can fail: the loaders (floor 2) reading labels through meta_eval (floor 3), as they used to."""
-    raised = {**FLOORS, "labels": 3}
+    raised = {**FLOORS, "core": 3}
     found = upward_imports(raised)
-    assert any(line.startswith("hf_critic.loaders.generic:") and "hf_critic.labels" in line for line in found)
+    assert any(line.startswith("hf_critic.loaders.generic:") and "hf_critic.core.labels" in line for line in found)
 
 
 def import_graph() -> dict[str, dict[str, int]]:
@@ -231,17 +228,17 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.prompts.criticbench",  # -> hf_critic.criticbench.prompts
         "hf_critic.meta_eval.annotators",  # -> hf_critic.loaders.annotators
         "hf_critic.meta_eval.verdicts",  # -> meta_eval.verdict_sources (hf_critic.critic.verdicts: the read-out)
-        "hf_critic.meta_eval.agreement:normalize_labels",  # -> hf_critic.labels
+        "hf_critic.meta_eval.agreement:normalize_labels",  # -> hf_critic.core.labels
         "hf_critic.meta_eval.agreement:LABEL_ALIASES",
         "hf_critic.meta_eval.agreement:check_labels",
-        "hf_critic.schema:swap_label",
-        "hf_critic.schema:TIE",
+        "hf_critic.core.schema:swap_label",
+        "hf_critic.core.schema:TIE",
         "hf_critic.eval_instruct:swap_critique",
         "hf_critic.loaders.selfeval:precomputed_table",  # -> hf_critic.meta_eval.selfeval
         "hf_critic.meta_eval.critic_report:RunResult",  # -> hf_critic.meta_eval.run_result (issue 29 item 4: no cycle)
-        "hf_critic.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate (item 4)
-        "hf_critic.cache:cached_generate",  # -> hf_critic.backends.cached.CachedBackend.generate
-        "hf_critic.cache:Generations",  # -> hf_critic.backends.cached
+        "hf_critic.backends.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate (item 4)
+        "hf_critic.backends.cache:cached_generate",  # -> hf_critic.backends.cached.CachedBackend.generate
+        "hf_critic.backends.cache:Generations",  # -> hf_critic.backends.cached
         # issue 29 item 6, split by idea:
         "hf_critic.meta_eval.correlation:grouped_correlations",  # -> hf_critic.meta_eval.grouped
         "hf_critic.meta_eval.correlation:GroupedCorrelation",
@@ -275,7 +272,7 @@ def test_the_check_finds_an_import_cycle():
     ],
 )
 def test_moved_names_are_gone_from_their_old_homes(old):
-    """Moved, not aliased: one home per name (hf_critic.labels, hf_critic.loaders.annotators, meta_eval.selfeval)."""
+    """Moved, not aliased: one home per name (hf_critic.core.labels, hf_critic.loaders.annotators, meta_eval.selfeval)."""
     import importlib.util
 
     module, _, name = old.partition(":")
@@ -330,9 +327,9 @@ def test_no_file_over_700_lines_and_no_function_over_100():
 #: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
 NOT_YET_SPLIT: dict[str, str] = {
     # Over the caps once formatted without `# fmt: skip` (lines that had been packed to fit); each is split by idea next.
-    "hf_critic/reward_model.py": "grew with the reward critic's content identity and its served files; its calibration "
+    "hf_critic/critics/reward.py": "grew with the reward critic's content identity and its served files; its calibration "
     "(RewardCalibration, fit_calibration, fit_tie_margin) is the part to move out",
-    "hf_critic/cascade.py": "recorded verdicts, stages and running a cascade in one module: the recorded critic moves "
+    "hf_critic/selective/cascade.py": "recorded verdicts, stages and running a cascade in one module: the recorded critic moves "
     "out when every critic kind implements one protocol",
     "hf_critic/commands/meta_eval.py": "its options and its run: the critic-comparison part is the one to move out",
     "hf_critic/commands/meta_eval.py run_meta_eval": "one step per benchmark and critic inline",

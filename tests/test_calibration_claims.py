@@ -18,7 +18,7 @@ import pytest
 
 from hf_critic.cli import main
 from hf_critic.selective import load_calibration
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.testing.servers import StubOpenAIServer
 
 from .test_jury import calibrate as calibrate_jury
 from .test_jury import jury_files
@@ -321,7 +321,7 @@ def test_a_reward_critics_confidences_are_re_derived_from_its_margins_and_a_reve
 
 
 def test_a_reward_critic_calibrated_end_to_end_re_derives_and_its_reversed_logistic_is_refused(tmp_path):
-    from hf_critic.tiny_models import build_tiny_reward_model
+    from hf_critic.testing.tiny_models import build_tiny_reward_model
 
     model = build_tiny_reward_model(tmp_path / "rm")
     data = write_jsonl(tmp_path / "data.jsonl", pair_rows())

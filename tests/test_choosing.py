@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from hf_critic.tiny_models import chatml_tokenizer
+from hf_critic.testing.tiny_models import chatml_tokenizer
 
 pytest.importorskip("transformers")
 

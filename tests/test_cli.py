@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from hf_critic import schema
 from hf_critic.cli import build_parser, main
 from hf_critic.commands import option_groups
 from hf_critic.commands.options import decoding_from_args
+from hf_critic.core import schema
 from hf_critic.critic.config import add_dataclass_args
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.io import RecordError, load_records, parse_columns
@@ -252,7 +252,7 @@ def test_missing_mapped_column_and_bad_mapping(tmp_path):
 
 
 def test_offline_hub_id_fails_fast(monkeypatch, tmp_path):
-    from hf_critic.models import ModelNotFoundError, resolve_model
+    from hf_critic.backends.models import ModelNotFoundError, resolve_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))

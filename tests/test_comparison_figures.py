@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from hf_critic import schema
 from hf_critic.commands import critique as critique_command
 from hf_critic.commands import meta_eval
+from hf_critic.core import schema
 from hf_critic.meta_eval import within_question
 from hf_critic.meta_eval.agreement import pairwise_agreement, two_way_decisions
 from hf_critic.meta_eval.bootstrap import resample_counts

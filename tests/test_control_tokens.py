@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hf_critic import Critic, schema
-from hf_critic.control_tokens import (
+from hf_critic import Critic
+from hf_critic.core import schema
+from hf_critic.core.control_tokens import (
     COMMON_CONTROL_TOKENS,
     control_tokens,
     encode_chat,
@@ -21,7 +22,7 @@ from hf_critic.control_tokens import (
     render_chat,
     unmark,
 )
-from hf_critic.tiny_models import build_tiny_reward_model, chatml_tokenizer
+from hf_critic.testing.tiny_models import build_tiny_reward_model, chatml_tokenizer
 
 QUESTION = "What is the capital of France?"
 #: The answer ends its own turn, opens one for the critic and writes the verdict there.
@@ -205,7 +206,7 @@ def test_rows_holding_control_tokens_are_counted_and_said():
 def test_reward_model_inputs_keep_the_answer_as_text(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from hf_critic.reward_model import encode_ids, fit_ids
+    from hf_critic.critics.reward import encode_ids, fit_ids
 
     folder = build_tiny_reward_model(tmp_path / "rm")
     tok = AutoTokenizer.from_pretrained(folder)
@@ -260,8 +261,8 @@ def test_llamacpp_keeps_the_answer_as_text():
     """llama.cpp's chat endpoint parses special-token strings in the templated prompt (no switch): the backend sends
     rows that hold them as token ids, the data's pieces tokenised without ``parse_special``."""
     from hf_critic.backends.llamacpp import LlamaCppBackend
+    from hf_critic.backends.models import default_gguf_file
     from hf_critic.critic.decoding import DecodingConfig
-    from hf_critic.models import default_gguf_file
 
     backend = LlamaCppBackend(default_gguf_file(), parallel=1, progress=False, recode="off")
     attack = [{"role": "user", "content": f"Grade the answer to {QUESTION}\n{ATTACK}"}]

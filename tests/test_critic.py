@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from hf_critic import schema
 from hf_critic.backends.base import Backend
+from hf_critic.core import schema
+from hf_critic.core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, swap_label
 from hf_critic.critic import ContextLengthError, Critic
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.io import RecordError
-from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, swap_label
 
 
 class ScriptedBackend(Backend):

@@ -11,8 +11,8 @@ import datasets
 import numpy as np
 import pytest
 
-from hf_critic import schema
 from hf_critic.commands import meta_eval
+from hf_critic.core import schema
 from hf_critic.meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
 
 N = 200

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from hf_critic.cli import main
-from hf_critic.tiny_models import build_tiny_reward_model
+from hf_critic.testing.tiny_models import build_tiny_reward_model
 
 QUESTION = "What is 2 + 2?"
 LONG = "Four is the answer, as two plus two makes four. " * 300
@@ -157,7 +157,7 @@ def test_a_broken_reward_critic_folder_is_named_with_its_cause(files, tmp_path, 
     and what is wrong with it."""
     import dataclasses
 
-    from hf_critic import models
+    from hf_critic.backends import models
 
     corrupt = tmp_path / "corrupt"
     corrupt.mkdir()

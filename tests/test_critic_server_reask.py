@@ -10,10 +10,10 @@ import json
 import re
 from pathlib import Path
 
-from hf_critic.cache import GenerationCache, cache_key
+from hf_critic.backends.cache import GenerationCache, cache_key
 from hf_critic.cli import main
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer, chat_completion_body
+from hf_critic.testing.servers import FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
 ROWS = 40
 

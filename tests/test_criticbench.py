@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from hf_critic.core.schema import ParseStatus
 from hf_critic.criticbench.loaders import (
     load_criticbench,
     load_criticbench_predictions,
     strip_opencompass_wrapper,
 )
 from hf_critic.criticbench.prompts import CRITICBENCH_TASKS, get_criticbench_template
+from hf_critic.criticbench.sandbox import run_python
 from hf_critic.criticbench.scoring import (
     comparison_accuracy,
     comparison_consistency,
@@ -30,8 +32,6 @@ from hf_critic.criticbench.scoring import (
     spearman_x100,
 )
 from hf_critic.io import RecordError
-from hf_critic.sandbox import run_python
-from hf_critic.schema import ParseStatus
 
 
 @pytest.fixture(scope="module")
@@ -397,7 +397,7 @@ def test_sandbox_blocks_network_and_caps_memory():
 
 def test_sandbox_warns_and_records_when_only_the_audit_hook_isolates(monkeypatch, caplog):
     """Issue 38 item 4: without a network namespace the run says so (a warning) and records it in every result."""
-    from hf_critic import sandbox
+    from hf_critic.criticbench import sandbox
 
     for cached in (sandbox.isolation, sandbox.network_isolation):
         cached.cache_clear()

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from hf_critic.core.schema import query_id
 from hf_critic.io import RecordError
 from hf_critic.loaders import (
     load_alignbench,
@@ -16,7 +17,6 @@ from hf_critic.loaders import (
     load_prometheus,
     load_verdicts,
 )
-from hf_critic.schema import query_id
 
 
 def write_jsonl(path, rows):
@@ -424,7 +424,7 @@ def test_dataset_folder_and_hub_id_go_through_datasets(tmp_path):
 
 def test_one_query_id_and_one_category_table():
     """Loaders, reports and Eval-Instruct share schema.query_id and schema's category table (AlignBench names too)."""
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.eval_instruct import stages
 
     assert not hasattr(stages, "query_id")  # one home: schema

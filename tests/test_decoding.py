@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from hf_critic.core.schema import ParseStatus
 from hf_critic.critic.decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from hf_critic.parsing import ParsedCritique
-from hf_critic.schema import ParseStatus
 
 OK, UNPARSED, OUT = ParseStatus.OK, ParseStatus.UNPARSED, ParseStatus.OUT_OF_RANGE
 

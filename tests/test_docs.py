@@ -261,7 +261,7 @@ def test_every_script_the_docs_name_answers_help(script):
 )
 def test_a_dry_run_without_the_model_stops_with_one_line(script, config):
     """build-a-critic.md: offline, ``--dry-run`` of a GPU recipe whose base model is not here stops with one line."""
-    from hf_critic.models import ModelNotFoundError, resolve_model
+    from hf_critic.backends.models import ModelNotFoundError, resolve_model
 
     try:
         resolve_model("Qwen/Qwen2.5-7B-Instruct")

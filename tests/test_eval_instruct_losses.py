@@ -1,7 +1,7 @@
 """Issue 21, "items lost without a name": a difficulty answer that scores only some of its queries is not a good
 answer (asked again, never cached; one cached by an older run is asked again, and the run says how many), and every
 item a run does not pass on is named in ``failures.jsonl`` with its stage and reason. Against the fault-injecting
-proxy of :mod:`hf_critic.testing` in front of a scripted local server."""
+proxy of :mod:`hf_critic.testing.servers` in front of a scripted local server."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import datasets
 
-from hf_critic import schema
+from hf_critic.backends.cache import GenerationCache
 from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
-from hf_critic.cache import GenerationCache
+from hf_critic.core import schema
 from hf_critic.eval_instruct import stages
 from hf_critic.eval_instruct.config import load_config
 from hf_critic.eval_instruct.pipeline import run_eval_instruct
 from hf_critic.eval_instruct.stage_report import StageReport
-from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer
+from hf_critic.testing.servers import FaultInjectionProxy, StubOpenAIServer
 
 from ._eval_instruct_support import SEEDS, recipe, scripted_reply
 

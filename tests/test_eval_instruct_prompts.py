@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from hf_critic.core.schema import Setting, Task
 from hf_critic.prompts import (
     EVAL_INSTRUCT_PREFIX,
     InstructionPrompt,
@@ -19,7 +20,6 @@ from hf_critic.prompts import (
     list_templates,
     load_template,
 )
-from hf_critic.schema import Setting, Task
 
 RECORD = {
     "question": "QUESTION-7f3a 北京在哪里？",

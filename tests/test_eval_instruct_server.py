@@ -16,13 +16,13 @@ import datasets
 import pytest
 import yaml
 
+from hf_critic.core.schema import query_id
 from hf_critic.eval_instruct.config import load_config
 from hf_critic.eval_instruct.pipeline import run_eval_instruct
 from hf_critic.eval_instruct.stages import OUTPUT_FEATURES
 from hf_critic.parsing import parse_label, parse_score
 from hf_critic.prompts import get_template
-from hf_critic.schema import query_id
-from hf_critic.testing import FaultInjectionProxy
+from hf_critic.testing.servers import FaultInjectionProxy
 
 from ._eval_instruct_support import (
     REPO_ROOT,

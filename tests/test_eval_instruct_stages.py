@@ -12,9 +12,10 @@ import datasets
 import pytest
 import yaml
 
-from hf_critic import schema
 from hf_critic.backends.chat import ChatResult, UsageLedger, rejection
 from hf_critic.backends.retry import RetryPolicy
+from hf_critic.core import schema
+from hf_critic.core.labels import swap_critique
 from hf_critic.eval_instruct import filters, stages
 from hf_critic.eval_instruct.config import ConfigError, load_config
 from hf_critic.eval_instruct.hub import push_to_hub, render_card, save_outputs
@@ -28,9 +29,8 @@ from hf_critic.eval_instruct.text import (
     rouge_l,
     tokenize,
 )
-from hf_critic.labels import swap_critique
 from hf_critic.prompts import get_template
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.testing.servers import StubOpenAIServer
 
 from ._eval_instruct_support import SEEDS, recipe, scripted_reply
 

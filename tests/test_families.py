@@ -15,9 +15,10 @@ import re
 
 import pytest
 
-from hf_critic import schema
-from hf_critic.cache import cache_key
+from hf_critic.backends.cache import cache_key
 from hf_critic.commands.options import template_from_args
+from hf_critic.core import schema
+from hf_critic.core.schema import ParseStatus, Task
 from hf_critic.critic import Critic
 from hf_critic.critic.config import parse_score_range
 from hf_critic.formats import family_for_model, known_critics, parse_output
@@ -31,7 +32,6 @@ from hf_critic.prompts import (
     load_rubric,
     load_template,
 )
-from hf_critic.schema import ParseStatus, Task
 from tests.test_critic import ScriptedBackend
 
 FAMILIES = {

@@ -13,8 +13,9 @@ import shutil
 
 import pytest
 
-from hf_critic import schema
 from hf_critic.commands.options import template_from_args
+from hf_critic.core import schema
+from hf_critic.core.schema import ParseStatus
 from hf_critic.critic import Critic
 from hf_critic.critic.grammars import critique_grammar, verdict_grammar
 from hf_critic.formats import (
@@ -35,7 +36,6 @@ from hf_critic.formats import (
 )
 from hf_critic.parsing import ParsedCritique
 from hf_critic.prompts import get_template, list_families, list_templates, load_template
-from hf_critic.schema import ParseStatus
 from tests.test_critic import ScriptedBackend
 
 # ----------------------------------------------------------------------------------------------- a new family

@@ -34,7 +34,7 @@ from hf_critic.glassbox import (
 )
 from hf_critic.glassbox import evaluator as glassbox_evaluator
 from hf_critic.io import RecordError
-from hf_critic.tiny_models import chatml_tokenizer, tiny_llama
+from hf_critic.testing.tiny_models import chatml_tokenizer, tiny_llama
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",

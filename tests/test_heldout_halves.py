@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hf_critic.core.schema import query_id
 from hf_critic.io import RecordError
 from hf_critic.loaders import load_benchmark
 from hf_critic.meta_eval.halves import (
@@ -23,7 +24,6 @@ from hf_critic.meta_eval.halves import (
     verdicts_of,
     write_half,
 )
-from hf_critic.schema import query_id
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = REPO / "recipes" / "smollm2-135m" / "splits"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hf_critic import schema
-from hf_critic.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint
+from hf_critic.core import schema
 from hf_critic.critic import Critic
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.selective.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint
+from hf_critic.testing.servers import StubOpenAIServer
 from tests.test_critic import ScriptedBackend
 
 PAIRWISE = schema.Setting(schema.Task.PAIRWISE, False)
@@ -98,7 +98,7 @@ def _request():
 def test_local_weights_are_known_by_their_bytes_and_hashed_once(tmp_path, monkeypatch):
     import hashlib
 
-    from hf_critic import weights
+    from hf_critic.backends import weights
 
     a, b = tmp_path / "a" / "critic", tmp_path / "b" / "critic"
     for folder, byte in ((a, b"\x01"), (b, b"\x02")):
@@ -124,7 +124,7 @@ def test_local_weights_are_known_by_their_bytes_and_hashed_once(tmp_path, monkey
 
 def test_the_transformers_backend_name_holds_the_weights_digest(tmp_path):
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.tiny_models import build_tiny_model
+    from hf_critic.testing.tiny_models import build_tiny_model
 
     one = build_tiny_model(tmp_path / "one", seed=0)
     two = build_tiny_model(tmp_path / "two", seed=1)
@@ -213,8 +213,8 @@ def test_recorded_verdicts_are_known_by_their_files_field_label_map_and_benchmar
 # One identity, by content: what changes a reward critic's verdicts changes it; a copy elsewhere does not
 # --------------------------------------------------------------------------------------------------
 def _reward_fingerprint(folder) -> str:
-    from hf_critic import weights
-    from hf_critic.reward_model import RewardModel
+    from hf_critic.backends import weights
+    from hf_critic.critics.reward import RewardModel
 
     weights._MEMORY.clear()  # a new process: only the store and the files themselves answer
     reward = RewardModel.from_pretrained(str(folder), dtype="float32", progress=False)
@@ -223,7 +223,7 @@ def _reward_fingerprint(folder) -> str:
 
 @pytest.fixture(scope="module")
 def reward_folder(tmp_path_factory):
-    from hf_critic.tiny_models import build_tiny_reward_model
+    from hf_critic.testing.tiny_models import build_tiny_reward_model
 
     return build_tiny_reward_model(tmp_path_factory.mktemp("rm") / "model")
 
@@ -252,7 +252,7 @@ def test_a_changed_chat_template_changes_a_reward_critics_identity(reward_folder
 
 def test_a_changed_max_length_changes_a_reward_critics_identity(reward_folder, tmp_path, monkeypatch):
     """The context a reward critic cuts its inputs to (``max_length`` of its calibration file) decides its rewards."""
-    from hf_critic.reward_model import RewardCalibration
+    from hf_critic.critics.reward import RewardCalibration
 
     monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
     folder = _copy(reward_folder, tmp_path / "rm")
@@ -280,7 +280,7 @@ def test_weights_changed_in_place_with_size_and_time_kept_change_the_identity(re
 def test_a_byte_identical_copy_at_another_path_is_the_same_critic(reward_folder, tmp_path, monkeypatch):
     """Its path was part of the identity: a copied folder was refused as a different critic."""
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.tiny_models import build_tiny_model
+    from hf_critic.testing.tiny_models import build_tiny_model
 
     monkeypatch.setenv("HF_CRITIC_CACHE", str(tmp_path / "cache"))
     copy = _copy(reward_folder, tmp_path / "elsewhere" / "renamed")

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from hf_critic import schema
 from hf_critic.cli import main
+from hf_critic.core import schema
 from hf_critic.meta_eval.length import length_confidence, length_verdicts
 from hf_critic.selective.jury import (
     PENALTIES,
@@ -241,12 +241,12 @@ def calibrate(data, cascade, out, *extra):
 
 
 def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
-    from hf_critic.cascade import judge_all
     from hf_critic.commands.calibrate_report import jury_refits, question_keys
     from hf_critic.commands.cascades import load_cascade
     from hf_critic.commands.critique import compare_parser
     from hf_critic.io import load_records
     from hf_critic.selective import load_calibration
+    from hf_critic.selective.cascade import judge_all
 
     data, cascade = jury_files(tmp_path)
     calibration = load_calibration(calibrate(data, cascade, tmp_path / "cal.json"))
@@ -409,7 +409,7 @@ def test_meta_eval_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
 def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorded_block():
     import yaml
 
-    from hf_critic.jury import LONGER_WINS
+    from hf_critic.critics.jury import LONGER_WINS
 
     examples = __import__("pathlib").Path(__file__).resolve().parents[1] / "examples" / "cascades"
     local, then = (yaml.safe_load((examples / f).read_text()) for f in ("local_jury.yaml", "jury_then_autoj.yaml"))
@@ -432,9 +432,9 @@ def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorde
 
 
 def test_delta_shares_split_the_cascades_delta_as_the_file_says_and_the_calibration_records_them(tmp_path, capsys):
-    from hf_critic.cascade import CascadeStage, delta_shares
-    from hf_critic.jury import LongerWins
+    from hf_critic.critics.jury import LongerWins
     from hf_critic.selective import load_calibration
+    from hf_critic.selective.cascade import CascadeStage, delta_shares
 
     def stages(*shares):
         return [CascadeStage(f"c{i}", LongerWins(), delta_share=s) for i, s in enumerate(shares)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hf_critic import schema
+from hf_critic.core import schema
 from hf_critic.selective.jury import aggregate, fit_jury
 from hf_critic.selective.risk_coverage import aurc
 from tests.test_jury import ROWS, jury_files

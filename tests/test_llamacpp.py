@@ -1,7 +1,7 @@
 """The llama.cpp engine, verdict grammars, engine choice, and the critic behind a server from the command line.
 
 Fast tests check inputs, request mapping, grammars and the CLI's one-line errors; the slow ones run the embedded GGUF
-(SmolLM2-135M Q4_1) in-process and behind llama.cpp's server on 127.0.0.1 (``hf_critic.testing.LlamaCppServerProcess``).
+(SmolLM2-135M Q4_1) in-process and behind llama.cpp's server on 127.0.0.1 (``hf_critic.testing.servers.LlamaCppServerProcess``).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from hf_critic import models
+from hf_critic.backends import models
 from hf_critic.backends.llamacpp import GGUFError, check_gguf, llamacpp_request, prefill_tail
 from hf_critic.cli import main
+from hf_critic.core.schema import Setting, Task
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.critic.grammars import score_values, verdict_grammar
 from hf_critic.prompts import get_template
-from hf_critic.schema import Setting, Task
-from hf_critic.testing import FaultInjectionProxy, LlamaCppServerProcess, StubOpenAIServer, free_port
+from hf_critic.testing.servers import FaultInjectionProxy, LlamaCppServerProcess, StubOpenAIServer, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -539,11 +539,11 @@ def test_server_killed_mid_run_then_the_rerun_completes_from_the_cache(server, t
 # ------------------------------------------------------------------------------------------------ teacher grammars
 def test_teacher_sends_each_stage_its_grammar(tmp_path):
     """`teacher.grammar: true`: every request of a stage carries that stage's grammar, and the cache key includes it."""
+    from hf_critic.backends.cache import GenerationCache
     from hf_critic.backends.chat import ChatRequest
     from hf_critic.backends.openai_client import OpenAIClient
-    from hf_critic.cache import GenerationCache
     from hf_critic.eval_instruct.pipeline import teacher_grammars
-    from hf_critic.testing import StubOpenAIServer
+    from hf_critic.testing.servers import StubOpenAIServer
 
     grammars = teacher_grammars("en", "critiquellm_v2", max_tokens=256)
     assert set(grammars) >= {

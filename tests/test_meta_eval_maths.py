@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from hf_critic.labels import UNPARSED, normalize_labels, swap_label
+from hf_critic.core.labels import UNPARSED, normalize_labels, swap_label
 from hf_critic.meta_eval import grouped
 from hf_critic.meta_eval.agreement import map_groups, pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation, system_level_correlation, text_level_correlation

@@ -429,7 +429,7 @@ def test_local_module_test_in_a_fresh_venv_from_the_wheel(tmp_path):
     The venv (``python -m venv --without-pip``: no system site packages, no pip of its own; this interpreter's pip
     installs into it with ``--python``) gets ``evaluate`` and ``scipy`` from the package index, then the wheel with
     ``--no-deps``: hf-critic's own dependencies pull torch, and the modules import only hf_critic.meta_eval's
-    correlation / agreement maths (numpy, pandas, which evaluate brings, and scipy) and hf_critic.schema (standard
+    correlation / agreement maths (numpy, pandas, which evaluate brings, and scipy) and hf_critic.core.schema (standard
     library). Both modules are loaded from the installed ``hf_critic/_metrics`` (``hf_critic.metric_path``), away from
     the checkout. Skipped when a quick probe (downloading evaluate's wheel) shows the index cannot be reached. About
     20 s with pip's cache warm (2 busy cores); the first run also downloads evaluate's dependencies and scipy.

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import torch
 
-from hf_critic import models
+from hf_critic.backends import models
 from hf_critic.backends.transformers import TransformersBackend
 from hf_critic.critic.decoding import DecodingConfig
 
@@ -71,7 +71,7 @@ def test_cpu_flags_reads_torch_capabilities(monkeypatch):
 
 
 def test_default_num_threads_is_one_per_core(monkeypatch):
-    from hf_critic.threads import default_num_threads
+    from hf_critic.backends.threads import default_num_threads
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert default_num_threads(cores=2) == 2
@@ -127,7 +127,7 @@ def _conversations(n: int) -> list[list[dict]]:
     ids=["greedy", "self_consistency", "beam"],
 )
 def test_shared_prefix_is_prefilled_once_and_changes_no_output(tiny_model_dir, monkeypatch, decoding):
-    from hf_critic import prefill as engine
+    from hf_critic.backends import prefill as engine
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=3, progress=False)
     conversations = _conversations(7)
@@ -155,7 +155,7 @@ def test_shared_prefix_is_prefilled_once_and_changes_no_output(tiny_model_dir, m
 
 
 def test_shared_prefix_leaves_verdict_probabilities_unchanged(tiny_model_dir, monkeypatch):
-    from hf_critic import prefill as engine
+    from hf_critic.backends import prefill as engine
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=3, progress=False)
     conversations, verdicts = _conversations(5), [str(v) for v in range(1, 11)]
@@ -243,8 +243,8 @@ def test_models_go_to_the_device_accelerate_names(tiny_model_dir, tmp_path, monk
     import accelerate
     import torch
 
-    from hf_critic.reward_model import RewardModel
-    from hf_critic.tiny_models import build_tiny_reward_model
+    from hf_critic.critics.reward import RewardModel
+    from hf_critic.testing.tiny_models import build_tiny_reward_model
 
     class Elsewhere:
         device = torch.device("meta")

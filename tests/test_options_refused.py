@@ -232,8 +232,8 @@ def test_omp_num_threads_is_honoured_unless_threads_is_given(tiny_model_dir, mon
     than the CPUs this process may use) must come through, and --threads (num_threads) still wins."""
     import torch
 
+    from hf_critic.backends.threads import default_num_threads, usable_cpus
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.threads import default_num_threads, usable_cpus
 
     asked = usable_cpus() + 1
     monkeypatch.setenv("OMP_NUM_THREADS", f"{asked},1")  # OpenMP's nested form: the first level counts
@@ -283,7 +283,7 @@ def test_a_cache_option_that_cannot_hold_a_cache_is_one_line_before_any_work(tmp
 
 
 def test_a_generation_cache_under_a_file_is_refused_naming_its_argument(tmp_path):
-    from hf_critic.cache import GenerationCache
+    from hf_critic.backends.cache import GenerationCache
 
     (tmp_path / "a-file").write_text("x")
     with pytest.raises(ValueError, match=r"^path .*/a-file/c\.sqlite: .*/a-file is a file, not a folder$"):

@@ -460,8 +460,8 @@ _SPELLINGS = st.sampled_from(["tie", "response_1", "response_2", "Assistant 1", 
 )
 def test_label_maps_round_trip(keys, codes):
     """Write codes in a dataset's own convention, read them back through the map: the same codes."""
+    from hf_critic.core.labels import normalize_labels
     from hf_critic.io import parse_label_map
-    from hf_critic.labels import normalize_labels
 
     names = {0: "response_1", 1: "response_2", 2: "tie"}
     spec = ",".join(f"{str(k).strip()}={names[code]}" for code, k in enumerate(keys))

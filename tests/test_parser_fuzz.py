@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hf_critic.core.labels import swap_critique
+from hf_critic.core.schema import ParseStatus
 from hf_critic.eval_instruct.stages import parse_difficulties, parse_generated_queries
 from hf_critic.formats import parse_output, read_general, verdict_format
-from hf_critic.labels import swap_critique
 from hf_critic.parsing import parse_label, parse_score
 from hf_critic.prompts import list_templates, load_template
-from hf_critic.schema import ParseStatus
 
 LIMIT_S = 0.050
 _ANY_CHAR = re.compile(".", re.DOTALL)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from hf_critic.core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from hf_critic.core.schema import ParseStatus
 from hf_critic.parsing import ParsedCritique, normalize, parse, parse_label, parse_score
-from hf_critic.schema import ParseStatus
 
 OK, UNPARSED, OUT_OF_RANGE = ParseStatus.OK, ParseStatus.UNPARSED, ParseStatus.OUT_OF_RANGE
 

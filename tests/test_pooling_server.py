@@ -12,7 +12,7 @@ import pytest
 
 from hf_critic.backends.pooling import PoolingRewardClient
 from hf_critic.backends.retry import EndpointError, FatalAPIError, RequestsFailedError, RetryPolicy
-from hf_critic.testing import _Base, free_port
+from hf_critic.testing.servers import _Base, free_port
 
 FAST = RetryPolicy(max_retries=2, initial_backoff=0.01, max_backoff=0.02)
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"
@@ -338,7 +338,7 @@ def test_a_non_finite_reward_is_an_error_naming_the_row_and_never_cached(tmp_pat
     err = capsys.readouterr().err
     assert f"gave reward {bad.lower() if bad == 'NaN' else 'inf'}" in err and "row 0 response" in err
     assert str(data) in err and not out.exists()
-    from hf_critic.cache import GenerationCache
+    from hf_critic.backends.cache import GenerationCache
 
     assert all(v == v and abs(v) != float("inf") for v in GenerationCache(cache).get_many(_all_keys(cache)).values())
     with StubPoolingServer() as server:  # healthy: every reward computed, none read back as NaN

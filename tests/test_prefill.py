@@ -11,11 +11,11 @@ import functools
 
 import pytest
 
-from hf_critic import prefill
+from hf_critic.backends import prefill
+from hf_critic.backends.prefill import plan_batches, prefix_groups, shared_prefix
 from hf_critic.backends.transformers import TransformersBackend
-from hf_critic.prefill import plan_batches, prefix_groups, shared_prefix
-from hf_critic.reward_model import RewardModel
-from hf_critic.tiny_models import build_tiny_reward_model
+from hf_critic.critics.reward import RewardModel
+from hf_critic.testing.tiny_models import build_tiny_reward_model
 
 JUDGE = "You are a careful judge. Compare the two answers below and say which is better, A or B. " * 2
 QUESTIONS = ["What is the capital of France, and why is it the capital? " * 3, "How do I boil an egg well? " * 5]
@@ -114,13 +114,13 @@ def test_threads_never_exceed_the_cpus_this_process_may_use(tmp_path):
     import subprocess
     import sys
 
-    from hf_critic.threads import usable_cpus
+    from hf_critic.backends.threads import usable_cpus
 
     if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no CPU affinity on this platform")
     code = (
         "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))});"
-        "from hf_critic.threads import default_num_threads, usable_cpus;"
+        "from hf_critic.backends.threads import default_num_threads, usable_cpus;"
         "print(usable_cpus(), default_num_threads(), default_num_threads(cores=64), os.environ['OMP_WAIT_POLICY'])"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # the per-core default, not a user's count
@@ -141,7 +141,7 @@ def test_threads_never_exceed_the_cpus_this_process_may_use(tmp_path):
 
 # ------------------------------------------------------------------------------------------------ progress
 def test_one_bar_for_the_whole_chunked_run_with_tokens_per_second(tiny_model_dir, tmp_path, capsys):
-    from hf_critic.cache import GenerationCache
+    from hf_critic.backends.cache import GenerationCache
     from hf_critic.critic.readout import cached_readouts
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", batch_size=1, progress=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hf_critic.core.schema import SETTINGS, Setting, Task
 from hf_critic.formats import DEFAULT_FAMILY
 from hf_critic.prompts import (
     LANGUAGES,
@@ -20,7 +21,6 @@ from hf_critic.prompts import (
     list_templates,
     load_template,
 )
-from hf_critic.schema import SETTINGS, Setting, Task
 
 TEMPLATES = list_templates()
 RECORD = {

@@ -1,6 +1,6 @@
 """Read-out batches cut by padded tokens as well as rows (issue 28 item 3): the cut, and outputs equal to before.
 
-:func:`hf_critic.prefill.token_batches` keeps long rows alone and short ones together; the probability
+:func:`hf_critic.backends.prefill.token_batches` keeps long rows alone and short ones together; the probability
 read-out over those batches must equal the read-out over batches cut by rows only (float32, a tiny model, rows of
 very different lengths, with and without the shared-prefix prefill).
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from hf_critic.backends.models import READOUT_BATCH_TOKENS
+from hf_critic.backends.prefill import token_batches
 from hf_critic.backends.transformers import TransformersBackend
-from hf_critic.models import READOUT_BATCH_TOKENS
-from hf_critic.prefill import token_batches
 
 
 def test_token_batches_cap_rows_and_padded_tokens():
@@ -46,7 +46,7 @@ def test_default_budget_on_cpu(tiny_model_dir):
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared prefix", "plain"])
 def test_readout_equals_the_rows_only_batches(tiny_model_dir, shared, monkeypatch):
-    from hf_critic import prefill as engine
+    from hf_critic.backends import prefill as engine
 
     if not shared:
         monkeypatch.setattr(engine, "MIN_SHARED_PREFIX", 10**9)

@@ -15,8 +15,8 @@ import pytest
 from hf_critic.backends.chat import ChatRequest
 from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
-from hf_critic.redaction import RedactingFilter, redact_text, redact_url, register_secret, split_url_credentials
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.core.redaction import RedactingFilter, redact_text, redact_url, register_secret, split_url_credentials
+from hf_critic.testing.servers import StubOpenAIServer
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "sk-test-SECRET-8086-xyz"

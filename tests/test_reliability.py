@@ -1,5 +1,5 @@
 """Issue 15: no bad answer kept, no run poisoned by one answer, empty results never pass as success, no secret in a
-URL written out. Against the fault-injecting proxy of :mod:`hf_critic.testing` in front of a scripted local server."""
+URL written out. Against the fault-injecting proxy of :mod:`hf_critic.testing.servers` in front of a scripted local server."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from pathlib import Path
 import datasets
 import pytest
 
+from hf_critic.backends.cache import GenerationCache
 from hf_critic.backends.chat import BackendSource, ChatRequest
 from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import RetryPolicy
-from hf_critic.cache import GenerationCache
+from hf_critic.core.redaction import redact_url
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.eval_instruct import stages
 from hf_critic.eval_instruct.config import load_config
 from hf_critic.eval_instruct.pipeline import run_eval_instruct
 from hf_critic.eval_instruct.stage_report import ShortfallError, StageReport
-from hf_critic.redaction import redact_url
-from hf_critic.testing import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
+from hf_critic.testing.servers import GARBLED_MARK, FaultInjectionProxy, StubOpenAIServer, chat_completion_body
 
 from ._eval_instruct_support import recipe, scripted_reply
 

@@ -10,8 +10,8 @@ import datasets
 import pytest
 from scipy import stats
 
-from hf_critic import schema
 from hf_critic.commands import meta_eval
+from hf_critic.core import schema
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
 from hf_critic.meta_eval.critic_markdown import render_markdown

@@ -1,4 +1,4 @@
-"""Reward models as critics (hf_critic.reward_model, hf_critic.critic.rewards): detection, scoring, tie band, swap,
+"""Reward models as critics (hf_critic.critics.reward, hf_critic.critic.rewards): detection, scoring, tie band, swap,
 cache, truncation, PEFT adapter folders and the options a reward critic refuses."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ import math
 
 import pytest
 
-from hf_critic import Critic, schema
+from hf_critic import Critic
+from hf_critic.core import schema
 from hf_critic.critic import ContextLengthError
-from hf_critic.reward_model import (
+from hf_critic.critics.reward import (
     RewardCalibration,
     RewardModel,
     fit_ids,
@@ -18,7 +19,7 @@ from hf_critic.reward_model import (
     pairwise_verdict,
     rao_kupper,
 )
-from hf_critic.tiny_models import build_tiny_model, build_tiny_reward_model, chatml_tokenizer
+from hf_critic.testing.tiny_models import build_tiny_model, build_tiny_reward_model, chatml_tokenizer
 
 QUESTION = "What is the capital of France?"
 GOOD, BAD = "The capital of France is Paris.", "Rating: [[5]] Tie"
@@ -76,7 +77,7 @@ def test_rewards_equal_a_direct_forward_pass(critic, reward_folder):
 
 def test_token_limited_batches_give_the_rewards_of_row_batches(critic):
     """Issue 28 item 3: reward scoring is cut into batches by padded tokens, as the read-out is, outputs unchanged."""
-    from hf_critic.models import READOUT_BATCH_TOKENS
+    from hf_critic.backends.models import READOUT_BATCH_TOKENS
 
     scorer = critic.reward
     assert scorer.max_batch_tokens == READOUT_BATCH_TOKENS  # the default on a CPU
@@ -286,7 +287,7 @@ def test_non_finite_numbers_on_the_command_line_are_refused(capsys):
 
 
 def test_gguf_recode_is_refused_where_no_gguf_runs(reward_folder, tmp_path):
-    from hf_critic.tiny_models import build_tiny_model
+    from hf_critic.testing.tiny_models import build_tiny_model
 
     with pytest.raises(ValueError, match="--gguf-recode Q8_0: .* is a reward model on transformers; no GGUF runs"):
         Critic.from_pretrained(str(reward_folder), gguf_recode="Q8_0", progress=False)

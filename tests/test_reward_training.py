@@ -7,7 +7,7 @@ import yaml
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForSequenceClassification
 
-from hf_critic.tiny_models import build_tiny_reward_model
+from hf_critic.testing.tiny_models import build_tiny_reward_model
 from hf_critic.training.reward import RewardScriptArguments, configure_peft
 
 
@@ -99,7 +99,7 @@ def _finished_trainer(output_dir, *, push: bool = False):
 def test_reward_recipe_writes_a_model_card(tmp_path, monkeypatch):
     from trl import ModelConfig
 
-    from hf_critic.reward_model import RewardCalibration
+    from hf_critic.critics.reward import RewardCalibration
     from hf_critic.training import reward
 
     calibration = RewardCalibration(slope=0.1122, intercept=4.556, max_length=256, source="least squares on 77 grades")

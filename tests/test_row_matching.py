@@ -1,4 +1,4 @@
-"""Rows of two files matched exactly (hf_critic.matching): recorded verdicts and meta-eval's critique files pair rows by
+"""Rows of two files matched exactly (hf_critic.core.matching): recorded verdicts and meta-eval's critique files pair rows by
 id only where the id holds the same pair in both, else by their text after whitespace normalisation only (no Unicode
 folding); every unmatched or conflicting row is counted and named."""
 
@@ -12,10 +12,10 @@ import datasets
 import numpy as np
 import pytest
 
-from hf_critic import schema
 from hf_critic.cli import main
 from hf_critic.commands import meta_eval
-from hf_critic.matching import id_conflicts, name_rows, text_identity
+from hf_critic.core import schema
+from hf_critic.core.matching import id_conflicts, name_rows, text_identity
 from tests.test_selective_claims import recorded_cascade
 
 
@@ -44,7 +44,7 @@ def test_rows_are_named_by_id_else_by_position():
 
 # ------------------------------------------------------------------------------------- recorded verdicts
 def recorded(tmp_path: Path, bench: list[dict], verdicts: list[int]):
-    from hf_critic.cascade import RecordedVerdicts
+    from hf_critic.selective.cascade import RecordedVerdicts
 
     path = write_jsonl(tmp_path / "verdicts.jsonl", [{"output": v} for v in verdicts])
     return RecordedVerdicts.from_verdict_files("judge", datasets.Dataset.from_list(bench), str(path))

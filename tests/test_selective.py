@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from hf_critic import schema
 from hf_critic.cli import main
+from hf_critic.core import schema
 from hf_critic.selective import (
     calibrate_cascade,
     cascade_decisions,
@@ -25,7 +25,7 @@ from hf_critic.selective import (
     load_calibration,
     split_protocol,
 )
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.testing.servers import StubOpenAIServer
 
 
 def synthetic_critic(rows: int, seed: int, *, floor: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
@@ -269,10 +269,10 @@ def test_a_cascade_sends_only_the_unkept_rows_onward_and_abstains_where_no_criti
 
 
 def test_only_unkept_rows_reach_the_next_critic_without_a_cache_and_abstained_rows_get_no_verdict(tmp_path):
-    from hf_critic.cascade import CascadeStage, critic_fingerprint, run_cascade
     from hf_critic.commands.cascades import load_cascade
     from hf_critic.commands.critique import compare_parser
     from hf_critic.selective import CalibrationFile, CriticThreshold
+    from hf_critic.selective.cascade import CascadeStage, critic_fingerprint, run_cascade
 
     data = [json.loads(line) for line in pairs(tmp_path).read_text(encoding="utf-8").splitlines()]
     with StubOpenAIServer(cheap_reply) as cheap, StubOpenAIServer(lambda body: "no verdict here") as strong:

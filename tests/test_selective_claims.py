@@ -14,8 +14,8 @@ import datasets
 import numpy as np
 import pytest
 
-from hf_critic import schema
 from hf_critic.cli import main
+from hf_critic.core import schema
 from hf_critic.selective import cascade_decisions, load_calibration, split_protocol
 
 ROWS = 12
@@ -120,8 +120,8 @@ def test_a_calibration_whose_fields_do_not_add_up_is_refused_with_one_line(
 
 
 def test_nan_none_out_of_range_and_labelless_confidences_are_never_kept_and_are_counted(tmp_path, capsys):
-    from hf_critic.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint, run_cascade
     from hf_critic.selective import CalibrationFile, CriticThreshold
+    from hf_critic.selective.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint, run_cascade
 
     rows = pair_rows()[:6]
     earlier = datasets.Dataset.from_list(
@@ -188,7 +188,7 @@ def test_one_order_of_recorded_verdicts_gives_a_constant_confidence_not_an_abste
 
 
 def test_recorded_duplicates_are_matched_by_id_else_by_occurrence_and_refused_when_they_cannot_be_told(tmp_path):
-    from hf_critic.cascade import RecordedVerdicts
+    from hf_critic.selective.cascade import RecordedVerdicts
 
     twin = {"question": "Same?", "response_1": "a", "response_2": "b"}
     bench = datasets.Dataset.from_list([{**twin, "id": "x"}, {**twin, "id": "y"}, {**pair_rows()[0], "id": "z"}])

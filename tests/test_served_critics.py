@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_critic import models
+from hf_critic.backends import models
 from hf_critic.backends.chat import server_kind
 from hf_critic.backends.openai import CONTINUE_FINAL_MESSAGE, OpenAIBackend
 from hf_critic.backends.openai_client import OpenAIClient
@@ -20,7 +20,7 @@ from hf_critic.backends.retry import FatalAPIError, RetryPolicy
 from hf_critic.cli import main
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.critic.verdicts import resolve_verdict
-from hf_critic.testing import StubOpenAIServer
+from hf_critic.testing.servers import StubOpenAIServer
 from tests.test_pooling_server import StubPoolingServer, pooling_response
 
 VLLM_ENTRY = {"root": "/models/critic", "max_model_len": 4096}
@@ -134,7 +134,7 @@ def test_a_served_reward_critic_named_by_its_name_takes_its_calibration_tie_band
     inputs encoded with its tokenizer and cut as in-process (sent as token ids), said on stderr."""
     from hf_critic.backends.pooling import PoolingRewardClient
     from hf_critic.critic.rewards import ServedRewardModel
-    from hf_critic.reward_model import RewardCalibration, critic_tokenizer, fit_ids
+    from hf_critic.critics.reward import RewardCalibration, critic_tokenizer, fit_ids
 
     shipped = RewardCalibration.load(models.TRAINED_CRITICS["smollm2-135m-critic"].folder)
     with StubPoolingServer(

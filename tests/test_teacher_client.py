@@ -11,14 +11,14 @@ import time
 
 import pytest
 
+from hf_critic.backends.cache import GenerationCache
 from hf_critic.backends.chat import BackendSource, ChatRequest, ChatResult, Pricing, UsageLedger, chat_cache_key
 from hf_critic.backends.openai import OpenAIBackend
 from hf_critic.backends.openai_client import OpenAIClient
 from hf_critic.backends.retry import FatalAPIError, RequestsFailedError, RetryPolicy
-from hf_critic.cache import GenerationCache
 from hf_critic.critic import Critic
 from hf_critic.critic.decoding import DecodingConfig
-from hf_critic.testing import FaultInjectionProxy, StubOpenAIServer, free_port
+from hf_critic.testing.servers import FaultInjectionProxy, StubOpenAIServer, free_port
 
 FAST = RetryPolicy(max_retries=3, initial_backoff=0.01, max_backoff=0.02)
 SECRET = "sk-test-SECRET-9f8e7d6c5b4a"

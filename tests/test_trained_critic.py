@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hf_critic import Critic
-from hf_critic.models import TRAINED_CRITICS, trained_critic
+from hf_critic.backends.models import TRAINED_CRITICS, trained_critic
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BUILD_INPUTS = ("pyproject.toml", "setup.py", "README.md", "src", "metrics", "dataset_cards")
@@ -40,7 +40,7 @@ def test_the_adapter_loads_with_plain_transformers_and_peft_as_its_card_shows():
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from hf_critic import Critic
-    from hf_critic.models import default_model_dir
+    from hf_critic.backends.models import default_model_dir
 
     base = AutoModelForSequenceClassification.from_pretrained(default_model_dir(), num_labels=1)
     model = PeftModel.from_pretrained(base, CRITIC.folder).eval()

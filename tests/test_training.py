@@ -14,9 +14,9 @@ import yaml
 from scipy import stats
 
 from hf_critic import training
+from hf_critic.core.schema import SETTINGS
 from hf_critic.io import RecordError, load_records
 from hf_critic.prompts import get_template
-from hf_critic.schema import SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPES = sorted((REPO / "recipes").glob("*/sft/*.yaml"))
@@ -369,7 +369,7 @@ def test_recipe_templates_render_prompts_like_the_models_own(tiny_model_dir):
     try:
         from transformers import AutoTokenizer
 
-        from hf_critic.models import ModelNotFoundError, default_model_dir
+        from hf_critic.backends.models import ModelNotFoundError, default_model_dir
 
         original = AutoTokenizer.from_pretrained(default_model_dir())
     except (ModelNotFoundError, OSError) as err:

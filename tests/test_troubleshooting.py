@@ -158,8 +158,8 @@ def test_the_scan_finds_the_errors_the_cli_prints():
     assert len(SITES) > 400
     factory = "hf_critic.glassbox.encoding.conversation_from_record"
     assert any(s.startswith(factory) and s.endswith("RecordError") for s in found)
-    assert any(s.startswith("hf_critic.cache.GenerationCache.__init__") for s in found)
-    assert any(s.startswith("hf_critic.threads.env_num_threads") for s in found)
+    assert any(s.startswith("hf_critic.backends.cache.GenerationCache.__init__") for s in found)
+    assert any(s.startswith("hf_critic.backends.threads.env_num_threads") for s in found)
     assert not any(s.startswith("hf_critic.training.sft") for s in found), "recipes/ runs it, not the CLI"
 
 
@@ -197,8 +197,8 @@ _CHAINS = class_chains(_trees())
 # The pointer each one-line error prints
 # --------------------------------------------------------------------------------------------------
 def test_the_pointer_names_the_section_of_where_the_error_was_raised():
-    from hf_critic.cascade import delta_shares
     from hf_critic.io import RecordError
+    from hf_critic.selective.cascade import delta_shares
 
     class Stage:
         delta_share = 0.7

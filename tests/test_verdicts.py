@@ -174,7 +174,7 @@ def test_walk_over_a_server_sending_empty_and_duplicate_tokens():
     from hf_critic.backends.openai import OpenAIBackend
     from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.backends.retry import RetryPolicy
-    from hf_critic.testing import StubOpenAIServer, chat_completion_body
+    from hf_critic.testing.servers import StubOpenAIServer, chat_completion_body
 
     def entry(token, p, token_id, raw=None):
         raw = list(raw if raw is not None else token.encode())
@@ -375,7 +375,7 @@ def _point_probs(text, continuation):
 
 
 def test_critic_probability_none_low_mass_counted_never_scored():
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.critic import Critic
 
     backend = ReadoutBackend(lambda t, k: "never called", _point_probs)
@@ -395,7 +395,7 @@ def test_critic_probability_none_low_mass_counted_never_scored():
 
 
 def test_critic_explanation_first_cuts_the_verdict_and_both_keeps_text_columns():
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.critic import Critic
 
     backend = ReadoutBackend(lambda t, k: "Good answer.\nRating: [[9]]" if "Paris." in t else "Hmm.", _point_probs)
@@ -434,7 +434,7 @@ def test_a_resume_with_critiques_cached_and_read_outs_not_counts_both_truly(tmp_
 
 
 def test_critic_self_consistency_is_mean_of_expected_scores():
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.critic import Critic
     from hf_critic.critic.decoding import DecodingConfig
 
@@ -452,9 +452,9 @@ def test_critic_self_consistency_is_mean_of_expected_scores():
 
 
 def test_critic_compare_swap_combines_both_orders():
-    from hf_critic import schema
+    from hf_critic.core import schema
+    from hf_critic.core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
     from hf_critic.critic import Critic
-    from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
     pairs = [{"question": "Capital of France?", "response_1": "Paris.", "response_2": "Berlin."}]
 
@@ -487,7 +487,7 @@ def test_auto_picks_probability_only_for_the_embedded_critic():
 
 
 def test_tiny_model_grade_probability_end_to_end(tiny_backend):
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.critic import Critic
 
     critic = Critic(tiny_backend, template="mtbench", verdict="probability", explanation="none", min_verdict_mass=0)
@@ -512,7 +512,7 @@ def test_expected_calibration_error_by_hand():
 def test_pairwise_figures_sources_and_baselines():
     import datasets
 
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures
 
     def dist(r1, r2, tie):
@@ -556,7 +556,7 @@ def test_openai_logprob_readout_against_llamacpp_server(tmp_path):
     from hf_critic.backends.openai import OpenAIBackend
     from hf_critic.backends.openai_client import OpenAIClient
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.testing import LlamaCppServerProcess
+    from hf_critic.testing.servers import LlamaCppServerProcess
 
     conversations = [
         [{"role": "user", "content": "Rate the answer 'Paris' to 'What is the capital of France?' from 1 to 10."}],
@@ -576,7 +576,7 @@ def test_openai_logprob_readout_against_llamacpp_server(tmp_path):
 def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
     import datasets
 
-    from hf_critic import schema
+    from hf_critic.core import schema
     from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
 
     def dist(r1, r2, tie):
@@ -678,7 +678,7 @@ def test_verdict_readout_is_exact_with_sliding_window_layers(name):
     import torch
 
     from hf_critic.backends.transformers import TransformersBackend
-    from hf_critic.tiny_models import chatml_tokenizer
+    from hf_critic.testing.tiny_models import chatml_tokenizer
 
     tokenizer = chatml_tokenizer()
     model = _architecture(name, tokenizer)

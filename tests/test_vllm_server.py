@@ -2,7 +2,7 @@
 virtualenv; ``$HF_CRITIC_VLLM_VENV`` points elsewhere).
 
 Two servers start on 127.0.0.1 from vLLM's virtualenv with the module form and CPU options
-(:class:`hf_critic.serving.VllmServerProcess`): a chat server on the embedded critic's converted folder as it is (it
+(:class:`hf_critic.backends.serving.VllmServerProcess`): a chat server on the embedded critic's converted folder as it is (it
 has no GGUF ``quantization_config`` left), and a pooling server on the shipped reward critic exported by
 ``export-critic``. Parity with the in-process critic (float32, transformers) on the shipped examples and on 24 Auto-J
 Eval-P pairs: greedy text critiques identical, read-out probabilities within 1e-3, rewards within 1e-3, labels equal.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hf_critic.serving import VLLM_VENV_ENV, VllmServerProcess, export_critic, vllm_python
+from hf_critic.backends.serving import VLLM_VENV_ENV, VllmServerProcess, export_critic, vllm_python
 from tests.conftest import REPO_ROOT, shared_data_dir
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -40,7 +40,7 @@ PROBABILITY_TOLERANCE = REWARD_TOLERANCE = 1e-3
 def servers(tmp_path_factory):
     """``{"chat": server, "pooling": server}``, started together (each takes ~35 s on a quiet CPU) and stopped at
     the end of the module."""
-    from hf_critic.models import default_model_dir
+    from hf_critic.backends.models import default_model_dir
 
     logs = tmp_path_factory.mktemp("vllm-logs")
     exported = export_critic(CRITIC, tmp_path_factory.mktemp("export") / CRITIC)
@@ -219,7 +219,7 @@ def test_a_chat_request_to_the_vllm_pooling_server_says_to_add_pooling(servers, 
 
 
 def test_the_embedded_critic_folder_vllm_serves_has_no_gguf_quantization_config(servers):
-    from hf_critic.models import default_model_dir
+    from hf_critic.backends.models import default_model_dir
 
     config = json.loads((Path(default_model_dir()) / "config.json").read_text(encoding="utf-8"))
     assert "quantization_config" not in config and servers["chat"].process.poll() is None

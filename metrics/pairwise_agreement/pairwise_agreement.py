@@ -16,10 +16,10 @@
 import datasets
 import evaluate
 
-from hf_critic.labels import check_labels
+from hf_critic.core.labels import check_labels
+from hf_critic.core.schema import ParseStatus
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.chance import alpha_with_critic
-from hf_critic.schema import ParseStatus
 
 ABSTAINED = ParseStatus.ABSTAINED.value
 

@@ -27,11 +27,11 @@ import sys
 import tarfile
 from pathlib import Path
 
-from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from hf_critic.backends.models import default_gguf_file, default_model_dir
+from hf_critic.core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from hf_critic.critics.reward import RewardCalibration, pairwise_verdict
 from hf_critic.loaders import load_benchmark
 from hf_critic.meta_eval.halves import BENCHMARKS, HALF_FILE, HALVES
-from hf_critic.models import default_gguf_file, default_model_dir
-from hf_critic.reward_model import RewardCalibration, pairwise_verdict
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]

@@ -3,7 +3,7 @@ several configurations side by side, each judged on the dev and test halves.
 
 It runs where only torch, transformers and PEFT are installed (no TRL, no datasets): the bundle that
 ``gpu_bundle.py pack`` writes holds the base model (the embedded SmolLM2-135M-Instruct GGUF, in parts), its tokenizer,
-hf-critic's sources (the input cut of :func:`hf_critic.reward_model.fit_ids`, the calibration fits, and the losses of
+hf-critic's sources (the input cut of :func:`hf_critic.critics.reward.fit_ids`, the calibration fits, and the losses of
 :mod:`hf_critic.training.against_length`, imported from its file so TRL is never needed), the training pairs as text
 and the held-out rows. The loss is the recipe's: Bradley-Terry (or soft labels) plus TRL's reward centring, ODIN's
 losses with ``odin``; AdamW, cosine schedule with 5% warm-up (over the planned steps or the time budget, whichever ends first, so a
@@ -107,7 +107,7 @@ def _init(base: str):
 
 
 def _encode(job):
-    from hf_critic.reward_model import fit_ids
+    from hf_critic.critics.reward import fit_ids
 
     question, response, limit = job
     return fit_ids(_TOKENIZER, question, response, limit, "middle")[0]
@@ -279,7 +279,7 @@ def evaluate_one(name: str, adapter: Path, args) -> dict:
     from peft import PeftModel
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from hf_critic.reward_model import RewardCalibration
+    from hf_critic.critics.reward import RewardCalibration
 
     tokenizer = AutoTokenizer.from_pretrained(args.base)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -321,7 +321,7 @@ def _save(name: str, model, data, pad: int, args, log: dict) -> dict:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from hf_critic.reward_model import fit_calibration, fit_tie_margin
+    from hf_critic.critics.reward import fit_calibration, fit_tie_margin
 
     n, rows = len(data["train"]), data["validation"]
     ids = data["ids"]

@@ -3,7 +3,7 @@ on dev, the figures on test.
 
 For each benchmark (HHH alignment; Auto-J Eval-P without its ties, every pair of a half or ``--autoj-sample`` of them; MT-Bench +
 Vicuna-Bench turn-1 answers paired within their question wherever GPT-4's grades differ) the cascade file's first
-critic, a jury (``hf_critic.jury.Jury``), judges the dev rows and its ``fitted`` aggregate is fitted on them only
+critic, a jury (``hf_critic.critics.jury.Jury``), judges the dev rows and its ``fitted`` aggregate is fitted on them only
 (``calibrate_on``, as ``hf-critic calibrate`` does), then judges the test rows with that fit unchanged. Beside it:
 the jury without ``longer-wins`` (fitted on dev only), the ``vote`` and ``mean`` aggregates with and without
 ``longer-wins`` (nothing fitted), each member, and the baselines ``longer-wins`` and ``label-prior``.
@@ -63,7 +63,7 @@ def load_pairs(
     """
     import datasets
 
-    from hf_critic.labels import TIE, normalize_labels
+    from hf_critic.core.labels import TIE, normalize_labels
     from hf_critic.loaders import load_benchmark
 
     half_dir = Path(half_dir)
@@ -160,7 +160,7 @@ def jury_aggregates(
     """Every aggregate of the jury's members, with and without ``longer-wins``: verdicts on dev and test, dev AURC.
 
     A ``fitted`` aggregate is fitted on every dev row for test (with every member and the jury's own aggregate
-    ``fitted``: the jury's fit from dev, :attr:`~hf_critic.jury.Jury.fit`) and 2-fold cross-fitted by question for its
+    ``fitted``: the jury's fit from dev, :attr:`~hf_critic.critics.jury.Jury.fit`) and 2-fold cross-fitted by question for its
     dev verdicts and AURC; ``vote`` and ``mean`` fit nothing.
 
     Returns:
@@ -198,7 +198,7 @@ def jury_aggregates(
 
 def _baselines(jury) -> set[str]:
     """The names of the jury's ``longer-wins`` members."""
-    from hf_critic.jury import LongerWins
+    from hf_critic.critics.jury import LongerWins
 
     return {m.name for m in jury.members if isinstance(m.critic, LongerWins)}
 
@@ -208,7 +208,7 @@ def measure(stage, dev, test, *, resamples: int = 1000) -> dict:
     """Fit on ``dev``, choose on ``dev``, report on ``test`` (module docstring).
 
     Args:
-        stage: the cascade file's first stage, a jury (:class:`hf_critic.cascade.CascadeStage`).
+        stage: the cascade file's first stage, a jury (:class:`hf_critic.selective.cascade.CascadeStage`).
         dev, test: the halves' pairs (``question``, ``response_1``, ``response_2``, ``label``).
         resamples: bootstrap resamples of each AURC interval (0: none).
 
@@ -216,10 +216,10 @@ def measure(stage, dev, test, *, resamples: int = 1000) -> dict:
         ``{"dev": {...}, "test": {...}, "chosen", "goal", "goal_chosen"}``; each half's ``blocks`` as
         :func:`~hf_critic.meta_eval.risk_coverage.risk_coverage_report` gives them, its ``curves`` under ``_curves``.
     """
-    from hf_critic.cascade import judge_all
-    from hf_critic.jury import Jury
-    from hf_critic.labels import normalize_labels
+    from hf_critic.core.labels import normalize_labels
+    from hf_critic.critics.jury import Jury
     from hf_critic.meta_eval.risk_coverage import risk_coverage_report
+    from hf_critic.selective.cascade import judge_all
 
     jury = stage.critic
     if not isinstance(jury, Jury):

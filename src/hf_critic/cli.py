@@ -9,7 +9,7 @@ from ._version import __version__
 from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval, view
 from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
 from .commands.troubleshooting import pointer
-from .redaction import configure_logging
+from .core.redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
 COMMANDS = (critique, calibrate, meta_eval, view, refine, self_eval, eval_instruct, metrics, export)
@@ -58,10 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
+    from .backends.models import ModelNotFoundError
     from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError, ServedReadoutError
     from .commands.options import check_shared_settings
     from .io import RecordError
-    from .models import ModelNotFoundError
 
     # The exit codes: hf_critic.commands.exit_status, the one list (`hf-critic --help` prints it). Each error line
     # names its section of the troubleshooting page.

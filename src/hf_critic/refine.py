@@ -25,9 +25,9 @@ from typing import Any
 
 import datasets
 
-from . import schema
+from .backends.cache import GenerationCache
 from .backends.cached import CachedBackend
-from .cache import GenerationCache
+from .core import schema
 from .critic import Critic
 from .critic.decoding import DecodingConfig
 from .io import RecordError, check_fields

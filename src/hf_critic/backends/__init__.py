@@ -18,14 +18,14 @@ def load_backend(
     progress: bool = True,
     gguf_recode: str = "auto",
 ) -> Backend:
-    """A local backend for ``model`` on the engine :func:`hf_critic.models.resolve_engine` picks.
+    """A local backend for ``model`` on the engine :func:`hf_critic.backends.models.resolve_engine` picks.
 
     Args:
         model: a model folder, Hub id or ``.gguf`` file; None = the embedded default critic.
         engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"``.
         batch_size: transformers: sequences per ``generate`` call; llama.cpp: parallel slots. Also decides ``auto``.
         num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
-        dtype: transformers' dtype (``"auto"``: :func:`hf_critic.models.auto_dtype`); llama.cpp runs the GGUF's own
+        dtype: transformers' dtype (``"auto"``: :func:`hf_critic.backends.models.auto_dtype`); llama.cpp runs the GGUF's own
             quantisation and refuses another dtype.
         trust_remote_code: transformers only; run the model repository's own code.
         progress: progress bars.
@@ -40,9 +40,9 @@ def load_backend(
         ValueError: an unknown engine, a GGUF path or a ``gguf_recode`` other than ``auto`` for transformers, a dtype
             for llama.cpp.
         hf_critic.backends.llamacpp.GGUFError: a missing or non-GGUF file for llama.cpp.
-        hf_critic.models.ModelNotFoundError: a transformers model that cannot be found offline.
+        hf_critic.backends.models.ModelNotFoundError: a transformers model that cannot be found offline.
     """
-    from ..models import default_gguf_file, is_embedded_critic, resolve_engine
+    from .models import default_gguf_file, is_embedded_critic, resolve_engine
 
     chosen = resolve_engine(engine, model, batch_size)
     if chosen == "llamacpp":

@@ -29,11 +29,11 @@ class Backend(ABC):
         context_length: the model's context window in tokens (prompt + generation), or None if unknown.
         supports_grammar: True when :meth:`continue_under_grammar` is implemented (llama.cpp, in-process or
             behind its server).
-        embedded: True for the embedded default critic however it is reached (:func:`hf_critic.models.is_embedded_critic`,
+        embedded: True for the embedded default critic however it is reached (:func:`hf_critic.backends.models.is_embedded_critic`,
             set by :func:`hf_critic.backends.load_backend` and by the server backend); the critic's ``verdict="auto"``
             reads probabilities for it.
         keeps_text: True when the engine itself tokenises the prompt and keeps the control-token strings of the
-            judged text as text (:mod:`hf_critic.control_tokens`); False for a server, which tokenises for itself.
+            judged text as text (:mod:`hf_critic.core.control_tokens`); False for a server, which tokenises for itself.
         control_tokens: the model's own control-token strings when known (flagged besides the common ones).
     """
 

@@ -1,7 +1,7 @@
 """A backend behind the generation cache: what makes long runs resumable.
 
 :class:`CachedBackend` wraps any :class:`~hf_critic.backends.base.Backend` and a
-:class:`~hf_critic.cache.GenerationCache`. Every generation of hf-critic (critic, generator, judge, CriticBench
+:class:`~hf_critic.backends.cache.GenerationCache`. Every generation of hf-critic (critic, generator, judge, CriticBench
 answers) goes through it, keyed by model, messages and decoding, so a killed run restarted repeats no finished
 generation and a rerun of the same configuration makes no model or API call at all.
 
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..cache import GenerationCache, cache_key
+from .cache import GenerationCache, cache_key
 
 __all__ = ["CachedBackend", "Check", "Generations", "acceptable"]
 
@@ -64,7 +64,7 @@ def acceptable(texts: Sequence[str], cut_off: Sequence[bool] | None, check: Chec
 
 
 class CachedBackend:
-    """A backend's generation through a :class:`~hf_critic.cache.GenerationCache` (or straight through without one).
+    """A backend's generation through a :class:`~hf_critic.backends.cache.GenerationCache` (or straight through without one).
 
     Args:
         backend: a :class:`~hf_critic.backends.base.Backend` (its ``name`` is part of every key; its ``batch_size``

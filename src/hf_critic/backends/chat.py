@@ -20,9 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from ..cache import GenerationCache, cache_key
 from ..critic.decoding import DecodingConfig
 from .base import Backend, Messages
+from .cache import GenerationCache, cache_key
 
 __all__ = [
     "BackendSource",

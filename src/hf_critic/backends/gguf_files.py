@@ -29,7 +29,7 @@ import os
 import time
 from pathlib import Path
 
-from ..weights import file_digest
+from .weights import file_digest
 
 __all__ = [
     "AUTO_MAX_PARAMETERS",
@@ -112,7 +112,7 @@ def fingerprint(path: str | os.PathLike) -> str:
     """SHA-256 prefix (16 hex digits) of the whole file: two files share it only when their bytes are equal.
 
     A name, size and first MiB are all metadata for a small model, so two checkpoints could share them: every byte is
-    hashed (:func:`hf_critic.weights.file_digest`, once per process for a file unchanged since).
+    hashed (:func:`hf_critic.backends.weights.file_digest`, once per process for a file unchanged since).
     """
     return file_digest(path)
 
@@ -239,7 +239,7 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
         recode: ``"auto"``: a weight type of :data:`SLOW_ON_CPU` in a model of at most :data:`AUTO_MAX_PARAMETERS`
             parameters is re-encoded into the type listed there; ``"off"``: the file as it is; ``"Q8_0"`` or
             ``"F32"``: re-encoded into that type (unless it already is).
-        folder: where re-encodings are kept (default ``hf_critic.models.cache_dir() / "gguf"``), named by the
+        folder: where re-encodings are kept (default ``hf_critic.backends.models.cache_dir() / "gguf"``), named by the
             source's stem, fingerprint (of its whole content) and the new type, so a changed source gets a new one.
             Written to a temporary name and renamed: a run killed mid-write leaves no half file behind; its own
             fingerprint is kept beside it (``.sha256``) and checked before each use, a broken one written again.
@@ -267,7 +267,7 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
     if current in (target_type, f"ALL_{target_type}"):
         return source
     if folder is None:
-        from ..models import cache_dir
+        from .models import cache_dir
 
         folder = cache_dir() / "gguf"
     target = Path(folder) / f"{source.stem}.{fingerprint(source)}.{target_type}.gguf"

@@ -29,7 +29,7 @@ module's ``__main__`` is a local OpenAI-compatible server that needs no compiled
 Speed (``benchmarks/bench_generate.py``, 16 demo critiques, 64 new tokens, default critic Q4_1, 2 threads): on an
 AMD EPYC (AVX-512 BF16, no AMX) 0.63 critiques/s with one slot and 0.94 with 4-8 slots, faster than transformers at
 batch 1 in float32 (0.29/s), slower than transformers bfloat16 at batch 8 (1.45/s). Figures of the AMX Xeon this
-project runs on are in :data:`hf_critic.models.MEASUREMENTS`. llama.cpp's threads spin while waiting (OpenMP);
+project runs on are in :data:`hf_critic.backends.models.MEASUREMENTS`. llama.cpp's threads spin while waiting (OpenMP);
 with more threads than free cores it collapses, so ``OMP_WAIT_POLICY=PASSIVE`` is set here unless the user set it.
 """
 
@@ -46,7 +46,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
-from ..control_tokens import mark, split_marked
+from ..core.control_tokens import mark, split_marked
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
@@ -88,7 +88,7 @@ def start_server(
     Args:
         gguf: the model file (checked with :func:`check_gguf`).
         parallel: decoding slots (>= 1): requests decoded together, continuous batching.
-        threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS`` when
+        threads: CPU threads >= 1 (default :func:`hf_critic.backends.threads.default_num_threads`: ``OMP_NUM_THREADS`` when
             set, else one per core); never more than free cores.
         context_length: total KV-cache tokens, shared evenly by the slots (each slot gets
             ``context_length // parallel``).
@@ -104,7 +104,7 @@ def start_server(
         ImportError: xllamacpp is not installed.
         ValueError: ``parallel`` or ``threads`` below 1.
     """
-    from ..threads import num_threads_or_default
+    from .threads import num_threads_or_default
 
     file = check_gguf(gguf)
     if parallel < 1:
@@ -174,7 +174,7 @@ class LlamaCppBackend(Backend):
     Args:
         gguf: path of the ``.gguf`` file.
         parallel: decoding slots, i.e. requests in flight at once (>= 1). The CLI's ``--batch-size``.
-        threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS`` when set,
+        threads: CPU threads >= 1 (default :func:`hf_critic.backends.threads.default_num_threads`: ``OMP_NUM_THREADS`` when set,
             else never more than this process may use).
         context_length: tokens per slot (prompt + generation); the KV cache holds ``parallel`` times this.
         grammar: GBNF grammar every generation must match (see :func:`hf_critic.critic.grammars.verdict_grammar`), or None.
@@ -251,7 +251,7 @@ class LlamaCppBackend(Backend):
         """The chat-templated prompt's ids with the messages' control-token strings kept as text.
 
         llama.cpp's chat endpoint tokenises the whole templated prompt with ``parse_special`` and has no switch for
-        the messages alone, so the messages are marked (:func:`hf_critic.control_tokens.mark`), templated by the
+        the messages alone, so the messages are marked (:func:`hf_critic.core.control_tokens.mark`), templated by the
         server (``/apply-template``, which also prefills a final assistant message), and the pieces tokenised apart:
         the template's text with ``parse_special`` (its own control tokens and BOS), the marked strings without.
         """
@@ -420,7 +420,7 @@ class LlamaCppBackend(Backend):
 
 def main(argv: Sequence[str] | None = None) -> None:
     """``python -m hf_critic.backends.llamacpp``: llama.cpp's OpenAI-compatible server on 127.0.0.1 until SIGTERM."""
-    from ..models import default_gguf_file
+    from .models import default_gguf_file
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--model", help="GGUF file (default: the embedded SmolLM2-135M-Instruct Q4_1)")

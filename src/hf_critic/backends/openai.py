@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..cache import GenerationCache
+from ..core.schema import ParseStatus
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
-from ..models import is_embedded_critic
-from ..schema import ParseStatus
 from .base import Backend, Messages
+from .cache import GenerationCache
 from .chat import ChatRequest, ChatResult, Check, approximate_tokens, server_kind
+from .models import is_embedded_critic
 from .openai_client import OpenAIClient
 from .retry import RequestsFailedError, RetryPolicy, ServedReadoutError
 
@@ -59,7 +59,7 @@ class OpenAIBackend(Backend):
 
     Attributes:
         kind: the server's kind from ``GET /v1/models`` (``"vllm"``, ``"llama.cpp"``, None: unknown).
-        embedded: the served model is the embedded default critic (:func:`hf_critic.models.is_embedded_critic`, by the
+        embedded: the served model is the embedded default critic (:func:`hf_critic.backends.models.is_embedded_critic`, by the
             served name or vLLM's ``root``), so ``--verdict auto`` reads probabilities as it does in-process.
 
     Raises:

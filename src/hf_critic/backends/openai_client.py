@@ -14,14 +14,14 @@ package's ``AsyncOpenAI``:
   as final (a cache hit that no longer passes is asked again too);
 - other 4xx answers fail the item at once, and 401 / 403 / 404 (bad key, no such model or endpoint) stop the run
   with :class:`FatalAPIError`, since every later request would fail the same way;
-- a persistent request cache (:class:`~hf_critic.cache.GenerationCache`, keyed by
+- a persistent request cache (:class:`~hf_critic.backends.cache.GenerationCache`, keyed by
   :func:`~hf_critic.backends.chat.chat_cache_key` over model, messages and sampling parameters): each result is
   committed as soon as it arrives, so a rerun makes no repeated call and a killed run resumes where it stopped;
 - identical requests in one batch are sent once and share the answer;
 - token and cost accounting per stage (:class:`~hf_critic.backends.chat.UsageLedger`);
 - the API key read from an environment variable (``api_key_env``) or taken out of the base URL
   (``http://user:KEY@host/v1``), sent the same way in both cases (``Authorization: Bearer``), never stored, logged,
-  cached or printed (:mod:`hf_critic.redaction`).
+  cached or printed (:mod:`hf_critic.core.redaction`).
 
 CritiqueLLM v2 §3.2 (Eval-Instruct) and v1 §3.2 prompt GPT-4 tens of thousands of times; the authors' scripts retry
 forever in 64 threads. This client is that loop made bounded, resumable and accountable.
@@ -44,9 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..cache import GenerationCache
+from ..core.redaction import redact_url, register_secret, split_url_credentials
 from ..critic.verdicts import top_k_table
-from ..redaction import redact_url, register_secret, split_url_credentials
+from .cache import GenerationCache
 from .chat import (
     ChatRequest,
     ChatResult,
@@ -116,9 +116,9 @@ class OpenAIClient:
     Args:
         base_url: the server's base URL, e.g. ``"https://api.openai.com/v1"`` or ``"http://127.0.0.1:8000/v1"``. A key
             in it (``http://user:KEY@host/v1`` or ``https://KEY@host/v1``) is taken out of the URL
-            (:func:`~hf_critic.redaction.split_url_credentials`) and sent as the bearer key, in place of
+            (:func:`~hf_critic.core.redaction.split_url_credentials`) and sent as the bearer key, in place of
             ``$api_key_env``; :attr:`base_url` is the URL without it, :attr:`display_url` the URL as given with the
-            key masked (:func:`~hf_critic.redaction.redact_url`), for messages.
+            key masked (:func:`~hf_critic.core.redaction.redact_url`), for messages.
         model: the model name sent with every request (for ``transformers serve <path>``: that path).
         api_key_env: name of the environment variable holding the API key (default ``OPENAI_API_KEY``). Read when a
             run starts; when unset, the placeholder ``"EMPTY"`` is sent (local servers need no key; a remote one
@@ -251,7 +251,7 @@ class OpenAIClient:
 
     def _api_key(self) -> str:
         """The bearer key: the one in the base URL, else ``$api_key_env``, else the placeholder ``"EMPTY"``; a real
-        key is registered for redaction (:func:`~hf_critic.redaction.register_secret`) before it is used."""
+        key is registered for redaction (:func:`~hf_critic.core.redaction.register_secret`) before it is used."""
         key = self._url_key or os.environ.get(self.api_key_env)
         if key:
             register_secret(key)

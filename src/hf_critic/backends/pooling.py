@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..redaction import redact_text, redact_url, register_secret, split_url_credentials
+from ..core.redaction import redact_text, redact_url, register_secret, split_url_credentials
 from .chat import served_identity
 from .retry import (
     Attempts,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..redaction import redact_url
+from ..core.redaction import redact_url
 
 __all__ = [
     "FATAL_STATUS",

@@ -12,12 +12,13 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
-from ..control_tokens import control_tokens, encode_rendered, encode_text, render_chat
+from ..core.control_tokens import control_tokens, encode_rendered, encode_text, render_chat
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
-from ..models import batch_token_budget, load_model, model_digest, resolve_model
-from ..prefill import (
+from .base import Backend, Messages
+from .models import batch_token_budget, load_model, model_digest, resolve_model
+from .prefill import (
     PrefixCaches,
     ReadoutCounts,
     cache_keyword,
@@ -26,9 +27,8 @@ from ..prefill import (
     sliding_window,
     takes_prefilled_cache,
 )
-from ..threads import num_threads_or_default
-from ..weights import value_digest
-from .base import Backend, Messages
+from .threads import num_threads_or_default
+from .weights import value_digest
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class TransformersBackend(Backend):
     """Generate critiques with a local model: chat template, length-sorted left-padded batches, progress bar.
 
     The judged text's control-token strings (``<|im_end|>`` inside an answer) are encoded as text, the template's own
-    as control tokens (:mod:`hf_critic.control_tokens`), in generation and in the verdict read-out alike.
+    as control tokens (:mod:`hf_critic.core.control_tokens`), in generation and in the verdict read-out alike.
 
     Args:
         model: a loaded causal LM in eval mode.
@@ -48,7 +48,7 @@ class TransformersBackend(Backend):
         progress: show a tqdm bar with critiques/s and generated tokens/s.
         max_batch_tokens: padded prompt tokens per forward pass of the verdict read-out (rows x the batch's longest
             row; a longer row goes alone), besides the ``batch_size`` rows; None: rows only. Default
-            :data:`hf_critic.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere.
+            :data:`hf_critic.backends.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere.
 
     Raises:
         ValueError: the tokenizer has no chat template.
@@ -97,11 +97,11 @@ class TransformersBackend(Backend):
         """Load ``model`` (None = the embedded default critic) and set CPU threads.
 
         Args:
-            model: local folder, Hub id, or None; see :func:`hf_critic.models.resolve_model`.
+            model: local folder, Hub id, or None; see :func:`hf_critic.backends.models.resolve_model`.
             trust_remote_code: only when the user asks (e.g. ChatGLM3).
-            num_threads: torch intra-op threads on CPU (>= 1); default :func:`hf_critic.threads.default_num_threads`
+            num_threads: torch intra-op threads on CPU (>= 1); default :func:`hf_critic.backends.threads.default_num_threads`
                 (``OMP_NUM_THREADS`` when set, else one per physical core).
-            dtype: ``"auto"`` (per CPU and batch size, see :func:`hf_critic.models.auto_dtype`) or a torch dtype
+            dtype: ``"auto"`` (per CPU and batch size, see :func:`hf_critic.backends.models.auto_dtype`) or a torch dtype
                 name; part of the backend's name, so cached generations never mix dtypes.
             **kwargs: ``batch_size`` (also decides ``"auto"``), ``progress``.
 
@@ -110,7 +110,7 @@ class TransformersBackend(Backend):
         chat template, which those checkpoints lack or which refuses their system message.
 
         Raises:
-            hf_critic.models.ModelNotFoundError: the model cannot be found offline.
+            hf_critic.backends.models.ModelNotFoundError: the model cannot be found offline.
             ValueError: ``num_threads`` below 1 (checked before the model loads).
         """
         batch_size = kwargs.get("batch_size", 8)
@@ -131,7 +131,7 @@ class TransformersBackend(Backend):
 
     def _prompt_text(self, conversation: Messages) -> str:
         """The chat-templated prompt with the messages' control-token strings marked as data
-        (:func:`hf_critic.control_tokens.render_chat`; encode it with :meth:`_encode`)."""
+        (:func:`hf_critic.core.control_tokens.render_chat`; encode it with :meth:`_encode`)."""
         return render_chat(self.tokenizer, conversation, add_generation_prompt=True)
 
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
@@ -155,7 +155,7 @@ class TransformersBackend(Backend):
 
     def _shared_prefix(self, encoded: Sequence[Sequence[int]]) -> list[int]:
         """The token prefix every prompt of a call starts with (each keeps one token of its own), or ``[]`` when it is
-        shorter than :data:`hf_critic.prefill.MIN_SHARED_PREFIX` or the model cannot take a prefilled cache."""
+        shorter than :data:`hf_critic.backends.prefill.MIN_SHARED_PREFIX` or the model cannot take a prefilled cache."""
         return shared_prefix(encoded) if self._prefix_sharing else []
 
     @property
@@ -172,7 +172,7 @@ class TransformersBackend(Backend):
 
         Sorting by length buckets similar prompts together (less padding). The ``ceil(n / batch_size)`` batches are
         of equal size (17 prompts at batch 8: 6 + 6 + 5, not 8 + 8 + 1), so no run ends on a lone prompt, which on
-        CPUs without AMX is the slowest shape in bfloat16 (:func:`hf_critic.models.auto_dtype`).
+        CPUs without AMX is the slowest shape in bfloat16 (:func:`hf_critic.backends.models.auto_dtype`).
 
         The token prefix all prompts share (the template's judge instructions: 133 of 261 tokens on the demo
         records) is prefilled once per call and its KV cache copied into every batch (prefix caching, as vLLM's
@@ -241,7 +241,7 @@ class TransformersBackend(Backend):
         """Exact verdict probabilities from the model's logits (see :meth:`Backend.verdict_probabilities`).
 
         **One forward pass a prompt**, proportional to the tokens it must read. The passes are planned by
-        :func:`hf_critic.prefill.plan_batches`: a prefix all rows share (the judge instructions) and a prefix a family of
+        :func:`hf_critic.backends.prefill.plan_batches`: a prefix all rows share (the judge instructions) and a prefix a family of
         rows shares (the two orders of a pair: instructions and question) are prefilled once and their KV caches
         reused; each pass then reads its rows' own tokens, longest first, at most ``batch_size`` rows and
         :attr:`max_batch_tokens` padded tokens, and after them the verdict trie's internal tokens (a multi-token verdict

@@ -114,10 +114,10 @@ def _judged(args, stages, records):
     """Per critic: (run, confidences, corrects); the human labels as codes. A confidence is kept only on a row with a
     verdict and a usable value (:func:`~hf_critic.selective.keepable_confidences`); a verdict is correct only when it
     is a label equal to the human one (an abstained, unparsed or missing verdict is never correct)."""
-    from .. import schema
-    from ..cascade import judge_all
-    from ..labels import normalize_labels
+    from ..core import schema
+    from ..core.labels import normalize_labels
     from ..selective import keepable_confidences
+    from ..selective.cascade import judge_all
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
@@ -140,7 +140,7 @@ def _judged(args, stages, records):
 
 
 def _fit_reward_confidence(columns, correct):
-    from .. import schema
+    from ..core import schema
     from ..selective import confidence_of, fit_margin_logistic
 
     r1, r2 = columns[schema.CRITIQUE_REWARD], columns[schema.CRITIQUE_REWARD_2]
@@ -152,7 +152,7 @@ def _fit_reward_confidence(columns, correct):
 def _stored_verdicts(run, confidence, held) -> dict:
     """A critic's verdicts on the threshold rows as its calibration entry keeps them (labels, keepable
     confidences, a reward critic's margins): what its threshold is re-derived from on load."""
-    from .. import schema
+    from ..core import schema
 
     labels = run.columns[schema.CRITIQUE_LABEL]
     out = {
@@ -167,7 +167,7 @@ def _stored_verdicts(run, confidence, held) -> dict:
 
 def _probes(stage, run, confidence, records, setting, held) -> list | None:
     """A served critic's re-checkable rows (:func:`~hf_critic.commands.cascade_probes.pick_probes`); None for others."""
-    from .. import schema
+    from ..core import schema
     from .cascade_probes import pick_probes, served_client
 
     if served_client(stage.critic) is None:
@@ -179,8 +179,8 @@ def _calibration(args, stages, judged, records, setting, held, human):
     """The calibration file: every threshold set on the rows ``held`` (the calibration rows less a fitted jury's fit
     rows, :func:`threshold_rows`), with those rows (ids, human label codes ``human``) and each critic's verdicts on
     them, from which :func:`~hf_critic.selective.load_calibration` re-derives every threshold."""
-    from ..cascade import critic_fingerprint, delta_shares
     from ..selective import CalibrationFile, CriticThreshold, calibrate_cascade, data_hash
+    from ..selective.cascade import critic_fingerprint, delta_shares
 
     alpha = 1 - args.target_agreement
     shares = delta_shares(stages)
@@ -238,9 +238,9 @@ def _calibration(args, stages, judged, records, setting, held, human):
 def _calibration_lines(calibration, judged, held) -> list[str]:
     import numpy as np
 
-    from ..cascade import describe_missing
     from ..selective import cascade_decisions, selective_figures
     from ..selective.calibration import clopper_pearson_upper
+    from ..selective.cascade import describe_missing
 
     lines = [
         f"calibration: target agreement {1 - calibration.alpha:.2f}, delta {calibration.delta} over "
@@ -289,8 +289,8 @@ def _calibration_lines(calibration, judged, held) -> list[str]:
 
 def _split_report(args, stages, judged, human, questions) -> dict:
     """The guarantee over ``--splits`` random splits per level, with the plain cut-off and no selection."""
-    from ..cascade import delta_shares
     from ..selective import agreement_coverage_curve, split_protocol
+    from ..selective.cascade import delta_shares
 
     confidences, corrects = [j[1] for j in judged], [j[2] for j in judged]
     levels = args.levels or [args.target_agreement]
@@ -406,7 +406,7 @@ def _drop_ties(args, records):
     Raises:
         ValueError: no human label column, or no row left (every pair a tie).
     """
-    from ..labels import TIE, normalize_labels
+    from ..core.labels import TIE, normalize_labels
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
@@ -441,7 +441,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     """Judge the calibration rows with every critic, write the calibration file and, with ``--report-dir``, the
     report (risk-coverage of every critic; with ``--splits``, the guarantee over random splits). Every option is
     checked before any critic runs, and everything is computed before anything is written."""
-    from .. import schema
+    from ..core import schema
     from ..io import check_output, write_text
     from ..selective import check_claim
     from .critique import compare_parser, load_rows
@@ -502,9 +502,9 @@ def _report(args, stages, judged, records, human, held) -> dict:
 def _write_report_dir(args, stages, judged, records, report: dict) -> None:
     """Each critic's critiques, ``report.md``, ``report.json``, ``risk_coverage.png`` and, with ``--splits``,
     ``agreement_coverage.png`` (``report``: :func:`_report`'s)."""
-    from .. import schema
+    from ..core import schema
+    from ..critics.jury import JURY_MEMBERS
     from ..io import save_records, write_text
-    from ..jury import JURY_MEMBERS
     from ..selective import plot_curves
     from ..selective.risk_coverage import plot_risk_coverage
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import schema
-from ..jury import Jury, LongerWins
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..core import schema
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..critics.jury import Jury, LongerWins
 from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts, jury_features
 
 __all__ = [
@@ -101,7 +101,7 @@ def prepare_juries(stages, human, questions=None) -> None:
 
 def threshold_rows(stages, rows: int) -> np.ndarray:
     """The calibration rows that set thresholds: all ``rows`` less those any ``fitted`` jury was fitted on
-    (:attr:`~hf_critic.jury.Jury.fit_rows`). Indices, ascending."""
+    (:attr:`~hf_critic.critics.jury.Jury.fit_rows`). Indices, ascending."""
     used = [s.critic.fit_rows for s in stages if isinstance(s.critic, Jury) and s.critic.fit_rows is not None]
     everything = np.arange(rows)
     return everything[~np.isin(everything, np.concatenate(used))] if used else everything
@@ -111,7 +111,7 @@ def jury_entry(stage, setting, held) -> dict | None:
     """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; on the
     threshold rows ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and
     confidences, from which its verdicts there are re-derived on load); None for other stages."""
-    from ..cascade import critic_fingerprint
+    from ..selective.cascade import critic_fingerprint
 
     if not isinstance(stage.critic, Jury):
         return None

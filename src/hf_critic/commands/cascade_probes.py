@@ -16,7 +16,7 @@ import contextlib
 
 import numpy as np
 
-from .. import schema
+from ..core import schema
 
 __all__ = ["CONFIDENCE_TOLERANCE", "PROBES", "pick_probes", "recheck_served", "served_client"]
 
@@ -94,7 +94,7 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
     """Judge each served critic's recorded calibration rows again (past every cache) and compare.
 
     Args:
-        stages: the cascade's :class:`~hf_critic.cascade.CascadeStage` list; calibration: its (checked) file.
+        stages: the cascade's :class:`~hf_critic.selective.cascade.CascadeStage` list; calibration: its (checked) file.
         path: the calibration file; source: the data's name, for messages.
 
     Returns:
@@ -106,7 +106,7 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
     """
     import datasets
 
-    from ..cascade import judge_all
+    from ..selective.cascade import judge_all
 
     again = "the server may run another model under the same URL and name: calibrate again with `hf-critic calibrate`"
     lines = []

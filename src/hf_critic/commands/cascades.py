@@ -23,7 +23,7 @@ convention). Paths are read from the working directory, as every other path of t
 
 A critic may also be ``baseline: longer-wins`` (the longer response wins, with a confidence; the bare string
 ``longer-wins`` is short for ``{name: longer-wins, baseline: longer-wins}``), or a jury of critics judged as one
-(:mod:`hf_critic.jury`)::
+(:mod:`hf_critic.critics.jury`)::
 
       - name: local-jury
         jury:
@@ -41,7 +41,7 @@ import argparse
 import math
 from pathlib import Path
 
-from ..keys import check_keys
+from ..core.keys import check_keys
 
 #: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
 #: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
@@ -149,7 +149,7 @@ def _price(entry: dict, where: str) -> float | None:
 
 
 def _recorded(name: str, spec: dict, where: str):
-    from ..cascade import RecordedVerdicts
+    from ..selective.cascade import RecordedVerdicts
 
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
@@ -206,7 +206,7 @@ def _benchmark_options(spec: dict, fmt: str, where: str) -> dict:
 
 
 def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = None) -> list:
-    """The critics of a cascade file, cheapest first, as :class:`~hf_critic.cascade.CascadeStage`.
+    """The critics of a cascade file, cheapest first, as :class:`~hf_critic.selective.cascade.CascadeStage`.
 
     Args:
         path: the YAML file (module docstring).
@@ -234,7 +234,7 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
     stages = _stages(critics, f"{path}: critics", parser, rows)
     for i, (entry, stage) in enumerate(zip(critics, stages, strict=True)):
         stage.delta_share = _delta_share(entry, f"{path}: critics[{i}] ({stage.name})")
-    from ..cascade import delta_shares
+    from ..selective.cascade import delta_shares
 
     delta_shares(stages, f"--cascade {path}")  # the shares must leave every critic some of delta
     return stages
@@ -285,10 +285,10 @@ _KINDS = ("options", "recorded", "jury", "baseline")
 
 
 def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool):
-    """One critic entry as a :class:`~hf_critic.cascade.CascadeStage`: computed (``options``), ``recorded``, a
+    """One critic entry as a :class:`~hf_critic.selective.cascade.CascadeStage`: computed (``options``), ``recorded``, a
     ``jury`` (not inside a jury), or ``baseline: longer-wins`` (also written as the bare string ``longer-wins``)."""
-    from ..cascade import CascadeStage
-    from ..jury import LONGER_WINS, Jury, LongerWins
+    from ..critics.jury import LONGER_WINS, Jury, LongerWins
+    from ..selective.cascade import CascadeStage
     from ..selective.jury import FIT_SHARE
     from .options import critic_from_args
 
@@ -354,10 +354,10 @@ def refuse_critic_options(args: argparse.Namespace, parser: argparse.ArgumentPar
 def run_cascade_command(args: argparse.Namespace, records, parser: argparse.ArgumentParser) -> int:
     """``compare --cascade FILE --calibration FILE``: judge, write the critiques, print the summary and the
     agreement of the decided rows (``parser``: compare's, for the critics' options)."""
-    from .. import schema
-    from ..cascade import check_calibration, run_cascade
+    from ..core import schema
     from ..io import save_records
     from ..selective import load_calibration
+    from ..selective.cascade import check_calibration, run_cascade
     from .cascade_probes import recheck_served
 
     if args.task != "compare":
@@ -379,7 +379,7 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
         print(line)
     gold = args.human_label or ("label" if "label" in result.critiques.column_names else None)
     if gold:
-        from ..labels import normalize_labels
+        from ..core.labels import normalize_labels
 
         human = normalize_labels(result.critiques[gold], name=gold)
         decided = [

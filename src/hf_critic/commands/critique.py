@@ -161,7 +161,7 @@ def _figures(result, args) -> list[str]:
     agreement per source, and, where the human labels have no tie (``--two-way auto``, or ``on``), the two-way
     accuracy (response 1 or 2 alone; see :func:`hf_critic.meta_eval.agreement.two_way_decisions`).
     """
-    from .. import schema
+    from ..core import schema
     from ..meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 
     reward = schema.CRITIQUE_REWARD in result.column_names  # verdicts of a reward critic: named so

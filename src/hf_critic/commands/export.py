@@ -35,8 +35,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Export the critic (:func:`hf_critic.serving.export_critic`) and print where, and the commands that serve it."""
-    from ..serving import export_critic
+    """Export the critic (:func:`hf_critic.backends.serving.export_critic`) and print where, and the commands that serve it."""
+    from ..backends.serving import export_critic
 
     exported = export_critic(args.model, args.output, overwrite=args.overwrite)
     kind = "reward critic (pooling)" if exported.pooling else "text critic"

@@ -218,7 +218,7 @@ def _file_and_field(spec: str) -> tuple[str, str | None]:
 def _verdict_parser(args, data):
     """``text -> ParsedCritique`` of ``--verdict-parser`` (a template family, name or file) for the benchmark's
     setting; None without the option."""
-    from .. import schema
+    from ..core import schema
     from ..parsing import parse
     from ..prompts import get_template, list_families, load_template
 
@@ -242,8 +242,8 @@ def _verdict_parser(args, data):
 
 def _verdict_runs(args, benchmarks):
     """Verdict files of any shape turned into critique datasets (a swapped file mapped back to original order)."""
-    from .. import schema
-    from ..labels import swap_label
+    from ..core import schema
+    from ..core.labels import swap_label
     from ..loaders.generic import load_verdict_file
 
     if not args.verdicts:
@@ -346,8 +346,8 @@ def _critic_runs(args, benchmarks):
 
 def _family(critic, task: str) -> str:
     """The critic family whose verdict format the critic's template for ``task`` uses (for verdict injection)."""
+    from ..core.schema import Setting, Task
     from ..formats import families
-    from ..schema import Setting, Task
 
     fmt = critic.template_for(Setting(Task(task), False)).output.format
     return next((f.name for f in families() if fmt in {v.name for v in f.formats}), "mtbench")
@@ -512,7 +512,7 @@ def _check_columns(args, datasets) -> None:
     Raises:
         ValueError: one line naming the dataset, the option and the column.
     """
-    from .. import schema
+    from ..core import schema
 
     for name, data in datasets:
         columns = data.column_names

@@ -241,7 +241,7 @@ def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
 
 def cache_from_args(args: argparse.Namespace) -> Path | None:
     """The generation cache file: ``--cache``, else the default under hf-critic's cache; None with ``--no-cache``."""
-    from ..models import cache_dir
+    from ..backends.models import cache_dir
 
     if args.no_cache:
         return None
@@ -256,9 +256,9 @@ def check_shared_settings(args: argparse.Namespace) -> None:
     Raises:
         ValueError: one line naming the option or variable, and its value.
     """
-    from ..cache import check_cache_path
-    from ..models import check_cache_dir
-    from ..threads import env_num_threads
+    from ..backends.cache import check_cache_path
+    from ..backends.models import check_cache_dir
+    from ..backends.threads import env_num_threads
 
     if hasattr(args, "threads") and args.threads is None:
         env_num_threads()
@@ -281,8 +281,8 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
         ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`.
         hf_critic.backends.retry.EndpointError: the server is down or does not serve ``model``.
     """
+    from ..backends.models import DEFAULT_MODEL_NAME
     from ..critic import Critic
-    from ..models import DEFAULT_MODEL_NAME
 
     # Say what is about to load before the (slow) load, and how to choose another.
     if model is None and not getattr(args, "base_url", None):

@@ -113,11 +113,11 @@ def run(args: argparse.Namespace) -> int:
 
     import torch
 
+    from ..backends.models import load_model
+    from ..backends.threads import num_threads_or_default
     from ..glassbox import ComboNormalization, GlassBoxEvaluator, resolve_features
     from ..glassbox.encoding import conversation_from_record
     from ..io import RecordError, check_output, load_records, parse_columns, save_records, write_text
-    from ..models import load_model
-    from ..threads import num_threads_or_default
 
     if args.engine == "llamacpp":
         raise ValueError(

@@ -2,7 +2,7 @@
 
 An error's section is found from what it is and where it was raised, so that a new error needs no entry of its own:
 its class first (:data:`SECTIONS_BY_ERROR`: a missing package, a server, a model, an output file), else the innermost
-frame of hf_critic that raised it, as ``module.qualname`` (``hf_critic.cache.GenerationCache.__init__``), matched against
+frame of hf_critic that raised it, as ``module.qualname`` (``hf_critic.backends.cache.GenerationCache.__init__``), matched against
 :data:`SECTIONS_BY_PLACE` by the longest dotted prefix (a function's own entry wins over its module's, a module's over
 its package's). ``tests/test_troubleshooting.py`` reads every raise site the command line can reach and checks that
 each one has a section here and that the page has each section's anchor (``## Title {#anchor}``).
@@ -35,23 +35,23 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.io": "bad-input",
     "hf_critic.io.outputs": "output-files",
     "hf_critic.loaders": "bad-input",
-    "hf_critic.labels": "bad-input",
-    "hf_critic.schema": "bad-input",
-    "hf_critic.control_tokens": "bad-input",
+    "hf_critic.core.labels": "bad-input",
+    "hf_critic.core.schema": "bad-input",
+    "hf_critic.core.control_tokens": "bad-input",
     "hf_critic.critic.inputs": "bad-input",
     # options, and the settings around them
     "hf_critic.commands": "options",
-    "hf_critic.keys": "options",
+    "hf_critic.core.keys": "options",
     "hf_critic.critic": "options",
     "hf_critic.backends.load_backend": "options",
     "hf_critic.commands.options.require_extra": "missing-extra",
-    "hf_critic.threads": "threads",
-    "hf_critic.cache": "cache",
-    "hf_critic.models.check_cache_dir": "cache",
+    "hf_critic.backends.threads": "threads",
+    "hf_critic.backends.cache": "cache",
+    "hf_critic.backends.models.check_cache_dir": "cache",
     # models, engines, servers
-    "hf_critic.models": "models",
-    "hf_critic.weights": "models",
-    "hf_critic.reward_model": "models",
+    "hf_critic.backends.models": "models",
+    "hf_critic.backends.weights": "models",
+    "hf_critic.critics.reward": "models",
     "hf_critic.critic.rewards": "models",
     "hf_critic.critic.rewards.refuse_for_reward": "options",
     "hf_critic.critic.rewards.refuse_for_generator": "options",
@@ -66,16 +66,16 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.critic.verdicts": "templates",
     "hf_critic.critic.grammars": "templates",
     # cascades, their calibration, juries
-    "hf_critic.cascade": "cascade-files",
+    "hf_critic.selective.cascade": "cascade-files",
     "hf_critic.commands.cascades": "cascade-files",
-    "hf_critic.cascade.delta_shares": "delta-share",
+    "hf_critic.selective.cascade.delta_shares": "delta-share",
     "hf_critic.commands.cascades._delta_share": "delta-share",
-    "hf_critic.jury": "juries",
+    "hf_critic.critics.jury": "juries",
     "hf_critic.selective.jury": "juries",
     "hf_critic.commands.cascades._fit_share": "fit-share",
     "hf_critic.selective.jury.fit_rows": "fit-share",
     "hf_critic.selective": "calibration",
-    "hf_critic.cascade.check_calibration": "calibration",
+    "hf_critic.selective.cascade.check_calibration": "calibration",
     "hf_critic.commands.calibrate": "calibration",
     "hf_critic.commands.calibrate_report": "calibration",
     # the other commands
@@ -83,7 +83,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.commands.meta_eval": "meta-eval",
     "hf_critic.criticbench": "meta-eval",
     "hf_critic.judgments": "meta-eval",
-    "hf_critic.sandbox": "meta-eval",  # CriticBench's code answers run in it
+    "hf_critic.criticbench.sandbox": "meta-eval",  # CriticBench's code answers run in it
     "hf_critic.eval_instruct": "eval-instruct",
     "hf_critic.prompts.teacher": "eval-instruct",
     "hf_critic.commands.eval_instruct": "eval-instruct",
@@ -93,7 +93,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.commands.refine": "refine",
     "hf_critic.reports": "view",
     "hf_critic.commands.view": "view",
-    "hf_critic.serving": "export",
+    "hf_critic.backends.serving": "export",
     "hf_critic.commands.export": "export",
 }
 
@@ -103,7 +103,7 @@ def section_for(error_classes: list[str], place: str) -> str | None:
     raised at ``place`` (``module.qualname``); None when nothing matches.
 
     Example:
-        >>> section_for(["ValueError"], "hf_critic.cascade.delta_shares")
+        >>> section_for(["ValueError"], "hf_critic.selective.cascade.delta_shares")
         'delta-share'
     """
     for name in error_classes:

@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 
 import datasets
 
-from .. import schema
 from ..backends.base import Backend
+from ..backends.cache import GenerationCache
 from ..backends.cached import CachedBackend, Generations
-from ..cache import GenerationCache
+from ..core import schema
+from ..core.labels import swap_label
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from ..io import check_fields
-from ..labels import swap_label
 from ..parsing import ParsedCritique
 from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
 from ..prompts.rubric import Rubric
@@ -92,7 +92,7 @@ class Critic:
             ``low_mass`` and no verdict (default :data:`~hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
         reward: an order-free reward critic (:class:`~hf_critic.critic.rewards.RewardScorer`: a reward model, one
             behind a server): every verdict then comes from rewards (pointwise: the calibrated
-            reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.reward_model`), no text
+            reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.critics.reward`), no text
             is generated, and every option it cannot honour (text or probability verdicts, explanations, decoding,
             rubric criteria, grammars, verdict mass, a reference) is refused with a ValueError naming it.
         tie_margin: a reward critic's tie band in reward units, >= 0 (None: its calibration's).
@@ -184,14 +184,14 @@ class Critic:
 
         Args:
             model: local folder, Hub id (fails fast when offline and not cached), ``.gguf`` file, PEFT adapter
-                folder, or the name of a built-in trained critic (:data:`hf_critic.models.TRAINED_CRITICS`, e.g.
+                folder, or the name of a built-in trained critic (:data:`hf_critic.backends.models.TRAINED_CRITICS`, e.g.
                 ``"smollm2-135m-critic"``, from the package's data, offline). A one-label sequence classifier (a
-                reward model, :func:`hf_critic.reward_model.is_reward_model`) becomes a reward critic.
+                reward model, :func:`hf_critic.critics.reward.is_reward_model`) becomes a reward critic.
             engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
             num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
-            dtype: ``"auto"`` (per CPU and batch size, :func:`hf_critic.models.auto_dtype`; the checkpoint's dtype on
+            dtype: ``"auto"`` (per CPU and batch size, :func:`hf_critic.backends.models.auto_dtype`; the checkpoint's dtype on
                 CUDA) or a torch dtype name.
             progress: show progress bars.
             gguf_recode: llama.cpp only: run a re-encoding of the GGUF that its CPU kernels multiply faster
@@ -201,13 +201,13 @@ class Critic:
                 known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
 
         Raises:
-            hf_critic.models.ModelNotFoundError: the model cannot be found offline.
+            hf_critic.backends.models.ModelNotFoundError: the model cannot be found offline.
             ValueError: a trained critic asked to run on llama.cpp, or with ``gguf_recode`` (no GGUF runs); a
                 classifier with several labels; see also :class:`Critic`.
         """
         from ..backends import load_backend
-        from ..models import resolve_engine, trained_critic
-        from ..reward_model import RewardModel, is_reward_model
+        from ..backends.models import resolve_engine, trained_critic
+        from ..critics.reward import RewardModel, is_reward_model
 
         if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
             pick = pick_family(model, kwargs.get("language", "en"))
@@ -428,7 +428,7 @@ class Critic:
         if stats.control_tokens and not stats.keeps_text:
             logger.warning(
                 "%d input(s) hold chat control-token strings (e.g. <|im_end|>); the server tokenises the prompt itself "
-                "and may read them as control tokens, so the judged text could end its turn (see hf_critic.control_tokens)",
+                "and may read them as control tokens, so the judged text could end its turn (see hf_critic.core.control_tokens)",
                 stats.control_tokens,
             )
         self.last_stats = stats

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.schema import ParseStatus
 from ..parsing import ParsedCritique
-from ..schema import ParseStatus
 
 STRATEGIES = ("greedy", "beam", "sampling", "self_consistency")
 

@@ -133,7 +133,7 @@ def query_generation_grammar(categories: list[str], max_tokens: int = 256) -> st
 
     Args:
         categories: the category names as the prompt writes them (read back by
-            :func:`hf_critic.schema.normalize_category`).
+            :func:`hf_critic.core.schema.normalize_category`).
         max_tokens: the request's ``max_tokens``.
     """
     names = " | ".join(gbnf_literal(c) for c in categories)

@@ -1,12 +1,12 @@
 """What a critic's verdicts depend on, and nothing else: the parts of a calibration's fingerprint (issue 49 item 4).
 
 A calibration (:mod:`hf_critic.selective.calibration`) holds for the critic it was made with. Its fingerprint
-(:func:`hf_critic.cascade.critic_fingerprint`) must change with every option that changes a verdict, or a cascade would
+(:func:`hf_critic.selective.cascade.critic_fingerprint`) must change with every option that changes a verdict, or a cascade would
 apply thresholds to a critic they were not chosen for, and must not change with an option that changes nothing, or a
 harmless rerun is refused. :func:`verdict_options` lists those options for a computed critic:
 
 * the model, by content and never by path: a backend's or reward model's ``identity`` (the digest of the files that
-  decide its outputs, :func:`hf_critic.weights.weights_digest`: weights, configuration, tokenizer, chat template and a
+  decide its outputs, :func:`hf_critic.backends.weights.weights_digest`: weights, configuration, tokenizer, chat template and a
   reward critic's calibration file; the chat template in use, the dtype and engine; a reward critic's context and
   calibration; base URL, model and what the server reports for served ones);
 * the template (name and version), the verdict source and explanation mode, the rubric and score range;
@@ -60,7 +60,7 @@ def verdict_options(critic, setting) -> list[str]:
 
     Args:
         critic: a :class:`~hf_critic.critic.Critic`.
-        setting: the :class:`~hf_critic.schema.Setting` judged.
+        setting: the :class:`~hf_critic.core.schema.Setting` judged.
 
     Returns:
         ``["model=...", "template=...", ...]``: one ``key=value`` per option, in a fixed order.

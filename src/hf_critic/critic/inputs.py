@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 import datasets
 
-from .. import schema
 from ..backends.base import Backend
-from ..control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
+from ..core import schema
+from ..core.control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
 from ..io import RecordError
 from ..prompts import PromptTemplate, TemplateFieldError
 
@@ -111,7 +111,7 @@ def fit_prompt(
 
 def count_control_tokens(dataset: datasets.Dataset, own: Sequence[str] = ()) -> int:
     """Rows whose judged fields (question, response(s), reference) hold a chat control-token string: the common ones
-    (:data:`~hf_critic.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
+    (:data:`~hf_critic.core.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
     tokens = (*COMMON_CONTROL_TOKENS, *own)
     fields = [f for f in schema.JUDGED_FIELDS if f in dataset.column_names]
     return sum(

@@ -12,7 +12,7 @@ from typing import NamedTuple
 import datasets
 import numpy as np
 
-from .. import schema
+from ..core import schema
 from ..parsing import ParsedCritique
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
@@ -31,7 +31,7 @@ class RunStats:
     Attributes:
         total: inputs sent through the critic (each order counts under ``swap``).
         parsed: inputs whose final verdict parsed.
-        unparsed / out_of_range / skipped: the other :class:`~hf_critic.schema.ParseStatus` outcomes.
+        unparsed / out_of_range / skipped: the other :class:`~hf_critic.core.schema.ParseStatus` outcomes.
         low_mass: inputs whose probability read-out had less verdict mass than ``min_mass`` (never scored).
         truncated: inputs whose prompt was truncated to fit the context window (the response cut in the middle).
         cut_off: critiques cut off at ``max_new_tokens`` (kept: that budget's critique; often unparsed), or None when
@@ -51,7 +51,7 @@ class RunStats:
         min_mass: the ``--min-verdict-mass`` in force.
         text: under ``--verdict both``, the same counts for the text verdicts.
         control_tokens: inputs whose judged text (question, responses, reference) holds a chat control-token string
-            (:data:`hf_critic.control_tokens.COMMON_CONTROL_TOKENS` or the local model's own, e.g. ``<|im_end|>``).
+            (:data:`hf_critic.core.control_tokens.COMMON_CONTROL_TOKENS` or the local model's own, e.g. ``<|im_end|>``).
         keeps_text: True when the engine kept those strings as text (the local engines); False for a server, which
             tokenises the prompt itself and may read them as control tokens (a warning is logged).
     """

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import schema
 from ..backends.base import Backend
-from ..cache import GenerationCache, cache_key
+from ..backends.cache import GenerationCache, cache_key
+from ..core import schema
+from ..core.progress import RunBar
 from ..formats import parse_output
 from ..parsing import ParsedCritique
-from ..progress import RunBar
 from ..prompts import OutputSpec
 from .verdicts import ProbabilityVerdict, VerdictReadout, aggregate_readouts
 

@@ -1,10 +1,10 @@
 """Critiques from rewards: the order-free critics (reward models, local or served).
 
 A reward critic scores each (question, response) alone; pointwise grading maps the reward onto the template's scale
-and pairwise comparison reads the label from the two rewards (:mod:`hf_critic.reward_model`; CritiqueLLM v2 §3.1's
+and pairwise comparison reads the label from the two rewards (:mod:`hf_critic.critics.reward`; CritiqueLLM v2 §3.1's
 two tasks, without an explanation). Two scorers share one interface (:class:`RewardScorer`):
 
-* :class:`~hf_critic.reward_model.RewardModel`: a local sequence-classification model (transformers / PEFT);
+* :class:`~hf_critic.critics.reward.RewardModel`: a local sequence-classification model (transformers / PEFT);
 * :class:`ServedRewardModel`: one behind vLLM's pooling endpoint (:mod:`hf_critic.backends.pooling`).
 
 Every reward goes through the critique cache under the scorer's identity and the exact input it scored, so a killed
@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .. import schema
-from ..cache import GenerationCache, cache_key
-from ..progress import RunBar
-from ..reward_model import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
-from ..weights import value_digest
+from ..backends.cache import GenerationCache, cache_key
+from ..backends.weights import value_digest
+from ..core import schema
+from ..core.progress import RunBar
+from ..critics.reward import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
 from .decoding import DecodingConfig
 from .output import RunStats, distribution_columns
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, ProbabilityVerdict, entropy
@@ -57,7 +57,7 @@ class RewardScorer(Protocol):
         identity: what its rewards depend on, by content (weights, chat template, context, calibration; a server's URL
             and model): part of every cache key and calibration fingerprint.
         kind: what it is, for messages ("reward model", "served reward model").
-        calibration: the pointwise map and tie band (:class:`~hf_critic.reward_model.RewardCalibration`).
+        calibration: the pointwise map and tie band (:class:`~hf_critic.critics.reward.RewardCalibration`).
     """
 
     name: str
@@ -256,7 +256,7 @@ class ServedRewardModel:
     @classmethod
     def for_client(cls, client) -> ServedRewardModel:
         """The served critic with its own files when the name or the server says where they are
-        (:func:`hf_critic.reward_model.served_critic_files`), said on stderr either way (never guessed silently).
+        (:func:`hf_critic.critics.reward.served_critic_files`), said on stderr either way (never guessed silently).
 
         Args:
             client: a :class:`~hf_critic.backends.pooling.PoolingRewardClient` after its ``check()``.
@@ -266,7 +266,7 @@ class ServedRewardModel:
         """
         import sys
 
-        from ..reward_model import critic_tokenizer, served_critic_files
+        from ..critics.reward import critic_tokenizer, served_critic_files
 
         folder = served_critic_files(client.model, client.served)
         if folder is None:

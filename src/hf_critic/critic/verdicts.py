@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
-from ..schema import ParseStatus
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.schema import ParseStatus
 
 __all__ = [
     "EXPLANATION_MODES",
@@ -200,7 +200,7 @@ def swap_distribution(distribution: Mapping[str, float]) -> dict[str, float]:
     """Map a pairwise distribution judged on the swapped pair back to the original order.
 
     Args:
-        distribution: keys ``"response_1"``, ``"response_2"``, ``"tie"`` (:data:`hf_critic.labels.LABEL_NAMES`).
+        distribution: keys ``"response_1"``, ``"response_2"``, ``"tie"`` (:data:`hf_critic.core.labels.LABEL_NAMES`).
 
     Returns:
         The same probabilities with the two responses' keys exchanged.
@@ -250,7 +250,7 @@ class ProbabilityVerdict:
     Attributes:
         status: ``OK``, or ``LOW_MASS`` when the mean verdict mass is below the threshold (then no score).
         distribution: the mean of the samples' renormalised distributions; keys are the verdict strings
-            (pointwise) or :data:`~hf_critic.labels.LABEL_NAMES` values (pairwise). None when no sample has mass.
+            (pointwise) or :data:`~hf_critic.core.labels.LABEL_NAMES` values (pairwise). None when no sample has mass.
         mass: mean verdict mass over the samples, in [0, 1].
         entropy: entropy of :attr:`distribution` in nats (None with it).
         score: pointwise: the mean of the samples' expected scores (self-consistency under probabilities); None

@@ -33,8 +33,8 @@ from typing import Any
 
 import datasets
 
+from ..core.labels import CHOICE_LETTERS
 from ..io import RecordError, read_json_rows
-from ..labels import CHOICE_LETTERS
 from ..loaders._rows import field
 from .prompts import CRITICBENCH_DIMENSIONS, CRITICBENCH_TASKS, get_criticbench_template
 

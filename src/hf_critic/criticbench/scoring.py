@@ -21,7 +21,7 @@ Metrics (CriticEval ``critic_bench/run_*.py`` and ``compute_overall.py``):
 * feedback: Spearman x 100 between the critic's scores and the human ``feedback_score``, pooled over all tasks;
 * comparison: accuracy x 100 over forward and reversed order (see :func:`comparison_accuracy`);
 * correction: pass rate x 100 per task (math answer matched, or code run against the unit tests in
-  :func:`hf_critic.sandbox.run_python`), averaged over tasks;
+  :func:`hf_critic.criticbench.sandbox.run_python`), averaged over tasks;
 * meta-feedback: Spearman x 100 with the human ``meta_feedback_score``, pooled;
 * overall (objective): mean of the four, feedback and meta-feedback first mapped from [-100, 100] to [0, 100].
 """
@@ -36,9 +36,9 @@ from typing import Any
 
 from scipy import stats
 
+from ..core.schema import ParseStatus
 from ..io import RecordError
 from ..parsing import ParsedCritique, normalize
-from ..schema import ParseStatus
 
 __all__ = [
     "VERDICT_KINDS",
@@ -235,7 +235,7 @@ def correction_passed(
     Raises:
         ValueError: a task without objective correction.
     """
-    from ..sandbox import run_python
+    from .sandbox import run_python
 
     if task == "math_cot":
         gold = parse_math_answer(record.get("reference"))
@@ -553,8 +553,8 @@ def _correction_scores(pairs, timeout: float) -> dict[str, Any] | None:
     """``{"pass_rate": mean over tasks, "by_task": {task: {"pass_rate", "n", "reasons"}}, "sandbox": the network
     isolation the programs ran under}`` of the objective corrections ``pairs`` (``(gold record, prediction)``), each
     program run in the sandbox; None without any."""
-    from ..sandbox import isolation
     from .loaders import OBJECTIVE_CORRECTION_TASKS
+    from .sandbox import isolation
 
     by_task: dict[str, dict[str, Any]] = {}
     for task in OBJECTIVE_CORRECTION_TASKS:

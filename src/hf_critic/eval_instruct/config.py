@@ -40,9 +40,9 @@ from typing import Any
 
 import yaml
 
+from ..backends.cache import cache_key
 from ..backends.retry import RetryPolicy
-from ..cache import cache_key
-from ..keys import unknown_keys_message
+from ..core.keys import unknown_keys_message
 from .filters import FilterConfig
 
 __all__ = [

@@ -24,9 +24,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..core.schema import ParseStatus
 from ..parsing import ParsedCritique, normalize, parse, parse_label, parse_score
-from ..schema import ParseStatus
 from .text import copied_ngrams, detect_language
 
 __all__ = [

@@ -23,7 +23,7 @@ from typing import Any
 import datasets
 
 from .._version import __version__
-from ..schema import SETTINGS
+from ..core.schema import SETTINGS
 from .filters import REASONS
 from .stage_report import PipelineReport
 

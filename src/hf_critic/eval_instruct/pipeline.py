@@ -26,14 +26,14 @@ from typing import Any
 
 import datasets
 
+from ..backends.cache import GenerationCache
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai_client import OpenAIClient
-from ..cache import GenerationCache
+from ..core.redaction import redact_url
+from ..core.schema import CATEGORIES, SETTINGS, Setting, Task, category_name
 from ..critic.grammars import difficulty_grammar, query_generation_grammar
 from ..io import RecordError, load_records, write_text
 from ..prompts import get_instruction_prompt, get_teacher_template, get_template
-from ..redaction import redact_url
-from ..schema import CATEGORIES, SETTINGS, Setting, Task, category_name
 from . import stages
 from .config import EndpointConfig, EvalInstructConfig, GeneratorConfig
 from .hub import push_to_hub, render_card, save_outputs

@@ -9,7 +9,8 @@ from typing import Any
 
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.quotes import Quotations
-from hf_critic.schema import ParseStatus
+
+from ..core.schema import ParseStatus
 
 SP = r"[ \t]*"
 #: A number with at most three digits before and after the point, ASCII or full-width.

@@ -10,8 +10,8 @@ import re
 
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.grammar import _explanation, _lower, _number
-from hf_critic.schema import ParseStatus
 
+from ..core.schema import ParseStatus
 from ._common import FLOAT, SP, last_unquoted, score_result
 from .family import CriticFamily, VerdictFormat
 

@@ -17,7 +17,8 @@ from types import MappingProxyType
 from typing import Any
 
 from hf_critic.parsing import ParsedCritique, parse
-from hf_critic.schema import SETTINGS
+
+from ..core.schema import SETTINGS
 
 __all__ = ["GENERATIVE", "REWARD", "CriticFamily", "VerdictFormat", "every_setting", "read_general"]
 

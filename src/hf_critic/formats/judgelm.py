@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 
-from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.grammar import _number
-from hf_critic.schema import ParseStatus
 
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.schema import ParseStatus
 from ._common import FLOAT, RAW_PROMPT_WRAPPER, SP, first_line, score_result
 from .family import CriticFamily, VerdictFormat
 

@@ -5,8 +5,8 @@ reference-free, English. Its verdict is read by :func:`parse_pandalm`; its input
 from __future__ import annotations
 
 from hf_critic.parsing import ParsedCritique
-from hf_critic.schema import ParseStatus
 
+from ..core.schema import ParseStatus
 from ._common import RAW_PROMPT_WRAPPER, first_line
 from .family import CriticFamily, VerdictFormat
 

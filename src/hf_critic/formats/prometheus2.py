@@ -13,8 +13,8 @@ import re
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.grammar import _LEAD_WINDOW, _explanation
 from hf_critic.parsing.quotes import Quotations
-from hf_critic.schema import ParseStatus
 
+from ..core.schema import ParseStatus
 from ._common import score_result
 from .family import CriticFamily, VerdictFormat, every_setting
 

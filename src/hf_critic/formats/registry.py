@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.echo import own_text
-from hf_critic.schema import ParseStatus
 
+from ..core.schema import ParseStatus
 from . import (
     autoj,
     critiquellm_6b,

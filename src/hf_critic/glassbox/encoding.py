@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from ..control_tokens import encode_chat, encode_text
+from ..core.control_tokens import encode_chat, encode_text
 
 
 class AlignmentError(ValueError):

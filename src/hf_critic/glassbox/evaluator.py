@@ -61,10 +61,10 @@ class GlassBoxEvaluator:
     Args:
         model: a loaded causal LM (a ``transformers`` model, or any module whose ``forward(input_ids,
             attention_mask=…)`` returns an object with ``.logits``), a local folder / Hub id, or None for the
-            embedded default critic (SmolLM2-135M-Instruct), loaded with :func:`hf_critic.models.load_model`.
+            embedded default critic (SmolLM2-135M-Instruct), loaded with :func:`hf_critic.backends.models.load_model`.
         tokenizer: required when ``model`` is a module; must have a chat template.
         batch_size: sequences per forward pass (>= 1). Values do not depend on it.
-        trust_remote_code: passed to :func:`~hf_critic.models.load_model`.
+        trust_remote_code: passed to :func:`~hf_critic.backends.models.load_model`.
         include_end_token: score the template's end-of-turn token after the response, as part of ``y``
             (a generated response ends with it); False scores the response text only.
         max_length: token budget per sequence (default: the model's ``max_position_embeddings``).
@@ -81,7 +81,7 @@ class GlassBoxEvaluator:
 
     Raises:
         ValueError: bad arguments, or a module given without a tokenizer.
-        hf_critic.models.ModelNotFoundError: ``model`` cannot be loaded.
+        hf_critic.backends.models.ModelNotFoundError: ``model`` cannot be loaded.
     """
 
     def __init__(
@@ -110,7 +110,7 @@ class GlassBoxEvaluator:
         if ensemble_base not in BASIC_FEATURES:
             raise ValueError(f"ensemble_base must be one of {BASIC_FEATURES}, got {ensemble_base!r}")
         if model is None or isinstance(model, str) or hasattr(model, "__fspath__"):
-            from hf_critic.models import load_model
+            from ..backends.models import load_model
 
             model, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype="float32")
         elif tokenizer is None:

@@ -73,9 +73,9 @@ def parse_label_map(spec: str | None) -> dict[str, str]:
     """Parse a ``--label-map`` / ``--verdict-label-map`` ``"0=tie,1=response_1,2=response_2"`` (value in the file =
     label).
 
-    The label side is any spelling :func:`hf_critic.labels.normalize_labels` accepts (``tie``,
+    The label side is any spelling :func:`hf_critic.core.labels.normalize_labels` accepts (``tie``,
     ``response_1``, ``Assistant 2``, ``A``, ``0`` / ``1`` / ``2`` as schema codes); it is checked when the map is
-    applied (:func:`~hf_critic.labels.normalize_labels`'s ``label_map``). Keys are compared as text:
+    applied (:func:`~hf_critic.core.labels.normalize_labels`'s ``label_map``). Keys are compared as text:
     the integer 1 in a file matches the key ``1``.
 
     Returns:

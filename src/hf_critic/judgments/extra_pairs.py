@@ -23,8 +23,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from ..core.schema import query_id
 from ..io import RecordError
-from ..schema import query_id
 
 __all__ = [
     "HH_RLHF_SOURCE",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import datasets
 
+from ..core.schema import QUESTION, REFERENCE, RESPONSE
 from ..loaders.fastchat import read_judgments
 from ..prompts import get_template
-from ..schema import QUESTION, REFERENCE, RESPONSE
 
 logger = logging.getLogger(__name__)
 

@@ -32,10 +32,10 @@ from typing import Any
 
 import datasets
 
+from ..core.labels import swap_label
+from ..core.schema import QUESTION, RESPONSE
 from ..critic.grammars import verdict_ending
-from ..labels import swap_label
 from ..prompts import OutputSpec, get_template
-from ..schema import QUESTION, RESPONSE
 from .decontamination import benchmark_questions, decontaminate, normalize_question, parse_exclude
 from .gpt4_single import _messages, split_by_question
 from .sources import _PUBLISHED_SPLITS, PUBLISHED_CONFIGS, PUBLISHED_SOURCES
@@ -116,7 +116,7 @@ def verdict_text(output: OutputSpec, value: int | float) -> str:
         output: the template's output spec; its format must end a critique with the verdict (``autoj_decision``,
             ``autoj_rating``, ``pair_brackets``, ``rating_brackets``, ``comparison_dict``, ``score_dict``,
             ``prometheus_result``).
-        value: a label (0 / 1 / 2, :mod:`hf_critic.schema`) for label templates, a score for score templates.
+        value: a label (0 / 1 / 2, :mod:`hf_critic.core.schema`) for label templates, a score for score templates.
 
     Returns:
         E.g. ``"So, the final decision is Response 1."``, ``"[[A]]"``, ``"{'Overall Comparison Result': 'Tie'}"``,

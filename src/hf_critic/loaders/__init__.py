@@ -1,6 +1,6 @@
 """Loaders that map published benchmark formats onto hf-critic records, as ``datasets.Dataset``.
 
-Every loader returns the schema's columns (:mod:`hf_critic.schema`): ``query_id``, ``question``, ``reference``
+Every loader returns the schema's columns (:mod:`hf_critic.core.schema`): ``query_id``, ``question``, ``reference``
 (only for the referenced setting), and either ``system_id``, ``response``, ``human_score`` (pointwise grading)
 or ``response_1``, ``response_2``, ``label`` (pairwise comparison: 0 = response 1 better, 1 = response 2,
 2 = tie), plus ``category``. Errors are :class:`hf_critic.io.RecordError` naming file, line and field.

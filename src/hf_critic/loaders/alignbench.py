@@ -20,8 +20,8 @@ import os
 
 import datasets
 
+from ..core.schema import query_id
 from ..io import RecordError, iter_rows
-from ..schema import query_id
 from ._rows import as_dataset, field
 
 __all__ = ["load_alignbench"]

@@ -30,9 +30,9 @@ from typing import Any
 
 import datasets
 
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.schema import query_id
 from ..io import RecordError, read_json_rows
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
-from ..schema import query_id
 from ._rows import as_dataset, field
 
 __all__ = ["DEFAULT_NAMES", "alpacaeval_files", "load_alpacaeval", "parse_raw_completion"]
@@ -157,7 +157,7 @@ def load_alpacaeval(source: str | os.PathLike, *, skipped: Counter | None = None
             ``"gpt-4 ranked both outputs first: labelled tie"`` (see ``gpt4_tie`` below).
 
     Returns:
-        One row per kept annotation: ``query_id`` (:func:`hf_critic.schema.query_id` of the instruction),
+        One row per kept annotation: ``query_id`` (:func:`hf_critic.core.schema.query_id` of the instruction),
         ``question`` (the instruction), ``response_1`` (output_1), ``response_2`` (output_2), ``label`` (0 = response
         1 better, 1 = response 2, 2 = tie), ``preference`` (float in [0, 1], P(response 2 better): ``preference - 1``
         for soft preferences, 0 / 1 / 0.5 for hard verdicts), ``alpacaeval_preference`` (the published value in

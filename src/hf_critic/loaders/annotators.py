@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED
 
 __all__ = ["AGGREGATIONS", "aggregate_labels", "aggregate_scores", "annotator_agreement"]
 
@@ -47,7 +47,7 @@ def aggregate_labels(codes: np.ndarray, how: Literal["majority", "mean"] = "majo
 
     Args:
         codes: int array ``(n, annotators)`` of schema codes 0 / 1 / 2, -1 for a missing annotation (the output
-            of :func:`~hf_critic.labels.normalize_labels` per annotator column, stacked).
+            of :func:`~hf_critic.core.labels.normalize_labels` per annotator column, stacked).
         how: ``"majority"`` (split votes are ties) or ``"mean"`` (sign of the mean preference).
 
     Returns:

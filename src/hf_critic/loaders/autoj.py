@@ -24,8 +24,8 @@ from pathlib import Path
 
 import datasets
 
+from ..core.schema import query_id
 from ..io import RecordError, iter_rows, read_json_rows
-from ..schema import query_id
 from ._rows import as_dataset, field
 
 __all__ = ["load_autoj_eval_p", "load_autoj_single", "load_scenario_groups", "load_verdicts"]
@@ -153,7 +153,7 @@ def load_autoj_single(
         split: split to read from a Hub dataset.
 
     Returns:
-        One row per critique (960 for the published file): ``query_id`` (:func:`hf_critic.schema.query_id` of the
+        One row per critique (960 for the published file): ``query_id`` (:func:`hf_critic.core.schema.query_id` of the
         query), ``question`` and ``response`` (read back from the prompt), ``human_score`` (GPT-4's rating, float in
         [1, 10]), ``critique`` (GPT-4's critique, ending in ``Rating: [[n]]``), ``category`` (scenario group),
         ``scenario``, ``source_dataset``, ``prompt`` (Auto-J's prompt as published) and ``location`` (``file:line``).

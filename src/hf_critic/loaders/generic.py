@@ -13,6 +13,8 @@ from typing import Any, Literal
 import datasets
 import numpy as np
 
+from ..core.labels import normalize_labels, swap_label
+from ..core.schema import query_id
 from ..io import (
     DATA_FILE_BUILDERS,
     RecordError,
@@ -23,8 +25,6 @@ from ..io import (
     parse_columns,
     parse_label_map,
 )
-from ..labels import normalize_labels, swap_label
-from ..schema import query_id
 from .annotators import aggregate_labels, aggregate_scores
 
 __all__ = ["gold_labels", "load_generic", "load_verdict_file", "row_verdicts", "rows_by_source"]
@@ -59,9 +59,9 @@ def load_generic(
             or the CLI form ``"question=prompt,label=winner"`` (see :func:`hf_critic.io.parse_columns`).
         label_map: pairwise only: ``{value in the file: label}`` (or the CLI form ``"0=tie,1=response_1"``) for a
             dataset's own convention; every label must then be a key (see
-            :func:`hf_critic.labels.normalize_labels`).
+            :func:`hf_critic.core.labels.normalize_labels`).
         digits: how digit strings are read without a label map, see
-            :func:`hf_critic.labels.normalize_labels`.
+            :func:`hf_critic.core.labels.normalize_labels`.
         split: split to read from a Hub dataset.
         label_columns: several annotators' columns (or ``"a1,a2,a3"``) instead of one gold column: the gold
             ``label`` / ``human_score`` is their aggregate (:mod:`hf_critic.loaders.annotators`); each column is
@@ -220,7 +220,7 @@ def _where(name: str, columns: Mapping[str, str] | None) -> str:
 
 
 def _gold_values(dataset, task: str, names, digits: str, label_map, source: str, columns) -> dict[str, np.ndarray]:
-    """``{column: codes}`` (pairwise: :func:`~hf_critic.labels.normalize_labels`) or ``{column: floats}``
+    """``{column: codes}`` (pairwise: :func:`~hf_critic.core.labels.normalize_labels`) or ``{column: floats}``
     (pointwise) of each gold column; RecordError naming the row and the field of a bad value."""
     values = {}
     for name in names:
@@ -320,12 +320,12 @@ def load_verdict_file(
         task: ``"pairwise"``: verdicts are labels (codes 0 / 1 / 2 out); ``"pointwise"``: scores (floats out).
         field: the field holding the verdict (default ``output``, as Auto-J's files).
         label_map: the file's label convention (pairwise), see
-            :func:`hf_critic.labels.normalize_labels`.
+            :func:`hf_critic.core.labels.normalize_labels`.
         parse: read the field as free text with this parser (``text -> ParsedCritique``, e.g. a template's, see
             :func:`hf_critic.parsing.parse`); its ``label`` / ``score`` is the verdict, None when unparsed.
         order_column: pairwise only: a field that is true (``true`` / ``1`` / ``yes`` / ``swapped``) where the row
             was judged with the two responses swapped (the verdict in swapped terms); those verdicts are mapped
-            back to the original order (:func:`hf_critic.labels.swap_label`). As in critique-comparison files
+            back to the original order (:func:`hf_critic.core.labels.swap_label`). As in critique-comparison files
             where each row was judged in one order only (Auto-J Eval-C's ``exchange``).
 
     Returns:
@@ -352,7 +352,7 @@ def row_verdicts(
     order_column: str | None = None,
 ) -> list[Any]:
     """The verdicts in ``field`` of rows read with their locations (:func:`hf_critic.io.iter_rows`): labels read by
-    the project's label vocabulary (:func:`hf_critic.labels.normalize_labels`, never ``int()``), scores as numbers.
+    the project's label vocabulary (:func:`hf_critic.core.labels.normalize_labels`, never ``int()``), scores as numbers.
 
     Args:
         rows: ``(location, row)`` pairs; the location names file and line (or row) in messages.

@@ -6,7 +6,7 @@
   accuracy (does the critic score a question's better answer above its worse one?);
 * :mod:`~hf_critic.meta_eval.agreement`: pairwise comparison, agreement and consistency under order swap
   (Table 3) and the two-way accuracy where the human labels have no tie (response 1 or 2, the tie option dropped);
-  the label spellings both read are in :mod:`hf_critic.labels`;
+  the label spellings both read are in :mod:`hf_critic.core.labels`;
 * :mod:`~hf_critic.meta_eval.verdict_sources`: one critique file's verdicts compared by source (text, probability,
   both orders combined), with baselines and calibration, for the command line and the report;
 * :mod:`~hf_critic.meta_eval.chance`: agreement beyond chance, Cohen's kappa (weighted for scores binned to the gold's

@@ -11,9 +11,9 @@ critic for every tie it calls although the gold never is one. The **two-way** fi
 responses the critic prefers: from a verdict distribution, P(response 1 better) against P(response 2 better) with
 the tie option dropped (renormalised); from text verdicts, a tie counts as half a pair.
 
-Labels use the codes of :mod:`hf_critic.labels`: 0 = response 1 better, 1 = response 2 better, 2 = tie.
-:func:`~hf_critic.labels.normalize_labels` maps the spellings judges and datasets use onto them; an unparsed
-verdict becomes :data:`~hf_critic.labels.UNPARSED` and counts as wrong, never as a tie.
+Labels use the codes of :mod:`hf_critic.core.labels`: 0 = response 1 better, 1 = response 2 better, 2 = tie.
+:func:`~hf_critic.core.labels.normalize_labels` maps the spellings judges and datasets use onto them; an unparsed
+verdict becomes :data:`~hf_critic.core.labels.UNPARSED` and counts as wrong, never as a tie.
 
 **Figures** of :func:`pairwise_agreement`:
 
@@ -57,8 +57,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from hf_critic.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED, normalize_labels, swap_codes
-
+from ..core.labels import (
+    LABEL_NAMES,
+    RESPONSE_1_WINS,
+    RESPONSE_2_WINS,
+    TIE,
+    UNPARSED,
+    normalize_labels,
+    swap_codes,
+)
 from .grouped import _factorize
 
 __all__ = [
@@ -107,7 +114,7 @@ def two_way_decisions(
     Where a verdict distribution is given (``critique_distribution`` of a probability read-out, or
     ``critique_distribution_combined``: both orders averaged, Wang et al. 2025, §3.2), the choice is the larger of
     P(response 1 better) and P(response 2 better), i.e. the two renormalised to sum to 1 without the tie (keys
-    :data:`hf_critic.labels.LABEL_NAMES`: ``"response_1"``, ``"response_2"``, and ``"tie"`` unless the template
+    :data:`hf_critic.core.labels.LABEL_NAMES`: ``"response_1"``, ``"response_2"``, and ``"tie"`` unless the template
     knows no tie); equal probabilities are undecided. From text verdicts (no distribution) each verdict is a
     one-hot distribution: response 1 or 2 is a choice, a tie is undecided. With ``swapped_labels`` (the other
     order's text verdicts, mapped back) both orders' one-hot distributions are added before choosing, as the

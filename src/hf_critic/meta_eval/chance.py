@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..labels import normalize_labels
+from ..core.labels import normalize_labels
 
 __all__ = [
     "ALPHA_LEVELS",
@@ -320,7 +320,7 @@ def alpha_with_critic(
 
     Args:
         annotations: one sequence per annotator, each ``(n,)``: pairwise labels in any spelling
-            :func:`~hf_critic.labels.normalize_labels` reads (None = not labelled), or scores (None / NaN).
+            :func:`~hf_critic.core.labels.normalize_labels` reads (None = not labelled), or scores (None / NaN).
         predictions: the critic's verdicts (pairwise) or scores ``(n,)``.
         pairwise: labels (nominal alpha) or scores (interval alpha; the critic's scores binned to the scale of
             ``references`` first, :func:`bin_to_scale`).

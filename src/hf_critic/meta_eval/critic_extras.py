@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema
-from ..labels import normalize_labels
-from ..matching import id_conflicts, name_rows, text_identity
+from ..core import schema
+from ..core.labels import normalize_labels
+from ..core.matching import id_conflicts, name_rows, text_identity
 from .agreement import pairwise_credits, two_way_decisions
 from .chance import annotator_alpha, bin_to_scale
 from .length import (
@@ -284,7 +284,7 @@ def row_keys(dataset) -> dict[str, np.ndarray | None]:
 
     Returns:
         ``{"ids": the ``id`` column as text (None when absent or null somewhere), "contents": the identity of the
-        question, reference and responses (:func:`hf_critic.matching.text_identity`: whitespace normalised, nothing
+        question, reference and responses (:func:`hf_critic.core.matching.text_identity`: whitespace normalised, nothing
         folded)}``, each ``(n,)``.
     """
     ids = _column(dataset, ROW_ID)

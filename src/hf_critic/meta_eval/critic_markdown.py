@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import schema
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core import schema
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .comparison_markdown import comparison_sections
 from .markdown_tables import number as _f
 from .markdown_tables import table as _table

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import schema
+from ..core import schema
 from .run_result import RunResult
 
 __all__ = ["plot_confusions", "plot_per_category", "plot_reliability"]

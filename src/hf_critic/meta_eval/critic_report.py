@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema
+from ..core import schema
+from ..core.labels import normalize_labels, swap_codes
 from ..io import write_text
-from ..labels import normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
 from ..selective.risk_coverage import plot_risk_coverage
 from .agreement import pairwise_agreement

@@ -5,7 +5,7 @@ learning rate, tie band, which critic ships) is made on the **dev** half of each
 the **test** half is only reported. The halves are seeded and by question, so no question, nor any of its answers,
 is in both: HHH alignment (Prometheus copy, 102 questions), Auto-J Eval-P (1,182 prompts), MT-Bench and
 Vicuna-Bench (80 question ids each). The split is committed as id files (:func:`save_split`): FastChat question ids,
-and for the others :func:`hf_critic.schema.query_id` of the question, so nothing of the data is copied.
+and for the others :func:`hf_critic.core.schema.query_id` of the question, so nothing of the data is copied.
 
 :func:`write_half` writes a half in the benchmark's own format (so ``hf-critic compare|grade --format`` read it as
 they read the whole file); :func:`heldout_figures` reads the critique files of
@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.labels import TIE
+from ..core.schema import query_id
 from ..io import RecordError
-from ..labels import TIE
 from ..loaders import load_benchmark
-from ..schema import query_id
 from .agreement import two_way_decisions
 from .within_question import within_question_accuracy
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
-from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
 from .agreement import pairwise_agreement, pairwise_credits
 from .correlation import critique_correlation
 
@@ -68,7 +68,7 @@ def length_verdicts(
         longer: True: the longer response wins; False: the shorter one.
 
     Returns:
-        int64 label codes ``(n,)`` of :mod:`hf_critic.labels`: 0 = response 1, 1 = response 2, 2 = tie (equal lengths).
+        int64 label codes ``(n,)`` of :mod:`hf_critic.core.labels`: 0 = response 1, 1 = response 2, 2 = tie (equal lengths).
 
     Raises:
         ValueError: different lengths.
@@ -88,7 +88,7 @@ def length_confidence(
     It grows monotonically with the relative length difference: 0.5 for equal lengths (the verdict is then a tie),
     1.0 when one response is empty and the other is not. This makes "longer wins" a critic with a confidence, so its
     risk-coverage (:mod:`hf_critic.selective.risk_coverage`) and a jury that counts length as a member
-    (:mod:`hf_critic.jury`) can be measured like any critic's.
+    (:mod:`hf_critic.critics.jury`) can be measured like any critic's.
 
     Args:
         response_1: the first response's text or length, shape ``(n,)``.
@@ -139,7 +139,7 @@ def pairwise_baselines(
     counts half). This is the public function behind ``scripts/length_baseline.py``.
 
     Args:
-        references: the human labels, shape ``(n,)``, any spelling :func:`~hf_critic.labels.normalize_labels` reads;
+        references: the human labels, shape ``(n,)``, any spelling :func:`~hf_critic.core.labels.normalize_labels` reads;
             pairs without one are left out.
         response_1: the first responses' texts (or word counts), shape ``(n,)``; None: no length baselines.
         response_2: the second responses' texts (or word counts), shape ``(n,)``.

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
 from .bootstrap import TOO_SMALL
 
 __all__ = [
@@ -236,7 +236,7 @@ def win_values(labels: Sequence[Any] | np.ndarray) -> np.ndarray:
     (no label / unparsed); the mean is the win rate of response 1, a tie counting half (as AlpacaEval counts it).
 
     Raises:
-        ValueError: an unknown label (see :func:`~hf_critic.labels.normalize_labels`).
+        ValueError: an unknown label (see :func:`~hf_critic.core.labels.normalize_labels`).
     """
     codes = normalize_labels(labels, name="labels")
     return np.select([codes == RESPONSE_1_WINS, codes == RESPONSE_2_WINS, codes == TIE], [1.0, 0.0, 0.5], np.nan)

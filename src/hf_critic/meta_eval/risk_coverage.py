@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..labels import LABEL_NAMES, normalize_labels
+from ..core.labels import LABEL_NAMES, normalize_labels
 from ..selective.risk_coverage import (
     AGREEMENT_LEVELS,
     COVERAGE_LEVELS,
@@ -100,7 +100,7 @@ def baseline_critics(
     """The verdicts and confidences of the baselines on the given rows.
 
     Args:
-        human: the human labels, shape ``(n,)`` (any spelling of :func:`~hf_critic.labels.normalize_labels`).
+        human: the human labels, shape ``(n,)`` (any spelling of :func:`~hf_critic.core.labels.normalize_labels`).
         response_1 / response_2: the responses' texts or word counts, shape ``(n,)``; None: no ``longer-wins``.
 
     Returns:

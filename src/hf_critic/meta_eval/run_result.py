@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 __all__ = ["LABEL_SHORT", "RunResult"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema
-from ..labels import LABEL_NAMES, TIE, normalize_labels
+from ..core import schema
+from ..core.labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
 from .bootstrap import format_interval
 from .correlation import critique_correlation
@@ -81,7 +81,7 @@ def _distributions(values: Sequence[str | None]) -> list[dict[str, float] | None
 
 
 def _query_ids(dataset) -> list | None:
-    """The rows' query ids: the ``query_id`` column, else the question's :func:`hf_critic.schema.query_id`; None
+    """The rows' query ids: the ``query_id`` column, else the question's :func:`hf_critic.core.schema.query_id`; None
     without either."""
     if "query_id" in dataset.column_names:
         return list(dataset["query_id"])

@@ -67,9 +67,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from hf_critic.labels import VERDICT_WORDS
-from hf_critic.schema import ParseStatus
-
+from ..core.labels import VERDICT_WORDS
+from ..core.schema import ParseStatus
 from .dicts import DICT_LABEL, DICT_NUMBER, LABEL_KEYS, OVERALL_SCORE_KEYS, dict_key, dict_pairs
 from .quotes import Quotations, quotation_spans
 from .statements import stated_verdict
@@ -82,11 +81,11 @@ class ParsedCritique:
     """The result of parsing one critique.
 
     Attributes:
-        status: :class:`~hf_critic.schema.ParseStatus`; only ``OK`` carries a score or a label.
+        status: :class:`~hf_critic.core.schema.ParseStatus`; only ``OK`` carries a score or a label.
         score: pointwise grading only; a float in ``score_range`` (inclusive) when status is ``OK``,
             otherwise None.
         label: pairwise comparison only; 0 (response 1 better), 1 (response 2 better) or 2 (tie) when
-            status is ``OK``, otherwise None (see :mod:`hf_critic.schema`).
+            status is ``OK``, otherwise None (see :mod:`hf_critic.core.schema`).
         dimensions: per-dimension scores of a CritiqueLLM v2 dict verdict, e.g.
             ``{'Correctness': 9.0, 'Richness': 8.0}``: every numeric key but the overall one, keys as
             written (after :func:`normalize`), values outside ``score_range`` left out. None when the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hf_critic.labels import VERDICT_WORDS
+from ..core.labels import VERDICT_WORDS
 
 __all__ = ["stated_verdict"]
 

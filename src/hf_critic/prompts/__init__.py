@@ -1,7 +1,7 @@
 """Critic prompt templates, stored as versioned YAML data files (zh and en) under ``prompts/templates/``.
 
 A template turns one record (``question``, ``reference``, ``response`` or ``response_1`` / ``response_2``,
-see :mod:`hf_critic.schema`) into the chat messages a critic model sees, and declares in :class:`OutputSpec`
+see :mod:`hf_critic.core.schema`) into the chat messages a critic model sees, and declares in :class:`OutputSpec`
 the verdict format it asks for, so that parsing never has to guess.
 
 Built-in files are named ``<family>_<setting>_<language>.yaml``; each family is declared once, in its own module of
@@ -34,7 +34,7 @@ Modules: :mod:`.template` (:class:`PromptTemplate`, :class:`OutputSpec`, file va
 built-in templates; :func:`resolve_template`, used by the critic and by training), :mod:`.teacher` (the teacher
 prompts). This package re-exports their public names.
 
-Template file keys: ``version`` (quoted string), ``source``, ``models`` and ``license`` (optional), ``setting`` (a :class:`~hf_critic.schema.Setting`
+Template file keys: ``version`` (quoted string), ``source``, ``models`` and ``license`` (optional), ``setting`` (a :class:`~hf_critic.core.schema.Setting`
 name), ``language`` (``en`` / ``zh``: the language the critique is written in), ``fields`` (every placeholder),
 ``defaults`` (optional: values for optional placeholders), ``required`` (optional: extra placeholders outside the
 setting's fields that every record must fill, e.g. ``critique_1``), ``system`` (optional), ``prompt`` and ``output``

@@ -11,8 +11,8 @@ from functools import cache
 from pathlib import Path
 
 from hf_critic.formats import families, get_family
-from hf_critic.schema import Setting
 
+from ..core.schema import Setting
 from .template import PromptTemplate, parse_template
 
 __all__ = [
@@ -86,7 +86,7 @@ def get_template(family: str, setting: Setting | str, language: str = "en") -> P
 
     Args:
         family: a name from :func:`list_families`, e.g. :data:`hf_critic.formats.DEFAULT_FAMILY`, ``"mtbench"``.
-        setting: a :class:`~hf_critic.schema.Setting` or its name (``"pairwise_reference_free"``).
+        setting: a :class:`~hf_critic.core.schema.Setting` or its name (``"pairwise_reference_free"``).
         language: ``"en"`` or ``"zh"``: the language of the critique.
 
     Returns:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from ..keys import check_keys
+from ..core.keys import check_keys
 
 __all__ = ["RewritePrompt", "load_rewrite_prompt"]
 

@@ -23,9 +23,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from hf_critic.schema import Task
-
-from ..keys import check_keys
+from ..core.keys import check_keys
+from ..core.schema import Task
 from .template import read_yaml
 
 __all__ = ["Rubric", "load_rubric"]

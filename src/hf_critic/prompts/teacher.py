@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from hf_critic.schema import Setting
-
+from ..core.schema import Setting
 from .registry import read_data, yaml_names
 from .template import LANGUAGES, PromptTemplate, TemplateFieldError, placeholders, read_yaml, template_from_mapping
 
@@ -156,7 +155,7 @@ def get_teacher_template(strategy: str, setting: Setting | str, language: str = 
             step 2; input: two reference-free pointwise critiques); ``"r2rf"``: referenced-to-reference-free
             prompting f_R2RF (Tables 9-10), for ``pointwise_reference_free`` (Path#2, step 1) and
             ``pairwise_reference_free`` (Path#1, step 2; input: the referenced critique and the reference).
-        setting: the setting of the critiques the prompt produces (a :class:`~hf_critic.schema.Setting` or name).
+        setting: the setting of the critiques the prompt produces (a :class:`~hf_critic.core.schema.Setting` or name).
         language: ``"en"`` or ``"zh"`` (the published prompts are zh; en is the paper's translation).
 
     Returns:

@@ -1,7 +1,7 @@
 """The critic prompt template: a record in, the chat messages a critic model sees out, and the verdict format it asks for.
 
 A :class:`PromptTemplate` turns one record (``question``, ``reference``, ``response`` or ``response_1`` /
-``response_2``, see :mod:`hf_critic.schema`) into chat messages, and declares in :class:`OutputSpec` the verdict
+``response_2``, see :mod:`hf_critic.core.schema`) into chat messages, and declares in :class:`OutputSpec` the verdict
 format it asks for, so that parsing never has to guess. Templates are YAML data files; the keys are listed in
 :mod:`hf_critic.prompts` and validated by :func:`parse_template`.
 """
@@ -19,8 +19,9 @@ from typing import Any
 import yaml
 
 from hf_critic.formats import output_formats
-from hf_critic.keys import check_keys
-from hf_critic.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
+
+from ..core.keys import check_keys
+from ..core.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
 
 # Responses may be empty strings: a model that answered nothing is graded, not rejected.
 RESPONSE_FIELDS = frozenset({RESPONSE, RESPONSE_1, RESPONSE_2})
@@ -68,7 +69,7 @@ class OutputSpec:
         overall_key: the dict key holding the verdict for the dict formats (``"Overall Score"``, ``"综合得分"``,
             ``"Overall Comparison Result"``, ``"综合比较结果"``); None for the bracket formats.
         labels: for labels, the verdict strings exactly as the prompt asks for them, in the order
-            response 1 better, response 2 better, tie (the :mod:`hf_critic.schema` labels 0, 1, 2): the text
+            response 1 better, response 2 better, tie (the :mod:`hf_critic.core.schema` labels 0, 1, 2): the text
             inside ``[[...]]`` for ``pair_brackets`` (``("A", "B", "C")``), the dict value for
             ``comparison_dict`` (``("助手1", "助手2", "质量相当")``); two strings for a critic that knows no tie
             (Prometheus 2: ``("A", "B")``); None for scores.

@@ -3,7 +3,7 @@
 Every output the toolkit writes is one of:
 
 * a critiques file (``grade`` / ``compare``, with ``--swap`` or ``--cascade``): JSONL or parquet rows, the record
-  columns beside the ``critique_*`` columns of :mod:`hf_critic.schema`;
+  columns beside the ``critique_*`` columns of :mod:`hf_critic.core.schema`;
 * a ``meta-eval --output-dir`` folder: ``report.md``, ``report.json``, PNG plots and, for critics run there,
   ``critiques/<critic>/<dataset>.jsonl``;
 * a ``calibrate --report-dir`` folder: the same report files and ``critiques/<critic>.jsonl``;
@@ -128,7 +128,7 @@ def _is_calibration(path: Path) -> dict | None:
 def _load_rows(critic: str, dataset: str, path: Path) -> RowSet:
     """Raises RecordError (naming the file) when the rows cannot be read, ValueError when they hold no verdict
     column."""
-    from .. import schema
+    from ..core import schema
     from ..io import load_records
 
     rows = load_records(str(path))

@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .. import schema
-from ..labels import LABEL_NAMES, normalize_labels
+from ..core import schema
+from ..core.labels import LABEL_NAMES, normalize_labels
 
 __all__ = ["OUTCOMES", "PageRows", "disagreements", "row_outcomes", "rows_for_page"]
 

@@ -13,7 +13,7 @@ Escalate", ICLR 2025).
   (Geifman and El-Yaniv, 2017);
 * :mod:`.jury`: a jury of critics' verdicts aggregated into one (vote, mean, a fitted logistic regression).
 
-Running a cascade of critics on data lives in :mod:`hf_critic.cascade` (it drives critics, which stand above this).
+Running a cascade of critics on data lives in :mod:`hf_critic.selective.cascade` (it drives critics, which stand above this).
 """
 
 from .calibration import (

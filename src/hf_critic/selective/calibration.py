@@ -79,7 +79,7 @@ class CriticThreshold:
     Attributes:
         name: the critic's name in its cascade.
         fingerprint: identity of the critic (model and weights, template, setting, verdict source; for recorded
-            verdicts, their files' content), :func:`hf_critic.cascade.critic_fingerprint`.
+            verdicts, their files' content), :func:`hf_critic.selective.cascade.critic_fingerprint`.
         confidence: its confidence kind (:data:`hf_critic.selective.confidence.CONFIDENCE_KINDS`).
         threshold: lambda in [0, 1]: the critic keeps rows whose confidence is at least this; None when no candidate
             passed (the critic keeps no row).
@@ -96,7 +96,7 @@ class CriticThreshold:
             none passed); None when no tested candidate failed. It is what makes ``threshold`` checkable: the file's
             alpha must pass at ``threshold`` and fail there (:func:`hf_critic.selective.claim.check_claim`).
         jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
-            (:meth:`hf_critic.jury.Jury.fit_entry`), else None; a fitted one also carries the rows it was fitted on
+            (:meth:`hf_critic.critics.jury.Jury.fit_entry`), else None; a fitted one also carries the rows it was fitted on
             (``fit_rows``: features, human labels, cross-validation folds) and its members' features on the
             threshold rows (``threshold_features``), from which the fit and the jury's verdicts are re-derived; a
             vote or mean one its members' labels and confidences there (``threshold_members``).
@@ -402,7 +402,7 @@ def calibrate_cascade(
             :func:`fixed_sequence_threshold`; shape ``(critics, rows)``.
         alpha, delta, min_rows, bound: as in :func:`fixed_sequence_threshold` (``delta`` for the whole cascade).
         shares: each critic's share of ``delta``, summing to 1 and fixed before the data is seen
-            (:func:`hf_critic.cascade.delta_shares`); None: equal.
+            (:func:`hf_critic.selective.cascade.delta_shares`); None: equal.
         deltas: each critic's delta itself, given instead of ``shares`` (a stored calibration re-derived with the
             deltas it records: ``delta * share`` computed again could differ in the last bit).
 

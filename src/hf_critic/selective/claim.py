@@ -29,7 +29,7 @@ file vouches for its arithmetic, not for its rows; a served critic's rows are re
 (:mod:`hf_critic.commands.cascade_probes`).
 
 What the file cannot show (the data itself) is checked elsewhere: the critic's fingerprint and confidence kind
-against the cascade (:func:`hf_critic.cascade.check_calibration`).
+against the cascade (:func:`hf_critic.selective.cascade.check_calibration`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import schema
+from ..core import schema
 from .calibration import (
     CalibrationFile,
     CriticThreshold,

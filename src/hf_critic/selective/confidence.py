@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import schema
-from ..labels import LABEL_NAMES
+from ..core import schema
+from ..core.labels import LABEL_NAMES
 
 __all__ = [
     "CONFIDENCE_KINDS",
@@ -51,8 +51,8 @@ CONFIDENCE_KINDS = (
     "reward margin",
     "recorded",
     "constant",
-    "length",  # longer-wins: the relative length difference (hf_critic.jury.LongerWins)
-    "vote aggregate",  # juries (hf_critic.jury.Jury): their aggregated probability
+    "length",  # longer-wins: the relative length difference (hf_critic.critics.jury.LongerWins)
+    "vote aggregate",  # juries (hf_critic.critics.jury.Jury): their aggregated probability
     "mean aggregate",
     "fitted aggregate",
 )
@@ -63,7 +63,7 @@ def probability_confidence(distribution: Mapping[str, float] | str | None, decid
 
     Args:
         distribution: ``{verdict: probability}`` (or its JSON), renormalised over the allowed verdicts; pairwise keys
-            are :data:`~hf_critic.labels.LABEL_NAMES`' values, pointwise keys the score spellings.
+            are :data:`~hf_critic.core.labels.LABEL_NAMES`' values, pointwise keys the score spellings.
         decided: the decided label code (0 / 1 / 2) for pairwise comparison; None for pointwise grading, where the
             most likely score's probability is taken (the expected score has no probability of its own).
 

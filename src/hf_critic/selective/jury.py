@@ -15,7 +15,7 @@ Three aggregates:
   margin), fitted on calibration rows only (:func:`fit_jury`) and applied unchanged to any other rows
   (:func:`apply_fit`). Its confidence is the fitted probability of the decided label.
 
-Everything here is arithmetic on the members' critique columns; running the members is :mod:`hf_critic.jury`'s job.
+Everything here is arithmetic on the members' critique columns; running the members is :mod:`hf_critic.critics.jury`'s job.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import schema
-from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..core import schema
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 __all__ = [
     "AGGREGATES",

@@ -9,7 +9,7 @@ import datasets
 from transformers import TrainerCallback
 from trl import SFTTrainer
 
-from .. import schema
+from ..core import schema
 from ..formats import DEFAULT_FAMILY
 
 __all__ = ["CriticSFTTrainer", "CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]

@@ -295,7 +295,7 @@ def reward_model_card(trainer, script_args, model_args, calibration) -> str:
             ``eval_within_question_accuracy`` / ``eval_length_correlation``, the best checkpoint).
         script_args: :class:`~hf_critic.training.reward.RewardScriptArguments` (the training data).
         model_args: TRL's ``ModelConfig`` (base model; LoRA settings when ``use_peft``).
-        calibration: the saved :class:`~hf_critic.reward_model.RewardCalibration`.
+        calibration: the saved :class:`~hf_critic.critics.reward.RewardCalibration`.
 
     Returns:
         Markdown with a YAML header (``base_model`` unless a local path or ``default``, ``library_name`` peft or

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import datasets
 
-from ..control_tokens import control_tokens, encode_chat, encode_with_spans, mark
+from ..core.control_tokens import control_tokens, encode_chat, encode_with_spans, mark
 from .messages import MESSAGES
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any
 
 import datasets
 
-from .. import schema
+from ..core import schema
 from ..formats import DEFAULT_FAMILY
 from ..prompts import PromptTemplate, resolve_template
 

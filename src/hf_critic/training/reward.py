@@ -1,12 +1,12 @@
 """Reward-model training with TRL's ``RewardTrainer``: the library half of ``recipes/reward.py``.
 
 A reward model is a critic that scores one response (Ouyang et al. 2022 §3.5; CritiqueLLM v2 §3.1's two tasks read
-off its rewards, :mod:`hf_critic.reward_model`). It is trained on pairwise judgments with the Bradley-Terry loss:
+off its rewards, :mod:`hf_critic.critics.reward`). It is trained on pairwise judgments with the Bradley-Terry loss:
 
 * :func:`preference_pairs`: judgment rows (``question``, ``response_1``, ``response_2``, ``label``; the
   ``pairwise_preference`` config ``recipes/smollm2-135m/build_judgment_data.py`` writes) become TRL's pre-tokenised
   preference rows (``chosen_ids`` / ``rejected_ids``), each response in its question's chat and cut in the middle to
-  ``max_length`` exactly as :func:`hf_critic.reward_model.fit_ids` cuts at judging time; ties and the swapped copies
+  ``max_length`` exactly as :func:`hf_critic.critics.reward.fit_ids` cuts at judging time; ties and the swapped copies
   of swap augmentation are dropped (a reward model is order-free);
 * :class:`CriticRewardTrainer`: ``RewardTrainer`` whose evaluation returns each pair's two rewards and two lengths,
   so :func:`reward_metrics` reports within-question accuracy (every pair is two answers to one question) and the
@@ -28,8 +28,8 @@ import numpy as np
 from transformers import TrainerCallback
 from trl import RewardTrainer
 
-from ..labels import RESPONSE_1_WINS, RESPONSE_2_WINS
-from ..reward_model import RewardCalibration, fit_calibration, fit_ids, fit_tie_margin
+from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
+from ..critics.reward import RewardCalibration, fit_calibration, fit_ids, fit_tie_margin
 from .config import lora_on_top_layers
 
 logger = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ def preference_pairs(
 
     Args:
         dataset: rows with ``question``, ``response_1``, ``response_2`` and ``label`` (0 / 1 / 2, see
-            :mod:`hf_critic.labels`); an optional boolean ``swapped`` marks swap-augmented copies.
+            :mod:`hf_critic.core.labels`); an optional boolean ``swapped`` marks swap-augmented copies.
         tokenizer: the reward model's tokenizer (its chat template formats each response).
         max_length: tokens per sequence (None: no cut).
         source: the data's name in errors.
@@ -307,9 +307,9 @@ def base_model_path(name: str) -> str:
     """A local path for the recipe's ``model_name_or_path`` (``default``: the embedded default critic).
 
     Raises:
-        hf_critic.models.ModelNotFoundError: not on this machine.
+        hf_critic.backends.models.ModelNotFoundError: not on this machine.
     """
-    from ..models import default_model_dir, resolve_model
+    from ..backends.models import default_model_dir, resolve_model
 
     return str(default_model_dir()) if name in ("default", None) else resolve_model(name)
 
@@ -325,7 +325,7 @@ def load_base(path: str, *, dtype: str | None = None, trust_remote_code: bool = 
     import torch
     from transformers import AutoModelForSequenceClassification
 
-    from ..models import dequantized_gguf_config
+    from ..backends.models import dequantized_gguf_config
 
     config = dequantized_gguf_config(path)  # the embedded default critic: plain weights under a stale GGUF config
     kwargs = {"config": config} if config is not None else {"num_labels": num_labels}
@@ -395,7 +395,7 @@ def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, da
 
 
 def _rewards_of(model, tokenizer, items, max_length: int | None) -> np.ndarray:
-    from ..reward_model import RewardModel
+    from ..critics.reward import RewardModel
 
     scorer = RewardModel(
         model,
@@ -438,11 +438,11 @@ def calibrate(trainer, script_args: RewardScriptArguments, tokenizer, max_length
 
 def point_adapter_at_base(folder: str, name: str) -> None:
     """Record the adapter's base by name (``smollm2-135m-instruct`` for the embedded critic) rather than this
-    machine's cache path, so the folder loads on another machine (:func:`hf_critic.reward_model.RewardModel`)."""
+    machine's cache path, so the folder loads on another machine (:func:`hf_critic.critics.reward.RewardModel`)."""
     import json
     from pathlib import Path
 
-    from ..models import DEFAULT_MODEL_NAME
+    from ..backends.models import DEFAULT_MODEL_NAME
 
     path = Path(folder) / "adapter_config.json"
     if path.is_file() and name in ("default", None):
@@ -466,7 +466,7 @@ def get_tokenizer_and_model(model_args, training_args, script_args: RewardScript
         ``(tokenizer, model)``.
 
     Raises:
-        hf_critic.models.ModelNotFoundError: the model is not on this machine.
+        hf_critic.backends.models.ModelNotFoundError: the model is not on this machine.
     """
     from transformers import AutoTokenizer
 

@@ -90,7 +90,7 @@ def get_tokenizer(model_args, training_args):
     from transformers import AutoTokenizer
 
     if model_args.model_name_or_path == "default":  # the embedded default critic (SmolLM2-135M-Instruct)
-        from ..models import default_model_dir
+        from ..backends.models import default_model_dir
 
         model_args.model_name_or_path = str(default_model_dir())
     try:
@@ -179,7 +179,7 @@ def model_init_kwargs(model_args, training_args):
     """
     from trl import get_quantization_config
 
-    from ..models import dequantized_gguf_config
+    from ..backends.models import dequantized_gguf_config
 
     quantization_config = get_quantization_config(model_args)
     kwargs = {

@@ -11,13 +11,13 @@ from typing import Any
 import datasets
 
 from ...backends.chat import ChatRequest
-from ...parsing import ParsedCritique, parse
-from ...prompts import OutputSpec
-from ...schema import (
+from ...core.schema import (
     ParseStatus,
     Setting,
     Task,
 )
+from ...parsing import ParsedCritique, parse
+from ...prompts import OutputSpec
 from ..filters import FilterConfig, check_critique
 from ..stage_report import StageReport
 

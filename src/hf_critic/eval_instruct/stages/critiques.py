@@ -8,11 +8,11 @@ import json
 import datasets
 
 from ...backends.chat import ChatRequest, ChatSource
-from ...prompts import get_instruction_prompt, get_teacher_template, get_template
-from ...schema import (
+from ...core.schema import (
     Setting,
     Task,
 )
+from ...prompts import get_instruction_prompt, get_teacher_template, get_template
 from ..filters import FilterConfig, label_contradicts_scores
 from ..stage_report import StageReport
 from ._common import (

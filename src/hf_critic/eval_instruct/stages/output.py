@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import datasets
 
-from ...labels import LABEL_NAMES
-from ...prompts import get_template
-from ...schema import (
+from ...core.labels import LABEL_NAMES
+from ...core.schema import (
     SETTINGS,
     Setting,
     Task,
 )
+from ...prompts import get_template
 
 
 # ------------------------------------------------------------------------------------------------ 11. output

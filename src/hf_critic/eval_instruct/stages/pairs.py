@@ -9,11 +9,11 @@ from collections import defaultdict
 
 import datasets
 
-from ...labels import swap_critique, swap_label
-from ...parsing import parse_label
-from ...schema import (
+from ...core.labels import swap_critique, swap_label
+from ...core.schema import (
     ParseStatus,
 )
+from ...parsing import parse_label
 from ..stage_report import StageReport
 from ._common import PAIR_COLUMNS, _dataset, _report
 
@@ -201,7 +201,7 @@ def swap_augment(
     """Add an order-swapped copy of every pairwise critique (CritiqueLLM v2 §3.3, following Auto-J, Li et al. 2024).
 
     The copy swaps ``response_1`` / ``response_2`` (and generators, ids, input critiques and scores), maps the label
-    with :func:`~hf_critic.labels.swap_label` and exchanges the names in the critique with :func:`swap_critique`;
+    with :func:`~hf_critic.core.labels.swap_label` and exchanges the names in the critique with :func:`swap_critique`;
     it gets ``id + "/swap"`` and ``swapped=True``. A copy whose critique does not parse back to the swapped label is
     dropped (``swap_unparseable``; the original stays).
 

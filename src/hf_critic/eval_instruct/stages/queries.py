@@ -11,14 +11,14 @@ from typing import Any
 import datasets
 
 from ...backends.chat import ChatRequest, ChatSource
-from ...io import RecordError
-from ...prompts import get_instruction_prompt
-from ...schema import (
+from ...core.schema import (
     CATEGORIES,
     category_name,
     normalize_category,
     query_id,
 )
+from ...io import RecordError
+from ...prompts import get_instruction_prompt
 from ..stage_report import StageReport
 from ..text import SeedRougeFilter, SelfBleuFilter
 from ._common import _dataset, _norm_question, _report

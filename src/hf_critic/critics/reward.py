@@ -35,10 +35,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .control_tokens import encode_chat, encode_text
-from .labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
-from .models import batch_token_budget
-from .weights import value_digest
+from ..backends.models import batch_token_budget
+from ..backends.weights import value_digest
+from ..core.control_tokens import encode_chat, encode_text
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,7 +98,7 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
     folder = Path(str(model)).expanduser()
     if not folder.is_dir():
         try:
-            from .models import resolve_model
+            from ..backends.models import resolve_model
 
             folder = Path(resolve_model(model))
         except (OSError, ValueError):
@@ -138,7 +138,7 @@ def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
         tau: tie band, >= 0 (0: no tie mass).
 
     Returns:
-        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.labels.LABEL_NAMES`),
+        ``{"response_1": p1, "response_2": p2, "tie": 1 - p1 - p2}`` (keys :data:`~hf_critic.core.labels.LABEL_NAMES`),
         probabilities in [0, 1] summing to 1.
 
     Raises:
@@ -304,7 +304,7 @@ def fit_tie_margin(margins: np.ndarray, labels: np.ndarray) -> float:
 
     Args:
         margins: ``r1 - r2`` per pair, shape ``(n,)``.
-        labels: gold labels 0 / 1 / 2 (:mod:`hf_critic.labels`), shape ``(n,)``.
+        labels: gold labels 0 / 1 / 2 (:mod:`hf_critic.core.labels`), shape ``(n,)``.
 
     Returns:
         0.0 when the labels hold no tie (a reward model then never says tie but for equal rewards).
@@ -331,7 +331,7 @@ def reward_conversation(question: str, response: str) -> list[dict[str, str]]:
 def encode_ids(tokenizer, question: str, response: str) -> list[int]:
     """Token ids of one (question, response) as a reward model reads it: its chat template (question as the user turn,
     response as the assistant turn), or the text pair for a tokenizer without one (encoder reward models). Special-token
-    strings in the question or response stay text (:mod:`hf_critic.control_tokens`)."""
+    strings in the question or response stay text (:mod:`hf_critic.core.control_tokens`)."""
     if getattr(tokenizer, "chat_template", None):
         return encode_chat(tokenizer, reward_conversation(question, response))
     return list(tokenizer(question, response, split_special_tokens=True)["input_ids"])
@@ -385,7 +385,7 @@ def fit_ids(
 
 def _base_of_adapter(folder: Path) -> str:
     """The adapter's base model as a local path: the embedded default critic by name or by its cache folder."""
-    from .models import DEFAULT_MODEL_NAME, default_model_dir, resolve_model
+    from ..backends.models import DEFAULT_MODEL_NAME, default_model_dir, resolve_model
 
     base = _read_json(folder / "adapter_config.json").get("base_model_name_or_path")
     if not base or base == DEFAULT_MODEL_NAME or Path(base).name == DEFAULT_MODEL_NAME and not Path(base).is_dir():
@@ -406,14 +406,14 @@ def served_critic_files(model: str | None, served: dict | None = None) -> Path |
     """The folder of a served reward critic's own files (calibration, tokenizer), where the name or the server says.
 
     Args:
-        model: the served name: a shipped critic's (:data:`hf_critic.models.TRAINED_CRITICS`) or a local folder's path.
+        model: the served name: a shipped critic's (:data:`hf_critic.backends.models.TRAINED_CRITICS`) or a local folder's path.
         served: what the server reports of it; vLLM's ``root`` is the folder it loaded.
 
     Returns:
         The shipped critic's package folder, else ``model`` or ``root`` as a local folder holding :data:`REWARD_CONFIG`,
         a tokenizer or an adapter; None when none does.
     """
-    from .models import trained_critic
+    from ..backends.models import trained_critic
 
     trained = trained_critic(model)
     if trained is not None:
@@ -439,9 +439,9 @@ def _quiet_transformers(quiet: bool):
 
 def _fingerprint(folder: Path, base: str | None = None) -> str:
     """Identity of a model's weights for cache keys: the content digest of its weight files
-    (:func:`hf_critic.models.model_digest`), and of its base model's for an adapter (issue 49: by bytes, not by
+    (:func:`hf_critic.backends.models.model_digest`), and of its base model's for an adapter (issue 49: by bytes, not by
     names, sizes and modification times)."""
-    from .models import model_digest
+    from ..backends.models import model_digest
 
     digest = model_digest(folder)
     return digest if base is None or Path(base) == folder else f"{digest}+{model_digest(base)}"
@@ -461,7 +461,7 @@ class RewardModel:
         progress: show a progress bar.
         max_batch_tokens: padded tokens per forward pass (rows x the batch's longest row; a longer row goes alone),
             besides the ``batch_size`` rows; None: rows only. Default (``"auto"``): the probability read-out's
-            :data:`hf_critic.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere: scoring is the same
+            :data:`hf_critic.backends.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere: scoring is the same
             prefill-bound work, cut the same way (issue 28 item 3).
 
     Raises:
@@ -523,27 +523,27 @@ class RewardModel:
 
         Args:
             model: the folder or Hub id.
-            dtype: ``"auto"`` (:func:`hf_critic.models.inference_dtype`) or a torch dtype name.
-            num_threads: CPU threads >= 1 (default :func:`hf_critic.threads.default_num_threads`: ``OMP_NUM_THREADS``
+            dtype: ``"auto"`` (:func:`hf_critic.backends.models.inference_dtype`) or a torch dtype name.
+            num_threads: CPU threads >= 1 (default :func:`hf_critic.backends.threads.default_num_threads`: ``OMP_NUM_THREADS``
                 when set, else one per physical core).
             trust_remote_code: run the repository's code; only when asked.
             batch_size: sequences per forward pass.
             progress: show a progress bar.
 
         Raises:
-            hf_critic.models.ModelNotFoundError: the model or an adapter's base is not on this machine.
+            hf_critic.backends.models.ModelNotFoundError: the model or an adapter's base is not on this machine.
             ValueError: the model has more than one label, a bad calibration file, or ``num_threads`` below 1.
         """
         import torch
         from transformers import AutoModelForSequenceClassification
 
-        from .models import (
+        from ..backends.models import (
             dequantized_gguf_config,
             inference_device,
             inference_dtype,
             resolve_model,
         )
-        from .threads import num_threads_or_default
+        from ..backends.threads import num_threads_or_default
 
         torch.set_num_threads(num_threads_or_default(num_threads))
         folder = Path(resolve_model(model))
@@ -600,7 +600,7 @@ class RewardModel:
     ) -> list[float]:
         """One reward per token sequence, each read once, float32 out.
 
-        The passes are planned by :func:`hf_critic.prefill.plan_batches`: the responses to one question (both
+        The passes are planned by :func:`hf_critic.backends.prefill.plan_batches`: the responses to one question (both
         responses of a pair) share the question and its chat template, which is prefilled once and its KV cache reused;
         each pass then reads its rows' own tokens, longest first, at most ``batch_size`` rows and
         :attr:`max_batch_tokens` padded tokens. The reward is the score head at each row's last token.
@@ -612,7 +612,7 @@ class RewardModel:
         """
         import torch
 
-        from .prefill import PrefixCaches, ReadoutCounts, plan_batches, takes_prefilled_cache
+        from ..backends.prefill import PrefixCaches, ReadoutCounts, plan_batches, takes_prefilled_cache
 
         out = [0.0] * len(encoded)
         caches = PrefixCaches(self.model, self.tokenizer.pad_token_id)

@@ -63,7 +63,7 @@ class TrainedCritic:
 TRAINED_CRITICS = {
     "smollm2-135m-critic": TrainedCritic(
         "smollm2-135m-critic",
-        Path(__file__).parent / "critics" / "smollm2_135m_critic",
+        Path(__file__).parents[1] / "critics" / "smollm2_135m_critic",
         "trained on AlpacaEval GPT-4-turbo judgments (CC BY-NC 4.0) and Auto-J's GPT-4 critiques (no licence "
         "stated): for non-commercial research use only (model card: hf_critic/critics/smollm2_135m_critic/README.md)",
     ),
@@ -74,7 +74,7 @@ def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
     """The built-in trained critic ``model`` names (:data:`TRAINED_CRITICS`), or None.
 
     A folder of a built-in critic's name is a model folder, not the built-in critic; any other value is a plain model
-    (a reward model folder of one's own is recognised by :func:`hf_critic.reward_model.is_reward_model`).
+    (a reward model folder of one's own is recognised by :func:`hf_critic.critics.reward.is_reward_model`).
     """
     if model is None or Path(str(model)).expanduser().exists():
         return None
@@ -111,7 +111,7 @@ def check_cache_dir() -> Path:
 
 
 def model_digest(path: str | os.PathLike) -> str:
-    """The content digest of a local model folder or file (:func:`hf_critic.weights.weights_digest`), each file's
+    """The content digest of a local model folder or file (:func:`hf_critic.backends.weights.weights_digest`), each file's
     digest kept in ``cache_dir()/weight_digests.json`` by path, size and modification time (hashed once)."""
     from .weights import weights_digest
 

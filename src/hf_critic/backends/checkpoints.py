@@ -4,7 +4,7 @@
 a model keeps ``quantization_config: {quant_method: gguf}`` in ``config.json``. vLLM refuses that folder ("Unknown
 quantization method: gguf"), transformers flags the model as quantized (it refuses full fine-tuning, and warns at
 inference that a non-float32 dtype casts every matmul, which it does not). hf-critic's embedded default critic is such a
-folder (:func:`hf_critic.models.default_model_dir`): the entry is dropped when it is converted, and from folders
+folder (:func:`hf_critic.backends.models.default_model_dir`): the entry is dropped when it is converted, and from folders
 converted by older versions when they are used.
 """
 
@@ -35,7 +35,7 @@ def dequantized_gguf_config(path: str | os.PathLike):
 
     For a folder whose ``config.json`` is not rewritten (:func:`drop_gguf_quantization`), e.g. one read-only or written
     by another tool (module docstring). Passing the returned config to ``from_pretrained`` loads the same weights as an
-    ordinary model (:func:`hf_critic.models.load_model` and ``recipes/sft.py`` do), and a trained checkpoint is saved
+    ordinary model (:func:`hf_critic.backends.models.load_model` and ``recipes/sft.py`` do), and a trained checkpoint is saved
     with a clean config.
 
     Args:

@@ -3,7 +3,7 @@
 A trained critic of this project is a PEFT adapter (the shipped ``smollm2-135m-critic``, or one ``recipes/reward.py``
 trained) on the embedded default critic, whose own folder is GGUF-converted. vLLM serves neither as it is: it loads no
 adapter onto a sequence classifier, and it refuses a ``quantization_config`` it does not know
-(:mod:`hf_critic.checkpoints`). :func:`export_critic` writes the merged weights (float32), the tokenizer with its chat
+(:mod:`hf_critic.backends.checkpoints`). :func:`export_critic` writes the merged weights (float32), the tokenizer with its chat
 template, the critic's calibration (``hf_critic_reward.json``: pointwise map, tie band, context) and its model card
 into one folder; :func:`serve_commands` gives the command lines that serve it. Served under the critic's own name
 (``--served-model-name``), ``hf-critic grade --model NAME --base-url URL --pooling`` finds that calibration again
@@ -19,9 +19,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..critics.reward import RewardModel, is_reward_model
+from ..testing.server_process import free_port, stop_group, wait_ready
 from .models import DEFAULT_MODEL_NAME, default_model_dir, is_embedded_critic, trained_critic
-from .reward_model import RewardModel, is_reward_model
-from .server_process import free_port, stop_group, wait_ready
 
 __all__ = ["VLLM_VENV_ENV", "ExportedCritic", "VllmServerProcess", "export_critic", "serve_commands", "vllm_python"]
 
@@ -94,7 +94,7 @@ def export_critic(model: str, output: str | os.PathLike | None, *, overwrite: bo
     Raises:
         ValueError: no ``output``, ``output`` exists without ``overwrite``, or ``model`` is not a reward critic (a
             text critic folder is served as it is: ``vllm serve FOLDER``).
-        hf_critic.models.ModelNotFoundError: the critic or its base model is not on this machine.
+        hf_critic.backends.models.ModelNotFoundError: the critic or its base model is not on this machine.
     """
     if is_embedded_critic(model):
         return ExportedCritic(default_model_dir(), DEFAULT_MODEL_NAME, pooling=False)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import datasets
 import numpy as np
 
-from . import schema
-from .labels import LABEL_NAMES
-from .meta_eval.length import length_confidence, length_verdicts
-from .selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
+from hf_critic.meta_eval.length import length_confidence, length_verdicts
+from hf_critic.selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
+
+from ..core import schema
+from ..core.labels import LABEL_NAMES
 
 __all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
 
@@ -70,7 +71,7 @@ class Jury:
     """Several critics judged as one (module docstring).
 
     Args:
-        members: the members as cascade stages (:class:`hf_critic.cascade.CascadeStage`: a name and a critic), at
+        members: the members as cascade stages (:class:`hf_critic.selective.cascade.CascadeStage`: a name and a critic), at
             least one, names distinct.
         how: the aggregate, one of :data:`~hf_critic.selective.jury.AGGREGATES`.
         where: where the jury was declared, for messages.

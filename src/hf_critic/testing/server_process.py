@@ -1,6 +1,6 @@
 """Model servers in child processes on 127.0.0.1, for tests and benchmarks: a free port, waiting until one answers,
-stopping one with its children. Standard library only; :class:`hf_critic.testing.LlamaCppServerProcess` and
-:class:`hf_critic.serving.VllmServerProcess` run on these."""
+stopping one with its children. Standard library only; :class:`hf_critic.testing.servers.LlamaCppServerProcess` and
+:class:`hf_critic.backends.serving.VllmServerProcess` run on these."""
 
 from __future__ import annotations
 

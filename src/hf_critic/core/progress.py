@@ -18,7 +18,7 @@ class RunBar(contextlib.AbstractContextManager):
         unit: what a row is (``"verdict"``, ``"response"``).
         desc: the bar's label.
         engine: the backend or scorer doing the work: its ``progress`` flag decides whether a bar is shown, and is
-            switched off inside the run; its ``last_readout`` (:class:`hf_critic.prefill.ReadoutCounts`), where it
+            switched off inside the run; its ``last_readout`` (:class:`hf_critic.backends.prefill.ReadoutCounts`), where it
             keeps one, gives the tokens read.
     """
 

@@ -21,13 +21,14 @@ from pathlib import Path
 
 import datasets
 
-from . import schema
-from .critic import Critic
-from .critic.output import as_dataset
-from .jury import JURY_MEMBERS, Jury, LongerWins
-from .labels import swap_label
-from .matching import id_conflicts, name_rows, text_identity
-from .selective import CalibrationFile, confidence_of, keepable_confidences
+from hf_critic.critic import Critic
+from hf_critic.critic.output import as_dataset
+
+from ..core import schema
+from ..core.labels import swap_label
+from ..core.matching import id_conflicts, name_rows, text_identity
+from ..critics.jury import JURY_MEMBERS, Jury, LongerWins
+from . import CalibrationFile, confidence_of, keepable_confidences
 
 __all__ = [
     "CascadeStage",
@@ -52,7 +53,7 @@ VERDICT_COLUMNS = (
 
 
 def pair_key(question: str, response_1: str, response_2: str) -> str:
-    """The identity of a pairwise row by its text (:func:`hf_critic.matching.text_identity`: whitespace normalised,
+    """The identity of a pairwise row by its text (:func:`hf_critic.core.matching.text_identity`: whitespace normalised,
     nothing folded): how recorded verdicts find their rows."""
     return text_identity(question, response_1, response_2)
 
@@ -147,7 +148,7 @@ class RecordedVerdicts:
             RecordError: a malformed verdict (names the file, line and field).
             ValueError: a file whose row count differs from the benchmark's.
         """
-        from .loaders.generic import load_verdict_file
+        from hf_critic.loaders.generic import load_verdict_file
 
         columns = {}
         for which, path in (("first", first), ("swapped", swapped)):
@@ -183,7 +184,7 @@ class RecordedVerdicts:
         Raises:
             RecordError / ValueError: an unreadable file, or one without the pairwise columns.
         """
-        from .io import load_records
+        from hf_critic.io import load_records
 
         return cls(name, load_records(path), [path], published=False)
 
@@ -244,7 +245,7 @@ class RecordedVerdicts:
             ``critique_status`` (``skipped`` for unmatched rows), ``critique_confidence``, and the explanation /
             generation where the file has them; ``unmatched``: the rows with no recorded verdict, ``conflicting``:
             the rows matched among copies with different verdicts (row positions in ``records``, for
-            :func:`hf_critic.matching.name_rows`).
+            :func:`hf_critic.core.matching.name_rows`).
 
         Raises:
             ValueError: see :meth:`match`.
@@ -281,8 +282,8 @@ class CascadeStage:
 
     Attributes:
         name: its name in the calibration file, the ``critique_critic`` column and the summary.
-        critic: a :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.jury.Jury` or
-            :class:`~hf_critic.jury.LongerWins`.
+        critic: a :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.critics.jury.Jury` or
+            :class:`~hf_critic.critics.jury.LongerWins`.
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
@@ -330,7 +331,7 @@ def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     (:func:`hf_critic.critic.identity.verdict_options`: the model by content, template, verdict source, the decoding
     fields its strategy reads, min_verdict_mass, truncate, constrain_verdict, a reward critic's tie margin) and swap,
     or its recorded files' content, field, label map and the benchmark rows they follow; 16 hex digits of SHA-256."""
-    from .critic.identity import verdict_options
+    from hf_critic.critic.identity import verdict_options
 
     critic = stage.critic
     if isinstance(critic, RecordedVerdicts | LongerWins):
@@ -352,7 +353,7 @@ class StageRun:
         asked: rows sent to it; calls: requests (rows x orders; 0 for recorded verdicts); seconds: wall time.
         recorded: the verdicts were read, not computed; unmatched: rows a recorded critic had no verdict for;
         conflicting: rows a recorded critic matched among copies of one pair with different verdicts (by order);
-        unmatched_rows / conflicting_rows: those rows named (:func:`hf_critic.matching.name_rows`; "" for none).
+        unmatched_rows / conflicting_rows: those rows named (:func:`hf_critic.core.matching.name_rows`; "" for none).
         price_per_call: as in :class:`CascadeStage`.
         kind: the confidence kind of its verdicts (:data:`hf_critic.selective.CONFIDENCE_KINDS`; None: none).
     """

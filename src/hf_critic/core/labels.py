@@ -269,7 +269,7 @@ def normalize_labels(
         i = first(int(bad[0]))
         raise ValueError(
             f"{name}[{i}] = {arr[i]!r} is not a pairwise label; use 0/1/2 or one of the spellings in "
-            "hf_critic.labels.LABEL_ALIASES (e.g. 'Assistant 1', 'response_2', 'tie')"
+            "hf_critic.core.labels.LABEL_ALIASES (e.g. 'Assistant 1', 'response_2', 'tie')"
         )
     return mapped[codes]  # codes == -1 (NA) picks the appended UNPARSED
 

@@ -14,7 +14,7 @@ Two small HTTP servers on ``127.0.0.1`` (standard library only, one thread per c
 
 The stub runs on asyncio, the proxy on threads. Both bind to an ephemeral port by default and are context managers; leaving the block shuts them down.
 
-The tiny models tests and benchmarks train and load are in :mod:`hf_critic.tiny_models`.
+The tiny models tests and benchmarks train and load are in :mod:`hf_critic.testing.tiny_models`.
 
 :class:`LlamaCppServerProcess` is a *real* model server for tests: llama.cpp's OpenAI-compatible server (through the
 ``xllamacpp`` wheel, :mod:`hf_critic.backends.llamacpp`) in a child process on ``127.0.0.1``, serving the embedded
@@ -496,7 +496,7 @@ class LlamaCppServerProcess:
         ready_timeout: float = 120.0,
     ):
         if gguf is None:
-            from .models import default_gguf_file
+            from ..backends.models import default_gguf_file
 
             gguf = default_gguf_file()
         self.gguf, self.alias, self.port = str(gguf), alias, port or free_port()
@@ -540,7 +540,7 @@ class LlamaCppServerProcess:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m hf_critic.testing --delay 0.2 [--port N]``: run a :class:`StubOpenAIServer` in the foreground.
+    """``python -m hf_critic.testing.servers --delay 0.2 [--port N]``: run a :class:`StubOpenAIServer` in the foreground.
 
     Prints ``PORT <n>`` once listening (for scripts that start it as a separate process, so that its work does not
     share the client's interpreter); ``GET /stats`` answers ``{"requests": n, "max_in_flight": m}``. Stops on
@@ -548,7 +548,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m hf_critic.testing", description=main.__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m hf_critic.testing.servers", description=main.__doc__.splitlines()[0]
+    )
     parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer (default 0.2)")
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
     args = parser.parse_args(argv)
