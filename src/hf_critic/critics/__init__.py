@@ -1,0 +1,4 @@
+"""Every kind of critic behind one protocol: :mod:`~hf_critic.critics.protocol` (what a critic is asked:
+``judge(records, swap=...) -> Critiques`` and its identity) and :mod:`~hf_critic.critics.registry` (the one place that
+maps a kind's name, as cascade files spell it, to its class). The folders beside them hold the data of the trained
+critics the package ships (:data:`hf_critic.models.TRAINED_CRITICS`)."""
