@@ -33,6 +33,9 @@ A critic may also be ``baseline: longer-wins`` (the longer response wins, with a
             - name: smollm2-135m-critic
               options: {model: smollm2-135m-critic}
             - longer-wins
+
+A critic may also be of a kind registered in the running process (:func:`hf_critic.critics.registry.register`):
+``kind: NAME`` with its ``options:``, built by the kind's ``from_spec(options, where)``.
 """
 
 from __future__ import annotations

@@ -93,6 +93,9 @@ class CriticKind(ABC):
     kind: ClassVar[str] = ""
     #: True when its verdicts are read from files, not computed (a cascade reports it so, and counts no call).
     recorded: ClassVar[bool] = False
+    #: The confidence kinds its :class:`Critiques` carry beyond :data:`hf_critic.selective.CONFIDENCE_KINDS` (a kind
+    #: registered from outside names its own here; :func:`~hf_critic.critics.registry.register` adds them).
+    confidence_kinds: ClassVar[tuple[str, ...]] = ()
     #: True for a baseline that needs no model (``longer-wins``): a jury's report lists it as the baseline.
     baseline: ClassVar[bool] = False
     #: A critic of several members (a jury): the members as cascade stages (a name, a critic, swap), else empty.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from ..selective import add_confidence_kind
 from .protocol import CriticKind
 
 __all__ = ["critic_class", "kinds", "register"]
@@ -33,11 +34,14 @@ _REGISTERED: dict[str, type[CriticKind]] = {}
 
 def register(name: str, cls: type[CriticKind]) -> type[CriticKind]:
     """Name a kind of critic: ``cls`` (a :class:`~hf_critic.critics.protocol.CriticKind` subclass) under ``name``,
-    which it takes as its :attr:`~hf_critic.critics.protocol.CriticKind.kind`. Registering a class under its own
-    name again replaces it (a reloaded module).
+    which it takes as its :attr:`~hf_critic.critics.protocol.CriticKind.kind`. Registering a name again
+    replaces its class (a reloaded module).
+
+    Its ``confidence_kinds`` become confidence kinds a calibration file may name
+    (:func:`~hf_critic.selective.add_confidence_kind`).
 
     Returns:
-        ``cls``, so that it can decorate the class.
+        ``cls``.
 
     Raises:
         ValueError: an empty name, a built-in kind's name, or a class that does not implement the protocol.
@@ -48,6 +52,8 @@ def register(name: str, cls: type[CriticKind]) -> type[CriticKind]:
         raise ValueError(f"critic kind {name!r} is built in; name the new kind otherwise")
     if not (isinstance(cls, type) and issubclass(cls, CriticKind)):
         raise ValueError(f"critic kind {name!r}: {cls!r} does not subclass hf_critic.critics.protocol.CriticKind")
+    for confidence in cls.confidence_kinds:
+        add_confidence_kind(confidence)
     cls.kind = name
     _REGISTERED[name] = cls
     return cls
