@@ -217,3 +217,43 @@ def test_every_built_in_kind_answers_the_protocol_on_the_same_rows(tmp_path):
     assert verdicts.confidence_kind == "vote aggregate" and verdicts.calls == 0
     assert verdicts.identity == jury.identity(PAIRWISE) != jury.identity(schema.Setting(schema.Task.PAIRWISE, True))
     assert set(verdicts.columns["jury_members"][0]) == {"earlier", "length"}
+
+
+def test_the_generative_critic_answers_the_protocol_in_both_tasks():
+    """``Critic.judge``: pairs through ``compare`` (two calls a row under swap), responses through ``grade``; the
+    confidence kind of its text verdicts, its kind and its identity as a cascade fingerprints it."""
+    from hf_critic.cascade import CascadeStage, critic_fingerprint
+    from hf_critic.critic import Critic
+    from tests.test_critic import POINT, ScriptedBackend, grader
+
+    backend = ScriptedBackend(lambda text, k: "Both fine, the first better. [[A]]")
+    critic = Critic(backend, template="mtbench", verdict="text")
+    pairs_ = datasets.Dataset.from_list(
+        [{"question": f"q{i}?", "response_1": "a", "response_2": "b"} for i in range(3)]
+    )
+    judged = critic.judge(pairs_, swap=True)
+    assert critic.kind == "generative" and critic.served_client is None
+    assert judged.calls == backend.calls == 6 and judged.confidence_kind == "votes"
+    # [[A]] in both orders: response 1 in the first, response 2 once mapped back: votes split, confidence 1/2
+    assert judged.columns[schema.CRITIQUE_CONFIDENCE] == [0.5] * 3
+    assert judged.identity == critic_fingerprint(CascadeStage("c", critic, swap=True), PAIRWISE)
+    assert judged.identity != critic.identity(PAIRWISE, swap=False)
+    graded = Critic(ScriptedBackend(grader), template="mtbench", verdict="text").judge(
+        datasets.Dataset.from_list(POINT)
+    )
+    assert graded.columns[schema.CRITIQUE_SCORE] == [9.0, 2.0, None] and graded.calls == 3
+    assert graded.columns[schema.CRITIQUE_STATUS] == ["ok", "ok", "unparsed"]
+    assert graded.confidence_kind == "votes"
+
+
+def test_a_reward_critic_behind_a_pooling_server_says_its_kind_and_client():
+    """The kind a Critic is comes from what it judges with: a reward model served for pooling is ``pooling``, its
+    client the one ``compare --cascade`` re-checks; a served critic is no recorded one and has no members."""
+    from hf_critic.backends.pooling import PoolingRewardClient
+    from hf_critic.critic import Critic
+    from hf_critic.critic.rewards import ServedRewardModel
+
+    client = PoolingRewardClient("http://127.0.0.1:1/v1", "rm")
+    critic = Critic(None, reward=ServedRewardModel(client))
+    assert critic.kind == "pooling" and critic.served_client is client
+    assert not critic.recorded and not critic.members and not critic.fitted and critic.counts is None

@@ -94,7 +94,8 @@ def prepare_juries(stages, human, questions=None) -> None:
     """Have every ``fitted`` jury fit its aggregate on the rows about to be judged (the calibration rows, whose human
     label codes are ``human`` and questions ``questions``), and nothing else."""
     for stage in stages:
-        stage.critic.calibrate_on(human, questions)
+        if stage.critic.fitted:
+            stage.critic.calibrate_on(human, questions)
 
 
 def threshold_rows(stages, rows: int) -> np.ndarray:
@@ -188,7 +189,7 @@ def _without_baselines(jury, human, questions) -> tuple[list, list] | None:
     kept = {m.name: jury.member_columns[m.name] for m in jury.members if not m.critic.baseline}
     if len(kept) in (0, len(jury.members)):
         return None
-    if jury.how == "fitted":  # fitted on the jury's own fit rows, like the jury
+    if jury.fitted:  # fitted on the jury's own fit rows, like the jury
         names, x = jury_features(kept)
         rows = jury.fit_rows if jury.fit_rows is not None else np.arange(len(human))
         gold, keys = np.asarray(human), np.asarray([str(q) for q in questions], dtype=object)

@@ -197,7 +197,7 @@ class Critic(CriticKind):
             judged = self.compare(data, swap=swap, source=source)
         else:
             judged = self.grade(data, source=source)
-        columns = {c: judged[c] for c in judged.column_names if c.startswith("critique_")}
+        columns = {c: list(judged[c]) for c in judged.column_names if c.startswith("critique_")}
         orders = 2 if swap and self.reward is None and setting.task is schema.Task.PAIRWISE else 1
         return Critiques(
             columns,
