@@ -185,6 +185,7 @@ def test_the_registry_names_every_kind_and_refuses_what_is_no_kind():
 
     assert kinds()[:7] == ["generative", "reward", "served", "pooling", "recorded", "longer-wins", "jury"]
     assert "distinct-words" in kinds() and critic_class("distinct-words") is DistinctWords
+    assert all(issubclass(critic_class(name), CriticKind) for name in kinds())  # every built-in path resolves
     assert critic_class("reward") is Critic and critic_class("jury") is Jury
     assert critic_class("longer-wins") is LongerWins and LongerWins.kind == "longer-wins"
     with pytest.raises(ValueError, match="critic kind 'jury' is built in"):
