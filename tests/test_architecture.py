@@ -34,6 +34,7 @@ FLOORS: dict[str, int] = {
     "critic.verdicts": 1,  # the probability read-out of a verdict
     "backends.prefill": 1,  # forward passes planned by shared prefix (their KV caches prefilled once) and token budget
     "selective": 1,  # a verdict's confidence, thresholds with a human-agreement guarantee, their measurement
+    "critics": 0,  # the critic kinds' package: its __init__ imports nothing (the folders beside hold trained critics)
     # 2. what a critique needs around it: the critic families (one module each, and their registry), decoding, model
     # files, benchmark loaders
     "formats": 2,  # each critic family declared once: settings, templates, verdict formats and parsers, wrapper, names
@@ -41,6 +42,8 @@ FLOORS: dict[str, int] = {
     "critic.output": 2,  # run statistics and read-out columns of a critic run
     "backends.models": 2,  # loading critic models offline: the embedded critic, local folders, Hub ids
     "loaders": 2,  # published benchmark formats -> records
+    "critics.protocol": 2,  # the one protocol of every critic kind: judge(records, swap) -> Critiques, identity
+    "critics.registry": 3,  # kinds by name, the one place that knows their classes (built-in ones imported on use)
     # 3. the prompt templates (looked up through the family registry), engines and measurements
     "prompts": 3,
     "backends": 3,
@@ -61,7 +64,6 @@ FLOORS: dict[str, int] = {
     # 5. the critic and the Eval-Instruct pipeline
     "critic.core": 5,  # the Critic class
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
-    "critics": 5,  # critics besides the generative one
     "critics.jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
     "eval_instruct": 5,
     # 6. what uses a critic or its data
@@ -93,7 +95,9 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 #: verdicts and decoding (floors 1-2) and the Critic (floor 5) drives the backends. One floor for the whole package
 #: would hide an upward import between its parts; its __init__ imports nothing at import time (PEP 562), so importing
 #: ``hf_critic.critic.verdicts`` loads no part above it.
-SPLIT_PACKAGES = ("critic",)
+#: The critic kinds (``critics``) likewise: the protocol stands below every kind that implements it (the Critic,
+#: floor 5), the registry above it.
+SPLIT_PACKAGES = ("critic", "critics")
 
 
 def _unit(module: str) -> str:
@@ -215,6 +219,73 @@ def test_the_check_finds_an_import_cycle():
     (cycle,) = import_cycles(graph)
     assert "hf_critic.meta_eval.critic_markdown:1 imports hf_critic.meta_eval.critic_report" in cycle
     assert any(line.startswith("hf_critic.meta_eval.critic_report:") for line in cycle)
+
+
+#: The one module allowed to know the critic kinds' classes (:mod:`hf_critic.critics.registry`).
+REGISTRY = "hf_critic/critics/registry.py"
+
+
+def critic_kind_classes(trees: dict[str, ast.Module]) -> set[str]:
+    """The names of the protocol and of every class that implements it, directly or through another kind (``class
+    Critic(CriticKind)``), among the parsed modules ``trees``."""
+    bases = {
+        node.name: {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+        for tree in trees.values()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+    }
+    kinds = {"CriticKind"}
+    while grown := {name for name, parents in bases.items() if parents & kinds} - kinds:
+        kinds |= grown
+    return kinds
+
+
+def kind_dispatch(trees: dict[str, ast.Module], allowed: str = REGISTRY) -> list[str]:
+    """Every ``isinstance`` / ``issubclass`` call naming a critic kind's class (bare, dotted, in a tuple or a ``|``
+    union) outside ``allowed``, as ``"path:line isinstance(..., Name)"``."""
+    kinds = critic_kind_classes(trees)
+    found = []
+    for path, tree in trees.items():
+        if path == allowed:
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("isinstance", "issubclass")):
+                continue
+            named = {getattr(n, "id", None) or getattr(n, "attr", None) for n in ast.walk(node.args[-1])} & kinds
+            found += [f"{path}:{node.lineno} {node.func.id}(..., {name})" for name in sorted(named)]
+    return found
+
+
+def _trees() -> dict[str, ast.Module]:
+    return {
+        str(path.relative_to(SRC)): ast.parse(path.read_text(encoding="utf-8"))
+        for path in sorted((SRC / "hf_critic").rglob("*.py"))
+    }
+
+
+def test_no_isinstance_on_a_critic_kind_outside_the_registry():
+    """Cascades, calibration and reports ask a critic (:class:`hf_critic.critics.protocol.CriticKind`) what they need
+    instead of testing its type: only the registry may name the kinds' classes in ``isinstance``."""
+    trees = _trees()
+    assert {"Critic", "Jury", "LongerWins", "RecordedVerdicts"} <= critic_kind_classes(trees)
+    assert kind_dispatch(trees) == []
+
+
+def test_the_check_finds_isinstance_on_a_critic_kind():
+    """The check can fail: the dispatch cascades had (``isinstance(stage.critic, Jury)``, a union of two kinds) is
+    found, and a kind that subclasses another kind counts as a kind."""
+    code = (
+        "class Mine(Jury):\n    pass\n"
+        "def run(stage):\n"
+        "    if isinstance(stage.critic, Jury):\n        return 1\n"
+        "    return isinstance(stage.critic, jury.LongerWins | Mine)\n"
+    )
+    trees = {**_trees(), "hf_critic/elsewhere.py": ast.parse(code)}
+    assert kind_dispatch(trees) == [
+        "hf_critic/elsewhere.py:4 isinstance(..., Jury)",
+        "hf_critic/elsewhere.py:6 isinstance(..., LongerWins)",
+        "hf_critic/elsewhere.py:6 isinstance(..., Mine)",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -168,9 +168,9 @@ def _stored_verdicts(run, confidence, held) -> dict:
 def _probes(stage, run, confidence, records, setting, held) -> list | None:
     """A served critic's re-checkable rows (:func:`~hf_critic.commands.cascade_probes.pick_probes`); None for others."""
     from ..core import schema
-    from .cascade_probes import pick_probes, served_client
+    from .cascade_probes import pick_probes
 
-    if served_client(stage.critic) is None:
+    if stage.critic.served_client is None:
         return None
     return pick_probes(records, run.columns[schema.CRITIQUE_LABEL], confidence, held, list(setting.fields))
 
@@ -484,7 +484,7 @@ def _report(args, stages, judged, records, human, held) -> dict:
     )
     report = {
         "risk_coverage": blocks,
-        "juries": {s.name: vars(s.critic.counts) for s in stages if getattr(s.critic, "counts", None) is not None},
+        "juries": {s.name: vars(s.critic.counts) for s in stages if s.critic.counts is not None},
     }
     left_out = ", the jury's fit rows left out" if len(held) < len(records) else ""
     title = f"calibration rows ({len(held)}{left_out})"

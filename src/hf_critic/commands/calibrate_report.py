@@ -9,7 +9,6 @@ import numpy as np
 
 from ..core import schema
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
-from ..critics.jury import Jury, LongerWins
 from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts, jury_features
 
 __all__ = [
@@ -59,7 +58,7 @@ def check_fit_shares(stages, records, human, cascade: str) -> None:
     fitting = np.zeros(rows, dtype=bool)
     for stage in stages:
         jury = stage.critic
-        if not (isinstance(jury, Jury) and jury.how == "fitted"):
+        if not jury.fitted:
             continue
         where = f"--cascade {cascade}: jury {stage.name!r}: fit_share {jury.fit_share:g}"
         if count < 2:
@@ -95,14 +94,14 @@ def prepare_juries(stages, human, questions=None) -> None:
     """Have every ``fitted`` jury fit its aggregate on the rows about to be judged (the calibration rows, whose human
     label codes are ``human`` and questions ``questions``), and nothing else."""
     for stage in stages:
-        if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
+        if stage.critic.fitted:
             stage.critic.calibrate_on(human, questions)
 
 
 def threshold_rows(stages, rows: int) -> np.ndarray:
     """The calibration rows that set thresholds: all ``rows`` less those any ``fitted`` jury was fitted on
     (:attr:`~hf_critic.critics.jury.Jury.fit_rows`). Indices, ascending."""
-    used = [s.critic.fit_rows for s in stages if isinstance(s.critic, Jury) and s.critic.fit_rows is not None]
+    used = [s.critic.fit_rows for s in stages if s.critic.fit_rows is not None]
     everything = np.arange(rows)
     return everything[~np.isin(everything, np.concatenate(used))] if used else everything
 
@@ -111,12 +110,10 @@ def jury_entry(stage, setting, held) -> dict | None:
     """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; on the
     threshold rows ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and
     confidences, from which its verdicts there are re-derived on load); None for other stages."""
-    from ..selective.cascade import critic_fingerprint
-
-    if not isinstance(stage.critic, Jury):
+    entry = stage.critic.calibration_entry(setting)
+    if entry is None:
         return None
-    entry = stage.critic.fit_entry([critic_fingerprint(m, setting) for m in stage.critic.members])
-    if stage.critic.how == "fitted":
+    if stage.critic.fitted:
         entry["threshold_features"] = jury_features(stage.critic.member_columns)[1][held].tolist()
     else:  # vote / mean: its members' verdicts, which its own are aggregated from again on load
         entry["threshold_members"] = {
@@ -129,9 +126,7 @@ def jury_entry(stage, setting, held) -> dict | None:
 def jury_lines(stages) -> list[str]:
     """One line per jury: how many rows it left undecided and how many member verdicts were missing."""
     return [
-        f"  jury {s.name} ({s.critic.how}): {s.critic.counts.line()}"
-        for s in stages
-        if isinstance(s.critic, Jury) and s.critic.counts is not None
+        f"  jury {s.name} ({s.critic.how}): {s.critic.counts.line()}" for s in stages if s.critic.counts is not None
     ]
 
 
@@ -171,7 +166,7 @@ def jury_refits(stages, human, questions=None) -> dict:
     refits = {}
     groups = None if questions is None else np.asarray([str(q) for q in questions], dtype=object)
     for i, stage in enumerate(stages):
-        if isinstance(stage.critic, Jury) and stage.critic.how == "fitted":
+        if stage.critic.fitted:
             names, x = jury_features(stage.critic.member_columns)
             gold = np.asarray(human)
 
@@ -188,13 +183,13 @@ def jury_refits(stages, human, questions=None) -> dict:
     return refits
 
 
-def _without_baselines(jury: Jury, human, questions) -> tuple[list, list] | None:
+def _without_baselines(jury, human, questions) -> tuple[list, list] | None:
     """The jury's verdicts with its ``longer-wins`` members left out (a ``fitted`` one refit on the same rows);
     None when it has no such member or no other."""
-    kept = {m.name: jury.member_columns[m.name] for m in jury.members if not isinstance(m.critic, LongerWins)}
+    kept = {m.name: jury.member_columns[m.name] for m in jury.members if not m.critic.baseline}
     if len(kept) in (0, len(jury.members)):
         return None
-    if jury.how == "fitted":  # fitted on the jury's own fit rows, like the jury
+    if jury.fitted:  # fitted on the jury's own fit rows, like the jury
         names, x = jury_features(kept)
         rows = jury.fit_rows if jury.fit_rows is not None else np.arange(len(human))
         gold, keys = np.asarray(human), np.asarray([str(q) for q in questions], dtype=object)
@@ -219,9 +214,9 @@ def calibration_risk_coverage(stages, judged, records, human, held, *, resamples
     critics = {}
     for stage, (run, confidence, _) in zip(stages, judged, strict=True):
         critics[stage.name] = (run.columns[schema.CRITIQUE_LABEL], confidence)
-        if isinstance(stage.critic, Jury):
+        if stage.critic.members:
             for member in stage.critic.members:
-                if isinstance(member.critic, LongerWins):  # the baseline below
+                if member.critic.baseline:  # the baseline below
                     continue
                 columns = stage.critic.member_columns[member.name]
                 critics[f"{stage.name}/{member.name}"] = (

@@ -18,19 +18,12 @@ import numpy as np
 
 from ..core import schema
 
-__all__ = ["CONFIDENCE_TOLERANCE", "PROBES", "pick_probes", "recheck_served", "served_client"]
+__all__ = ["CONFIDENCE_TOLERANCE", "PROBES", "pick_probes", "recheck_served"]
 
 #: Calibration rows recorded per served critic and judged again by ``compare --cascade``.
 PROBES = 8
 #: How far a re-judged confidence may lie from the recorded one (a server's batching can move log-probabilities).
 CONFIDENCE_TOLERANCE = 0.01
-
-
-def served_client(critic):
-    """The client of a critic served behind ``--base-url`` (a chat model or a pooling reward model), else None."""
-    engine = getattr(critic, "reward", None) or getattr(critic, "backend", None)
-    client = getattr(engine, "client", None)
-    return client if hasattr(client, "identity") else None
 
 
 def pick_probes(records, labels, confidences, rows, fields, count: int = PROBES) -> list[dict]:
@@ -111,14 +104,13 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
     again = "the server may run another model under the same URL and name: calibrate again with `hf-critic calibrate`"
     lines = []
     for stage, entry in zip(stages, calibration.critics, strict=True):
-        members = getattr(stage.critic, "members", None) or []
-        served_members = [m.name for m in members if served_client(m.critic) is not None]
+        served_members = [m.name for m in stage.critic.members if m.critic.served_client is not None]
         if served_members:
             lines.append(
                 f"  {stage.name}: served members {served_members} are not re-checked: the guarantee assumes "
                 "their servers still run the models they ran at calibration"
             )
-        client = served_client(stage.critic)
+        client = stage.critic.served_client
         if client is None:
             continue
         if entry.probes == [] and entry.threshold is None:  # no verdict at calibration, and it keeps no row

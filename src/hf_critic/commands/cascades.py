@@ -33,6 +33,9 @@ A critic may also be ``baseline: longer-wins`` (the longer response wins, with a
             - name: smollm2-135m-critic
               options: {model: smollm2-135m-critic}
             - longer-wins
+
+A critic may also be of a kind registered in the running process (:func:`hf_critic.critics.registry.register`):
+``kind: NAME`` with its ``options:``, built by the kind's ``from_spec(options, where)``.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ BENCHMARK_OPTIONS = {
 
 #: The keys of a cascade file, of one of its critics, and of a recorded critic's ``recorded:`` mapping.
 FILE_KEYS = ("critics",)
-CRITIC_KEYS = ("name", "options", "recorded", "jury", "baseline", "price_per_call", "delta_share")
+CRITIC_KEYS = ("name", "kind", "options", "recorded", "jury", "baseline", "price_per_call", "delta_share")
 JURY_KEYS = ("members", "aggregate", "fit_share")
 RECORDED_KEYS = ("benchmark", "verdicts", "swapped", "field", "label_map", "critiques", *BENCHMARK_OPTIONS)
 #: Options that belong to the command (its data, gold labels and output), not to one critic of the cascade.
@@ -149,8 +152,9 @@ def _price(entry: dict, where: str) -> float | None:
 
 
 def _recorded(name: str, spec: dict, where: str):
-    from ..selective.cascade import RecordedVerdicts
+    from ..critics.registry import critic_class
 
+    RecordedVerdicts = critic_class("recorded")
     if not isinstance(spec, dict):
         raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
     check_keys(spec, RECORDED_KEYS, f"{where}: recorded", "recorded verdicts")
@@ -280,14 +284,16 @@ def _stages(entries: list, where: str, parser: argparse.ArgumentParser, rows: in
     return stages
 
 
-#: The keys that say what kind of critic an entry is; an entry has at most one (none: computed with no options).
+#: The keys that say what kind of critic an entry is; an entry has at most one (none: computed with no options),
+#: except ``kind:`` (a kind of :mod:`hf_critic.critics.registry`), which takes its ``options:``.
 _KINDS = ("options", "recorded", "jury", "baseline")
 
 
 def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None, jury: bool):
     """One critic entry as a :class:`~hf_critic.selective.cascade.CascadeStage`: computed (``options``), ``recorded``, a
     ``jury`` (not inside a jury), or ``baseline: longer-wins`` (also written as the bare string ``longer-wins``)."""
-    from ..critics.jury import LONGER_WINS, Jury, LongerWins
+    from ..critics.jury import LONGER_WINS
+    from ..critics.registry import critic_class
     from ..selective.cascade import CascadeStage
     from ..selective.jury import FIT_SHARE
     from .options import critic_from_args
@@ -299,7 +305,12 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
     name, price = entry["name"].strip(), _price(entry, where)
     # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
     check_keys(entry, CRITIC_KEYS, f"{where} ({name})", "a critic")
-    kinds = [k for k in _KINDS if k in entry]
+    kinds = [k for k in _KINDS if k in entry and not (k == "options" and "kind" in entry)]
+    if "kind" in entry and kinds:
+        raise ValueError(f"{where}: a critic of kind: {entry['kind']!r} takes options:, not {' and '.join(kinds)}")
+    if "kind" in entry:
+        critic = critic_class(str(entry["kind"]), f"{where} ({name})").from_spec(entry.get("options") or {}, where)
+        return CascadeStage(name, critic, price_per_call=price)
     if len(kinds) > 1:
         raise ValueError(
             f"{where}: a critic is one of computed (options), recorded, jury or baseline, not {' and '.join(kinds)}"
@@ -309,7 +320,7 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
     if "baseline" in entry:
         if entry["baseline"] != LONGER_WINS:
             raise ValueError(f"{where}: baseline must be {LONGER_WINS!r}, got {entry['baseline']!r}")
-        return CascadeStage(name, LongerWins(), price_per_call=price)
+        return CascadeStage(name, critic_class(LONGER_WINS).from_spec({}, where), price_per_call=price)
     if "jury" in entry:
         spec = entry["jury"]
         if not jury:
@@ -325,7 +336,9 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
         members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
         share = _fit_share(spec.get("fit_share", FIT_SHARE), f"{where} ({name})")
         return CascadeStage(
-            name, Jury(members, spec["aggregate"], where=f"jury {name!r}", fit_share=share), price_per_call=price
+            name,
+            critic_class("jury")(members, spec["aggregate"], where=f"jury {name!r}", fit_share=share),
+            price_per_call=price,
         )
     args = critic_namespace(entry.get("options") or {}, where, parser)
     critic = critic_from_args(args, args.model, inputs=rows)

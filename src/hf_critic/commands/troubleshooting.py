@@ -68,6 +68,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     # cascades, their calibration, juries
     "hf_critic.selective.cascade": "cascade-files",
     "hf_critic.commands.cascades": "cascade-files",
+    "hf_critic.critics": "cascade-files",
     "hf_critic.selective.cascade.delta_shares": "delta-share",
     "hf_critic.commands.cascades._delta_share": "delta-share",
     "hf_critic.critics.jury": "juries",

@@ -18,6 +18,7 @@ from ..backends.cache import GenerationCache
 from ..backends.cached import CachedBackend, Generations
 from ..core import schema
 from ..core.labels import swap_label
+from ..critics.protocol import CriticKind, Critiques, setting_of
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from ..io import check_fields
 from ..parsing import ParsedCritique
@@ -59,7 +60,7 @@ from .verdicts import (
 logger = logging.getLogger(__name__)
 
 
-class Critic:
+class Critic(CriticKind):
     """Generate critiques (score or label plus explanation) with any :class:`~hf_critic.backends.Backend`.
 
     Args:
@@ -165,6 +166,51 @@ class Critic:
     def explanation(self) -> str:
         """The resolved explanation mode: ``"none"`` or ``"first"``."""
         return self.plan.explanation
+
+    # ------------------------------------------------------------------ the critic protocol
+    @property
+    def kind(self) -> str:
+        """Its kind in :mod:`hf_critic.critics.registry`: ``reward`` / ``pooling`` (a reward model, local or served)
+        or ``generative`` / ``served`` (a chat model, local or behind ``--base-url``)."""
+        served = self.served_client is not None
+        if self.reward is not None:
+            return "pooling" if served else "reward"
+        return "served" if served else "generative"
+
+    @property
+    def served_client(self):
+        """The client of the server it judges on (a chat model or a pooling reward model), else None."""
+        client = getattr(self.reward or self.backend, "client", None)
+        return client if hasattr(client, "identity") else None
+
+    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+        """The protocol's judging (:class:`~hf_critic.critics.protocol.CriticKind`): :meth:`compare` on pairs (both
+        orders with ``swap``, unless a reward critic, which is order-free), else :meth:`grade`; its ``critique_*``
+        columns, their confidence (:func:`~hf_critic.selective.confidence_of`) and the calls made (rows x orders).
+
+        Raises:
+            ValueError: as :meth:`compare` / :meth:`grade`.
+        """
+        data = as_dataset(records)
+        setting = setting_of(data)
+        if setting.task is schema.Task.PAIRWISE:
+            judged = self.compare(data, swap=swap, source=source)
+        else:
+            judged = self.grade(data, source=source)
+        columns = {c: list(judged[c]) for c in judged.column_names if c.startswith("critique_")}
+        orders = 2 if swap and self.reward is None and setting.task is schema.Task.PAIRWISE else 1
+        return Critiques(
+            columns,
+            confidence_of(columns)[1],
+            calls=len(data) * orders,
+            identity=self.identity(setting, swap=swap),
+        )
+
+    def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
+        """What changes its verdicts (:func:`~hf_critic.critic.identity.verdict_options`) and ``swap``."""
+        from .identity import verdict_options
+
+        return [*verdict_options(self, setting), f"swap={swap}"]
 
     @classmethod
     def from_pretrained(

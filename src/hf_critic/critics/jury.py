@@ -24,11 +24,12 @@ from __future__ import annotations
 import datasets
 import numpy as np
 
-from hf_critic.meta_eval.length import length_confidence, length_verdicts
-from hf_critic.selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
-
 from ..core import schema
 from ..core.labels import LABEL_NAMES
+from ..critic.output import as_dataset
+from ..meta_eval.length import length_confidence, length_verdicts
+from ..selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
+from .protocol import CriticKind, Critiques, setting_of
 
 __all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
 
@@ -38,15 +39,41 @@ JURY_MEMBERS = "jury_members"
 LONGER_WINS = "longer-wins"
 
 
-class LongerWins:
+class LongerWins(CriticKind):
     """ "The longer response wins" as a critic (a baseline with a confidence): the verdict of
     :func:`~hf_critic.meta_eval.length.length_verdicts` (a tie on equal lengths), confidence
     :func:`~hf_critic.meta_eval.length.length_confidence` (monotone in the relative length difference). No model, no
     call, order-free."""
 
-    kind = "baseline"
+    kind = LONGER_WINS
+    baseline = True
     #: What identifies it in a fingerprint (lengths in words).
     fingerprint_source = "baseline|longer-wins|words"
+
+    @classmethod
+    def from_spec(cls, options: dict, where: str) -> LongerWins:
+        """The baseline from a cascade file's ``options:`` (it takes none).
+
+        Raises:
+            ValueError: any option (naming ``where``).
+        """
+        if options:
+            raise ValueError(f"{where}: {LONGER_WINS} takes no options, got {sorted(options)}")
+        return cls()
+
+    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+        """The protocol's judging: :meth:`compare`'s columns, confidence kind ``length``, no call (order-free:
+        ``swap`` changes nothing).
+
+        Raises:
+            ValueError: rows without ``response_1`` / ``response_2``.
+        """
+        dataset = as_dataset(records)
+        return Critiques(self.compare(dataset), "length", 0, self.identity(setting_of(dataset), swap=swap))
+
+    def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
+        """What decides its verdicts: lengths in words (:attr:`fingerprint_source`)."""
+        return [self.fingerprint_source]
 
     def compare(self, dataset: datasets.Dataset) -> dict[str, list]:
         """The verdicts of ``dataset``'s pairs.
@@ -67,7 +94,7 @@ class LongerWins:
         }
 
 
-class Jury:
+class Jury(CriticKind):
     """Several critics judged as one (module docstring).
 
     Args:
@@ -108,6 +135,27 @@ class Jury:
         members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
         return f"jury|{self.how}|{members}"
 
+    def member_identities(self, setting: schema.Setting) -> list[str]:
+        """Each member's identity in ``setting`` (with its own swap), in order."""
+        return [m.critic.identity(setting, swap=m.swap) for m in self.members]
+
+    def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
+        """Its aggregate and its members' names and identities (:meth:`fingerprint_source`)."""
+        return [self.fingerprint_source(self.member_identities(setting))]
+
+    @property
+    def fitted(self) -> bool:
+        """True for the ``fitted`` aggregate (fitted on calibration rows)."""
+        return self.how == "fitted"
+
+    def check_calibration(self, entry: dict | None, setting: schema.Setting, path: str) -> None:
+        """:meth:`load_fit` with the members' identities in ``setting``."""
+        self.load_fit(entry, self.member_identities(setting), path)
+
+    def calibration_entry(self, setting: schema.Setting) -> dict:
+        """:meth:`fit_entry` with the members' identities in ``setting``."""
+        return self.fit_entry(self.member_identities(setting))
+
     def calibrate_on(self, human, questions=None, share: float | None = None) -> None:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
         (label codes, one per row of those rows) and questions ``questions`` (None: one question a row): on the rows
@@ -118,25 +166,24 @@ class Jury:
         self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
         self._fit_share = self.fit_share if share is None else share
 
-    def judge(self, dataset: datasets.Dataset, source: str, judge_member) -> tuple[dict[str, list], int]:
-        """Every member on every row, then the aggregate.
+    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+        """Every member on every row (each with its own swap; its confidences made keepable), then the aggregate.
 
         Args:
-            dataset: the rows.
-            source: the data's name for messages.
-            judge_member: ``(stage, dataset, source) -> StageRun`` (how a cascade runs one critic).
+            records: the rows; swap: unused (each member judges as its stage says); source: the data's name.
 
         Returns:
-            ``(columns, calls)``: ``critique_label`` (None where undecided), ``critique_confidence``,
-            ``critique_status`` (``abstained`` where undecided: never a default verdict) and ``jury_members``; the
-            members' calls summed.
+            :class:`~hf_critic.critics.protocol.Critiques`: ``critique_label`` (None where undecided),
+            ``critique_confidence``, ``critique_status`` (``abstained`` where undecided: never a default verdict) and
+            ``jury_members``; confidence kind ``AGGREGATE aggregate``; the members' calls summed.
 
         Raises:
             ValueError: a ``fitted`` jury with no fit and not calibrating, or see
                 :func:`~hf_critic.selective.jury.aggregate`.
         """
-        runs = [judge_member(member, dataset, source) for member in self.members]
-        self.member_columns = {m.name: run.columns for m, run in zip(self.members, runs, strict=True)}
+        dataset = as_dataset(records)
+        runs = [m.critic.judge(dataset, swap=m.swap, source=source) for m in self.members]
+        self.member_columns = {m.name: run.keepable() for m, run in zip(self.members, runs, strict=True)}
         if self.how == "fitted" and self._fit_labels is not None:
             if len(self._fit_labels) != len(dataset):
                 raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
@@ -150,7 +197,9 @@ class Jury:
             raise ValueError(
                 f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic calibrate`)"
             )
-        return self.columns(self.member_columns), sum(run.calls for run in runs)
+        calls = sum(run.calls for run in runs)
+        identity = self.identity(setting_of(dataset))
+        return Critiques(self.columns(self.member_columns), f"{self.how} aggregate", calls, identity)
 
     def columns(self, member_columns: dict[str, dict[str, list]], fit: JuryFit | None = None) -> dict[str, list]:
         """The jury's critique columns from its members' (``fit``: another fit than :attr:`fit`, e.g. one split's).

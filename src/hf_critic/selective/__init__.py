@@ -34,6 +34,8 @@ from .calibration import (
 from .claim import check_claim, load_calibration
 from .confidence import (
     CONFIDENCE_KINDS,
+    add_confidence_kind,
+    confidence_kinds,
     confidence_of,
     fit_margin_logistic,
     margin_confidence,
@@ -49,12 +51,14 @@ __all__ = [
     "DEFAULT_MIN_ROWS",
     "CalibrationFile",
     "CriticThreshold",
+    "add_confidence_kind",
     "agreement_coverage_curve",
     "as_confidences",
     "calibrate_cascade",
     "cascade_decisions",
     "check_claim",
     "clopper_pearson_upper",
+    "confidence_kinds",
     "confidence_of",
     "data_hash",
     "fit_margin_logistic",

@@ -21,14 +21,13 @@ from pathlib import Path
 
 import datasets
 
-from hf_critic.critic import Critic
-from hf_critic.critic.output import as_dataset
-
 from ..core import schema
 from ..core.labels import swap_label
 from ..core.matching import id_conflicts, name_rows, text_identity
-from ..critics.jury import JURY_MEMBERS, Jury, LongerWins
-from . import CalibrationFile, confidence_of, keepable_confidences
+from ..critic.output import as_dataset
+from ..critics.jury import JURY_MEMBERS
+from ..critics.protocol import CriticKind, Critiques, setting_of
+from . import CalibrationFile, confidence_of
 
 __all__ = [
     "CascadeStage",
@@ -72,7 +71,7 @@ def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-class RecordedVerdicts:
+class RecordedVerdicts(CriticKind):
     """A critic whose pairwise verdicts were read from files, not computed: a published judge's verdicts in both
     orders (e.g. Auto-J-13B's on Eval-P), or the critique file of an earlier ``hf-critic compare`` run.
 
@@ -94,6 +93,7 @@ class RecordedVerdicts:
     """
 
     kind = "recorded"
+    recorded = True
 
     def __init__(self, name: str, rows: datasets.Dataset, files: Sequence[str], *, published: bool):
         missing = [
@@ -148,7 +148,7 @@ class RecordedVerdicts:
             RecordError: a malformed verdict (names the file, line and field).
             ValueError: a file whose row count differs from the benchmark's.
         """
-        from hf_critic.loaders.generic import load_verdict_file
+        from ..loaders.generic import load_verdict_file
 
         columns = {}
         for which, path in (("first", first), ("swapped", swapped)):
@@ -184,7 +184,7 @@ class RecordedVerdicts:
         Raises:
             RecordError / ValueError: an unreadable file, or one without the pairwise columns.
         """
-        from hf_critic.io import load_records
+        from ..io import load_records
 
         return cls(name, load_records(path), [path], published=False)
 
@@ -268,6 +268,24 @@ class RecordedVerdicts:
         columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
         return columns, [k for k, i in enumerate(found) if i is None], conflicting
 
+    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+        """The protocol's judging: :meth:`compare`'s columns, unmatched and conflicting rows; confidence kind
+        ``recorded`` / ``constant`` for a published judge's labels, else the critique file's verdict source's; no
+        call. ``swap`` changes nothing (the files hold what they hold).
+
+        Raises:
+            ValueError: see :meth:`match`.
+        """
+        data = as_dataset(records)
+        columns, unmatched, conflicting = self.compare(data)
+        kind = confidence_of(columns, recorded=self.published)[1]
+        identity = self.identity(setting_of(data), swap=swap)
+        return Critiques(columns, kind, 0, identity, unmatched, conflicting)
+
+    def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
+        """Its files' content and how they were read (:attr:`fingerprint_source`)."""
+        return [self.fingerprint_source]
+
 
 def _pair_keys(rows: datasets.Dataset) -> list[str]:
     return [
@@ -282,8 +300,9 @@ class CascadeStage:
 
     Attributes:
         name: its name in the calibration file, the ``critique_critic`` column and the summary.
-        critic: a :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.critics.jury.Jury` or
-            :class:`~hf_critic.critics.jury.LongerWins`.
+        critic: any kind of critic (:class:`~hf_critic.critics.protocol.CriticKind`: a
+            :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.critics.jury.Jury`,
+            :class:`~hf_critic.critics.jury.LongerWins`, or a kind of :mod:`hf_critic.critics.registry`).
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).
@@ -292,7 +311,7 @@ class CascadeStage:
     """
 
     name: str
-    critic: Critic | RecordedVerdicts | Jury | LongerWins
+    critic: CriticKind
     swap: bool = False
     price_per_call: float | None = None
     logistic: tuple[float, float] | None = None
@@ -301,7 +320,7 @@ class CascadeStage:
     @property
     def recorded(self) -> bool:
         """True when the verdicts are read from files, not computed."""
-        return isinstance(self.critic, RecordedVerdicts)
+        return self.critic.recorded
 
 
 def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list[float]:
@@ -327,20 +346,11 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
 
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
-    """The identity of a stage's critic for a setting: every option that changes its verdicts and nothing else
-    (:func:`hf_critic.critic.identity.verdict_options`: the model by content, template, verdict source, the decoding
-    fields its strategy reads, min_verdict_mass, truncate, constrain_verdict, a reward critic's tie margin) and swap,
-    or its recorded files' content, field, label map and the benchmark rows they follow; 16 hex digits of SHA-256."""
-    from hf_critic.critic.identity import verdict_options
-
-    critic = stage.critic
-    if isinstance(critic, RecordedVerdicts | LongerWins):
-        parts = [critic.fingerprint_source]
-    elif isinstance(critic, Jury):  # its aggregate and every member's identity
-        parts = [critic.fingerprint_source([critic_fingerprint(m, setting) for m in critic.members])]
-    else:
-        parts = [*verdict_options(critic, setting), f"swap={stage.swap}"]
-    return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
+    """The identity of a stage's critic for a setting (:meth:`~hf_critic.critics.protocol.CriticKind.identity`: every
+    option that changes its verdicts and nothing else, :func:`hf_critic.critic.identity.verdict_options`, and swap;
+    or its recorded files' content, field, label map and the benchmark rows they follow; a jury's aggregate and its
+    members' identities); 16 hex digits of SHA-256."""
+    return stage.critic.identity(setting, swap=stage.swap)
 
 
 @dataclass
@@ -408,52 +418,28 @@ def describe_missing(reasons: Counter, rows: int) -> str:
     return f"{total} of {rows} rows without a usable confidence (never kept): {why}"
 
 
-def confidence_kind(stage: CascadeStage, columns: dict) -> str | None:
-    """The confidence kind of a stage's verdicts, as its calibration records it: ``AGGREGATE aggregate`` (a jury),
-    ``length`` (``longer-wins``) or the verdict source's (:func:`~hf_critic.selective.confidence_of`)."""
-    if isinstance(stage.critic, Jury):
-        return f"{stage.critic.how} aggregate"
-    if isinstance(stage.critic, LongerWins):
-        return "length"
-    return confidence_of(columns, recorded=stage.recorded and stage.critic.published)[1]
-
-
 def _judge_stage(stage: CascadeStage, dataset: datasets.Dataset, source: str) -> StageRun:
-    """Run one stage on ``dataset``; its confidences made keepable (:func:`~hf_critic.selective.keepable_confidences`:
-    None where there is no verdict or no usable confidence) and its confidence kind recorded."""
+    """Run one stage on ``dataset`` (:meth:`~hf_critic.critics.protocol.CriticKind.judge`); a reward critic's fitted
+    margin logistic applied, its confidences made keepable (:meth:`~hf_critic.critics.protocol.Critiques.keepable`)
+    and its confidence kind recorded."""
     started = time.perf_counter()
-    conflicting, named = 0, ("", "")
-    if stage.recorded:
-        columns, unmatched_rows, conflicting_rows = stage.critic.compare(dataset)
-        ids = dataset["id"] if "id" in dataset.column_names and None not in dataset["id"] else None
-        unmatched, conflicting, calls = len(unmatched_rows), len(conflicting_rows), 0
-        named = (name_rows(unmatched_rows, ids), name_rows(conflicting_rows, ids))
-    elif isinstance(stage.critic, Jury):
-        (columns, calls), unmatched = stage.critic.judge(dataset, source, _judge_stage), 0
-    elif isinstance(stage.critic, LongerWins):
-        columns, calls, unmatched = stage.critic.compare(dataset), 0, 0
-    else:
-        critiques = stage.critic.compare(dataset, swap=stage.swap, source=source)
-        columns = {c: critiques[c] for c in critiques.column_names if c.startswith("critique_")}
-        unmatched, calls = 0, len(dataset) * (2 if stage.swap and stage.critic.reward is None else 1)
-        if stage.logistic is not None and schema.CRITIQUE_REWARD in columns:
-            columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, logistic=stage.logistic)[0]
-    kind = confidence_kind(stage, columns) if len(dataset) else None
-    columns[schema.CRITIQUE_CONFIDENCE] = keepable_confidences(
-        columns[schema.CRITIQUE_LABEL], columns[schema.CRITIQUE_CONFIDENCE]
-    )[0]
+    critiques = stage.critic.judge(dataset, swap=stage.swap, source=source)
+    if stage.logistic is not None and schema.CRITIQUE_REWARD in critiques.columns:
+        critiques.columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(critiques.columns, logistic=stage.logistic)[0]
+    ids = dataset["id"] if "id" in dataset.column_names and None not in dataset["id"] else None
     return StageRun(
         stage.name,
-        columns,
+        critiques.keepable(),
         len(dataset),
-        calls,
+        critiques.calls,
         time.perf_counter() - started,
         stage.recorded,
-        unmatched,
+        len(critiques.unmatched),
         stage.price_per_call,
-        conflicting,
-        kind,
-        *named,
+        len(critiques.conflicting),
+        critiques.confidence_kind if len(dataset) else None,
+        name_rows(critiques.unmatched, ids),
+        name_rows(critiques.conflicting, ids),
     )
 
 
@@ -482,8 +468,7 @@ def check_calibration(
     if names != [s.name for s in stages]:
         raise ValueError(f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}")
     for entry, stage in zip(calibration.critics, stages, strict=True):
-        if isinstance(stage.critic, Jury):  # a changed member is named (and a fitted aggregate taken)
-            stage.critic.load_fit(entry.jury, [critic_fingerprint(m, setting) for m in stage.critic.members], path)
+        stage.critic.check_calibration(entry.jury, setting, path)  # a jury's changed member is named first
         if entry.fingerprint != critic_fingerprint(stage, setting):
             raise ValueError(
                 f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "

@@ -49,7 +49,7 @@ from .calibration import (
     data_hash,
     read_calibration,
 )
-from .confidence import CONFIDENCE_KINDS, margin_confidence
+from .confidence import confidence_kinds, margin_confidence
 from .jury import JuryFit, aggregate, fitted_verdicts, refit_difference
 
 __all__ = ["check_claim", "load_calibration", "rederive"]
@@ -117,8 +117,10 @@ def _check_failed(c: CriticThreshold, where: str, path: str, alpha: float, min_r
 
 def _check_critic(c: CriticThreshold, where: str, path: str, calibration: CalibrationFile, rows: int) -> None:
     alpha = calibration.alpha
-    if c.confidence is not None and c.confidence not in CONFIDENCE_KINDS:
-        raise ValueError(f"{path}: {where}.confidence must be one of {CONFIDENCE_KINDS} or null, got {c.confidence!r}")
+    if c.confidence is not None and c.confidence not in confidence_kinds():
+        raise ValueError(
+            f"{path}: {where}.confidence must be one of {confidence_kinds()} or null, got {c.confidence!r}"
+        )
     if not isinstance(c.fingerprint, str) or not c.fingerprint:
         raise ValueError(f"{path}: {where}.fingerprint must be the critic's fingerprint, got {c.fingerprint!r}")
     n, k = _integer(c.n, f"{where}.n", path), _integer(c.k, f"{where}.k", path)

@@ -36,6 +36,8 @@ from ..core.labels import LABEL_NAMES
 
 __all__ = [
     "CONFIDENCE_KINDS",
+    "add_confidence_kind",
+    "confidence_kinds",
     "confidence_of",
     "fit_margin_logistic",
     "margin_confidence",
@@ -56,6 +58,26 @@ CONFIDENCE_KINDS = (
     "mean aggregate",
     "fitted aggregate",
 )
+#: The confidence kinds of critic kinds registered from outside the package (:func:`add_confidence_kind`).
+_ADDED_KINDS: list[str] = []
+
+
+def add_confidence_kind(name: str) -> None:
+    """Accept ``name`` as a confidence kind in calibration files: the confidence of a critic kind registered from
+    outside the package (:func:`hf_critic.critics.registry.register` adds its ``confidence_kinds``).
+
+    Raises:
+        ValueError: an empty name.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a confidence kind needs a non-empty name, got {name!r}")
+    if name not in CONFIDENCE_KINDS and name not in _ADDED_KINDS:
+        _ADDED_KINDS.append(name)
+
+
+def confidence_kinds() -> tuple[str, ...]:
+    """Every confidence kind a calibration file may name: :data:`CONFIDENCE_KINDS`, then the added ones."""
+    return (*CONFIDENCE_KINDS, *_ADDED_KINDS)
 
 
 def probability_confidence(distribution: Mapping[str, float] | str | None, decided: Any) -> float | None:
