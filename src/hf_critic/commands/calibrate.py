@@ -477,7 +477,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def _report(args, stages, judged, records, human, held) -> dict:
     """Everything ``--report-dir`` holds, computed before any file is written: the risk-coverage of every critic
     (``report``'s ``risk_coverage``, its curves) and, with ``--splits``, the split report and its curve's points."""
-    from ..meta_eval.risk_coverage import risk_coverage_markdown
+    from ..reports.risk_coverage import risk_coverage_markdown
 
     blocks, curves = calibration_risk_coverage(
         stages, judged, records, human, held, resamples=args.bootstrap, seed=args.seed
@@ -505,8 +505,7 @@ def _write_report_dir(args, stages, judged, records, report: dict) -> None:
     from .. import schema
     from ..io import save_records, write_text
     from ..jury import JURY_MEMBERS
-    from ..selective import plot_curves
-    from ..selective.risk_coverage import plot_risk_coverage
+    from ..reports.risk_coverage import plot_curves, plot_risk_coverage
 
     out = Path(args.report_dir)
     for stage, (run, _, _) in zip(stages, judged, strict=True):
