@@ -11,6 +11,7 @@ from hf_critic.meta_eval.length import (
     length_controlled_agreement,
     length_tercile_agreement,
     length_verdicts,
+    longer_wins,
     pairwise_baselines,
     pointwise_length_baseline,
     positional_preference,
@@ -124,3 +125,26 @@ def test_pairwise_credits_average_to_the_figures(unparsed, two_way):
     }
     for name, values in credits.items():
         assert np.nanmean(values) == pytest.approx(figures[name], abs=1e-12)
+
+
+def test_longer_wins_is_the_one_length_baseline_of_the_critic_the_risk_coverage_and_the_dev_score():
+    """One home: the ``longer-wins`` critic of cascades, the risk-coverage baseline and the held-out dev score's
+    "longer answer wins" are :func:`longer_wins`."""
+    import datasets
+
+    from hf_critic.jury import LongerWins
+    from hf_critic.meta_eval.risk_coverage import LONGER_WINS, baseline_critics
+
+    one, two = ["a b c", "a", "a b", ""], ["a", "a b c d", "x y", "a b"]
+    labels, confidence = longer_wins(one, two)
+    assert labels.tolist() == [0, 1, 2, 1] and confidence.tolist() == pytest.approx([5 / 6, 0.875, 0.5, 1.0])
+    # the dev score's rule: equal lengths to response 1, the confidence unchanged
+    ones, same = longer_wins(one, two, ties="response_1")
+    assert ones.tolist() == [0, 1, 0, 1] and same.tolist() == confidence.tolist()
+    assert longer_wins([3, 1], [1, 1], ties="response_1")[0].tolist() == [0, 0]  # word counts read as lengths
+    critic = LongerWins().compare(datasets.Dataset.from_dict({"response_1": one, "response_2": two}))
+    assert critic["critique_label"] == labels.tolist() and critic["critique_confidence"] == confidence.tolist()
+    baseline = baseline_critics([0, 1, 2, 1], one, two)[LONGER_WINS]
+    assert baseline[0].tolist() == labels.tolist() and baseline[1].tolist() == confidence.tolist()
+    with pytest.raises(ValueError, match="ties must be one of tie, response_1, got 'first'"):
+        longer_wins(one, two, ties="first")

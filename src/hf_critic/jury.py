@@ -26,7 +26,7 @@ import numpy as np
 
 from . import schema
 from .labels import LABEL_NAMES
-from .meta_eval.length import length_confidence, length_verdicts
+from .meta_eval.length import longer_wins
 from .selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
 
 __all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
@@ -38,10 +38,9 @@ LONGER_WINS = "longer-wins"
 
 
 class LongerWins:
-    """ "The longer response wins" as a critic (a baseline with a confidence): the verdict of
-    :func:`~hf_critic.meta_eval.length.length_verdicts` (a tie on equal lengths), confidence
-    :func:`~hf_critic.meta_eval.length.length_confidence` (monotone in the relative length difference). No model, no
-    call, order-free."""
+    """ "The longer response wins" as a critic (a baseline with a confidence): the verdicts and confidences of
+    :func:`~hf_critic.meta_eval.length.longer_wins` (a tie on equal lengths, a confidence monotone in the relative
+    length difference), as the meta-evaluation's baseline judges. No model, no call, order-free."""
 
     kind = "baseline"
     #: What identifies it in a fingerprint (lengths in words).
@@ -58,10 +57,10 @@ class LongerWins:
         """
         if schema.RESPONSE_1 not in dataset.column_names or schema.RESPONSE_2 not in dataset.column_names:
             raise ValueError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
-        first, second = dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2]
+        labels, confidences = longer_wins(dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2])
         return {
-            schema.CRITIQUE_LABEL: length_verdicts(first, second).tolist(),
-            schema.CRITIQUE_CONFIDENCE: length_confidence(first, second).tolist(),
+            schema.CRITIQUE_LABEL: labels.tolist(),
+            schema.CRITIQUE_CONFIDENCE: confidences.tolist(),
             schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * len(dataset),
         }
 

@@ -29,6 +29,7 @@ from ..labels import TIE
 from ..loaders import load_benchmark
 from ..schema import query_id
 from .agreement import two_way_decisions
+from .length import longer_wins, response_lengths
 from .within_question import within_question_accuracy
 
 __all__ = [
@@ -140,10 +141,6 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _words(text: str) -> int:
-    return len(str(text).split())
-
-
 def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[float, float, int]:
     """(critic %, longer wins %, pairs) from the critic's first-order verdict (``critique_label_first`` when the run
     swapped, else ``critique_label``; the text verdict: ``critique_text_label``, the first order's; unparsed counts
@@ -155,7 +152,7 @@ def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[fl
     column = VERDICTS[verdict][0]
     labels = [r.get("critique_label_first", r.get(column)) if verdict == "run" else r.get(column) for r in rows]
     gold = np.array([r["label"] for r in rows], dtype=float)
-    longer = np.array([0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows], dtype=float)
+    longer = longer_wins([r["response_1"] for r in rows], [r["response_2"] for r in rows], ties="response_1")[0]
     if two_way:
         distributions = [r.get("critique_distribution") for r in rows] if verdict == "run" else []
         decisions = two_way_decisions(labels, distributions if any(d is not None for d in distributions) else None)
@@ -173,7 +170,7 @@ def _graded(rows: list[dict], kind: str, verdict: str = "run") -> tuple[float, f
     column = VERDICTS[verdict][1]
     rows = [r for r in rows if r.get(column) is not None and r.get("human_score") is not None]
     scores = [float(r[column]) for r in rows]
-    lengths = [float(_words(r["response"])) for r in rows]
+    lengths = response_lengths([r["response"] for r in rows]).tolist()
     human = [float(r["human_score"]) for r in rows]
     if kind == "within_question":
         qids = [r["query_id"] for r in rows]

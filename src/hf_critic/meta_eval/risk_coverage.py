@@ -10,7 +10,7 @@ its blocks and curves with :mod:`hf_critic.reports.risk_coverage` (Markdown tabl
 The baselines are critics with a confidence:
 
 * ``longer-wins``: the longer response (in words) wins, with confidence ``0.5 + 0.5 * |l1 - l2| / max(l1, l2)``
-  (:func:`~hf_critic.meta_eval.length.length_confidence`); equal lengths are a tie verdict at confidence 0.5;
+  (:func:`~hf_critic.meta_eval.length.longer_wins`); equal lengths are a tie verdict at confidence 0.5;
 * ``label-prior``: always the most frequent human label of the rows it is given (in ``calibrate``: the calibration
   rows), at a constant confidence (that label's share): its curve is flat at its error rate, its AURC that rate.
 """
@@ -32,7 +32,7 @@ from ..selective.risk_coverage import (
     risk_coverage_curve,
 )
 from .bootstrap import bootstrap_intervals
-from .length import length_confidence, length_verdicts
+from .length import longer_wins
 
 __all__ = ["LABEL_PRIOR", "LONGER_WINS", "baseline_critics", "risk_coverage_block", "risk_coverage_report"]
 
@@ -116,7 +116,7 @@ def baseline_critics(
     prior = int(np.argmax(counts))
     out = {}
     if response_1 is not None and response_2 is not None:
-        out[LONGER_WINS] = (length_verdicts(response_1, response_2), length_confidence(response_1, response_2))
+        out[LONGER_WINS] = longer_wins(response_1, response_2)
     out[LABEL_PRIOR] = (np.full(len(gold), prior), np.full(len(gold), counts[prior] / counts.sum()))
     return out
 
