@@ -249,6 +249,7 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.meta_eval.halves:write_half",
         "hf_critic.meta_eval.risk_coverage:risk_coverage_markdown",  # -> hf_critic.reports.risk_coverage
         "hf_critic.meta_eval.attacks:robustness_markdown",  # -> hf_critic.reports.robustness_markdown
+        "hf_critic.meta_eval.length:fit_logistic",  # -> hf_critic.selective.logistic: the one logistic fit
         "hf_critic.selective.risk_coverage:plot_risk_coverage",  # -> hf_critic.reports.risk_coverage
         "hf_critic.selective:plot_curves",  # -> hf_critic.reports.risk_coverage
         "hf_critic.selective.evaluation:agreement_coverage_curve",  # -> selective.risk_coverage: one curve computation

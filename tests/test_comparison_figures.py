@@ -24,15 +24,14 @@ from scipy import stats
 from hf_critic import schema
 from hf_critic.commands import critique as critique_command
 from hf_critic.commands import meta_eval
-from hf_critic.meta_eval import within_question
+from hf_critic.meta_eval import compare_critics, evaluate_critiques, within_question
 from hf_critic.meta_eval.agreement import pairwise_agreement, two_way_decisions
 from hf_critic.meta_eval.bootstrap import resample_counts
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval import compare_critics, evaluate_critiques
-from hf_critic.reports.critic_markdown import render_markdown
-from hf_critic.reports.meta_eval_report import write_report
 from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 from hf_critic.meta_eval.within_question import within_question_accuracy
+from hf_critic.reports.critic_markdown import render_markdown
+from hf_critic.reports.meta_eval_report import write_report
 
 # 3 questions x 3 responses. Human scores and critic scores per question:
 #   q1: human 1, 2, 3   critic 3, 5, 9     -> 3 pairs, all ordered right                     -> 3

@@ -103,12 +103,15 @@ def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
     order = np.random.default_rng(5).permutation(N)
     runs = [evaluate_critiques(data, "oracle", "bench"), evaluate_critiques(coin, "coin", "bench")]
     base = {
-        (c["a"], c["b"]): c for c in write_report(runs, tmp_path / "a", plots=False, paired=compare_critics(runs, resamples=200))["paired"]
+        (c["a"], c["b"]): c
+        for c in write_report(runs, tmp_path / "a", plots=False, paired=compare_critics(runs, resamples=200))["paired"]
     }
     shuffled = [runs[0], evaluate_critiques(coin.select(order), "coin", "bench")]
     again = {
         (c["a"], c["b"]): c
-        for c in write_report(shuffled, tmp_path / "b", plots=False, paired=compare_critics(shuffled, resamples=200))["paired"]
+        for c in write_report(shuffled, tmp_path / "b", plots=False, paired=compare_critics(shuffled, resamples=200))[
+            "paired"
+        ]
     }  # noqa: E501
     figure = "first_order_agreement"
     assert (
@@ -151,7 +154,9 @@ def test_alpha_with_and_without_the_critic_and_ppi(tmp_path):
     # A critic equal to the gold: no correction to make, the estimate is the unlabelled rows' gold mean.
     assert ppi["ppi"]["estimate"] == pytest.approx(float(np.mean(unlabelled == 0)))
     assert ppi["ppi"]["width"] < ppi["human_only"]["width"]
-    text = (write_report([run], tmp_path, plots=False, paired=compare_critics([run], resamples=100))["markdown"]).read_text()
+    text = (
+        write_report([run], tmp_path, plots=False, paired=compare_critics([run], resamples=100))["markdown"]
+    ).read_text()
     assert "## Human-corrected estimates (prediction-powered inference)" in text
     assert "## Agreement beyond chance: Krippendorff's α among the annotators" in text
 

@@ -12,9 +12,9 @@ from scipy import stats
 
 from hf_critic import schema
 from hf_critic.commands import meta_eval
+from hf_critic.meta_eval import compare_critics, evaluate_critiques
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval import compare_critics, evaluate_critiques
 from hf_critic.reports.critic_markdown import render_markdown
 from hf_critic.reports.meta_eval_report import write_report
 

@@ -33,12 +33,12 @@ import numpy as np
 from scipy import special, stats
 
 from ..labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..selective.logistic import fit_logistic
 from .agreement import pairwise_agreement, pairwise_credits
 from .correlation import critique_correlation
 
 __all__ = [
     "LENGTH_TIES",
-    "fit_logistic",
     "length_credits",
     "length_confidence",
     "length_controlled_agreement",
@@ -288,54 +288,6 @@ def length_tercile_agreement(
 def _mean(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if len(finite) else math.nan
-
-
-def fit_logistic(features: np.ndarray, outcome: np.ndarray, *, max_iter: int = 100) -> dict[str, Any]:
-    """Maximum-likelihood logistic regression (Newton-Raphson with step halving), an intercept added.
-
-    Args:
-        features: float array ``(n, p)``.
-        outcome: 0 / 1 array ``(n,)``.
-        max_iter: Newton steps at most.
-
-    Returns:
-        ``{"coef": (p + 1,) intercept first, "se": standard errors from the inverse Fisher information, "converged",
-        "separated"}``; with (quasi-)complete separation (a feature predicts the outcome perfectly, the maximum is at
-        infinity) or a singular design the coefficients are NaN and ``separated`` / ``converged`` say why. Equals an
-        unpenalised ``sklearn.linear_model.LogisticRegression(penalty=None)`` fit.
-    """
-    x = np.column_stack([np.ones(len(outcome)), np.asarray(features, dtype=np.float64)])
-    y = np.asarray(outcome, dtype=np.float64)
-    beta = np.zeros(x.shape[1])
-    nan = np.full(x.shape[1], np.nan)
-
-    def loglik(b):
-        eta = x @ b
-        return float((y * eta - np.logaddexp(0, eta)).sum())
-
-    current = loglik(beta)
-    for _ in range(max_iter):
-        p = special.expit(x @ beta)
-        w = p * (1 - p)
-        hessian = x.T @ (x * w[:, None])
-        if np.linalg.matrix_rank(hessian) < x.shape[1]:
-            separated = bool(np.abs(x @ beta).max() > 15)
-            return {"coef": nan, "se": nan, "converged": False, "separated": separated}
-        step = np.linalg.solve(hessian, x.T @ (y - p))
-        t = 1.0
-        while loglik(beta + t * step) < current - 1e-12 and t > 1e-6:
-            t /= 2
-        beta = beta + t * step
-        new = loglik(beta)
-        done = abs(new - current) < 1e-12 * (1 + abs(new))
-        current = new
-        if done and np.abs(t * step).max() < 1e-8:
-            if np.abs(x @ beta).max() > 30:  # fitted probabilities of 0 or 1: the maximum lies at infinity
-                return {"coef": nan, "se": nan, "converged": False, "separated": True}
-            p = special.expit(x @ beta)
-            cov = np.linalg.inv(x.T @ (x * (p * (1 - p))[:, None]))
-            return {"coef": beta, "se": np.sqrt(np.diag(cov)), "converged": True, "separated": False}
-    return {"coef": nan, "se": nan, "converged": False, "separated": bool(np.abs(x @ beta).max() > 15)}
 
 
 def length_controlled_agreement(
