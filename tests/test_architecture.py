@@ -248,7 +248,7 @@ def test_the_check_finds_an_import_cycle():
         "hf_critic.meta_eval.halves:save_split",  # -> hf_critic.reports.heldout_halves
         "hf_critic.meta_eval.halves:write_half",
         "hf_critic.meta_eval.risk_coverage:risk_coverage_markdown",  # -> hf_critic.reports.risk_coverage
-        "hf_critic.meta_eval.attacks:robustness_markdown",  # -> hf_critic.reports.robustness_markdown
+        "hf_critic.meta_eval.attacks:robustness_markdown",  # -> hf_critic.reports.robustness_report
         "hf_critic.meta_eval.length:fit_logistic",  # -> hf_critic.selective.logistic: the one logistic fit
         "hf_critic.selective.risk_coverage:plot_risk_coverage",  # -> hf_critic.reports.risk_coverage
         "hf_critic.selective:plot_curves",  # -> hf_critic.reports.risk_coverage

@@ -4,7 +4,6 @@ measured over random calibration / test splits (Jung, Brahman, Choi, "Trust or E
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from .calibrate_report import (
@@ -503,11 +502,10 @@ def _write_report_dir(args, stages, judged, records, report: dict) -> None:
     """Each critic's critiques, ``report.md``, ``report.json``, ``risk_coverage.png`` and, with ``--splits``,
     ``agreement_coverage.png`` (``report``: :func:`_report`'s)."""
     from .. import schema
-    from ..io import save_records, write_text
     from ..jury import JURY_MEMBERS
-    from ..reports.risk_coverage import plot_curves, plot_risk_coverage
+    from ..reports.calibration_report import write_calibration_report
 
-    out = Path(args.report_dir)
+    critiques = {}
     for stage, (run, _, _) in zip(stages, judged, strict=True):
         rows = (
             records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
@@ -516,12 +514,8 @@ def _write_report_dir(args, stages, judged, records, report: dict) -> None:
         )
         if JURY_MEMBERS in run.columns:
             rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
-        save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
-    plot_risk_coverage(report["curves"], out / "risk_coverage.png")
-    if args.splits:
-        plot_curves(report["json"]["curves"], report["points"], out / "agreement_coverage.png")
-    write_text(out / "report.md", report["markdown"])
-    write_text(out / "report.json", json.dumps(report["json"], indent=1))
+        critiques[stage.name] = rows
+    out = Path(args.report_dir)
+    pictures = write_calibration_report(out, critiques, report, splits=bool(args.splits))
     print(report["markdown"])
-    pictures = "risk_coverage.png" + (" and agreement_coverage.png" if args.splits else "")
-    print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {pictures}")
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {' and '.join(p.name for p in pictures)}")

@@ -433,14 +433,9 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
 
 def _write_attacks(output_dir: str, results: list[dict]) -> None:
     """attacks.md and attacks.json in ``output_dir``; the table on stdout."""
-    import json
+    from ..reports.robustness_report import write_robustness_report
 
-    from ..reports.robustness_markdown import robustness_markdown
-
-    text = robustness_markdown(results)
-    (Path(output_dir) / "attacks.md").write_text(text + "\n", encoding="utf-8")
-    (Path(output_dir) / "attacks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    print(text)
+    print(write_robustness_report(results, output_dir))
 
 
 def _check_criticbench_path(path: str, gold: bool) -> None:

@@ -9,7 +9,9 @@ Hub dataset folder with its card.
   :mod:`~hf_critic.reports.critic_plots` (bars, confusion heat maps, reliability diagrams);
 - :mod:`~hf_critic.reports.risk_coverage`: risk-coverage tables and plots, agreement-coverage plots (``meta-eval``,
   ``calibrate --report-dir``);
-- :mod:`~hf_critic.reports.robustness_markdown`: the judge-attack table (``attacks.md``);
+- :mod:`~hf_critic.reports.calibration_report`: ``calibrate --report-dir``'s folder (critiques, report.md, report.json,
+  PNGs);
+- :mod:`~hf_critic.reports.robustness_report`: the judge-attack report (``attacks.md``, ``attacks.json``);
 - :mod:`~hf_critic.reports.heldout_halves`: the dev / test protocol's files (the split's id files, a half of each
   benchmark in its own format);
 - :mod:`~hf_critic.reports.metric_modules`: the ``evaluate`` metric modules written into ``evaluate``'s caches

@@ -11,6 +11,8 @@ Escalate", ICLR 2025).
 * :mod:`.risk_coverage`: the risk-coverage curve and its area (AURC), agreement at coverage, coverage at agreement
   (Geifman and El-Yaniv, 2017), and the agreement-coverage curve read from it;
 * :mod:`.jury`: a jury of critics' verdicts aggregated into one (vote, mean, a fitted logistic regression).
+* :mod:`.logistic`: the one logistic regression (a reward critic's margin confidence, a fitted jury, the
+  length-controlled agreement of :mod:`hf_critic.meta_eval.length`).
 
 Running a cascade of critics on data lives in :mod:`hf_critic.cascade` (it drives critics, which stand above this).
 """

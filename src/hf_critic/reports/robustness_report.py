@@ -1,12 +1,14 @@
-"""The judge-attack robustness table of ``hf-critic meta-eval --attacks`` (``attacks.md``), in Markdown, from the
-figures :mod:`hf_critic.meta_eval.attacks` computes (pairwise accuracy drop and flip rate, pointwise score shift of a
+"""The judge-attack robustness report of ``hf-critic meta-eval --attacks``: ``attacks.md`` (a Markdown table) and
+``attacks.json`` (every row's figures), from the figures :mod:`hf_critic.meta_eval.attacks` computes (pairwise accuracy drop and flip rate, pointwise score shift of a
 content-free answer; Zhao et al. 2025)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = ["robustness_markdown"]
+__all__ = ["robustness_markdown", "write_robustness_report"]
 
 
 def _pct(p: dict) -> str:
@@ -75,3 +77,16 @@ def robustness_markdown(results: Sequence[dict]) -> str:
             )
         lines += ["", "Zhao et al. 2025: a robust critic scores a content-free answer far below the reference.", ""]
     return "\n".join(lines)
+
+
+def write_robustness_report(results: Sequence[dict], output_dir: str | Path) -> str:
+    """Write ``attacks.md`` (:func:`robustness_markdown`) and ``attacks.json`` (``results`` as they are) into the
+    existing folder ``output_dir``.
+
+    Returns:
+        The Markdown table (without the final newline the file ends with).
+    """
+    text = robustness_markdown(results)
+    (Path(output_dir) / "attacks.md").write_text(text + "\n", encoding="utf-8")
+    (Path(output_dir) / "attacks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return text
