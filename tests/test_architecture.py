@@ -353,6 +353,31 @@ def test_statistics_write_no_file(package):
     assert file_writers(sorted((SRC / "hf_critic" / package).rglob("*.py")), SRC) == []
 
 
+def test_meta_eval_exports_its_statistics_lazily():
+    """Users import the statistics from ``hf_critic.meta_eval`` (its ``__all__``), not deep paths; importing the package
+    loads none of them (nor numpy) until a name is used, and every exported name is a statistic, not a writer."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hf_critic.meta_eval as m\n"
+        "print(sorted({'numpy', 'hf_critic.meta_eval.critic_figures'} & set(sys.modules)))\n"
+        "print(m.evaluate_critiques.__module__, m.compare_critics.__module__, len(m.__all__))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "[]"
+    assert lines[1].split()[:2] == ["hf_critic.meta_eval.critic_figures", "hf_critic.meta_eval.critic_extras"]
+    import hf_critic.meta_eval as meta_eval
+
+    assert {"evaluate_critiques", "compare_critics", "pairwise_agreement", "critique_correlation"} <= set(
+        meta_eval.__all__
+    )
+    assert not [n for n in meta_eval.__all__ if "markdown" in n or n.startswith(("write_", "plot_"))]
+    assert all(callable(getattr(meta_eval, name)) for name in meta_eval.__all__)
+
+
 def test_the_writer_check_finds_each_kind_of_write(tmp_path):
     """The check can fail: ``open``, ``json.dump``, ``.write_text``, ``.savefig`` and matplotlib imports (also inside a
     function) are each reported; reading a file is not."""
