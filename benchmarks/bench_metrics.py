@@ -162,8 +162,8 @@ def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
     """Seconds that issue 30's figures add to a meta-eval of two critics on ``rows`` pairs and ``rows`` responses,
     against the figures those runs computed before (pairwise agreement, critique correlation), in the same run."""
     from hf_critic.core import schema
+    from hf_critic.meta_eval import evaluate_critiques
     from hf_critic.meta_eval.critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
-    from hf_critic.meta_eval.critic_report import evaluate_critiques
 
     pairwise, pointwise = _comparison_data(rows, seed)
     annotators = ["annotator0", "annotator1", "annotator2"]

@@ -3,9 +3,9 @@
 python scripts/length_baseline.py outputs/heldout/*.jsonl
 
 Human and GPT-4 judges both favour longer answers, so a critic must beat length to show judgement. For files of
-``hf-critic compare`` (``response_1``, ``response_2``, ``label``): the longer response (in words) as the verdict,
-never a tie: three-way first-order agreement with ``label`` and two-way accuracy on the pairs whose label is not a
-tie. For files of ``hf-critic grade`` (``response``, ``human_score``, ``query_id``): the length as the score:
+``hf-critic compare`` (``response_1``, ``response_2``, ``label``): the longer response (in words) as the verdict
+(``hf_critic.meta_eval.length.longer_wins``, equal lengths to response 1: never a tie): three-way first-order
+agreement with ``label`` and two-way accuracy on the pairs whose label is not a tie. For files of ``hf-critic grade`` (``response``, ``human_score``, ``query_id``): the length as the score:
 within-question accuracy and row-level Pearson with ``human_score``. Uses the toolkit's own meta-evaluation functions.
 
 A FILE is a JSONL / JSON / CSV / parquet file, a folder of them (one line per file) or a ``save_to_disk`` folder (one
@@ -30,6 +30,7 @@ from hf_critic.io import RecordError
 from hf_critic.loaders import FORMATS, load_benchmark
 from hf_critic.loaders._rows import field
 from hf_critic.loaders.generic import row_verdicts, rows_by_source
+from hf_critic.meta_eval.length import longer_wins
 from hf_critic.meta_eval.within_question import within_question_accuracy
 
 PAIRWISE = ("response_1", "response_2", "label")
@@ -54,7 +55,8 @@ def pairwise(rows: list) -> str:
     """``longer wins``: three-way agreement (ties count as wrong: it never says tie) and two-way accuracy, in %."""
     rows, labels, note = _kept(rows, "label", "pairwise")
     gold = np.array(labels)
-    longer = np.array([0 if _words(r, "response_1", w) >= _words(r, "response_2", w) else 1 for w, r in rows])
+    one, two = ([_words(r, name, w) for w, r in rows] for name in ("response_1", "response_2"))
+    longer = longer_wins(np.array(one), np.array(two), ties="response_1")[0]
     decided = gold != TIE
     two_way = f"{100 * np.mean(longer[decided] == gold[decided]):.2f}" if decided.any() else "n/a"
     return (

@@ -212,13 +212,13 @@ def test_no_import_cycle():
 
 
 def test_the_check_finds_an_import_cycle():
-    """The check can fail: critic_report -> critic_markdown plus an import of critic_report from critic_markdown (as
-    it was, with the way back hidden in a function) is a cycle."""
+    """The check can fail: meta_eval_report -> critic_markdown plus an import of meta_eval_report from
+    critic_markdown (as the report and its Markdown once were, with the way back hidden in a function) is a cycle."""
     graph = import_graph()
-    graph["hf_critic.meta_eval.critic_markdown"]["hf_critic.meta_eval.critic_report"] = 1
+    graph["hf_critic.reports.critic_markdown"]["hf_critic.reports.meta_eval_report"] = 1
     (cycle,) = import_cycles(graph)
-    assert "hf_critic.meta_eval.critic_markdown:1 imports hf_critic.meta_eval.critic_report" in cycle
-    assert any(line.startswith("hf_critic.meta_eval.critic_report:") for line in cycle)
+    assert "hf_critic.reports.critic_markdown:1 imports hf_critic.reports.meta_eval_report" in cycle
+    assert any(line.startswith("hf_critic.reports.meta_eval_report:") for line in cycle)
 
 
 #: The one module allowed to know the critic kinds' classes (:mod:`hf_critic.critics.registry`).
@@ -293,7 +293,7 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
     [
         "hf_critic.data",  # -> hf_critic.eval_instruct
         "hf_critic.datasets",  # -> hf_critic.loaders
-        "hf_critic.meta_eval.report",  # -> hf_critic.meta_eval.critic_report
+        "hf_critic.meta_eval.report",  # -> hf_critic.meta_eval.critic_figures
         "hf_critic.meta_eval.criticbench",  # -> hf_critic.criticbench.scoring
         "hf_critic.meta_eval.criticbench_report",  # -> hf_critic.criticbench.report
         "hf_critic.prompts.criticbench",  # -> hf_critic.criticbench.prompts
@@ -306,7 +306,21 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
         "hf_critic.core.schema:TIE",
         "hf_critic.eval_instruct:swap_critique",
         "hf_critic.loaders.selfeval:precomputed_table",  # -> hf_critic.meta_eval.selfeval
-        "hf_critic.meta_eval.critic_report:RunResult",  # -> hf_critic.meta_eval.run_result (issue 29 item 4: no cycle)
+        # statistics apart from reports: meta_eval computes, hf_critic.reports writes
+        "hf_critic.meta_eval.critic_report",  # -> meta_eval.critic_figures (evaluate_critiques), reports.meta_eval_report
+        "hf_critic.meta_eval.critic_markdown",  # -> hf_critic.reports.critic_markdown
+        "hf_critic.meta_eval.critic_plots",  # -> hf_critic.reports.critic_plots
+        "hf_critic.meta_eval.comparison_markdown",  # -> hf_critic.reports.comparison_markdown
+        "hf_critic.meta_eval.markdown_tables",  # -> hf_critic.reports.markdown_tables
+        "hf_critic.meta_eval.modules:install_metrics",  # -> hf_critic.reports.metric_modules
+        "hf_critic.meta_eval.halves:save_split",  # -> hf_critic.reports.heldout_halves
+        "hf_critic.meta_eval.halves:write_half",
+        "hf_critic.meta_eval.risk_coverage:risk_coverage_markdown",  # -> hf_critic.reports.risk_coverage
+        "hf_critic.meta_eval.attacks:robustness_markdown",  # -> hf_critic.reports.robustness_report
+        "hf_critic.meta_eval.length:fit_logistic",  # -> hf_critic.selective.logistic: the one logistic fit
+        "hf_critic.selective.risk_coverage:plot_risk_coverage",  # -> hf_critic.reports.risk_coverage
+        "hf_critic.selective:plot_curves",  # -> hf_critic.reports.risk_coverage
+        "hf_critic.selective.evaluation:agreement_coverage_curve",  # -> selective.risk_coverage: one curve computation
         "hf_critic.backends.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate (item 4)
         "hf_critic.backends.cache:cached_generate",  # -> hf_critic.backends.cached.CachedBackend.generate
         "hf_critic.backends.cache:Generations",  # -> hf_critic.backends.cached
@@ -353,6 +367,109 @@ def test_moved_names_are_gone_from_their_old_homes(old):
     else:  # not exported (a module may still import the name for its own use)
         mod = importlib.import_module(module)
         assert name not in getattr(mod, "__all__", ()) and (hasattr(mod, "__all__") or not hasattr(mod, name))
+
+
+#: Packages that compute and write no file: their Markdown, JSON, PNG and cards are written by ``hf_critic.reports``.
+COMPUTE_ONLY = ("meta_eval", "selective")
+#: Methods that write a file (``Path.write_text``, a figure's ``savefig``, ...) and functions that do (``json.dump``).
+_WRITING_METHODS = {"write_text", "write_bytes", "savefig", "to_csv", "to_parquet", "to_json", "save_to_disk"}
+_WRITING_CALLS = {"open", "json.dump", "shutil.copyfile", "shutil.copy", "shutil.copy2", "shutil.copytree"}
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a call's function (``json.dump``), ``""`` where it is not a plain name chain."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else ""
+    return ""
+
+
+def file_writers(paths, root: Path) -> list[str]:
+    """Every place among ``paths`` that writes a file or draws with matplotlib, as ``"path:line what"``: a call of
+    ``open``, ``json.dump`` or ``shutil``'s copies, a method call named in :data:`_WRITING_METHODS` (``.write_text``,
+    ``.savefig``, ...), an import of matplotlib (at any depth: a function-level import counts); in file and line
+    order."""
+    found = []
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = None
+            if isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if name in _WRITING_CALLS:
+                    what = name
+                elif isinstance(node.func, ast.Attribute) and node.func.attr in _WRITING_METHODS:
+                    what = f".{node.func.attr}"
+            elif isinstance(node, ast.Import):
+                what = next((a.name for a in node.names if a.name.split(".")[0] == "matplotlib"), None)
+            elif (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and (node.module or "").split(".")[0] == "matplotlib"
+            ):
+                what = node.module
+            if what:
+                found.append((str(path.relative_to(root)), node.lineno, what))
+    return [f"{file}:{line} {what}" for file, line, what in sorted(found)]
+
+
+@pytest.mark.parametrize("package", COMPUTE_ONLY)
+def test_statistics_write_no_file(package):
+    """Statistics apart from reports: ``meta_eval`` and ``selective`` return values and dataclasses; every writer of
+    Markdown files, JSON, PNG and cards (and every matplotlib figure) is in :mod:`hf_critic.reports`."""
+    assert file_writers(sorted((SRC / "hf_critic" / package).rglob("*.py")), SRC) == []
+
+
+def test_meta_eval_exports_its_statistics_lazily():
+    """Users import the statistics from ``hf_critic.meta_eval`` (its ``__all__``), not deep paths; importing the package
+    loads none of them (nor numpy) until a name is used, and every exported name is a statistic, not a writer."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hf_critic.meta_eval as m\n"
+        "print(sorted({'numpy', 'hf_critic.meta_eval.critic_figures'} & set(sys.modules)))\n"
+        "print(m.evaluate_critiques.__module__, m.compare_critics.__module__, len(m.__all__))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[0] == "[]"
+    assert lines[1].split()[:2] == ["hf_critic.meta_eval.critic_figures", "hf_critic.meta_eval.critic_extras"]
+    import hf_critic.meta_eval as meta_eval
+
+    assert {"evaluate_critiques", "compare_critics", "pairwise_agreement", "critique_correlation"} <= set(
+        meta_eval.__all__
+    )
+    assert not [n for n in meta_eval.__all__ if "markdown" in n or n.startswith(("write_", "plot_"))]
+    assert all(callable(getattr(meta_eval, name)) for name in meta_eval.__all__)
+
+
+def test_the_writer_check_finds_each_kind_of_write(tmp_path):
+    """The check can fail: ``open``, ``json.dump``, ``.write_text``, ``.savefig`` and matplotlib imports (also inside a
+    function) are each reported; reading a file is not."""
+    path = tmp_path / "stats.py"
+    path.write_text(
+        "import json\n"
+        "from matplotlib import pyplot\n"
+        "def f(p, fig, d):\n"
+        "    import matplotlib.pyplot as plt\n"
+        "    p.read_text()\n"
+        "    with open(p, 'w') as h:\n"
+        "        json.dump(d, h)\n"
+        "    p.write_text('x')\n"
+        "    fig.savefig(p)\n",
+        encoding="utf-8",
+    )
+    assert file_writers([path], tmp_path) == [
+        "stats.py:2 matplotlib",
+        "stats.py:4 matplotlib.pyplot",
+        "stats.py:6 open",
+        "stats.py:7 json.dump",
+        "stats.py:8 .write_text",
+        "stats.py:9 .savefig",
+    ]
 
 
 def _sizes(path: Path) -> tuple[int, dict[str, int]]:
@@ -406,7 +523,7 @@ NOT_YET_SPLIT: dict[str, str] = {
     "hf_critic/commands/meta_eval.py run_meta_eval": "one step per benchmark and critic inline",
     "hf_critic/critic/core.py": "the Critic class; grew with options refused before the model loads",
     "hf_critic/eval_instruct/stages/critiques.py referenced_to_reference_free": "the f_R2RF path written out",
-    "hf_critic/meta_eval/comparison_markdown.py _length_section": "a Markdown table written row by row",
+    "hf_critic/reports/comparison_markdown.py _length_section": "a Markdown table written row by row",
     "hf_critic/meta_eval/verdict_sources.py pointwise_verdict_figures": "one figure after another",
     "hf_critic/selective/evaluation.py split_protocol": "the split protocol's loop and its bookkeeping together",
 }

@@ -24,14 +24,14 @@ from scipy import stats
 from hf_critic.commands import critique as critique_command
 from hf_critic.commands import meta_eval
 from hf_critic.core import schema
-from hf_critic.meta_eval import within_question
+from hf_critic.meta_eval import compare_critics, evaluate_critiques, within_question
 from hf_critic.meta_eval.agreement import pairwise_agreement, two_way_decisions
 from hf_critic.meta_eval.bootstrap import resample_counts
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval.critic_markdown import render_markdown
-from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
 from hf_critic.meta_eval.verdict_sources import figure_lines, pairwise_verdict_figures, pointwise_verdict_figures
 from hf_critic.meta_eval.within_question import within_question_accuracy
+from hf_critic.reports.critic_markdown import render_markdown
+from hf_critic.reports.meta_eval_report import write_report
 
 # 3 questions x 3 responses. Human scores and critic scores per question:
 #   q1: human 1, 2, 3   critic 3, 5, 9     -> 3 pairs, all ordered right                     -> 3
@@ -314,7 +314,7 @@ def test_meta_eval_pointwise_report_has_within_question_accuracy(tmp_path):
     row = f"| critic | bench | 78.57 [n too small] | 7 | 1 | 1 | {m['text_pearson']:.3f} [n too small] | "
     assert row in text
     assert f"| {m['pooled_spearman']:.3f} | {m['pooled_kendall']:.3f} |" in text
-    payload = json.loads(write_report([run], tmp_path, plots=False)["json"].read_text())
+    payload = json.loads(write_report([run], tmp_path, plots=False, paired=compare_critics([run]))["json"].read_text())
     metrics = payload["runs"][0]["metrics"]
     assert metrics["within_question_accuracy"] == pytest.approx(5.5 / 7)
     assert metrics["within_question_pairs_unparsed"] == 1 and "pooled_pearson" in metrics

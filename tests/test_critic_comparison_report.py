@@ -1,5 +1,5 @@
 """`hf-critic meta-eval` with several critics on the same rows: paired comparisons, baselines, agreement beyond chance,
-length and position, PPI in report.md / report.json (hf_critic.meta_eval.critic_extras, comparison_markdown)."""
+length and position, PPI in report.md / report.json (hf_critic.meta_eval.critic_extras, hf_critic.reports.comparison_markdown)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 
 from hf_critic.commands import meta_eval
 from hf_critic.core import schema
-from hf_critic.meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
+from hf_critic.meta_eval import PPISpec, compare_critics, evaluate_critiques
+from hf_critic.reports.meta_eval_report import write_report
 
 N = 200
 
@@ -53,7 +54,7 @@ def test_report_compares_critics_on_the_same_rows(tmp_path):
         evaluate_critiques(data, "oracle", "bench"),
         evaluate_critiques(pairwise_file(random_critic), "coin", "bench"),
     ]
-    written = write_report(runs, tmp_path, plots=False, paired_resamples=500)
+    written = write_report(runs, tmp_path, plots=False, paired=compare_critics(runs, resamples=500))
     pairs = {(c["a"], c["b"]): c for c in written["paired"]}
     assert set(pairs) == {("oracle", "coin"), ("oracle", "longer wins"), ("coin", "longer wins")}
     first = pairs[("oracle", "coin")]["figures"]["first_order_agreement"]
@@ -83,7 +84,7 @@ def test_runs_on_other_rows_are_not_paired(tmp_path, caplog):
     other = other.map(lambda row: {"question": "other " + row["question"]})  # same gold, same answers, other pairs
     runs = [evaluate_critiques(pairwise_file(gold_critic), "a", "bench"), evaluate_critiques(other, "b", "bench")]
     with caplog.at_level("WARNING", logger="hf_critic.meta_eval.critic_extras"):
-        paired = write_report(runs, tmp_path, plots=False, paired_resamples=100)["paired"]
+        paired = write_report(runs, tmp_path, plots=False, paired=compare_critics(runs, resamples=100))["paired"]
     assert {(c["a"], c["b"]) for c in paired} == {("a", "longer wins"), ("b", "longer wins")}
     assert "a vs b: 0 of 200 and 0 of 200 rows match by content" in caplog.text
 
@@ -102,12 +103,15 @@ def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
     order = np.random.default_rng(5).permutation(N)
     runs = [evaluate_critiques(data, "oracle", "bench"), evaluate_critiques(coin, "coin", "bench")]
     base = {
-        (c["a"], c["b"]): c for c in write_report(runs, tmp_path / "a", plots=False, paired_resamples=200)["paired"]
+        (c["a"], c["b"]): c
+        for c in write_report(runs, tmp_path / "a", plots=False, paired=compare_critics(runs, resamples=200))["paired"]
     }
     shuffled = [runs[0], evaluate_critiques(coin.select(order), "coin", "bench")]
     again = {
         (c["a"], c["b"]): c
-        for c in write_report(shuffled, tmp_path / "b", plots=False, paired_resamples=200)["paired"]
+        for c in write_report(shuffled, tmp_path / "b", plots=False, paired=compare_critics(shuffled, resamples=200))[
+            "paired"
+        ]
     }  # noqa: E501
     figure = "first_order_agreement"
     assert (
@@ -124,12 +128,8 @@ def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
     with_ids = data.add_column("id", ids)
     half = coin.select(order).add_column("id", [ids[i] if k < 100 else f"new-{i}" for k, i in enumerate(order)])
     with caplog.at_level("WARNING", logger="hf_critic.meta_eval.critic_extras"):
-        paired = write_report(
-            [evaluate_critiques(with_ids, "oracle", "bench"), evaluate_critiques(half, "coin", "bench")],
-            tmp_path / "c",
-            plots=False,
-            paired_resamples=200,
-        )["paired"]
+        runs = [evaluate_critiques(with_ids, "oracle", "bench"), evaluate_critiques(half, "coin", "bench")]
+        paired = write_report(runs, tmp_path / "c", plots=False, paired=compare_critics(runs, resamples=200))["paired"]
     (entry,) = [c for c in paired if c["b"] == "coin"]
     assert entry["rows"] == 100 and entry["matched_by"] == "id" and entry["unmatched"] == [100, 100]
     assert re.search(
@@ -154,7 +154,9 @@ def test_alpha_with_and_without_the_critic_and_ppi(tmp_path):
     # A critic equal to the gold: no correction to make, the estimate is the unlabelled rows' gold mean.
     assert ppi["ppi"]["estimate"] == pytest.approx(float(np.mean(unlabelled == 0)))
     assert ppi["ppi"]["width"] < ppi["human_only"]["width"]
-    text = (write_report([run], tmp_path, plots=False, paired_resamples=100)["markdown"]).read_text()
+    text = (
+        write_report([run], tmp_path, plots=False, paired=compare_critics([run], resamples=100))["markdown"]
+    ).read_text()
     assert "## Human-corrected estimates (prediction-powered inference)" in text
     assert "## Agreement beyond chance: Krippendorff's α among the annotators" in text
 
@@ -223,7 +225,7 @@ def test_pointwise_report_pairs_critics_and_estimates_each_systems_mean(tmp_path
         evaluate_critiques(pointwise_file(1.0), "sharp", "grades", ppi=spec),
         evaluate_critiques(pointwise_file(6.0), "blunt", "grades", ppi=spec),
     ]
-    paired = write_report(runs, tmp_path, plots=False, paired_resamples=300)["paired"]
+    paired = write_report(runs, tmp_path, plots=False, paired=compare_critics(runs, resamples=300))["paired"]
     first = next(c for c in paired if (c["a"], c["b"]) == ("sharp", "blunt"))
     assert set(first["figures"]) == {"text_pearson", "pooled_pearson", "within_question_accuracy"}
     assert all(f["p_value"] < 0.01 and f["difference"] > 0 for f in first["figures"].values())

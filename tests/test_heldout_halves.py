@@ -22,8 +22,8 @@ from hf_critic.meta_eval.halves import (
     make_split,
     training_facts,
     verdicts_of,
-    write_half,
 )
+from hf_critic.reports.heldout_halves import write_half
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = REPO / "recipes" / "smollm2-135m" / "splits"

@@ -26,6 +26,7 @@ from hf_critic.selective.jury import (
 )
 from hf_critic.selective.risk_coverage import (
     agreement_at_coverage,
+    agreement_coverage_curve,
     aurc,
     coverage_at_agreement,
     risk_coverage_curve,
@@ -52,6 +53,22 @@ def test_aurc_and_the_coverage_figures_match_a_hand_computation():
     assert coverage_at_agreement(CONF, CREDIT, (0.7, 0.75, 0.8, 0.85)) == pytest.approx(
         {0.7: 0.8, 0.75: 0.8, 0.8: 0.2, 0.85: 0.2}
     )
+
+
+def test_the_agreement_coverage_curve_is_the_risk_coverage_curve_at_each_threshold():
+    """One risk-coverage computation: the agreement-coverage curve (calibrate's split report) reads the risk-coverage
+    curve at the end of each block of equal confidence; a row without a usable confidence is never kept."""
+    coverages, agreements = agreement_coverage_curve(CONF, [bool(c) for c in CREDIT])
+    # thresholds 0.9, 0.8, 0.6: keep 1 row (right), 3 rows (2 right), 4 rows (3 right); the None row never
+    assert coverages == [0.2, 0.6, 0.8]
+    assert agreements == [1.0, 2 / 3, 0.75]
+    cov, risk = risk_coverage_curve(CONF, CREDIT)
+    assert agreements == pytest.approx([1 - risk[k] for k in (0, 2, 3)]) and coverages == [cov[k] for k in (0, 2, 3)]
+    # as a mean over the kept rows gives them, to the last bit: 7 of 10 rows right at a constant confidence
+    assert agreement_coverage_curve([0.5] * 10, [True] * 7 + [False] * 3) == ([1.0], [0.7])
+    assert agreement_coverage_curve([None, 2.0, "x"], [True, True, False]) == ([], [])  # no usable confidence
+    with pytest.raises(ValueError, match=r"confidence \(\(3,\)\) and correct \(\(2,\)\)"):
+        agreement_coverage_curve([0.5, 0.6, 0.7], [True, False])
 
 
 def test_tie_handling_is_the_expectation_over_orders_and_weights_are_copies():

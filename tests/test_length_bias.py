@@ -7,39 +7,15 @@ import pytest
 
 from hf_critic.meta_eval.agreement import pairwise_agreement, pairwise_credits, two_way_decisions
 from hf_critic.meta_eval.length import (
-    fit_logistic,
     length_controlled_agreement,
     length_tercile_agreement,
     length_verdicts,
+    longer_wins,
     pairwise_baselines,
     pointwise_length_baseline,
     positional_preference,
 )
-
-#: A fixture and the fit statsmodels 0.15.0 printed for it (``sm.Logit(y, sm.add_constant(X)).fit(tol=1e-12)``:
-#: params, bse), an implementation independent of this one.
-C = [1, 1, -1, 0, 1, -1, -1, 1, 0, 1, -1, 1, 1, -1, 0, -1, 1, 1, -1, -1]
-L = [0.9, 0.2, -0.5, 0.1, -0.3, -0.8, 0.4, 0.6, -0.2, 0.7, -0.1, -0.6, 0.3, -0.9, 0.5, 0.2, 0.8, -0.4, 0.1, -0.7]
-Y = [1, 1, 0, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 0]
-STATSMODELS_PARAMS = [-0.09545609161096831, 0.507585108059487, 3.9568051181232535]
-STATSMODELS_BSE = [0.6277773676657591, 0.7132044445439065, 1.7770532387472906]
-
-
-def test_logistic_fit_matches_statsmodels_and_sklearn():
-    out = fit_logistic(np.column_stack([C, L]), np.array(Y))
-    np.testing.assert_allclose(out["coef"], STATSMODELS_PARAMS, rtol=1e-9)
-    np.testing.assert_allclose(out["se"], STATSMODELS_BSE, rtol=1e-9)
-    linear_model = pytest.importorskip("sklearn.linear_model")
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(300, 2))
-    y = (rng.random(300) < 1 / (1 + np.exp(-(0.3 + x @ [1.0, -2.0])))).astype(int)
-    model = linear_model.LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(x, y)
-    np.testing.assert_allclose(fit_logistic(x, y)["coef"], [model.intercept_[0], *model.coef_[0]], rtol=1e-5)
-
-
-def test_separation_gives_nan_not_a_huge_coefficient():
-    out = fit_logistic(np.array([[1.0], [1.0], [-1.0], [-1.0]]), np.array([1, 1, 0, 0]))
-    assert out["separated"] and np.isnan(out["coef"]).all()
+from hf_critic.selective.logistic import fit_logistic
 
 
 def test_length_controlled_agreement_is_the_fit_with_length_zeroed():
@@ -124,3 +100,26 @@ def test_pairwise_credits_average_to_the_figures(unparsed, two_way):
     }
     for name, values in credits.items():
         assert np.nanmean(values) == pytest.approx(figures[name], abs=1e-12)
+
+
+def test_longer_wins_is_the_one_length_baseline_of_the_critic_the_risk_coverage_and_the_dev_score():
+    """One home: the ``longer-wins`` critic of cascades, the risk-coverage baseline and the held-out dev score's
+    "longer answer wins" are :func:`longer_wins`."""
+    import datasets
+
+    from hf_critic.critics.jury import LongerWins
+    from hf_critic.meta_eval.risk_coverage import LONGER_WINS, baseline_critics
+
+    one, two = ["a b c", "a", "a b", ""], ["a", "a b c d", "x y", "a b"]
+    labels, confidence = longer_wins(one, two)
+    assert labels.tolist() == [0, 1, 2, 1] and confidence.tolist() == pytest.approx([5 / 6, 0.875, 0.5, 1.0])
+    # the dev score's rule: equal lengths to response 1, the confidence unchanged
+    ones, same = longer_wins(one, two, ties="response_1")
+    assert ones.tolist() == [0, 1, 0, 1] and same.tolist() == confidence.tolist()
+    assert longer_wins([3, 1], [1, 1], ties="response_1")[0].tolist() == [0, 0]  # word counts read as lengths
+    critic = LongerWins().compare(datasets.Dataset.from_dict({"response_1": one, "response_2": two}))
+    assert critic["critique_label"] == labels.tolist() and critic["critique_confidence"] == confidence.tolist()
+    baseline = baseline_critics([0, 1, 2, 1], one, two)[LONGER_WINS]
+    assert baseline[0].tolist() == labels.tolist() and baseline[1].tolist() == confidence.tolist()
+    with pytest.raises(ValueError, match="ties must be one of tie, response_1, got 'first'"):
+        longer_wins(one, two, ties="first")

@@ -461,7 +461,7 @@ def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_tracebac
 def test_bootstrap_says_how_many_resamples_it_left_out(caplog):
     """Issue 38 item 4: non-finite resamples are counted, logged and shown next to the interval."""
     from hf_critic.meta_eval.bootstrap import bootstrap_intervals, resample_counts
-    from hf_critic.meta_eval.markdown_tables import with_interval
+    from hf_critic.reports.markdown_tables import with_interval
 
     x = np.array([1.0, 1.0, 1.0, 1.0, 2.0])  # a resample that never draws the 2.0 gives 0 / 0 for "share"
 

@@ -18,7 +18,8 @@ import pytest
 
 import hf_critic
 from hf_critic.commands import metrics as metrics_command
-from hf_critic.meta_eval.modules import METRIC_NAMES, MODULE_FILES, install_metrics, metric_path
+from hf_critic.meta_eval.modules import METRIC_NAMES, MODULE_FILES, metric_path
+from hf_critic.reports.metric_modules import install_metrics
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""hf_critic.meta_eval.critic_report and `hf-critic meta-eval`: tables in the papers' layouts, JSON, plots, several critics."""
+"""hf_critic.meta_eval.critic_figures, hf_critic.reports.meta_eval_report and `hf-critic meta-eval`: tables in the papers' layouts, JSON, plots, several critics."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from scipy import stats
 
 from hf_critic.commands import meta_eval
 from hf_critic.core import schema
+from hf_critic.meta_eval import compare_critics, evaluate_critiques
 from hf_critic.meta_eval.agreement import pairwise_agreement
 from hf_critic.meta_eval.correlation import critique_correlation
-from hf_critic.meta_eval.critic_markdown import render_markdown
-from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
+from hf_critic.reports.critic_markdown import render_markdown
+from hf_critic.reports.meta_eval_report import write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -113,7 +114,7 @@ def test_write_report_files(tmp_path):
         evaluate_critiques(pointwise_critiques([2.0, 6.0, 9.0, 3.0, None, 8.0]), "critic", "bench"),
         evaluate_critiques(pairwise_critiques(), "critic", "pairs"),
     ]
-    out = write_report(runs, tmp_path / "report")
+    out = write_report(runs, tmp_path / "report", paired=compare_critics(runs))
     assert out["markdown"].read_text().startswith("# Meta-evaluation")
     payload = json.loads(out["json"].read_text())
     assert [r["dataset"] for r in payload["runs"]] == ["bench", "pairs"]
@@ -134,7 +135,7 @@ def test_write_report_files(tmp_path):
 def test_json_has_no_nan(tmp_path):
     run = evaluate_critiques(pointwise_critiques([5.0] * 6), "flat", "bench")  # constant: no correlation at all
     assert math.isnan(run.metrics["text_pearson"])
-    out = write_report([run], tmp_path, plots=False)
+    out = write_report([run], tmp_path, plots=False, paired=compare_critics([run]))
     assert json.loads(out["json"].read_text())["runs"][0]["metrics"]["text_pearson"] is None
     assert "| flat | – | – | – |" in out["markdown"].read_text()
 

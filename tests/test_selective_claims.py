@@ -144,7 +144,8 @@ def test_nan_none_out_of_range_and_labelless_confidences_are_never_kept_and_are_
 
 # ---------------------------------------------------------------------------- item 2: abstained is its own status
 def test_meta_eval_counts_abstained_rows_apart_and_reports_agreement_on_the_decided_rows_beside_coverage(tmp_path):
-    from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
+    from hf_critic.meta_eval import compare_critics, evaluate_critiques
+    from hf_critic.reports.meta_eval_report import write_report
 
     rows = pair_rows()[:10]
     labels = [r["label"] for r in rows[:5]] + [1 - rows[5]["label"]] + [None] * 4  # 5 of 6 decided right
@@ -159,7 +160,9 @@ def test_meta_eval_counts_abstained_rows_apart_and_reports_agreement_on_the_deci
     assert result.metrics["first_order_agreement"] == pytest.approx(5 / 6)
     assert (result.n_unparsed, result.n_abstained, result.n_rows) == (0, 4, 6)
     assert result.metrics["coverage"] == pytest.approx(0.6)
-    report = Path(write_report([result], tmp_path / "report", plots=False)["markdown"]).read_text()
+    report = Path(
+        write_report([result], tmp_path / "report", plots=False, paired=compare_critics([result]))["markdown"]
+    ).read_text()
     assert "Coverage (decided rows)" in report and "| 6 | 0 / 6 | 0.00 | 4 | 60.00 |" in report
     everything = data.map(lambda r: {schema.CRITIQUE_STATUS: "abstained", schema.CRITIQUE_LABEL: None})
     with pytest.raises(ValueError, match="all 10 rows were abstained"):

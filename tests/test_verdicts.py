@@ -577,7 +577,8 @@ def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
     import datasets
 
     from hf_critic.core import schema
-    from hf_critic.meta_eval.critic_report import evaluate_critiques, write_report
+    from hf_critic.meta_eval import compare_critics, evaluate_critiques
+    from hf_critic.reports.meta_eval_report import write_report
 
     def dist(r1, r2, tie):
         return json.dumps({"response_1": r1, "response_2": r2, "tie": tie})
@@ -596,7 +597,7 @@ def test_meta_eval_report_has_verdict_sources_and_reliability_plot(tmp_path):
     result = evaluate_critiques(data, "critic", "pairs")
     assert result.metrics["first_order_agreement"] == 0.5  # Table 3 reads each order's own decision
     assert result.verdicts["combined"] == {"agreement": 0.5}
-    written = write_report([result], tmp_path)
+    written = write_report([result], tmp_path, paired=compare_critics([result]))
     text = written["markdown"].read_text()
     assert "| critic | pairs | probability, both orders combined | 50.00 |" in text and "ECE" in text
     assert (tmp_path / "reliability_critic_pairs.png").stat().st_size > 1000

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from hf_critic.io import RecordError
-from hf_critic.meta_eval.halves import HALVES, load_split, make_split, save_split, write_half
+from hf_critic.meta_eval.halves import HALVES, load_split, make_split
+from hf_critic.reports.heldout_halves import save_split, write_half
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]

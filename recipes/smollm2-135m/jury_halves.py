@@ -49,7 +49,7 @@ TITLES = {"hhh": "HHH alignment", "autoj": "Auto-J Eval-P (no ties)", "mt_vicuna
 def load_pairs(
     benchmark: str, half_dir: str | os.PathLike, *, autoj_sample: int | None = None, limit: int | None = None
 ):
-    """One benchmark's pairs with human labels in a written half (:func:`hf_critic.meta_eval.halves.write_half`).
+    """One benchmark's pairs with human labels in a written half (:func:`hf_critic.reports.heldout_halves.write_half`).
 
     * ``hhh``: ``prometheus/hhh_alignment_eval.json`` as ``compare --format prometheus`` loads it;
     * ``autoj``: ``autoj/test/testdata_pairwise.jsonl`` (``--format autoj``), ``autoj_sample`` pairs (None: all) shuffled with
@@ -377,8 +377,9 @@ def main(argv=None) -> int:
     from hf_critic.commands.cascades import load_cascade
     from hf_critic.commands.critique import compare_parser
     from hf_critic.io import RecordError
-    from hf_critic.meta_eval.halves import load_split, write_half
-    from hf_critic.meta_eval.risk_coverage import risk_coverage_markdown
+    from hf_critic.meta_eval.halves import load_split
+    from hf_critic.reports.heldout_halves import write_half
+    from hf_critic.reports.risk_coverage import risk_coverage_markdown
 
     out = Path(args.output_dir)
     load_start = _loadavg()
@@ -428,7 +429,7 @@ def main(argv=None) -> int:
         "benchmarks": results,
         "load_average_start": load_start,
     }
-    from hf_critic.selective.risk_coverage import plot_risk_coverage
+    from hf_critic.reports.risk_coverage import plot_risk_coverage
 
     plot_risk_coverage(panels, out / "risk_coverage.png")
     end = _loadavg()

@@ -15,10 +15,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from ._lazy import lazy_names
 from ._version import __version__
-from .meta_eval.modules import install_metrics, metric_path  # stdlib-only module: cheap to import
+from .meta_eval.modules import metric_path  # stdlib-only module: cheap to import
 
 __all__ = ["Critic", "__version__", "install_metrics", "metric_path"]
 
 # Public names imported on first access (PEP 562): name -> module that defines it.
-_LAZY = {"Critic": ".critic"}
+_LAZY = {"Critic": ".critic", "install_metrics": ".reports.metric_modules"}
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

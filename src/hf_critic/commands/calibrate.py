@@ -4,7 +4,6 @@ measured over random calibration / test splits (Jung, Brahman, Choi, "Trust or E
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from .calibrate_report import (
@@ -477,7 +476,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 def _report(args, stages, judged, records, human, held) -> dict:
     """Everything ``--report-dir`` holds, computed before any file is written: the risk-coverage of every critic
     (``report``'s ``risk_coverage``, its curves) and, with ``--splits``, the split report and its curve's points."""
-    from ..meta_eval.risk_coverage import risk_coverage_markdown
+    from ..reports.risk_coverage import risk_coverage_markdown
 
     blocks, curves = calibration_risk_coverage(
         stages, judged, records, human, held, resamples=args.bootstrap, seed=args.seed
@@ -504,11 +503,9 @@ def _write_report_dir(args, stages, judged, records, report: dict) -> None:
     ``agreement_coverage.png`` (``report``: :func:`_report`'s)."""
     from ..core import schema
     from ..critics.jury import JURY_MEMBERS
-    from ..io import save_records, write_text
-    from ..selective import plot_curves
-    from ..selective.risk_coverage import plot_risk_coverage
+    from ..reports.calibration_report import write_calibration_report
 
-    out = Path(args.report_dir)
+    critiques = {}
     for stage, (run, _, _) in zip(stages, judged, strict=True):
         rows = (
             records.select_columns([c for c in records.column_names if not c.startswith("critique_")])
@@ -517,12 +514,8 @@ def _write_report_dir(args, stages, judged, records, report: dict) -> None:
         )
         if JURY_MEMBERS in run.columns:
             rows = rows.add_column(JURY_MEMBERS, run.columns[JURY_MEMBERS])
-        save_records(rows, out / "critiques" / f"{stage.name}.jsonl")
-    plot_risk_coverage(report["curves"], out / "risk_coverage.png")
-    if args.splits:
-        plot_curves(report["json"]["curves"], report["points"], out / "agreement_coverage.png")
-    write_text(out / "report.md", report["markdown"])
-    write_text(out / "report.json", json.dumps(report["json"], indent=1))
+        critiques[stage.name] = rows
+    out = Path(args.report_dir)
+    pictures = write_calibration_report(out, critiques, report, splits=bool(args.splits))
     print(report["markdown"])
-    pictures = "risk_coverage.png" + (" and agreement_coverage.png" if args.splits else "")
-    print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {pictures}")
+    print(f"wrote {out / 'report.md'}, {out / 'report.json'}, {' and '.join(p.name for p in pictures)}")

@@ -433,14 +433,9 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
 
 def _write_attacks(output_dir: str, results: list[dict]) -> None:
     """attacks.md and attacks.json in ``output_dir``; the table on stdout."""
-    import json
+    from ..reports.robustness_report import write_robustness_report
 
-    from ..meta_eval.attacks import robustness_markdown
-
-    text = robustness_markdown(results)
-    (Path(output_dir) / "attacks.md").write_text(text + "\n", encoding="utf-8")
-    (Path(output_dir) / "attacks.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    print(text)
+    print(write_robustness_report(results, output_dir))
 
 
 def _check_criticbench_path(path: str, gold: bool) -> None:
@@ -543,7 +538,8 @@ def _ppi_spec(args, spec_type):
 def run_meta_eval(args: argparse.Namespace) -> int:
     """Collect critique datasets (files, verdicts, fresh runs), evaluate them and write the report."""
     from ..io import RecordError, check_output_dir, load_records
-    from ..meta_eval.critic_report import PPISpec, evaluate_critiques, write_report
+    from ..meta_eval import PPISpec, compare_critics, evaluate_critiques
+    from ..reports.meta_eval_report import write_report
 
     if not (args.critiques or args.benchmark):
         raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")
@@ -615,14 +611,10 @@ def run_meta_eval(args: argparse.Namespace) -> int:
         except ValueError as err:  # a bad verdict value: say in which file and row (issue 39)
             detail = re.sub(r"^predictions\[(\d+)\]", r"row \1: critique_label", str(err))
             raise ValueError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
-    written = write_report(
-        results,
-        args.output_dir,
-        title=args.title,
-        plots=not args.no_plots,
-        paired_resamples=args.paired_resamples,
-        seed=args.bootstrap_seed,
-    )
+    if not results:
+        raise ValueError("no meta-evaluation results to report")
+    paired = compare_critics(results, resamples=args.paired_resamples, seed=args.bootstrap_seed)
+    written = write_report(results, args.output_dir, title=args.title, plots=not args.no_plots, paired=paired)
     print(Path(written["markdown"]).read_text(encoding="utf-8"))
     print(f"wrote {written['markdown']}, {written['json']} and {len(written['plots'])} plot(s)")
     return 0

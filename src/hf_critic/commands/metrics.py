@@ -41,7 +41,7 @@ def register(subparsers) -> None:
 
 def run_install(args: argparse.Namespace) -> int:
     """Install the requested modules into evaluate's module cache and print where they went."""
-    from ..meta_eval.modules import install_metrics
+    from ..reports.metric_modules import install_metrics
 
     for script in install_metrics(args.names or None, modules_cache=args.modules_cache):
         print(f"installed {script.stem}: {script}")

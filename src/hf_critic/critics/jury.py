@@ -27,7 +27,7 @@ import numpy as np
 from ..core import schema
 from ..core.labels import LABEL_NAMES
 from ..critic.output import as_dataset
-from ..meta_eval.length import length_confidence, length_verdicts
+from ..meta_eval.length import longer_wins
 from ..selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
 from .protocol import CriticKind, Critiques, setting_of
 
@@ -40,10 +40,9 @@ LONGER_WINS = "longer-wins"
 
 
 class LongerWins(CriticKind):
-    """ "The longer response wins" as a critic (a baseline with a confidence): the verdict of
-    :func:`~hf_critic.meta_eval.length.length_verdicts` (a tie on equal lengths), confidence
-    :func:`~hf_critic.meta_eval.length.length_confidence` (monotone in the relative length difference). No model, no
-    call, order-free."""
+    """ "The longer response wins" as a critic (a baseline with a confidence): the verdicts and confidences of
+    :func:`~hf_critic.meta_eval.length.longer_wins` (a tie on equal lengths, a confidence monotone in the relative
+    length difference), as the meta-evaluation's baseline judges. No model, no call, order-free."""
 
     kind = LONGER_WINS
     baseline = True
@@ -86,10 +85,10 @@ class LongerWins(CriticKind):
         """
         if schema.RESPONSE_1 not in dataset.column_names or schema.RESPONSE_2 not in dataset.column_names:
             raise ValueError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
-        first, second = dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2]
+        labels, confidences = longer_wins(dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2])
         return {
-            schema.CRITIQUE_LABEL: length_verdicts(first, second).tolist(),
-            schema.CRITIQUE_CONFIDENCE: length_confidence(first, second).tolist(),
+            schema.CRITIQUE_LABEL: labels.tolist(),
+            schema.CRITIQUE_CONFIDENCE: confidences.tolist(),
             schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * len(dataset),
         }
 

@@ -18,16 +18,59 @@
   and paired permutation tests, one plain line per pair;
 * :mod:`~hf_critic.meta_eval.ppi`: prediction-powered inference (Angelopoulos et al., Science 2023) and PPI++: human
   win rates and mean scores from a few human labels and the critic's verdicts on all rows;
-* :mod:`~hf_critic.meta_eval.critic_extras` (those figures per run and across runs),
-  :mod:`~hf_critic.meta_eval.comparison_markdown` (their report sections), :mod:`~hf_critic.meta_eval.markdown_tables`;
-* :mod:`~hf_critic.meta_eval.critic_report` (figures, JSON), :mod:`~hf_critic.meta_eval.run_result` (one run's
-  figures), :mod:`~hf_critic.meta_eval.critic_markdown` and :mod:`~hf_critic.meta_eval.critic_plots`: the report of
-  one or more critics behind ``hf-critic meta-eval`` (not to be confused with
-  :mod:`hf_critic.eval_instruct.stage_report`, the per-stage report of an Eval-Instruct run);
+* :mod:`~hf_critic.meta_eval.critic_extras`: those figures per run and the paired comparisons across runs;
+* :mod:`~hf_critic.meta_eval.critic_figures` (:func:`~hf_critic.meta_eval.critic_figures.evaluate_critiques`) and :mod:`~hf_critic.meta_eval.run_result`
+  (one run's figures): what ``hf-critic meta-eval`` reports for one or more critics;
+* :mod:`~hf_critic.meta_eval.risk_coverage`: each critic's risk-coverage block beside the baselines;
 * :mod:`~hf_critic.meta_eval.selfeval`: the glass-box paper's correlation tables on the SelfEval release;
-* :mod:`~hf_critic.meta_eval.modules`: the ``evaluate`` modules wrapping the maths (``metrics/`` of the
-  checkout, shipped as ``hf_critic._metrics``): their path and their offline install.
+* :mod:`~hf_critic.meta_eval.halves`: the dev / test halves of the held-out benchmarks and the declared dev score;
+* :mod:`~hf_critic.meta_eval.modules`: where the ``evaluate`` modules wrapping the maths live (``metrics/`` of the
+  checkout, shipped as ``hf_critic._metrics``).
 
-CriticBench (Lan et al., 2024) has its own subpackage, :mod:`hf_critic.criticbench`. Nothing is imported here, so
-``import hf_critic`` stays cheap (the maths needs numpy, pandas and scipy).
+This package computes and writes no file: the Markdown, JSON and PNG of the reports, the halves' files and the
+metric modules' install are :mod:`hf_critic.reports`. CriticBench (Lan et al., 2024) has its own subpackage,
+:mod:`hf_critic.criticbench`. The public names below are imported on first use (PEP 562), so ``import hf_critic``
+stays cheap (the maths needs numpy, pandas and scipy).
 """
+
+from __future__ import annotations
+
+from .._lazy import lazy_names
+
+#: The public statistics, name -> the module that defines it (imported on first access).
+_LAZY = {
+    "evaluate_critiques": ".critic_figures",
+    "RunResult": ".run_result",
+    "PPISpec": ".critic_extras",
+    "compare_critics": ".critic_extras",
+    "critique_correlation": ".correlation",
+    "system_level_correlation": ".correlation",
+    "text_level_correlation": ".correlation",
+    "within_question_accuracy": ".within_question",
+    "pairwise_agreement": ".agreement",
+    "two_way_decisions": ".agreement",
+    "expected_calibration_error": ".verdict_sources",
+    "pairwise_verdict_figures": ".verdict_sources",
+    "pointwise_verdict_figures": ".verdict_sources",
+    "alpha_with_critic": ".chance",
+    "binned_weighted_kappa": ".chance",
+    "cohen_kappa": ".chance",
+    "krippendorff_alpha": ".chance",
+    "length_controlled_agreement": ".length",
+    "length_tercile_agreement": ".length",
+    "pairwise_baselines": ".length",
+    "positional_preference": ".length",
+    "compare_pairwise": ".paired",
+    "compare_pointwise": ".paired",
+    "classical_mean_interval": ".ppi",
+    "ppi_comparison": ".ppi",
+    "ppi_mean_interval": ".ppi",
+    "bootstrap_intervals": ".bootstrap",
+    "risk_coverage_report": ".risk_coverage",
+    "pairwise_robustness": ".attacks",
+    "pointwise_shift": ".attacks",
+    "dev_score": ".halves",
+    "heldout_figures": ".halves",
+}
+__all__ = sorted(_LAZY)
+__getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -40,7 +40,6 @@ __all__ = [
     "register_attack",
     "render_attack",
     "resolve_attacks",
-    "robustness_markdown",
     "stood_by",
 ]
 
@@ -388,70 +387,3 @@ def pointwise_shift(
         "mean_shift_ci": ci,
         "false_positive": _proportion(int((shift >= 0).sum()), n, confidence),
     }
-
-
-def _pct(p: dict) -> str:
-    if not p["n"]:
-        return "–"
-    return f"{100 * p['rate']:.1f} [{100 * p['ci'][0]:.1f}, {100 * p['ci'][1]:.1f}] ({p['k']}/{p['n']})"
-
-
-def _orders_line(pairwise: Sequence[dict]) -> str:
-    """Which orders the pairs were judged in (the main run's ``--swap``), from the rows' ``orders`` field."""
-    orders = {r.get("orders", "one") for r in pairwise}
-    if orders == {"both"}:
-        return (
-            "Orders judged: both, as in the main run (--swap): each pair, clean and attacked, in the given and the "
-            "swapped order; a verdict counts when the two orders agree, a conflict is a tie (so the position swap "
-            "moves nothing here)."
-        )
-    if orders == {"one"}:
-        return (
-            "Orders judged: the given order only, as in the main run (--no-swap); the position-swap attack "
-            "judges the swapped order."
-        )
-    return "Orders judged: per row's `orders` field in attacks.json (runs with and without --swap)."
-
-
-def robustness_markdown(results: Sequence[dict]) -> str:
-    """A Markdown robustness table from rows ``{"critic", "dataset", "attack", "task", "orders", **figures}`` of
-    :func:`pairwise_robustness` (pairwise) or :func:`pointwise_shift` (pointwise); ``orders`` (``"both"`` or
-    ``"one"``) says which orders the pairs were judged in, and a line under the pairwise table says it."""
-    lines = ["# Robustness to judge attacks", ""]
-    pairwise = [r for r in results if r["task"] == "pairwise"]
-    if pairwise:
-        lines += [
-            "| Critic | Dataset | Attack | Accuracy (%) | Attacked accuracy (%) | Drop (points) | Flip rate (%) |",
-            "|---|---|---|---:|---:|---:|---:|",
-        ]
-        for r in pairwise:
-            ci = r["accuracy_drop_ci"]
-            ci = ci if isinstance(ci, str) else ", ".join(f"{100 * x:.1f}" for x in ci)
-            lines.append(
-                f"| {r['critic']} | {r['dataset']} | {r['attack']} | {_pct(r['clean_accuracy'])} | "
-                f"{_pct(r['attacked_accuracy'])} | {100 * r['accuracy_drop']:.1f} [{ci}] | "
-                f"{_pct(r['flip_rate'])} |"
-            )
-        lines += [
-            "",
-            "The worse answer of each pair is attacked. Flip rate: of the pairs the critic judged right unattacked, "
-            "the share whose verdict now names the attacked answer (Clopper-Pearson interval). Drop: accuracy "
-            "unattacked minus attacked (paired bootstrap interval); a tie or an unparsed verdict is never right.",
-            "",
-            _orders_line(pairwise),
-            "",
-        ]
-    pointwise = [r for r in results if r["task"] == "pointwise"]
-    if pointwise:
-        lines += [
-            "| Critic | Dataset | Content-free answer | Score shift vs reference | At least the reference's score (%) |",
-            "|---|---|---|---:|---:|",
-        ]
-        for r in pointwise:
-            low, high = r["mean_shift_ci"]
-            lines.append(
-                f"| {r['critic']} | {r['dataset']} | {r['attack']} | {r['mean_shift']:+.2f} [{low:+.2f}, {high:+.2f}] "
-                f"(n={r['n']}) | {_pct(r['false_positive'])} |"
-            )
-        lines += ["", "Zhao et al. 2025: a robust critic scores a content-free answer far below the reference.", ""]
-    return "\n".join(lines)

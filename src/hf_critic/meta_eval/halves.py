@@ -1,13 +1,14 @@
-"""Dev / test halves of the held-out benchmarks, split by question, and the one declared dev score (issue 40 item 1).
+"""Dev / test halves of the held-out benchmarks, split by question, and the one declared dev score.
 
 A critic chosen on the benchmarks it is reported on is tuned to them. So every choice (configuration, checkpoint,
 learning rate, tie band, which critic ships) is made on the **dev** half of each out-of-distribution benchmark and
 the **test** half is only reported. The halves are seeded and by question, so no question, nor any of its answers,
 is in both: HHH alignment (Prometheus copy, 102 questions), Auto-J Eval-P (1,182 prompts), MT-Bench and
-Vicuna-Bench (80 question ids each). The split is committed as id files (:func:`save_split`): FastChat question ids,
+Vicuna-Bench (80 question ids each). The split is committed as id files
+(:func:`hf_critic.reports.heldout_halves.save_split`): FastChat question ids,
 and for the others :func:`hf_critic.core.schema.query_id` of the question, so nothing of the data is copied.
 
-:func:`write_half` writes a half in the benchmark's own format (so ``hf-critic compare|grade --format`` read it as
+:func:`hf_critic.reports.heldout_halves.write_half` writes a half in the benchmark's own format (so ``hf-critic compare|grade --format`` read it as
 they read the whole file); :func:`heldout_figures` reads the critique files of
 ``recipes/smollm2-135m/evaluate_heldout.sh`` and gives each figure beside "the longer answer wins" on the same rows;
 :func:`dev_score` is the declared score: the mean of the figures' margins over length, in points.
@@ -28,6 +29,7 @@ from ..core.schema import query_id
 from ..io import RecordError
 from ..loaders import load_benchmark
 from .agreement import two_way_decisions
+from .length import longer_wins, response_lengths
 from .within_question import within_question_accuracy
 
 __all__ = [
@@ -36,16 +38,15 @@ __all__ = [
     "HALVES",
     "MODEL_FILE",
     "VERDICTS",
+    "benchmark_keys",
     "candidates",
     "dev_score",
     "half_of",
     "heldout_figures",
     "load_split",
     "make_split",
-    "save_split",
     "training_facts",
     "verdicts_of",
-    "write_half",
 ]
 
 #: benchmark -> (loader format, path under the shared data folder)
@@ -70,7 +71,7 @@ HALF_FILE = "half.txt"  # written by evaluate_heldout.sh into its output folder:
 MODEL_FILE = "model.txt"  # written beside it: the --model it judged with
 
 
-def _keys(benchmark: str, path: str | os.PathLike) -> list[str]:
+def benchmark_keys(benchmark: str, path: str | os.PathLike) -> list[str]:
     """One question key per loaded row, in the file's order (FastChat: the question id; else the query id)."""
     fmt, _ = BENCHMARKS[benchmark]
     rows = load_benchmark(fmt, path)
@@ -91,27 +92,15 @@ def make_split(data_dir: str | os.PathLike, *, seed: int = 0) -> dict[str, dict[
     """
     out = {}
     for i, (name, (_, rel)) in enumerate(BENCHMARKS.items()):
-        keys = sorted(set(_keys(name, Path(data_dir) / rel)))
+        keys = sorted(set(benchmark_keys(name, Path(data_dir) / rel)))
         order = np.random.default_rng(seed + i).permutation(len(keys))
         cut = math.ceil(len(keys) / 2)
         out[name] = {"dev": sorted(keys[j] for j in order[:cut]), "test": sorted(keys[j] for j in order[cut:])}
     return out
 
 
-def save_split(split: dict[str, dict[str, list[str]]], folder: str | os.PathLike) -> list[Path]:
-    """Write one ``<benchmark>.json`` (``{"dev": [...], "test": [...]}``) per benchmark into ``folder``."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for name, halves in split.items():
-        path = folder / f"{name}.json"
-        path.write_text(json.dumps(halves, indent=0) + "\n", encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
 def load_split(folder: str | os.PathLike) -> dict[str, dict[str, list[str]]]:
-    """The committed split (:func:`save_split`'s files).
+    """The committed split (:func:`hf_critic.reports.heldout_halves.save_split`'s files).
 
     Raises:
         RecordError: a benchmark's file is missing, lacks a half, or has a key in both halves.
@@ -129,59 +118,6 @@ def load_split(folder: str | os.PathLike) -> dict[str, dict[str, list[str]]]:
             raise RecordError(f"{path}: {len(both)} question(s) in both halves, e.g. {sorted(both)[0]}")
         out[name] = halves
     return out
-
-
-def _filter_jsonl(source: Path, target: Path, question_ids: set[str]) -> int:
-    """Copy the lines of a FastChat JSONL file whose ``question_id`` is in ``question_ids``; returns their count."""
-    lines = [
-        line
-        for line in source.read_text(encoding="utf-8").splitlines()
-        if line.strip() and str(json.loads(line)["question_id"]) in question_ids
-    ]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return len(lines)
-
-
-def write_half(
-    data_dir: str | os.PathLike, split: dict[str, dict[str, list[str]]], half: str, out_dir: str | os.PathLike
-) -> dict[str, int]:
-    """Write the ``half`` of every benchmark in its own format under ``out_dir`` (same relative paths as in
-    ``data_dir``): the rows (HHH, Eval-P) or the FastChat files' lines (questions, answers, judgments, references)
-    whose question is in that half.
-
-    Returns:
-        ``{benchmark: rows written}`` (FastChat: questions).
-
-    Raises:
-        ValueError: ``half`` not dev / test.
-        RecordError: a benchmark whose loaded rows do not follow its file's rows one to one.
-    """
-    if half not in HALVES:
-        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
-    counts = {}
-    for name, (fmt, rel) in BENCHMARKS.items():
-        source, target, wanted = Path(data_dir) / rel, Path(out_dir) / rel, set(split[name][half])
-        if fmt == "fastchat":
-            for path in sorted(source.rglob("*.jsonl")):
-                n = _filter_jsonl(path, target / path.relative_to(source), wanted)
-                counts[name] = n if path.name == "question.jsonl" else counts.get(name, 0)
-            continue
-        keys = _keys(name, source)
-        if fmt == "prometheus":
-            raw = json.loads(source.read_text(encoding="utf-8"))
-        else:
-            raw = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if len(raw) != len(keys):
-            raise RecordError(f"{source}: {len(raw)} rows in the file but {len(keys)} loaded: cannot split by row")
-        kept = [row for row, key in zip(raw, keys, strict=True) if key in wanted]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if fmt == "prometheus":
-            target.write_text(json.dumps(kept, ensure_ascii=False, indent=1), encoding="utf-8")
-        else:
-            target.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept), encoding="utf-8")
-        counts[name] = len(kept)
-    return counts
 
 
 def half_of(folder: str | os.PathLike) -> str:
@@ -205,10 +141,6 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _words(text: str) -> int:
-    return len(str(text).split())
-
-
 def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[float, float, int]:
     """(critic %, longer wins %, pairs) from the critic's first-order verdict (``critique_label_first`` when the run
     swapped, else ``critique_label``; the text verdict: ``critique_text_label``, the first order's; unparsed counts
@@ -220,7 +152,7 @@ def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[fl
     column = VERDICTS[verdict][0]
     labels = [r.get("critique_label_first", r.get(column)) if verdict == "run" else r.get(column) for r in rows]
     gold = np.array([r["label"] for r in rows], dtype=float)
-    longer = np.array([0 if _words(r["response_1"]) >= _words(r["response_2"]) else 1 for r in rows], dtype=float)
+    longer = longer_wins([r["response_1"] for r in rows], [r["response_2"] for r in rows], ties="response_1")[0]
     if two_way:
         distributions = [r.get("critique_distribution") for r in rows] if verdict == "run" else []
         decisions = two_way_decisions(labels, distributions if any(d is not None for d in distributions) else None)
@@ -238,7 +170,7 @@ def _graded(rows: list[dict], kind: str, verdict: str = "run") -> tuple[float, f
     column = VERDICTS[verdict][1]
     rows = [r for r in rows if r.get(column) is not None and r.get("human_score") is not None]
     scores = [float(r[column]) for r in rows]
-    lengths = [float(_words(r["response"])) for r in rows]
+    lengths = response_lengths([r["response"] for r in rows]).tolist()
     human = [float(r["human_score"]) for r in rows]
     if kind == "within_question":
         qids = [r["query_id"] for r in rows]

@@ -7,7 +7,8 @@ or position alone achieve on the same rows:
 
 * :func:`pairwise_baselines`: "always response 1", the label prior (the most frequent human label), "longer wins"
   and "shorter wins" as pairwise verdicts, scored as the critic is (first-order agreement, Cohen's kappa, the
-  two-way accuracy); :func:`length_verdicts` gives the length verdicts themselves;
+  two-way accuracy); :func:`length_verdicts` gives the length verdicts themselves and :func:`longer_wins` "longer
+  wins" as a critic with a confidence (the one home of the length baseline);
 * :func:`pointwise_length_baseline`: the answer's length as its score (text-level and row-level correlation,
   within-question accuracy);
 * :func:`length_tercile_agreement`: the critic's agreement within terciles of the length ratio of the two answers
@@ -32,16 +33,18 @@ import numpy as np
 from scipy import special, stats
 
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..selective.logistic import fit_logistic
 from .agreement import pairwise_agreement, pairwise_credits
 from .correlation import critique_correlation
 
 __all__ = [
-    "fit_logistic",
+    "LENGTH_TIES",
     "length_credits",
     "length_confidence",
     "length_controlled_agreement",
     "length_tercile_agreement",
     "length_verdicts",
+    "longer_wins",
     "pairwise_baselines",
     "pointwise_length_baseline",
     "positional_preference",
@@ -108,6 +111,41 @@ def length_confidence(
     longest = np.maximum(a, b)
     relative = np.divide(np.abs(a - b), longest, out=np.zeros_like(longest), where=longest > 0)
     return 0.5 + 0.5 * relative
+
+
+#: How :func:`longer_wins` decides pairs of equal length: a tie verdict, or response 1 (a verdict that never says tie).
+LENGTH_TIES = ("tie", "response_1")
+
+
+def longer_wins(
+    response_1: Sequence[str | None] | np.ndarray,
+    response_2: Sequence[str | None] | np.ndarray,
+    *,
+    ties: str = "tie",
+) -> tuple[np.ndarray, np.ndarray]:
+    """ "The longer response wins" as a critic with a confidence: the one home of the length baseline that the
+    ``longer-wins`` critic of cascades and juries, the meta-evaluation's risk-coverage baseline and the held-out dev
+    score all judge with (MT-Bench's verbosity bias, Zheng et al., 2023, §3.3).
+
+    Args:
+        response_1: the first response's text or length in words, shape ``(n,)``.
+        response_2: the second response's text or length, shape ``(n,)``.
+        ties: pairs of equal length: ``"tie"`` (a tie verdict at confidence 0.5) or ``"response_1"`` (response 1 wins:
+            the rule of the held-out dev score and ``scripts/length_baseline.py``, which never say tie).
+
+    Returns:
+        ``(labels, confidences)``: int64 label codes of :mod:`hf_critic.core.labels` (:func:`length_verdicts`) and float64
+        confidences in [0.5, 1] (:func:`length_confidence`), shape ``(n,)`` each.
+
+    Raises:
+        ValueError: an unknown ``ties``, different lengths, or a negative length.
+    """
+    if ties not in LENGTH_TIES:
+        raise ValueError(f"ties must be one of {', '.join(LENGTH_TIES)}, got {ties!r}")
+    labels = length_verdicts(response_1, response_2)
+    if ties == "response_1":
+        labels = np.where(labels == TIE, RESPONSE_1_WINS, labels).astype(np.int64)
+    return labels, length_confidence(response_1, response_2)
 
 
 def _lengths(values) -> np.ndarray:
@@ -250,54 +288,6 @@ def length_tercile_agreement(
 def _mean(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if len(finite) else math.nan
-
-
-def fit_logistic(features: np.ndarray, outcome: np.ndarray, *, max_iter: int = 100) -> dict[str, Any]:
-    """Maximum-likelihood logistic regression (Newton-Raphson with step halving), an intercept added.
-
-    Args:
-        features: float array ``(n, p)``.
-        outcome: 0 / 1 array ``(n,)``.
-        max_iter: Newton steps at most.
-
-    Returns:
-        ``{"coef": (p + 1,) intercept first, "se": standard errors from the inverse Fisher information, "converged",
-        "separated"}``; with (quasi-)complete separation (a feature predicts the outcome perfectly, the maximum is at
-        infinity) or a singular design the coefficients are NaN and ``separated`` / ``converged`` say why. Equals an
-        unpenalised ``sklearn.linear_model.LogisticRegression(penalty=None)`` fit.
-    """
-    x = np.column_stack([np.ones(len(outcome)), np.asarray(features, dtype=np.float64)])
-    y = np.asarray(outcome, dtype=np.float64)
-    beta = np.zeros(x.shape[1])
-    nan = np.full(x.shape[1], np.nan)
-
-    def loglik(b):
-        eta = x @ b
-        return float((y * eta - np.logaddexp(0, eta)).sum())
-
-    current = loglik(beta)
-    for _ in range(max_iter):
-        p = special.expit(x @ beta)
-        w = p * (1 - p)
-        hessian = x.T @ (x * w[:, None])
-        if np.linalg.matrix_rank(hessian) < x.shape[1]:
-            separated = bool(np.abs(x @ beta).max() > 15)
-            return {"coef": nan, "se": nan, "converged": False, "separated": separated}
-        step = np.linalg.solve(hessian, x.T @ (y - p))
-        t = 1.0
-        while loglik(beta + t * step) < current - 1e-12 and t > 1e-6:
-            t /= 2
-        beta = beta + t * step
-        new = loglik(beta)
-        done = abs(new - current) < 1e-12 * (1 + abs(new))
-        current = new
-        if done and np.abs(t * step).max() < 1e-8:
-            if np.abs(x @ beta).max() > 30:  # fitted probabilities of 0 or 1: the maximum lies at infinity
-                return {"coef": nan, "se": nan, "converged": False, "separated": True}
-            p = special.expit(x @ beta)
-            cov = np.linalg.inv(x.T @ (x * (p * (1 - p))[:, None]))
-            return {"coef": beta, "se": np.sqrt(np.diag(cov)), "converged": True, "separated": False}
-    return {"coef": nan, "se": nan, "converged": False, "separated": bool(np.abs(x @ beta).max() > 15)}
 
 
 def length_controlled_agreement(

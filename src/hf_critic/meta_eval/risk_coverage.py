@@ -4,14 +4,13 @@ the label prior, on the same rows.
 
 The maths is :mod:`hf_critic.selective.risk_coverage` (Geifman and El-Yaniv, 2017); the interval is the percentile
 bootstrap of :mod:`hf_critic.meta_eval.bootstrap` with the questions as units (a question's pairs stay together).
-``hf-critic meta-eval`` and ``hf-critic calibrate --report-dir`` both call :func:`risk_coverage_report` and
-:func:`risk_coverage_markdown`, and draw ``risk_coverage.png`` with
-:func:`~hf_critic.selective.risk_coverage.plot_risk_coverage`.
+``hf-critic meta-eval`` and ``hf-critic calibrate --report-dir`` both call :func:`risk_coverage_report`, then write
+its blocks and curves with :mod:`hf_critic.reports.risk_coverage` (Markdown table, ``risk_coverage.png``).
 
 The baselines are critics with a confidence:
 
 * ``longer-wins``: the longer response (in words) wins, with confidence ``0.5 + 0.5 * |l1 - l2| / max(l1, l2)``
-  (:func:`~hf_critic.meta_eval.length.length_confidence`); equal lengths are a tie verdict at confidence 0.5;
+  (:func:`~hf_critic.meta_eval.length.longer_wins`); equal lengths are a tie verdict at confidence 0.5;
 * ``label-prior``: always the most frequent human label of the rows it is given (in ``calibrate``: the calibration
   rows), at a constant confidence (that label's share): its curve is flat at its error rate, its AURC that rate.
 """
@@ -33,9 +32,9 @@ from ..selective.risk_coverage import (
     risk_coverage_curve,
 )
 from .bootstrap import bootstrap_intervals
-from .length import length_confidence, length_verdicts
+from .length import longer_wins
 
-__all__ = ["baseline_critics", "risk_coverage_block", "risk_coverage_markdown", "risk_coverage_report"]
+__all__ = ["LABEL_PRIOR", "LONGER_WINS", "baseline_critics", "risk_coverage_block", "risk_coverage_report"]
 
 #: The names of the baselines in reports.
 LONGER_WINS, LABEL_PRIOR = "longer-wins", "label-prior"
@@ -117,7 +116,7 @@ def baseline_critics(
     prior = int(np.argmax(counts))
     out = {}
     if response_1 is not None and response_2 is not None:
-        out[LONGER_WINS] = (length_verdicts(response_1, response_2), length_confidence(response_1, response_2))
+        out[LONGER_WINS] = longer_wins(response_1, response_2)
     out[LABEL_PRIOR] = (np.full(len(gold), prior), np.full(len(gold), counts[prior] / counts.sum()))
     return out
 
@@ -151,7 +150,7 @@ def risk_coverage_report(
     Returns:
         ``(blocks, curves)``: ``{name: block}`` (:func:`risk_coverage_block`; baselines last, with ``"baseline":
         True``, the label prior with its ``"label"``) and ``{name: (coverage, risk)}`` (baselines prefixed
-        ``"baseline:"``, for :func:`~hf_critic.selective.risk_coverage.plot_risk_coverage`).
+        ``"baseline:"``, for :func:`~hf_critic.reports.risk_coverage.plot_risk_coverage`).
 
     Raises:
         ValueError: a critic whose lengths differ from the human labels', or see :func:`risk_coverage_block`.
@@ -183,50 +182,3 @@ def risk_coverage_report(
         blocks[name] = block
         curves[f"baseline:{name}" if baseline else name] = risk_coverage_curve(confidence, credit)
     return blocks, curves
-
-
-def _interval(block: dict) -> str:
-    interval = block.get("interval")
-    if interval is None:
-        return ""
-    if isinstance(interval, str):
-        return f" [{interval}]"
-    return f" [{interval[0]:.3f}, {interval[1]:.3f}]"
-
-
-def risk_coverage_markdown(sections: Mapping[str, Mapping[str, dict]]) -> str:
-    """The risk-coverage tables: one per section (a dataset), one row per critic, baselines last.
-
-    Args:
-        sections: ``{title: {critic: block}}`` (:func:`risk_coverage_report`'s blocks).
-
-    Returns:
-        Markdown, with a heading and a line on how to read it; "" without sections.
-    """
-    if not sections:
-        return ""
-    cov = " | ".join(f"agreement @ {100 * c:.0f}% coverage" for c in COVERAGE_LEVELS)
-    agr = " | ".join(f"coverage @ {100 * a:.0f}% agreement" for a in AGREEMENT_LEVELS)
-    lines = [
-        "## Risk-coverage",
-        "",
-        "Rows ranked by the critic's confidence, most confident first (ties in random order, in expectation; rows "
-        "without a verdict last, as misses). AURC: the share of kept rows that disagree with humans, averaged over "
-        "every coverage (lower is better; a constant confidence scores its error rate). Interval: 95% bootstrap "
-        "over questions. Agreement and coverage in %.",
-        "",
-    ]
-    for title, blocks in sections.items():
-        lines += [
-            f"### {title}",
-            "",
-            f"| critic | AURC | {cov} | {agr} |",
-            "|---|---:|" + "---:|" * (len(COVERAGE_LEVELS) + len(AGREEMENT_LEVELS)),
-        ]
-        for name, b in blocks.items():
-            label = f"{name} (baseline)" if b.get("baseline") else name
-            cells = [f"{100 * b['agreement_at_coverage'][c]:.1f}" for c in COVERAGE_LEVELS]
-            cells += [f"{100 * b['coverage_at_agreement'][a]:.1f}" for a in AGREEMENT_LEVELS]
-            lines.append(f"| {label} | {b['aurc']:.3f}{_interval(b)} | {' | '.join(cells)} |")
-        lines.append("")
-    return "\n".join(lines) + "\n"

@@ -1,4 +1,21 @@
-"""Report writers: a run as one HTML page (the run viewer) and as a Hub dataset folder with its card.
+"""Report writers: every file of a report (Markdown, JSON, PNG, cards) is written here, from the figures
+:mod:`hf_critic.meta_eval` and :mod:`hf_critic.selective` compute; a run as one HTML page (the run viewer) and as a
+Hub dataset folder with its card.
+
+- :mod:`~hf_critic.reports.meta_eval_report`: ``hf-critic meta-eval``'s ``report.md``, ``report.json`` and plots
+  (:func:`~hf_critic.reports.meta_eval_report.write_report`), from :mod:`~hf_critic.reports.critic_markdown` (the
+  papers' tables), :mod:`~hf_critic.reports.comparison_markdown` (baselines, chance, length, PPI, paired
+  comparisons), :mod:`~hf_critic.reports.markdown_tables` (number formats, tables) and
+  :mod:`~hf_critic.reports.critic_plots` (bars, confusion heat maps, reliability diagrams);
+- :mod:`~hf_critic.reports.risk_coverage`: risk-coverage tables and plots, agreement-coverage plots (``meta-eval``,
+  ``calibrate --report-dir``);
+- :mod:`~hf_critic.reports.calibration_report`: ``calibrate --report-dir``'s folder (critiques, report.md, report.json,
+  PNGs);
+- :mod:`~hf_critic.reports.robustness_report`: the judge-attack report (``attacks.md``, ``attacks.json``);
+- :mod:`~hf_critic.reports.heldout_halves`: the dev / test protocol's files (the split's id files, a half of each
+  benchmark in its own format);
+- :mod:`~hf_critic.reports.metric_modules`: the ``evaluate`` metric modules written into ``evaluate``'s caches
+  (``hf-critic metrics install``);
 
 - :mod:`~hf_critic.reports.runs`: what a run is on disk (critiques files, report folders, calibration files),
   read back (:func:`load_run`);

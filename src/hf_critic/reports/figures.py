@@ -3,7 +3,7 @@ data URIs), the calibration of its confidences, and ``report.md``.
 
 A report folder (``meta-eval --output-dir``, ``calibrate --report-dir``) brings its own plots and ``report.json``; a
 critiques file with human labels and no report is meta-evaluated here as ``hf-critic meta-eval --critiques`` would
-(:func:`hf_critic.meta_eval.critic_report.evaluate_critiques` and ``write_report``: agreement or correlation with
+(:func:`hf_critic.meta_eval.evaluate_critiques` and :func:`hf_critic.reports.meta_eval_report.write_report`: agreement or correlation with
 bootstrap intervals, confusion, per-category, reliability and risk-coverage plots).
 """
 
@@ -61,7 +61,8 @@ def meta_evaluate(row_sets, *, bootstrap: int, plots: bool) -> tuple[Figures | N
         ``(figures or None when no row set could be measured, notes)``: a note per row set left out, saying why (no
         human column, every row abstained).
     """
-    from ..meta_eval.critic_report import evaluate_critiques, write_report
+    from ..meta_eval import compare_critics, evaluate_critiques
+    from .meta_eval_report import write_report
 
     results, notes = [], []
     for row_set in row_sets:
@@ -72,7 +73,8 @@ def meta_evaluate(row_sets, *, bootstrap: int, plots: bool) -> tuple[Figures | N
     if not results:
         return None, notes
     with tempfile.TemporaryDirectory(prefix="hf-critic-view-") as folder:
-        write_report(results, folder, title="Critique files", plots=plots, paired_resamples=max(bootstrap, 100))
+        paired = compare_critics(results, resamples=max(bootstrap, 100))
+        write_report(results, folder, title="Critique files", plots=plots, paired=paired)
         figures = read_figures(Path(folder))
     figures.source = ", ".join(r.path for r in row_sets)
     return figures, notes

@@ -7,11 +7,12 @@ Escalate", ICLR 2025).
 * :mod:`.calibration`: fixed-sequence testing with the exact binomial bound, per critic and per cascade, and the
   calibration file;
 * :mod:`.claim`: a calibration file's fields checked against each other before any cascade uses it;
-* :mod:`.evaluation`: the success rate over random calibration / test splits, coverage, shares, cost, and the
-  agreement-coverage curve;
-* :mod:`.risk_coverage`: the area under the risk-coverage curve (AURC), agreement at coverage, coverage at agreement
-  (Geifman and El-Yaniv, 2017);
+* :mod:`.evaluation`: the success rate over random calibration / test splits, coverage, shares, cost;
+* :mod:`.risk_coverage`: the risk-coverage curve and its area (AURC), agreement at coverage, coverage at agreement
+  (Geifman and El-Yaniv, 2017), and the agreement-coverage curve read from it;
 * :mod:`.jury`: a jury of critics' verdicts aggregated into one (vote, mean, a fitted logistic regression).
+* :mod:`.logistic`: the one logistic regression (a reward critic's margin confidence, a fitted jury, the
+  length-controlled agreement of :mod:`hf_critic.meta_eval.length`).
 
 Running a cascade of critics on data lives in :mod:`hf_critic.selective.cascade` (it drives critics, which stand above this).
 """
@@ -43,7 +44,8 @@ from .confidence import (
     sample_labels,
     vote_confidence,
 )
-from .evaluation import agreement_coverage_curve, plot_curves, selective_figures, split_protocol
+from .evaluation import selective_figures, split_protocol
+from .risk_coverage import agreement_coverage_curve
 
 __all__ = [
     "CALIBRATION_FORMAT",
@@ -67,7 +69,6 @@ __all__ = [
     "keepable_confidences",
     "load_calibration",
     "margin_confidence",
-    "plot_curves",
     "probability_confidence",
     "read_calibration",
     "sample_labels",

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..core import schema
 from ..core.labels import LABEL_NAMES
+from .logistic import fit_logistic
 
 __all__ = [
     "CONFIDENCE_KINDS",
@@ -150,8 +151,15 @@ def margin_confidence(margin: float | None, slope: float = 1.0, intercept: float
     return float(0.5 * (1.0 + math.tanh(z / 2.0)))  # sigmoid without overflow
 
 
+#: The smallest slope of a margin confidence: a larger margin is never less confident.
+MIN_SLOPE = 1e-6
+#: The ridge penalty that keeps a margin logistic finite where the margins separate right from wrong verdicts.
+SEPARATED_PENALTY = 1e-6
+
+
 def fit_margin_logistic(margins: Sequence[float], correct: Sequence[bool]) -> tuple[float, float]:
-    """Fit ``P(verdict agrees with humans) = sigmoid(slope * |margin| + intercept)`` by maximum likelihood.
+    """Fit ``P(verdict agrees with humans) = sigmoid(slope * |margin| + intercept)`` by maximum likelihood
+    (:func:`~hf_critic.selective.logistic.fit_logistic`), the slope at least :data:`MIN_SLOPE`.
 
     Args:
         margins: reward margins of the calibration rows, shape ``(n,)``.
@@ -159,27 +167,28 @@ def fit_margin_logistic(margins: Sequence[float], correct: Sequence[bool]) -> tu
 
     Returns:
         ``(slope, intercept)``; with a single class among ``correct`` the intercept alone is fitted (slope 0 would
-        lose the ranking, so the slope stays 1).
+        lose the ranking, so the slope stays 1). Where the margins separate right from wrong verdicts (the maximum
+        lies at infinity) a ridge penalty of :data:`SEPARATED_PENALTY` keeps the slope finite; where the best slope is
+        below :data:`MIN_SLOPE`, the slope is held there and the intercept fitted.
 
     Raises:
         ValueError: different lengths, no rows, or non-finite margins.
     """
-    from scipy.optimize import minimize
-
     x = np.abs(np.asarray(margins, dtype=float))
     y = np.asarray(correct, dtype=float)
     if x.shape != y.shape or not len(x) or not np.isfinite(x).all():
         raise ValueError("fit_margin_logistic needs equal lengths, at least one row and finite margins")
-
-    def loss(params):
-        z = params[0] * x + params[1]
-        return float(np.sum(np.logaddexp(0.0, z) - y * z))
-
     if y.min() == y.max():
         rate = np.clip(y.mean(), 1e-3, 1 - 1e-3)
         return 1.0, float(math.log(rate / (1 - rate)))
-    result = minimize(loss, x0=np.array([1.0, 0.0]), method="L-BFGS-B", bounds=[(1e-6, None), (None, None)])
-    return float(result.x[0]), float(result.x[1])
+    fit = fit_logistic(x[:, None], y)
+    if not fit["converged"]:
+        fit = fit_logistic(x[:, None], y, penalty=SEPARATED_PENALTY)
+    intercept, slope = (float(v) for v in fit["coef"])
+    if slope < MIN_SLOPE:  # the bound is active: the intercept alone, the slope held at it
+        slope = MIN_SLOPE
+        intercept = float(fit_logistic(np.empty((len(x), 0)), y, offset=MIN_SLOPE * x)["coef"][0])
+    return slope, intercept
 
 
 def _label_votes(columns: Mapping[str, Sequence], row: int) -> list:

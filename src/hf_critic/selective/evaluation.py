@@ -1,5 +1,6 @@
 """Measuring selective judging: the guarantee's success rate over random calibration / test splits, coverage, each
-critic's share, the calls saved against the strongest critic, and the agreement-coverage curve.
+critic's share and the calls saved against the strongest critic (the agreement-coverage curve is
+:func:`hf_critic.selective.risk_coverage.agreement_coverage_curve`).
 
 The protocol of Trust or Escalate (Jung, Brahman, Choi, ICLR 2025, §4.1): the human-labelled rows are split at random
 into a calibration half and a test half R times; the cascade is calibrated on the first and applied to the second; the
@@ -13,13 +14,12 @@ row) and a plain confidence cut-off (the lowest threshold whose observed calibra
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 
 from .calibration import DEFAULT_MIN_ROWS, as_confidences, calibrate_cascade, cascade_decisions
 
-__all__ = ["agreement_coverage_curve", "plot_curves", "selective_figures", "split_protocol"]
+__all__ = ["selective_figures", "split_protocol"]
 
 
 def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
@@ -164,60 +164,3 @@ def split_protocol(
         "strongest_asked": float(np.mean(last_asked)),
         "no_selection": {"agreement": float(plain.mean()), "success_rate": float((plain >= 1 - alpha).mean())},
     }
-
-
-def agreement_coverage_curve(confidence: Sequence[float | None], correct: Sequence[bool]) -> tuple[list, list]:
-    """One critic's agreement on the kept rows against coverage, every distinct confidence as threshold.
-
-    Returns:
-        ``(coverages, agreements)``, from the highest threshold (least coverage) down.
-    """
-    conf = as_confidences(confidence)
-    ok = np.asarray(correct, dtype=bool)
-    coverages, agreements = [], []
-    for lam in np.sort(np.unique(conf[~np.isnan(conf)]))[::-1]:
-        kept = conf >= lam
-        coverages.append(float(kept.mean()))
-        agreements.append(float(ok[kept].mean()))
-    return coverages, agreements
-
-
-def plot_curves(curves: dict[str, tuple[list, list]], points: dict[str, tuple[float, float]], path: str | Path):
-    """Write the agreement-coverage curves (one line per critic) and the cascade's operating points as a PNG.
-
-    Args:
-        curves: ``{critic: (coverages, agreements)}`` (:func:`agreement_coverage_curve`).
-        points: ``{label: (coverage, agreement)}``, e.g. the cascade at each target level.
-        path: the PNG to write.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for name, (cov, agr) in curves.items():  # a critic with few confidence levels: its few operating points
-        ax.plot(cov, agr, marker="o" if len(cov) < 20 else None, markersize=4, label=name)
-    for label, (cov, agr) in points.items():
-        ax.scatter([cov], [agr], marker="o", zorder=3)
-        ax.annotate(label, (cov, agr), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    coverage_axes(ax, "coverage (share of rows kept)", "agreement with humans on kept rows", "lower left")
-    save_figure(fig, path)
-
-
-def coverage_axes(ax, xlabel: str, ylabel: str, legend: str) -> None:
-    """Label a coverage plot's axes (coverage from 0 to 1 on x), grid it and place its legend at ``legend``."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_xlim(0, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc=legend)
-
-
-def save_figure(fig, path: str | Path) -> None:
-    """Write a matplotlib figure as a PNG (tight layout, 120 dpi) and close it."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

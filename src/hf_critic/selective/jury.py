@@ -29,6 +29,7 @@ import numpy as np
 
 from ..core import schema
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from .logistic import fit_logistic
 
 __all__ = [
     "AGGREGATES",
@@ -312,7 +313,8 @@ def fitted_verdicts(fit: JuryFit, names: list[str], x: np.ndarray) -> tuple[list
 def fit_jury(
     members: Mapping[str, Mapping[str, Sequence]], human: Sequence[int], groups: Sequence | None = None
 ) -> JuryFit:
-    """Fit the ``fitted`` aggregate by penalised maximum likelihood (L-BFGS, a ridge penalty on the standardised
+    """Fit the ``fitted`` aggregate by penalised maximum likelihood (:func:`~hf_critic.selective.logistic.fit_logistic`,
+    a ridge penalty on the standardised
     weights chosen from :data:`PENALTIES` by :data:`PENALTY_FOLDS`-fold cross-validated log-loss) on the calibration
     rows **only**: ``members``, ``human`` and ``groups`` are those rows and nothing else.
 
@@ -397,7 +399,7 @@ def fit_features(
         keys = np.arange(len(y)) if groups is None else np.asarray([str(g) for g in groups], dtype=object)[used]
         fold = group_folds(keys, PENALTY_FOLDS)
     penalty = _choose_penalty(za, y, fold)
-    params = _ridge_logistic(za, y, penalty)
+    params = fit_logistic(za, y, penalty=penalty)["coef"]
     weights = np.zeros(z.shape[1])
     weights[active] = params[1:]
     made_from = {
@@ -449,29 +451,6 @@ def refit_difference(fit: JuryFit) -> str | None:
     return None
 
 
-def _ridge_logistic(z: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
-    """``[intercept, *weights]`` of a logistic regression of ``y`` on ``z`` with a ridge ``penalty`` on the weights
-    (trust-region Newton with the exact Hessian: a handful of steps for the few signals a jury has)."""
-    from scipy.optimize import minimize
-
-    design = np.hstack([np.ones((len(z), 1)), z])
-    ridge = penalty * np.eye(design.shape[1])
-    ridge[0, 0] = 0.0  # the intercept is not shrunk
-
-    def loss(params):
-        eta = design @ params
-        p = 1.0 / (1.0 + np.exp(-eta))
-        return np.sum(np.logaddexp(0.0, eta) - y * eta) + 0.5 * params @ ridge @ params, design.T @ (
-            p - y
-        ) + ridge @ params
-
-    def hessian(params):
-        p = 1.0 / (1.0 + np.exp(-(design @ params)))
-        return design.T @ (design * (p * (1 - p))[:, None]) + ridge
-
-    return minimize(loss, np.zeros(design.shape[1]), jac=True, hess=hessian, method="trust-exact").x
-
-
 def _choose_penalty(z: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
     """The penalty of :data:`PENALTIES` with the lowest held-out log-loss over the folds (the stronger on a tie); the
     strongest where no fold leaves both preferences to fit on."""
@@ -482,7 +461,7 @@ def _choose_penalty(z: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
             train, held = fold != k, fold == k
             if not held.any() or not train.any() or y[train].min() == y[train].max():
                 continue
-            params = _ridge_logistic(z[train], y[train], penalty)
+            params = fit_logistic(z[train], y[train], penalty=penalty)["coef"]
             eta = params[0] + z[held] @ params[1:]
             total, counted = total + float(np.sum(np.logaddexp(0.0, eta) - y[held] * eta)), True
         if counted:

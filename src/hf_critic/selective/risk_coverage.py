@@ -23,20 +23,19 @@ is one vectorised call: a resample's weight of a row is how often its question w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from scipy.special import digamma
 
-from .evaluation import coverage_axes, save_figure
+from .calibration import as_confidences
 
 __all__ = [
     "AGREEMENT_LEVELS",
     "COVERAGE_LEVELS",
     "agreement_at_coverage",
+    "agreement_coverage_curve",
     "aurc",
     "coverage_at_agreement",
-    "plot_risk_coverage",
     "risk_coverage_curve",
 ]
 
@@ -187,39 +186,30 @@ def coverage_at_agreement(
     return out
 
 
-def plot_risk_coverage(panels: dict[str, dict[str, tuple]], path: str | Path) -> Path:
-    """Write risk-coverage curves as a PNG: one panel per dataset, one line per critic (baselines dashed).
+def agreement_coverage_curve(confidence: Sequence, correct: Sequence[bool]) -> tuple[list[float], list[float]]:
+    """One critic's agreement on the kept rows against coverage, every distinct confidence as a threshold (rows at or
+    above it kept): the risk-coverage curve read at the end of each block of equal confidence, as agreement
+    (``1 - risk``), where random tie-breaking does not matter. Rows without a usable confidence
+    (:func:`~hf_critic.selective.calibration.as_confidences`) are never kept.
 
     Args:
-        panels: ``{panel title: {critic: (coverage, risk)}}`` (:func:`risk_coverage_curve`); a critic whose name
-            starts with ``"baseline:"`` is drawn dashed, without the prefix in the legend.
-        path: the PNG to write.
+        confidence: the critic's confidence per row, shape ``(n,)``.
+        correct: whether each row's verdict agrees with the human label, shape ``(n,)``.
 
     Returns:
-        ``path`` as a Path.
+        ``(coverages, agreements)``, from the highest threshold (least coverage) down; empty without a usable
+        confidence.
 
     Raises:
-        ValueError: no panel.
+        ValueError: lengths differ.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not panels:
-        raise ValueError("plot_risk_coverage needs at least one panel")
-    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
-    for ax, (title, curves) in zip(axes[0], panels.items(), strict=True):
-        for name, (cov, risk) in curves.items():
-            baseline = name.startswith("baseline:")
-            ax.plot(cov, risk, linestyle="--" if baseline else "-", label=name.removeprefix("baseline:"))
-        ax.set_title(title, fontsize=9)
-        ax.set_ylim(0, 1.02)
-        coverage_axes(
-            ax,
-            "coverage (share of rows kept, most confident first)",
-            "risk (1 - agreement with humans on kept rows)",
-            "upper left",
-        )
-    save_figure(fig, path)
-    return Path(path)
+    conf = as_confidences(confidence)
+    ok = np.asarray(correct, dtype=bool)
+    if conf.shape != ok.shape:
+        raise ValueError(f"confidence ({conf.shape}) and correct ({ok.shape}) must be of one length")
+    levels = len(np.unique(conf[~np.isnan(conf)]))
+    if not levels:
+        return [], []
+    w, e = (a[0] for a in _block_sums(conf, 1.0 - ok, None))
+    kept, errors = np.cumsum(w)[:levels], np.cumsum(e)[:levels]
+    return (kept / len(conf)).tolist(), ((kept - errors) / kept).tolist()

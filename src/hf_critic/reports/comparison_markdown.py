@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .bootstrap import format_interval
+from ..meta_eval.bootstrap import format_interval
+from ..meta_eval.paired import FIGURE_NAMES
 from .markdown_tables import number, table, with_interval
-from .paired import FIGURE_NAMES
 
 __all__ = ["comparison_sections"]
 

@@ -11,11 +11,11 @@ import numpy as np
 
 from ..core import schema
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
+from ..meta_eval.run_result import LABEL_SHORT, RunResult
 from .comparison_markdown import comparison_sections
 from .markdown_tables import number as _f
 from .markdown_tables import table as _table
 from .markdown_tables import with_interval as _fci
-from .run_result import LABEL_SHORT, RunResult
 
 __all__ = ["render_markdown"]
 

@@ -1,4 +1,4 @@
-"""Meta-evaluation reports in the papers' layouts: Markdown, JSON and PNG plots, several critics side by side.
+"""A critic's meta-evaluation figures from its critique file, in the papers' layouts (computed here, no file written).
 
 How well critics agree with humans (behind ``hf-critic meta-eval``); the per-stage report of an Eval-Instruct run
 (items, rejections, cost) is another thing, in :mod:`hf_critic.eval_instruct.stage_report`.
@@ -20,40 +20,34 @@ How well critics agree with humans (behind ``hf-critic meta-eval``); the per-sta
   unparsed nor wrong: they are counted apart (``n_abstained``), every figure is of the decided rows, and the
   coverage (decided / all rows) stands beside them;
 * **score confusion heat map** per run: human score (rows) against critic score (columns, rounded to integers,
-  plus an "unparsed" column); for pairwise runs, human label against verdict.
+  plus an "unparsed" column); for pairwise runs, human label against verdict (counts; the heat map is drawn by
+  :mod:`hf_critic.reports.critic_plots`).
 
 :func:`evaluate_critiques` turns one critique dataset (the output of :meth:`hf_critic.critic.Critic.grade` /
 ``compare``, or a file written by ``hf-critic grade`` / ``compare``) into a
 :class:`~hf_critic.meta_eval.run_result.RunResult`;
-:func:`write_report` writes ``report.md``, ``report.json`` and the plots for a list of them.
+:func:`hf_critic.reports.meta_eval_report.write_report` writes ``report.md``, ``report.json`` and the plots for a list
+of them.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
-from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..core import schema
 from ..core.labels import normalize_labels, swap_codes
-from ..io import write_text
 from ..loaders.annotators import annotator_agreement
-from ..selective.risk_coverage import plot_risk_coverage
 from .agreement import pairwise_agreement
 from .correlation import critique_correlation
-from .critic_extras import PPISpec, compare_critics, pairwise_extras, pointwise_extras
-from .critic_markdown import render_markdown
-from .critic_plots import plot_confusions, plot_per_category, plot_reliability
-from .risk_coverage import risk_coverage_markdown, risk_coverage_report
+from .critic_extras import PPISpec, pairwise_extras, pointwise_extras
+from .risk_coverage import risk_coverage_report
 from .run_result import LABEL_SHORT, RunResult
 from .verdict_sources import pairwise_verdict_figures, pointwise_verdict_figures
 
-__all__ = ["PPISpec", "evaluate_critiques", "write_report"]
+__all__ = ["PPISpec", "evaluate_critiques"]
 
 
 def _column(dataset, name: str | None) -> list | None:
@@ -422,91 +416,3 @@ def _risk_coverage(dataset, critic: str, label: str, bootstrap: int, seed: int) 
         seed=seed,
     )
     return {**blocks.pop(critic), "baselines": blocks}, curves
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    return value
-
-
-def write_report(
-    results: Sequence[RunResult],
-    out_dir: str | Path,
-    title: str = "Meta-evaluation",
-    plots: bool = True,
-    *,
-    paired_resamples: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Write ``report.md``, ``report.json`` and (with ``plots``) the PNG plots into ``out_dir``.
-
-    The paired comparisons of the critics judged on the same rows (and of each with length) are computed here
-    (:func:`~hf_critic.meta_eval.critic_extras.compare_critics`, ``paired_resamples`` bootstrap resamples of the
-    questions and random swaps of the permutation tests, seeded with ``seed``) and written as ``paired`` in
-    report.json.
-
-    Returns:
-        ``{"markdown": Path, "json": Path, "plots": [Path, ...], "paired": [...]}``.
-
-    Raises:
-        ValueError: no results, or two runs whose rows paired by id hold different texts
-            (:func:`~hf_critic.meta_eval.critic_extras.check_ids`); raised before any file is written.
-    """
-    if not results:
-        raise ValueError("no meta-evaluation results to report")
-    paired = compare_critics(results, resamples=paired_resamples, seed=seed)  # its errors come before any file
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    images = (
-        (plot_per_category(results, out_dir) + plot_confusions(results, out_dir) + plot_reliability(results, out_dir))
-        if plots
-        else []
-    )
-    sections = _risk_sections(results)
-    if plots and sections:
-        images.append(
-            plot_risk_coverage(
-                {title: curves for title, (_, curves) in sections.items()}, out_dir / "risk_coverage.png"
-            )
-        )
-    text = render_markdown(results, title, [p.name for p in images], paired)
-    text += risk_coverage_markdown({title: blocks for title, (blocks, _) in sections.items()})
-    markdown = write_text(out_dir / "report.md", text)
-    payload = {
-        "title": title,
-        "runs": [{**_fields(r), "parse_failure_rate": r.parse_failure_rate} for r in results],
-        "paired": paired,
-    }
-    json_path = write_text(out_dir / "report.json", json.dumps(_jsonable(payload), indent=2, ensure_ascii=False))
-    return {"markdown": markdown, "json": json_path, "plots": images, "paired": paired}
-
-
-def _risk_sections(results: Sequence[RunResult]) -> dict[str, tuple[dict, dict]]:
-    """``{dataset: (blocks, curves)}`` of the pairwise runs: each critic judged on the dataset, then the baselines
-    (of the dataset's first run: the same rows)."""
-    sections: dict[str, tuple[dict, dict]] = {}
-    for r in results:
-        if not r.risk_coverage:
-            continue
-        blocks, curves = sections.setdefault(r.dataset, ({}, {}))
-        blocks[r.critic] = {k: v for k, v in r.risk_coverage.items() if k != "baselines"}
-        curves.update({k: v for k, v in r.risk_curves.items() if not k.startswith("baseline:")})
-    for dataset, (blocks, curves) in sections.items():
-        first = next(r for r in results if r.dataset == dataset and r.risk_coverage)
-        blocks.update(first.risk_coverage["baselines"])
-        curves.update({k: v for k, v in first.risk_curves.items() if k.startswith("baseline:")})
-    return sections
-
-
-def _fields(result: RunResult) -> dict[str, Any]:
-    """The run's fields for report.json (the per-row values left out)."""
-    return {f.name: getattr(result, f.name) for f in fields(result) if f.metadata.get("json", True)}

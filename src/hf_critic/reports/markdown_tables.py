@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .bootstrap import format_interval
+from ..meta_eval.bootstrap import format_interval
 
 __all__ = ["number", "table", "with_interval"]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import schema
-from .run_result import RunResult
+from ..meta_eval.run_result import RunResult
 
 __all__ = ["plot_confusions", "plot_per_category", "plot_reliability"]
 
