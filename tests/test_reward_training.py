@@ -167,7 +167,7 @@ def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path,
     from hf_critic.training.reward import load_pairs, preference_pairs
 
     spec = importlib.util.spec_from_file_location(
-        "split_by_query", Path(__file__).parents[1] / "recipes" / "eval_instruct" / "split_by_query.py"
+        "split_by_query", Path(__file__).parents[1] / "scripts" / "eval_instruct" / "split_by_query.py"
     )
     split = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(split)

@@ -55,4 +55,4 @@ def test_missing_local_data_names_the_folder_and_the_script_that_builds_it(sft, 
     assert sft.cli(["--config", "recipes/smollm2-135m/sft/cpu.yaml", "--dry-run"]) == 2
     line = one_line(capsys)
     assert f"dataset 'outputs/mtbench_critiques': no local folder {REPO / 'outputs' / 'mtbench_critiques'}" in line
-    assert line.endswith("build it with `python recipes/smollm2-135m/build_mtbench_data.py` (see its --help)")
+    assert line.endswith("build it with `python scripts/smollm2-135m/build_mtbench_data.py` (see its --help)")

@@ -168,7 +168,7 @@ def test_training_rows_are_never_handed_out_as_held_out_rows(eval_instruct_outpu
 
 
 def test_split_by_query_holds_out_whole_queries_for_the_recipes(eval_instruct_output, tmp_path):
-    script = REPO / "recipes" / "eval_instruct" / "split_by_query.py"
+    script = REPO / "scripts" / "eval_instruct" / "split_by_query.py"
     out = tmp_path / "data" / "eval_instruct"
     run = subprocess.run(
         [sys.executable, str(script), str(eval_instruct_output), str(out), "--validation-fraction", "0.2"],

@@ -51,7 +51,14 @@ CritiqueLLM settings: these sources have no reference answers): ``pointwise_refe
 AlpacaEval pair, with or without an explanation, for preference / reward training; no ``messages``).
 """
 
-from .decontamination import QUESTIONS_FORMAT, benchmark_questions, decontaminate, normalize_question, parse_exclude
+from .decontamination import (
+    QUESTIONS_FORMAT,
+    benchmark_questions,
+    decontaminate,
+    heldout_excludes,
+    normalize_question,
+    parse_exclude,
+)
 from .gpt4_single import (
     BENCHMARKS,
     CONFIGS,
@@ -87,6 +94,7 @@ __all__ = [
     "build_judgment_sft_data",
     "build_published_judgment_data",
     "decontaminate",
+    "heldout_excludes",
     "load_gpt4_single_judgments",
     "load_prometheus_feedback",
     "neutral_explanation",
