@@ -1,4 +1,4 @@
-"""Training against length (issue 40 item 2): length-balanced sampling, soft labels, ODIN's disentangled reward, and
+"""Training against length: length-balanced sampling, soft labels, ODIN's disentangled reward, and
 the recipe's options end to end on a tiny model."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The dev / test protocol (issue 40 item 1): the committed split is the seeded one, by question and disjoint; a half
+"""The dev / test protocol: the committed split is the seeded one, by question and disjoint; a half
 is written in the benchmark's own format; the figures and the dev score; the choice-making script reads dev halves
 only (it refuses a test half, and no recipe that chooses names a test half)."""
 

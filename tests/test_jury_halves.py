@@ -1,4 +1,4 @@
-"""scripts/smollm2-135m/jury_halves.py (issue 47 item 3): a jury measured the way choices are made here, fitted and
+"""scripts/smollm2-135m/jury_halves.py: a jury measured the way choices are made here, fitted and
 chosen on dev, reported on test. No model: the jury's members are recorded critique files and ``longer-wins``."""
 
 from __future__ import annotations

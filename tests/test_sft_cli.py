@@ -1,4 +1,4 @@
-"""Issue 15, finding 5: `python recipes/sft.py` as a new user runs it, on a CPU machine without the Hub: expected
+"""`python recipes/sft.py` as a new user runs it, on a CPU machine without the Hub: expected
 failures are one line naming the thing and the fix, exit status 2; a dry run forces CPU and float32."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Add HH-RLHF harmlessness pairs and Auto-J within-query pairs to the reward pairs (issue 40 item 3;
-hf_critic.judgments.extra_pairs), decontaminated against the evaluation sets as build_judgment_data.py does.
+"""Add HH-RLHF harmlessness pairs and Auto-J within-query pairs to the reward pairs
+(hf_critic.judgments.extra_pairs), decontaminated against the evaluation sets as build_judgment_data.py does.
 
 Usage:
 

@@ -1,4 +1,4 @@
-"""The dev / test halves of the held-out benchmarks (issue 40 item 1; hf_critic.meta_eval.halves).
+"""The dev / test halves of the held-out benchmarks (hf_critic.meta_eval.halves).
 
 Usage:
 

@@ -1,4 +1,4 @@
-"""A jury cascade file measured on the dev / test halves of the held-out benchmarks (issue 47 item 3): every choice
+"""A jury cascade file measured on the dev / test halves of the held-out benchmarks: every choice
 on dev, the figures on test.
 
 For each benchmark (HHH alignment; Auto-J Eval-P without its ties, every pair of a half or ``--autoj-sample`` of them; MT-Bench +

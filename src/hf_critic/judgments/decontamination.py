@@ -1,4 +1,4 @@
-"""Decontamination of training judgments against benchmarks the user names (issue 20): questions compared exactly
+"""Decontamination of training judgments against benchmarks the user names: questions compared exactly
 and after normalisation, counted per benchmark."""
 
 from __future__ import annotations

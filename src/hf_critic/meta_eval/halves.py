@@ -1,4 +1,4 @@
-"""Dev / test halves of the held-out benchmarks, split by question, and the one declared dev score (issue 40 item 1).
+"""Dev / test halves of the held-out benchmarks, split by question, and the one declared dev score.
 
 A critic chosen on the benchmarks it is reported on is tuned to them. So every choice (configuration, checkpoint,
 learning rate, tie band, which critic ships) is made on the **dev** half of each out-of-distribution benchmark and

@@ -1,4 +1,4 @@
-"""Training a reward critic against length (issue 40 item 2): length-balanced sampling, soft labels and ODIN's
+"""Training a reward critic against length: length-balanced sampling, soft labels and ODIN's
 disentangled reward.
 
 Human and GPT-4 judges favour longer answers, and a reward model trained on their preferences learns length first
