@@ -58,7 +58,7 @@ quality: install
 	$(BIN)/ruff format --check .
 
 # Each script prints its figure and the ratio against a baseline measured in the same run; bench_roofline first:
-# the compute peak and memory bandwidth of this machine and each engine's share of them (issue 28).
+# the compute peak and memory bandwidth of this machine and each engine's share of them.
 bench: install
 	$(PY) benchmarks/bench_roofline.py
 	$(PY) benchmarks/bench_real_inputs.py

@@ -14,7 +14,7 @@ records and decoding settings. Then, for each batch size (1, 4, 8, 16):
   (`hf_critic.backends.models.resolve_engine`, `auto_dtype`), one of the rows above, and whether it is at least as fast as
   transformers in float32 at the same batch size.
 
-With `--verdict-modes` it times the verdict modes instead (issue 16), in one run, on the transformers engine at batch 8
+With `--verdict-modes` it times the verdict modes instead, in one run, on the transformers engine at batch 8
 in the dtype `auto` picks: a text critique of `--max-new-tokens` tokens (default there: 192) parsed for its verdict
 (`--verdict text`), against the probability read-out with no explanation (`--verdict probability --explanation
 none`: the template's verdict prefix after the prompt, one prefill, no decoding; `hf_critic.critic.verdicts`). The ratio

@@ -6,7 +6,7 @@ Then the cost of ``--bootstrap 1000`` (95% intervals, :mod:`hf_critic.meta_eval.
 pointwise figures (text- and system-level, 1,250 queries x 8 systems, queries resampled) and the pairwise ones
 (10,000 pairs judged in both orders, pairs resampled), each against the same call without intervals.
 
-Then what issue 30 adds to a 10,000-row meta-eval of two critics (``--comparison-rows``): the baselines, Cohen's kappa,
+Then what the comparison figures add to a 10,000-row meta-eval of two critics (``--comparison-rows``): the baselines, Cohen's kappa,
 Krippendorff's alpha of three annotators, the length terciles, the length-controlled agreement, the positional
 preference and PPI of each run (:mod:`hf_critic.meta_eval.critic_extras`), and the paired comparisons of the two
 critics and of each with length (``--paired-resamples 1000``), on 10,000 pairs (both orders, 5,000 questions) and on
@@ -159,7 +159,7 @@ def _comparison_data(rows: int, seed: int):
 
 
 def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
-    """Seconds that issue 30's figures add to a meta-eval of two critics on ``rows`` pairs and ``rows`` responses,
+    """Seconds that the comparison figures add to a meta-eval of two critics on ``rows`` pairs and ``rows`` responses,
     against the figures those runs computed before (pairwise agreement, critique correlation), in the same run."""
     from hf_critic.core import schema
     from hf_critic.meta_eval import evaluate_critiques
@@ -221,7 +221,7 @@ def comparison_cost(rows: int, resamples: int, repeats: int, seed: int) -> None:
     n_pairs = len(compare_critics(runs, resamples=10, seed=seed))
     t_added = t_extras + t_paired
     print(
-        f"issue 30 on {rows:,} pairs + {rows:,} graded responses, two critics each: baselines, kappa, alpha, length, "
+        f"comparison figures on {rows:,} pairs + {rows:,} graded responses, two critics each: baselines, kappa, alpha, length, "
         f"position and PPI {t_extras:.3f} s + {n_pairs} paired comparisons ({resamples} resamples / permutations) "
         f"{t_paired:.3f} s = {t_added:.3f} s added (best of {repeats}); the figures before: {t_before:.3f} s, "
         f"ratio {t_added / t_before:.1f}x; goal < 2 s: {'PASS' if t_added < 2 else 'FAIL'}"
@@ -237,9 +237,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bootstrap-rows", type=int, default=10_000, help="rows for the bootstrap cost")
     parser.add_argument("--bootstrap", type=int, default=1000, help="resamples for the bootstrap cost (0: skip)")
-    parser.add_argument("--comparison-rows", type=int, default=10_000, help="rows for issue 30's cost (0: skip)")
+    parser.add_argument(
+        "--comparison-rows", type=int, default=10_000, help="rows for the comparison figures' cost (0: skip)"
+    )
     parser.add_argument("--paired-resamples", type=int, default=1000, help="resamples of the paired comparisons")
-    parser.add_argument("--only-comparison", action="store_true", help="time issue 30's figures only")
+    parser.add_argument("--only-comparison", action="store_true", help="time the comparison figures only")
     args = parser.parse_args()
     print(machine())
     if args.only_comparison:

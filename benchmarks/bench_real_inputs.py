@@ -1,4 +1,4 @@
-"""Real-length inputs at the machine's limit (issue 46): Auto-J Eval-P pairs through every local path, in one run.
+"""Real-length inputs at the machine's limit: Auto-J Eval-P pairs through every local path, in one run.
 
 On the first A and B pairs of Auto-J Eval-P (``--pairs A,B``, default 24,240; ``../shared/data`` or
 ``$HF_CRITIC_SHARED_DATA``), both orders unless ``--one-order``:

@@ -1,4 +1,4 @@
-"""Each engine's share of the machine's roofline, measured in one run (issue 28).
+"""Each engine's share of the machine's roofline, measured in one run.
 
 In the same run: the matmul peak at the default critic's own linear shapes in float32 and bfloat16, and the memory
 bandwidth (``benchmarks/roofline.py``); then, on MT-Bench turn-1 rows (``../shared/data/selfeval/mt_bench``, or
@@ -22,7 +22,7 @@ file as it is. The build's CPU feature line is printed (the prebuilt wheel: AVX2
 It prints the CPU model, the flags that matter, the threads, the load average (start and end) and the peak RSS: other
 work on a shared machine lowers every figure, and the roofline measured beside it moves with it. Last, the long run
 (``--long-run A,B``, default 8,32): the transformers read-out in the default critic's dtype on A rows and on them
-repeated to B, rows/s and resident memory of each (issue 28: 1,000 rows flat within 20% of 100). ``--rows-flat A,B``
+repeated to B, rows/s and resident memory of each (1,000 rows flat within 20% of 100). ``--rows-flat A,B``
 times the llama.cpp and transformers float32 read-outs on the first A and B rows instead (cost per row over a run).
 
     .venv/bin/python benchmarks/bench_roofline.py [--rows 24] [--batch 8] [--slots 4] [--engines ...]
@@ -299,7 +299,7 @@ def flatness(args, model, tokenizer, template, sizes: list[int]) -> None:
 
 
 def long_run(args, model, tokenizer, template, roof: Roofline, sizes: list[int]) -> None:
-    """The read-out's rows/s and memory over a short and a long run (issue 28 item 4: flat within 20%).
+    """The read-out's rows/s and memory over a short and a long run (flat within 20%).
 
     The transformers engine in the dtype the default critic picks at ``--batch`` (``--dtype auto``), on the first
     ``A`` MT-Bench turn-1 rows and on those rows repeated to ``B`` (MT-Bench has 160 turn-1 rows; repeating the same
@@ -408,7 +408,7 @@ def main() -> None:
         "--long-run",
         default="8,32",
         help="A,B: the transformers read-out (--dtype auto) on A rows and on them repeated to B, rows/s and memory "
-        "(default 8,32; issue 28's check: 100,1000); 0 skips it",
+        "(default 8,32; the flatness check: 100,1000); 0 skips it",
     )
     parser.add_argument(
         "--long-run-tiny",

@@ -1,4 +1,4 @@
-"""The machine's roofline, measured in the run that uses it, and each engine's share of it (issue 28).
+"""The machine's roofline, measured in the run that uses it, and each engine's share of it.
 
 Two ceilings bound a critic on one machine:
 

@@ -18,7 +18,7 @@ hf_critic.training.reward and hf_critic.critics.reward), PEFT LoRA plus the scor
 Usage:
 
 # SmolLM2-135M (the embedded default critic) on this CPU, on the judgment pairs of build_judgment_data.py
-python recipes/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
+python scripts/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
 OMP_NUM_THREADS=2 accelerate launch --num_processes 1 --cpu recipes/reward.py --config recipes/smollm2-135m/reward.yaml
 
 # Two CPU processes under DeepSpeed ZeRO-2

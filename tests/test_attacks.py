@@ -1,4 +1,4 @@
-"""Judge attacks as data and the robustness report (issue 38 item 2): the declarations, the figures' maths, and
+"""Judge attacks as data and the robustness report: the declarations, the figures' maths, and
 `hf-critic meta-eval --attacks` with a stand-in critic whose verdicts are known, so every flip count is checked
 against a hand computation."""
 
@@ -162,7 +162,7 @@ def test_meta_eval_attacks_with_a_stand_in_critic(tmp_path, monkeypatch, capsys)
         return r["clean_accuracy"]["k"], r["attacked_accuracy"]["k"], r["flip_rate"]["k"], r["flip_rate"]["n"]
 
     # the stand-in echoes the injected verdict, and the parser reads a verdict quoted from the judged text as an echo:
-    # unparsed (counted wrong), never a flip (issue 39)
+    # unparsed (counted wrong), never a flip
     assert counts("verdict:mtbench") == (4, 0, 0, 4)
     # ":" is one word: it loses to the four longer better answers and ties the two one-word ones ("right", "ok")
     assert counts("master-key:colon") == (4, 4, 0, 4)
@@ -213,7 +213,7 @@ def test_meta_eval_attacks_pointwise_content_free_answers(tmp_path, monkeypatch)
 
 
 # --------------------------------------------------------------------------------------------------
-# Issue 49: attacks follow the main run's --swap and say so; attacks that run nothing or break are named errors
+# attacks follow the main run's --swap and say so; attacks that run nothing or break are named errors
 # --------------------------------------------------------------------------------------------------
 class FirstWins(StandIn):
     """A critic with full position bias: Assistant A always wins."""
@@ -234,7 +234,7 @@ def _pairs_file(tmp_path):
 
 
 def test_attack_runs_judge_the_orders_the_main_run_judged(tmp_path, monkeypatch, capsys):
-    """Before issue 49 the attack runs judged one order while the main run (--swap, the default) judged both: a
+    """The attack runs used to judge one order while the main run (--swap, the default) judged both: a
     first-position critic scored 2/3 clean in attacks.md and 0/3 (every pair a conflict) in report.md."""
     from hf_critic.cli import main
     from hf_critic.commands import meta_eval

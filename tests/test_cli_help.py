@@ -1,4 +1,4 @@
-"""Every command's ``--help``, byte for byte, against the snapshots in ``tests/help/`` (issue 29 item 2).
+"""Every command's ``--help``, byte for byte, against the snapshots in ``tests/help/``.
 
 The options are generated from dataclasses (:mod:`hf_critic.commands.options`); a change in how they are declared
 must not change what a user reads. A deliberate change to a help text updates the snapshots:

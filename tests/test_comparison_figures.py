@@ -1,4 +1,4 @@
-"""Issue 20, part 1: comparison figures that measure judgement.
+"""Comparison figures that measure judgement.
 
 * pointwise: within-question pairwise accuracy (critic ties half, unparsed pairs left out and counted), its
   bootstrap interval over questions, the row-level (pooled) correlation beside it, in meta-eval, the ``grade``
@@ -307,7 +307,7 @@ def test_meta_eval_pointwise_report_has_within_question_accuracy(tmp_path):
     run = evaluate_critiques(pointwise_critiques(), "critic", "bench", bootstrap=200)
     m = run.metrics
     assert m["within_question_accuracy"] == pytest.approx(5.5 / 7) and m["within_question_pairs"] == 7
-    # three questions: no interval worth printing (issue 39: never a zero-width or meaningless "95%" interval)
+    # three questions: no interval worth printing (never a zero-width or meaningless "95%" interval)
     assert m["ci"]["within_question_accuracy"] == m["ci"]["text_pearson"] == "n too small"
     text = render_markdown([run])
     assert "## Pointwise grading: the better response of a question above the worse" in text

@@ -1,4 +1,4 @@
-"""Judged text stays text (issue 38 item 1): on every local path that tokenises data, an answer carrying the model's
+"""Judged text stays text: on every local path that tokenises data, an answer carrying the model's
 own end-of-turn, a new assistant turn and a verdict is fed to the model as text, and the template's own control tokens
 stay real. Per path: the ids the model sees hold no control-token id from the data (they are the ids transformers'
 own ``sanitize_control_tokens`` gives, and decode to the prompt's text), and the verdict is the one on those text ids,

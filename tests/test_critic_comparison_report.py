@@ -65,7 +65,7 @@ def test_report_compares_critics_on_the_same_rows(tmp_path):
     assert "- bench: oracle vs coin: oracle better than coin on" in text
     assert "## Baselines on the same pairs" in text and f"| bench | longer wins | {100 * longer_wins:.2f} |" in text
     assert "## Length and position" in text
-    # issue 38: the report names its kappa (the two implementations differ on unparsed verdicts)
+    # the report names its kappa (the two implementations differ on unparsed verdicts)
     assert (
         "Pairwise κ: Cohen's kappa (1960), unweighted, over all pairs with a gold label, an unparsed verdict" in text
     )
@@ -90,7 +90,7 @@ def test_runs_on_other_rows_are_not_paired(tmp_path, caplog):
 
 
 def test_critics_are_paired_by_row_whatever_the_order(tmp_path, caplog):
-    """Issue 39: the same pairs in another order keep the A-vs-B comparison, with the same figures; an ``id`` column
+    """The same pairs in another order keep the A-vs-B comparison, with the same figures; an ``id`` column
     pairs rows by id; rows only one run has are left out, counted and warned about."""
 
     def unique(dataset):  # each pair its own texts (the generated ones repeat)

@@ -1,4 +1,4 @@
-"""CriticConfig: the critic's command-line options are generated from one dataclass (issue 22)."""
+"""CriticConfig: the critic's command-line options are generated from one dataclass."""
 
 from __future__ import annotations
 

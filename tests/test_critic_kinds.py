@@ -1,4 +1,4 @@
-"""Issue 31: nothing a critic cannot do is silently ignored. Every option a reward critic (a reward-model folder, the shipped
+"""Nothing a critic cannot do is silently ignored. Every option a reward critic (a reward-model folder, the shipped
 critic as a PEFT adapter) cannot honour ends in one line and exit 2 with the input intact; what it does honour (truncation, ties,
 one pass under --swap, the reference said ignored) gives the right rows. New critic kinds add their rows here."""
 

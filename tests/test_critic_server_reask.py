@@ -1,4 +1,4 @@
-"""Issue 21, "bad critiques kept": ``hf-critic grade --base-url`` against a flaky critic server. A critique that does
+"""Bad critiques not kept: ``hf-critic grade --base-url`` against a flaky critic server. A critique that does
 not parse is asked again (at once, bounded; and from the cache on a rerun, which says how many it re-asked), so a rerun
 against a healthy server gives the clean run's rows; a critique cut off at ``--max-new-tokens`` is kept and cached at
 once, and counted as cut off, apart from prompts truncated to fit the context."""
@@ -59,7 +59,7 @@ def test_a_rerun_re_asks_the_bad_critiques_a_flaky_server_left_and_says_how_many
         assert garbled > ROWS // 2 and 0 < len(bad) < garbled  # most were recovered in the same run
         assert f"unparsed {len(bad)}," in flaky
         before = healthy.requests
-        # the same command once the fault is gone (the same URL: the cache is keyed by base URL and model, issue 49):
+        # the same command once the fault is gone (the same URL: the cache is keyed by base URL and model):
         # only the bad critiques are asked again, and it says so
         with FaultInjectionProxy(
             healthy.url, fault_rate=0.0, port=int(proxy.url.rsplit(":", 1)[1].split("/")[0])

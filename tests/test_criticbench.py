@@ -396,7 +396,7 @@ def test_sandbox_blocks_network_and_caps_memory():
 
 
 def test_sandbox_warns_and_records_when_only_the_audit_hook_isolates(monkeypatch, caplog):
-    """Issue 38 item 4: without a network namespace the run says so (a warning) and records it in every result."""
+    """Without a network namespace the run says so (a warning) and records it in every result."""
     from hf_critic.criticbench import sandbox
 
     for cached in (sandbox.isolation, sandbox.network_isolation):

@@ -1,4 +1,4 @@
-"""What a user meets first (issue 21): ``from hf_critic import Critic``, a data file saved by Excel as "CSV UTF-8"
+"""What a user meets first: ``from hf_critic import Critic``, a data file saved by Excel as "CSV UTF-8"
 (a byte-order mark first), and a ``--rubric`` file that is not there."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 21, "items lost without a name": a difficulty answer that scores only some of its queries is not a good
+"""Items lost without a name: a difficulty answer that scores only some of its queries is not a good
 answer (asked again, never cached; one cached by an older run is asked again, and the run says how many), and every
 item a run does not pass on is named in ``failures.jsonl`` with its stage and reason. Against the fault-injecting
 proxy of :mod:`hf_critic.testing.servers` in front of a scripted local server."""
@@ -108,7 +108,7 @@ def test_an_incomplete_answer_cached_by_an_older_run_is_asked_again_and_counted(
         old = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
         kept = stages.score_difficulty(queries(4), WithoutCheck(old), progress=False)
     assert len(kept) == 3 and len(cache) == 2
-    with StubOpenAIServer(scripted_reply, port=server.port) as healthy:  # the same URL: one cache key (issue 49)
+    with StubOpenAIServer(scripted_reply, port=server.port) as healthy:  # the same URL: one cache key
         client = OpenAIClient(healthy.url, "m", retry=FAST, cache=cache)
         report = StageReport("score_difficulty")
         out = stages.score_difficulty(queries(4), client, report=report, progress=False)

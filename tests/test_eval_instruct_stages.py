@@ -630,7 +630,7 @@ prompt: |-
 
 
 def test_a_new_stage_is_one_declaration(tmp_path):
-    """Issue 22: a stage is one declaration (here, in this file) plus its prompt YAML; the run order, the progress
+    """A stage is one declaration (here, in this file) plus its prompt YAML; the run order, the progress
     count, the report's rows, failures.jsonl and the teacher's grammar all follow from the pipeline list."""
     from hf_critic.backends.chat import ChatRequest
     from hf_critic.critic.grammars import critique_grammar

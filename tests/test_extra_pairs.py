@@ -1,4 +1,4 @@
-"""More preference pairs (issue 40 item 3): HH-RLHF dialogues split at the last assistant turn, Auto-J grades paired
+"""More preference pairs: HH-RLHF dialogues split at the last assistant turn, Auto-J grades paired
 within their query."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The published critics' template families (issue 12): exact prompts, strict parsers, rubrics, scales, auto pick.
+"""The published critics' template families: exact prompts, strict parsers, rubrics, scales, auto pick.
 
 Each family's templates must render the model's published prompt exactly: the expected texts below are the published
 strings with their own placeholder names (Prometheus 2 README, Auto-J ``constants_prompt.py``, JudgeLM ``common.py`` +

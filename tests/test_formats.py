@@ -1,4 +1,4 @@
-"""The critic-format registry (issue 29 item 1): each critic family declared once, in one module of its own.
+"""The critic-format registry: each critic family declared once, in one module of its own.
 
 A new family is one declaration (here, in this file) plus its prompt YAMLs; the template lookup, the output-format check
 of template files, the parser, the verdict grammar, the published input wrapper and ``--template auto`` all follow
@@ -129,7 +129,7 @@ def reply(text: str, k: int) -> str:
 
 
 def test_a_new_family_is_one_declaration(terse):
-    """Issue 29: a family declared in one place (above) plus its YAMLs grades and compares like a built-in one."""
+    """A family declared in one place (above) plus its YAMLs grades and compares like a built-in one."""
     assert "terse" in list_families() and "terse" not in builtin_template_families()
     assert output_formats()["terse_arrow"] == ("score", "label")
     critic = Critic(ScriptedBackend(reply), template="terse")
@@ -272,7 +272,7 @@ def test_chat_template_file_refuses_a_family_without_a_wrapper():
 
 
 def test_prometheus2_without_a_rubric_says_to_give_rubric():
-    """Issue 39: the error named the missing field only."""
+    """The error named the missing field only."""
     from hf_critic.io import RecordError
 
     critic = Critic(ScriptedBackend(lambda user, k: "x"), template="prometheus2")

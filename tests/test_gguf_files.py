@@ -1,4 +1,4 @@
-"""GGUF re-encodings for llama.cpp's fast CPU kernels (issue 28 item 2): which files ``recode`` touches, what it
+"""GGUF re-encodings for llama.cpp's fast CPU kernels: which files ``recode`` touches, what it
 writes, and that it writes once. On tiny GGUF files written here; the read-out through llama.cpp on the shipped
 critic is in ``tests/test_llamacpp.py``."""
 
@@ -101,7 +101,7 @@ def test_an_unwritable_cache_falls_back_to_the_file_under_auto(tmp_path, caplog)
     assert "running the file as it is" in caplog.text
 
 
-# ------------------------------------------------------------------------------------------- issue 39
+# ------------------------------------------------------------------------------------------- broken and truncated files
 def test_the_fingerprint_is_of_the_whole_file_not_its_name_size_and_first_mib(tmp_path):
     first, second = tmp_path / "a" / "m.gguf", tmp_path / "b" / "m.gguf"
     first.parent.mkdir(), second.parent.mkdir()

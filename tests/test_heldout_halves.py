@@ -1,4 +1,4 @@
-"""The dev / test protocol (issue 40 item 1): the committed split is the seeded one, by question and disjoint; a half
+"""The dev / test protocol: the committed split is the seeded one, by question and disjoint; a half
 is written in the benchmark's own format; the figures and the dev score; the choice-making script reads dev halves
 only (it refuses a test half, and no recipe that chooses names a test half)."""
 
@@ -26,11 +26,11 @@ from hf_critic.meta_eval.halves import (
 from hf_critic.reports.heldout_halves import write_half
 
 REPO = Path(__file__).resolve().parents[1]
-SPLITS = REPO / "recipes" / "smollm2-135m" / "splits"
+SPLITS = REPO / "scripts" / "smollm2-135m" / "splits"
 
 
 def _select_critic():
-    spec = importlib.util.spec_from_file_location("select_critic", REPO / "recipes/smollm2-135m/select_critic.py")
+    spec = importlib.util.spec_from_file_location("select_critic", REPO / "scripts/smollm2-135m/select_critic.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -143,7 +143,7 @@ def test_a_verdict_both_run_is_also_scored_on_its_written_critiques(tmp_path, ca
     assert text["mt_vicuna_within_question"] == {"critic": 0.0, "length": 100.0, "margin": -100.0, "n": 1}
     rows = _select_critic().dev_table([str(folder)])
     assert [r["critic"] for r in rows] == ["critic_dev", "critic_dev [text]"]
-    spec = importlib.util.spec_from_file_location("report_halves", REPO / "recipes/smollm2-135m/report_halves.py")
+    spec = importlib.util.spec_from_file_location("report_halves", REPO / "scripts/smollm2-135m/report_halves.py")
     report = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(report)
     assert report.main([str(folder)]) == 0
@@ -191,11 +191,12 @@ def test_no_choice_making_recipe_names_a_test_half():
     names_test = re.compile(
         r"heldout_halves/test|heldout_halves\.py\s+write\s+test|evaluate_heldout\.sh\s+\S+\s+\S+\s+test"
     )
-    assert names_test.search("bash recipes/smollm2-135m/evaluate_heldout.sh M outputs/x test")  # the check can fail
+    assert names_test.search("bash scripts/smollm2-135m/evaluate_heldout.sh M outputs/x test")  # the check can fail
     allowed = {"heldout_halves.py", "evaluate_heldout.sh", "README.md"}
     offenders = [
         str(path.relative_to(REPO))
-        for path in sorted((REPO / "recipes").rglob("*"))
+        for folder in ("recipes", "scripts")
+        for path in sorted((REPO / folder).rglob("*"))
         if path.is_file()
         and path.suffix in {".py", ".yaml", ".sh", ".md"}
         and path.name not in allowed

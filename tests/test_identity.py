@@ -1,4 +1,4 @@
-"""Identity by content (issue 49 item 4): served models by base URL, name and what the server reports; local weights by
+"""Identity by content: served models by base URL, name and what the server reports; local weights by
 the digest of their files; a calibration's fingerprint holds every option that changes a verdict and nothing else."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ PAIRWISE = schema.Setting(schema.Task.PAIRWISE, False)
 # Served models
 # --------------------------------------------------------------------------------------------------
 def test_two_servers_serving_one_name_share_no_cached_critique(tmp_path, capsys):
-    """Before issue 49 the second server's run read the first one's verdicts back ("from cache 2")."""
+    """The second server's run used to read the first one's verdicts back ("from cache 2")."""
     from hf_critic.cli import main
 
     data = tmp_path / "pairs.jsonl"
@@ -147,7 +147,7 @@ def _fingerprint(**options) -> str:
 
 
 def test_a_temperature_greedy_decoding_never_reads_leaves_the_fingerprint():
-    """Before issue 49 a changed temperature under greedy decoding refused the calibration."""
+    """A changed temperature under greedy decoding used to refuse the calibration."""
     assert _fingerprint(decoding=DecodingConfig(temperature=0.3)) == _fingerprint(decoding=DecodingConfig())
     sampled = DecodingConfig(strategy="sampling")
     assert _fingerprint(decoding=sampled) != _fingerprint(

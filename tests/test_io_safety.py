@@ -1,4 +1,4 @@
-"""Issue 15, finding 3: outputs are checked before any model loads and written atomically; input errors name the file,
+"""Outputs are checked before any model loads and written atomically; input errors name the file,
 line and field; CSV text columns stay text; temporary folders of a killed save are removed by the next one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Juries and risk-coverage (issue 47): AURC and coverage at agreement against a hand computation, "longer wins" as a
+"""Juries and risk-coverage: AURC and coverage at agreement against a hand computation, "longer wins" as a
 critic whose confidence grows with the length difference, juries (vote ties and missing member verdicts counted, a
 jury of identical members equal to one member, a fitted aggregate fitted on calibration rows only and refused once a
 member changed), and the risk_coverage block of report.json from ``calibrate`` and ``meta-eval``. Tiny data, no

@@ -1,4 +1,4 @@
-"""recipes/smollm2-135m/jury_halves.py (issue 47 item 3): a jury measured the way choices are made here, fitted and
+"""scripts/smollm2-135m/jury_halves.py: a jury measured the way choices are made here, fitted and
 chosen on dev, reported on test. No model: the jury's members are recorded critique files and ``longer-wins``."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ HALF = ROWS // 2  # the first half of the questions (two pairs each): dev
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("jury_halves", REPO / "recipes/smollm2-135m/jury_halves.py")
+    spec = importlib.util.spec_from_file_location("jury_halves", REPO / "scripts/smollm2-135m/jury_halves.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -42,7 +42,7 @@ def test_check_gguf_names_the_file_at_fault(tmp_path):
     with pytest.raises(GGUFError, match=r"fake\.gguf' is not a GGUF file \(it starts with b'not '"):
         check_gguf(fake)
     cut = tmp_path / "cut.gguf"
-    cut.write_bytes(b"GGUF\x03\x00\x00\x00")  # the magic and a version, then nothing: truncated (issue 39)
+    cut.write_bytes(b"GGUF\x03\x00\x00\x00")  # the magic and a version, then nothing: truncated
     with pytest.raises(GGUFError, match=r"cut\.gguf' starts with b'GGUF' but is not a readable GGUF file"):
         check_gguf(cut)
     pytest.importorskip("gguf")
@@ -98,7 +98,7 @@ def test_a_server_failing_mid_run_is_a_one_line_error_with_exit_3(tmp_path, caps
         f"answered requests are kept in {cache}: run the same command again to resume (see docs/troubleshooting.md#servers)"
     )
     assert not out.exists()
-    # the server back at its address (the cache is keyed by base URL and model, issue 49)
+    # the server back at its address (the cache is keyed by base URL and model)
     with StubOpenAIServer(lambda body: "Fine. Rating: [[7]]", port=server.port) as server:
         assert main([*argv, "--base-url", server.url]) == 0
         assert server.requests == 7
@@ -172,7 +172,7 @@ ZEN4 = {"amx_bf16": False, "avx512_bf16": True}
 
 
 def test_the_verdict_walk_goes_in_chunks_so_its_second_requests_find_their_prompts_cached():
-    """Issue 28 item 2: rows are walked 4 per slot at a time, each chunk's "10" extensions right after its first
+    """Rows are walked 4 per slot at a time, each chunk's "10" extensions right after its first
     requests (llama.cpp keeps only recent prompts cached; walking 160 rows at once recomputed 52% more tokens). The
     probabilities are those of one walk over all rows."""
     from hf_critic.backends import llamacpp
@@ -223,7 +223,7 @@ def test_resolve_engine(monkeypatch, tmp_path):
     for flags in (ZEN4, AMX):
         monkeypatch.setattr(models, "cpu_flags", lambda flags=flags: flags)
         expected = {b: "llamacpp" if models._llamacpp_faster(b, flags) else "transformers" for b in (1, 4, 8)}
-        # issue 14 (AMD): 0.63 vs 0.29 at batch 1, 0.94 vs 1.45 at 8; AMX Xeon: 0.69 vs 0.43 at 1, 0.65 vs 1.08 at 4
+        # AMD EPYC: 0.63 vs 0.29 at batch 1, 0.94 vs 1.45 at 8; AMX Xeon: 0.69 vs 0.43 at 1, 0.65 vs 1.08 at 4
         assert expected == {1: "llamacpp", 4: "llamacpp" if flags is ZEN4 else "transformers", 8: "transformers"}
         if __import__("importlib").util.find_spec("xllamacpp") is not None:
             assert {b: models.resolve_engine("auto", None, b) for b in (1, 4, 8)} == expected
@@ -330,7 +330,7 @@ def test_verdict_probabilities_match_transformers(backend, reference):
 
 @pytest.mark.slow
 def test_the_q8_0_re_encoding_reads_the_same_verdicts(backend, recoded, reference):
-    """Issue 28 item 2: llama.cpp runs the Q4_1 file re-encoded as Q8_0 (1.5-2.1x the read-out's speed); its verdict
+    """Llama.cpp runs the Q4_1 file re-encoded as Q8_0 (1.5-2.1x the read-out's speed); its verdict
     distributions stay within tolerance of the file's own (before) and of transformers' exact read-out."""
     assert recoded.quantization == "Q4_1->Q8_0" and recoded.name == backend.name + "|as Q8_0"
     assert recoded.path.name.endswith(".Q8_0.gguf") and recoded.source == backend.path
@@ -354,7 +354,7 @@ def test_the_q8_0_re_encoding_reads_the_same_verdicts(backend, recoded, referenc
 def test_verdict_walk_ends_and_is_exact_where_llamacpp_sends_empty_and_repeated_tokens(
     backend, reference, monkeypatch
 ):
-    """Issue 21: at positions whose top-k holds tokens llama.cpp writes as ``""`` (``<|im_end|>``, half an emoji)
+    """At positions whose top-k holds tokens llama.cpp writes as ``""`` (``<|im_end|>``, half an emoji)
     and three tokens it writes as ``" "`` (a space, and a space followed by part of a character), the walk ends
     (it looped forever on ``""``) and its verdict probabilities equal transformers' exact read-out over the same
     weights (the last-listed ``" "``, a partial character, used to replace the space and lose its mass)."""

@@ -422,7 +422,7 @@ def test_autoj_eval_p_reproduces_published_numbers(shared_data):
         assert round(100 * values["first_order_agreement"], 2) == single, group
 
 
-# ------------------------------------------------------------------------------------------- issue 39: intervals
+# ------------------------------------------------------------------------------------------- intervals that mean something
 def test_bootstrap_intervals_need_resamples_and_units_and_hold_their_estimate():
     from hf_critic.meta_eval.bootstrap import EXCLUDES_ESTIMATE, TOO_SMALL, bootstrap_intervals
 
@@ -433,7 +433,7 @@ def test_bootstrap_intervals_need_resamples_and_units_and_hold_their_estimate():
     assert bootstrap_intervals(lambda w: {"mean": w @ values[:1]}, 1, 100) == {"mean": TOO_SMALL}  # one row
     low, high = bootstrap_intervals(mean, 20, 200)["mean"]
     assert low < values.mean() < high
-    # a statistic whose resamples all miss its estimate (the point of the issue's [1.970, 1.970] for 1.787)
+    # a statistic whose resamples all miss its estimate (once reported as [1.970, 1.970] for 1.787)
     shifted = lambda w: {"x": (w @ values) / w.sum(axis=1) + (w.std(axis=1) > 0) * 100}  # noqa: E731
     assert bootstrap_intervals(shifted, 20, 100)["x"] == EXCLUDES_ESTIMATE
 
@@ -459,7 +459,7 @@ def test_system_level_correlation_of_a_critic_all_unparsed_is_nan_not_a_tracebac
 
 
 def test_bootstrap_says_how_many_resamples_it_left_out(caplog):
-    """Issue 38 item 4: non-finite resamples are counted, logged and shown next to the interval."""
+    """Non-finite resamples are counted, logged and shown next to the interval."""
     from hf_critic.meta_eval.bootstrap import bootstrap_intervals, resample_counts
     from hf_critic.reports.markdown_tables import with_interval
 

@@ -78,7 +78,7 @@ def test_module_layout(name):
 
 @pytest.mark.parametrize("name", METRIC_NAMES)
 def test_requirements_install_from_pypi_and_cover_the_module_imports(name):
-    """Issue 21: a requirement on a git URL that does not exist made ``pip install -r requirements.txt`` (and so
+    """A requirement on a git URL that does not exist made ``pip install -r requirements.txt`` (and so
     evaluate's own ``LocalModuleTest``) fail. Every line is now a plain PyPI requirement, installed here, and they are
     exactly the libraries evaluate's loader finds imported by the module, hf_critic (the package itself) aside."""
     from importlib.metadata import version
@@ -425,7 +425,7 @@ NETWORK_ERROR = re.compile(
 
 @pytest.mark.slow
 def test_local_module_test_in_a_fresh_venv_from_the_wheel(tmp_path):
-    """Issue 21: evaluate's LocalModuleTest passes on both modules in a fresh venv holding only the wheel and evaluate.
+    """Evaluate's LocalModuleTest passes on both modules in a fresh venv holding only the wheel and evaluate.
 
     The venv (``python -m venv --without-pip``: no system site packages, no pip of its own; this interpreter's pip
     installs into it with ``--python``) gets ``evaluate`` and ``scipy`` from the package index, then the wheel with

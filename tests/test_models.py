@@ -40,7 +40,7 @@ def test_inference_dtype_names_and_auto(monkeypatch):
     [
         # AMX: bfloat16 gains nothing on matrix-vector products at batch 1 (0.33 against 0.43 critiques/s)
         (AMX, {1: torch.float32, 3: torch.float32, 4: torch.bfloat16, 8: torch.bfloat16, 32: torch.bfloat16}),
-        # AVX-512 BF16 without AMX: bfloat16 matrix-vector products are 4.3x slower than float32 (issue 14)
+        # AVX-512 BF16 without AMX: bfloat16 matrix-vector products are 4.3x slower than float32
         (AVX512_BF16, {1: torch.float32, 4: torch.float32, 8: torch.bfloat16, 32: torch.bfloat16}),
         (AVX2, {1: torch.float32, 8: torch.float32}),
     ],
@@ -212,13 +212,13 @@ def test_model_folders_that_hold_a_model_resolve(tiny_model_dir, tmp_path):
 
     save_file({"lora_A": torch.zeros(2, 2)}, adapter / "adapter_model.safetensors")
     assert models.resolve_model(adapter) == str(adapter)
-    (adapter / "adapter_model.safetensors").write_bytes(b"")  # issue 39: an empty weights file is no adapter
+    (adapter / "adapter_model.safetensors").write_bytes(b"")  # an empty weights file is no adapter
     with pytest.raises(ValueError, match="adapter_model.safetensors: not a readable safetensors file \\(0 bytes"):
         models.resolve_model(adapter)
 
 
 def test_a_model_folder_without_tokenizer_files_says_so_not_sentencepiece(tiny_model_dir, tmp_path, capsys):
-    """Issue 39: transformers asked to install sentencepiece or tiktoken."""
+    """Transformers asked to install sentencepiece or tiktoken."""
     from hf_critic.cli import main
 
     folder = tmp_path / "no-tokenizer"
@@ -238,7 +238,7 @@ def test_a_model_folder_without_tokenizer_files_says_so_not_sentencepiece(tiny_m
 
 
 def test_models_go_to_the_device_accelerate_names(tiny_model_dir, tmp_path, monkeypatch):
-    """Issue 38 item 4: the device comes from accelerate's PartialState (MPS, XPU, ... not CUDA alone); a stand-in
+    """The device comes from accelerate's PartialState (MPS, XPU, ... not CUDA alone); a stand-in
     state naming the meta device moves the causal LM and the reward model there."""
     import accelerate
     import torch

@@ -1,4 +1,4 @@
-"""Options never ignored, and no traceback (issue 49 item 6): unknown keys in every YAML file hf-critic reads are
+"""Options never ignored, and no traceback: unknown keys in every YAML file hf-critic reads are
 one-line errors naming the key, the file and the closest valid key; optional extras fail before the work; --report-dir
 naming a file and an all-tie --drop-tie are one-line errors."""
 
@@ -65,7 +65,7 @@ SERVED = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
 def test_unknown_keys_in_a_cascade_file_are_errors_naming_the_file_and_the_closest_key(
     tmp_path, monkeypatch, spec, message
 ):
-    """Before issue 49 these keys were ignored: a typo turned the critic into the embedded default one."""
+    """These keys used to be ignored: a typo turned the critic into the embedded default one."""
     with pytest.raises(ValueError) as err:
         _load(tmp_path, spec, monkeypatch)
     text = str(err.value)

@@ -1,6 +1,6 @@
-"""Issue 13: meta-evaluation on anyone's data from the command line, and every input that used to be accepted silently.
+"""Meta-evaluation on anyone's data from the command line, and every input that used to be accepted silently.
 
-One test (at least) per item of the issue's lists 1-7; most go through ``hf-critic meta-eval`` itself, on small
+One test (at least) per input that used to be accepted silently; most go through ``hf-critic meta-eval`` itself, on small
 files written here in the shapes published benchmarks use (PandaLM's three annotators with 0 = tie, judge files with
 their own field names and label words, critique-comparison files judged in one order per row).
 """
@@ -507,7 +507,7 @@ def test_bootstrap_interval_narrows_with_more_rows():
 
 
 def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys):
-    """Issue 39: verdicts are attached by id when both files have one, whatever the order; an id the file lacks is
+    """Verdicts are attached by id when both files have one, whatever the order; an id the file lacks is
     one line naming it."""
     bench = _jsonl(tmp_path / "bench.jsonl", [{"id": f"p{i}", **row} for i, row in enumerate(PLAIN)])
     right = [{"id": f"p{i}", "output": row["label"]} for i, row in enumerate(PLAIN)]
@@ -530,7 +530,7 @@ def test_a_verdict_files_id_column_matches_the_benchmarks_rows(tmp_path, capsys)
     ],
 )
 def test_a_bad_verdict_in_a_critique_file_names_the_file_and_row(tmp_path, capsys, row, message):
-    """Issue 39: 'predictions[0] = ...' and 'could not convert string to float' named no file."""
+    """'predictions[0] = ...' and 'could not convert string to float' named no file."""
     critiques = _jsonl(tmp_path / "c.jsonl", [row])
     code = main(["meta-eval", "--critiques", critiques, "--output-dir", str(tmp_path / "out"), "--no-plots"])
     assert code == 2 and f"{critiques}: {message}" in capsys.readouterr().err

@@ -459,7 +459,7 @@ def test_mt_bench_judge_prompt_formats(shared_data):
         else:
             assert prompt["output_format"] == "[[rating]]"
             assert parse_score(prompt["output_format"]).status is UNPARSED
-            # its format example is quoted ('"Rating: [[5]]"'): a quotation, no verdict (it parsed as 5 before issue 49)
+            # its format example is quoted ('"Rating: [[5]]"'): a quotation, no verdict (it used to parse as 5)
             assert parse_score(prompt["system_prompt"] + prompt["prompt_template"]).status is UNPARSED, name
 
 
@@ -481,7 +481,7 @@ def test_speed():
 
 
 # --------------------------------------------------------------------------------------------------
-# Issue 15: wrong verdicts that must come out right or unparsed, and where a verdict may stand
+# wrong verdicts that must come out right or unparsed, and where a verdict may stand
 # --------------------------------------------------------------------------------------------------
 WRONG_VERDICTS = [
     # (id, parser, text, the right answer or None when only "unparsed" is right)
@@ -556,10 +556,10 @@ def test_dict_pairs_with_odd_bodies():
     assert parse_score("{Overall Score: 5,,, }").score == 5.0
 
 
-# ------------------------------------------------------------------------------------------- issue 39: echoes
+# ------------------------------------------------------------------------------------------- echoes
 @pytest.mark.parametrize("family", ["critiquellm_v2", "mtbench", "autoj", "critiquellm_v1"])
 def test_a_critic_echoing_its_prompt_gets_no_verdict_from_the_format_example(family):
-    """Before issue 39 the prompt's own example was read as the score (7 for critiquellm_v2, 5 for the others)."""
+    """The prompt's own example used to be read as the score (7 for critiquellm_v2, 5 for the others)."""
     from hf_critic import Critic
     from tests.test_critic import ScriptedBackend
 
@@ -602,7 +602,7 @@ def test_own_text_blanks_the_echo_and_keeps_positions():
 
 
 # --------------------------------------------------------------------------------------------------
-# Issue 49 item 5: the critic's last verdict outside quotations
+# the critic's last verdict outside quotations
 # --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "text, expected",

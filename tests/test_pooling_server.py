@@ -174,7 +174,7 @@ def test_a_503_then_a_200_is_retried():
     ],
 )
 def test_the_pooling_client_waits_as_the_server_says(headers, wait, monkeypatch):
-    """Issue 38 item 4: the chat client's retry loop (backends.retry.Attempts), every Retry-After form (capped)."""
+    """The chat client's retry loop (backends.retry.Attempts), every Retry-After form (capped)."""
     if headers.get("Retry-After") == "DATE+100":  # made when the test runs, not when it is collected
         headers = {"Retry-After": email.utils.formatdate(time.time() + 100, usegmt=True)}
     import types
@@ -314,7 +314,7 @@ def test_compare_and_grade_through_a_served_reward_model(tmp_path, capsys):
     assert "verdicts from the served reward model" in capsys.readouterr().out
 
 
-# ------------------------------------------------------------------------------------------- issue 39: non-finite
+# ------------------------------------------------------------------------------------------- non-finite rewards
 @pytest.mark.parametrize("bad", ["NaN", "Infinity"])
 def test_a_non_finite_reward_is_an_error_naming_the_row_and_never_cached(tmp_path, capsys, bad):
     """A server answering NaN / Infinity gives no verdict: exit 2 naming the file and row, nothing cached, and a
@@ -356,7 +356,7 @@ def _all_keys(path):
 
 def test_max_retries_and_a_long_retry_after_are_honoured_on_pooling(tmp_path, capsys):
     """`--max-retries 1` is two attempts per request; a Retry-After beyond the total wait bound fails at once, saying
-    so (it sat silent until killed before issue 39)."""
+    so (it used to sit silent until killed)."""
     from hf_critic.cli import main
 
     data = tmp_path / "g.jsonl"
@@ -400,7 +400,7 @@ def test_a_long_wait_is_said_before_it_starts(caplog):
     ],
 )
 def test_server_options_out_of_range_name_the_option(capsys, option, value, message):
-    """Issue 39: `--concurrency 0` was reported as "batch_size must be >= 1"."""
+    """`--concurrency 0` was reported as "batch_size must be >= 1"."""
     from hf_critic.cli import main
 
     with pytest.raises(SystemExit) as exit_:

@@ -106,7 +106,7 @@ def test_human_subset_and_win_values():
 
 
 def test_one_human_label_gives_no_zero_width_interval():
-    """Issue 39: one label has no spread; its interval is 'n too small', not [x, x]."""
+    """One label has no spread; its interval is 'n too small', not [x, x]."""
     from hf_critic.meta_eval.bootstrap import TOO_SMALL
 
     one = classical_mean_interval([4.0, None, None])

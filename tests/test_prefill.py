@@ -1,4 +1,4 @@
-"""Every local path reads what it must, once (issue 46): counted, not timed.
+"""Every local path reads what it must, once: counted, not timed.
 
 The read-out makes one forward pass a prompt (its verdict trie in the same pass), prefills a prefix shared by all
 rows or by a family of rows (the two orders of a pair, the responses to one question) once, and pads no row beyond

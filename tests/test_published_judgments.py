@@ -21,6 +21,7 @@ from hf_critic.judgments import (
     benchmark_questions,
     build_published_judgment_data,
     decontaminate,
+    heldout_excludes,
     neutral_explanation,
     normalize_question,
     parse_exclude,
@@ -531,7 +532,7 @@ def test_save_writes_configs_hub_folder_card_and_report(data_dir, tmp_path):
 
 
 def _script():
-    path = REPO_ROOT / "recipes" / "smollm2-135m" / "build_judgment_data.py"
+    path = REPO_ROOT / "scripts" / "smollm2-135m" / "build_judgment_data.py"
     spec = importlib.util.spec_from_file_location("build_judgment_data", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -562,8 +563,8 @@ def test_command_prints_counts_and_refuses_to_push_offline(data_dir, tmp_path, c
     assert "the name 'life' is given twice" in capsys.readouterr().err
 
 
-def test_default_excludes_name_the_held_out_benchmarks(tmp_path):
-    specs = _script().default_excludes(tmp_path)
+def test_heldout_excludes_name_the_held_out_benchmarks(tmp_path):
+    specs = heldout_excludes(tmp_path, tmp_path / "examples" / "*.jsonl")
     assert [parse_exclude(s)[:2] for s in specs] == [
         ("autoj_eval_p", "autoj"),
         ("hhh", "prometheus"),

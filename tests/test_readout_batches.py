@@ -1,4 +1,4 @@
-"""Read-out batches cut by padded tokens as well as rows (issue 28 item 3): the cut, and outputs equal to before.
+"""Read-out batches cut by padded tokens as well as rows: the cut, and outputs equal to before.
 
 :func:`hf_critic.backends.prefill.token_batches` keeps long rows alone and short ones together; the probability
 read-out over those batches must equal the read-out over batches cut by rows only (float32, a tiny model, rows of

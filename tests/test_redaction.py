@@ -1,4 +1,4 @@
-"""Issue 21, "a key in the clear": a key in --base-url authenticates like one from the environment, and no key is
+"""A key in the clear: a key in --base-url authenticates like one from the environment, and no key is
 printed, logged or written, at -v or -vv."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 15: no bad answer kept, no run poisoned by one answer, empty results never pass as success, no secret in a
+"""No bad answer kept, no run poisoned by one answer, empty results never pass as success, no secret in a
 URL written out. Against the fault-injecting proxy of :mod:`hf_critic.testing.servers` in front of a scripted local server."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_a_cached_answer_that_no_longer_passes_is_asked_again(tmp_path):
     with StubOpenAIServer(lambda body: "garbage ~~~") as server:  # cached by a run without a check (older version)
         OpenAIClient(server.url, "m", retry=FAST, cache=cache).complete_many(requests(1), stage="s", progress=False)
     check = lambda text: None if "[[" in text else "unparseable"  # noqa: E731
-    # the same server (URL and model) again: the cache is keyed by both (issue 49), so the stored entry is found
+    # the same server (URL and model) again: the cache is keyed by both, so the stored entry is found
     with StubOpenAIServer(lambda body: "Fine. [[7]]", port=server.port) as server:
         client = OpenAIClient(server.url, "m", retry=FAST, cache=cache)
         result = client.complete_many(requests(1), stage="s", progress=False, check=check)[0]

@@ -1,6 +1,6 @@
 """`accelerate launch recipes/reward.py` for real: TRL's RewardTrainer with LoRA under DeepSpeed ZeRO-2 over gloo on 2 CPU
 processes, on a tiny random model and pairs with a learnable signal; validation within-question accuracy rises, and
-the saved adapter folder is a reward critic for `hf-critic compare` (issue 27, item 2). Slow: a multi-process launch;
+the saved adapter folder is a reward critic for `hf-critic compare`. Slow: a multi-process launch;
 the first DeepSpeed run on a machine compiles a communication op (~85 s, cached in ~/.cache/torch_extensions)."""
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_rewards_equal_a_direct_forward_pass(critic, reward_folder):
 
 
 def test_token_limited_batches_give_the_rewards_of_row_batches(critic):
-    """Issue 28 item 3: reward scoring is cut into batches by padded tokens, as the read-out is, outputs unchanged."""
+    """Reward scoring is cut into batches by padded tokens, as the read-out is, outputs unchanged."""
     from hf_critic.backends.models import READOUT_BATCH_TOKENS
 
     scorer = critic.reward
@@ -239,7 +239,7 @@ def test_meta_eval_names_an_order_free_critic_and_measures_no_consistency(critic
     assert "probability, first order" not in report
 
 
-# ------------------------------------------------------------------------------------------- issue 39
+# ------------------------------------------------------------------------------------------- non-finite rewards and broken inputs
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

@@ -1,4 +1,4 @@
-"""The reward recipe's PEFT configurations (issue 27 item 3): which parameters each one trains."""
+"""The reward recipe's PEFT configurations: which parameters each one trains."""
 
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path,
     from hf_critic.training.reward import load_pairs, preference_pairs
 
     spec = importlib.util.spec_from_file_location(
-        "split_by_query", Path(__file__).parents[1] / "recipes" / "eval_instruct" / "split_by_query.py"
+        "split_by_query", Path(__file__).parents[1] / "scripts" / "eval_instruct" / "split_by_query.py"
     )
     split = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(split)
@@ -203,7 +203,7 @@ def test_eval_instruct_pairs_train_a_reward_model_after_split_by_query(tmp_path,
 
 
 def test_the_reward_trainer_keeps_the_length_columns_through_the_public_route(tmp_path):
-    """Issue 38 item 4: remove_unused_columns=False carries the length columns to the collator (TRL's private
+    """Remove_unused_columns=False carries the length columns to the collator (TRL's private
     _set_signature_columns_if_needed is no longer overridden), and evaluation still sees whole pairs."""
     import datasets
     from transformers import AutoTokenizer

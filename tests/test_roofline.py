@@ -1,4 +1,4 @@
-"""The roofline arithmetic of ``benchmarks/roofline.py`` (issue 28) on a tiny model: work counted as torch counts it.
+"""The roofline arithmetic of ``benchmarks/roofline.py`` on a tiny model: work counted as torch counts it.
 
 The benchmark's shares are only as right as the FLOPs and bytes it divides by; here they are checked against
 ``torch.utils.flop_counter.FlopCounterMode`` on a real forward pass, and the measured ceilings are checked to be
@@ -77,7 +77,7 @@ def test_weight_bytes_and_decode_bound(tiny):
     assert roofline.weight_bytes(tiny) == 4 * params
     assert roofline.weight_bytes(tiny.to(torch.bfloat16)) == 2 * params
     tiny.to(torch.float32)
-    # 25 GB/s over 270 MB per step: 92.6 steps/s, 741 tokens/s at batch 8 (the issue's figure)
+    # 25 GB/s over 270 MB per step: 92.6 steps/s, 741 tokens/s at batch 8 (the figure worked by hand)
     assert roofline.decode_bound(25e9, 270_000_000, 8) == pytest.approx(740.7, abs=0.1)
 
 

@@ -3,7 +3,7 @@
 Each case gets the correct figure, or exit status 2 with one line on stderr naming the file (and the row and field
 where there is one), no traceback, and its input left byte for byte as it was. The scripts run in-process through
 their ``main(argv)``: ``scripts/length_baseline.py``, ``scripts/show_verdicts.py``,
-``recipes/eval_instruct/split_by_query.py`` and ``recipes/smollm2-135m/build_judgment_data.py``.
+``scripts/eval_instruct/split_by_query.py`` and ``scripts/smollm2-135m/build_judgment_data.py``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = {
     "length_baseline": "scripts/length_baseline.py",
     "show_verdicts": "scripts/show_verdicts.py",
-    "split_by_query": "recipes/eval_instruct/split_by_query.py",
-    "build_judgment_data": "recipes/smollm2-135m/build_judgment_data.py",
+    "split_by_query": "scripts/eval_instruct/split_by_query.py",
+    "build_judgment_data": "scripts/smollm2-135m/build_judgment_data.py",
 }
 
 

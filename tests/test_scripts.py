@@ -58,7 +58,7 @@ def test_length_baseline_on_compare_and_grade_files(tmp_path):
 
 def test_heldout_pearson_reads_grade_files_and_names_a_missing_one(tmp_path):
     """recipes/smollm2-135m step 4: Pearson of each file and pooled; an unmatched glob is one line, exit 2."""
-    script = REPO_ROOT / "recipes" / "smollm2-135m" / "heldout_pearson.py"
+    script = REPO_ROOT / "scripts" / "smollm2-135m" / "heldout_pearson.py"
     good = _write(tmp_path / "a.jsonl", [{"critique_score": s, "score": g} for s, g in ((1, 2), (5, 6), (9, 7))])
     done = subprocess.run([sys.executable, str(script), str(good)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

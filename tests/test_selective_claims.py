@@ -1,4 +1,4 @@
-"""Selective judging says nothing silently wrong (issue 49, items 1-3): a calibration file is a claim checked field by
+"""Selective judging says nothing silently wrong: a calibration file is a claim checked field by
 field; NaN, None and out-of-range confidences are never kept; abstained is its own status for meta-eval, calibrate and
 the split report; recorded verdicts of one order carry a constant confidence, are matched by id or (text,
 occurrence), and say which rows they lack; calibrate reads every layout meta-eval reads."""

@@ -1,4 +1,4 @@
-"""Issue 15, finding 5: `python recipes/sft.py` as a new user runs it, on a CPU machine without the Hub: expected
+"""`python recipes/sft.py` as a new user runs it, on a CPU machine without the Hub: expected
 failures are one line naming the thing and the fix, exit status 2; a dry run forces CPU and float32."""
 
 from __future__ import annotations
@@ -55,4 +55,4 @@ def test_missing_local_data_names_the_folder_and_the_script_that_builds_it(sft, 
     assert sft.cli(["--config", "recipes/smollm2-135m/sft/cpu.yaml", "--dry-run"]) == 2
     line = one_line(capsys)
     assert f"dataset 'outputs/mtbench_critiques': no local folder {REPO / 'outputs' / 'mtbench_critiques'}" in line
-    assert line.endswith("build it with `python recipes/smollm2-135m/build_mtbench_data.py` (see its --help)")
+    assert line.endswith("build it with `python scripts/smollm2-135m/build_mtbench_data.py` (see its --help)")

@@ -1,5 +1,5 @@
 """`accelerate launch recipes/sft.py` for real: DeepSpeed ZeRO-2 over gloo on 2 CPU processes, full and LoRA, then the
-checkpoint graded by `hf-critic grade` (issue 5 acceptance). Slow: two multi-process launches; the first DeepSpeed run
+checkpoint graded by `hf-critic grade` (the SFT recipe end to end). Slow: two multi-process launches; the first DeepSpeed run
 on a machine also compiles a communication op (~85 s, cached in ~/.cache/torch_extensions)."""
 
 from __future__ import annotations

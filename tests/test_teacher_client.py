@@ -169,7 +169,7 @@ def test_cache_makes_a_rerun_free_and_keys_cover_model_messages_params(tmp_path)
         other.complete_many(requests(1), stage="s", progress=False)
         assert server.requests == 7
         assert server.headers[-1]["x-hf-critic-stage"] == "s"
-        # the model part of the key is its identity: base URL, name and what the server reports (issue 49)
+        # the model part of the key is its identity: base URL, name and what the server reports
         assert other.identity.startswith(f"{server.url}|other-model|")
         assert server.headers[-1]["x-hf-critic-cache-key"] == chat_cache_key(
             other.identity, requests(1)[0].messages, {}
@@ -271,7 +271,7 @@ def test_a_server_gone_mid_run_is_one_error_naming_the_cache(tmp_path):
         "the same command again to resume"
     )
     assert (info.value.failed, info.value.total, len(cache)) == (1, 2, 1)
-    # no cache (--no-cache), a key in the URL: nothing claimed kept (issue 39), the key redacted
+    # no cache (--no-cache), a key in the URL: nothing claimed kept, the key redacted
     url = f"http://user:{SECRET}@127.0.0.1:{free_port()}/v1"
     backend = OpenAIBackend(client(url), progress=False)
     calls = [
@@ -343,7 +343,7 @@ def test_identical_requests_in_a_batch_are_sent_once():
 
 # ----------------------------------------------------------------------------------------------- Retry-After
 def test_retry_after_reads_seconds_milliseconds_and_http_dates():
-    """Issue 38 item 4: the server's wait in its three forms (OpenAI sends retry-after-ms, RFC 9110 allows a date)."""
+    """The server's wait in its three forms (OpenAI sends retry-after-ms, RFC 9110 allows a date)."""
     from hf_critic.backends.retry import retry_after
 
     now = 1_700_000_000.0  # Tue, 14 Nov 2023 22:13:20 GMT

@@ -1,4 +1,4 @@
-"""Critic SFT (issue 5): mixtures and weights, rendering, loss masks, dry run, validation Pearson, recipes, configs."""
+"""Critic SFT: mixtures and weights, rendering, loss masks, dry run, validation Pearson, recipes, configs."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def test_training_rows_are_never_handed_out_as_held_out_rows(eval_instruct_outpu
 
 
 def test_split_by_query_holds_out_whole_queries_for_the_recipes(eval_instruct_output, tmp_path):
-    script = REPO / "recipes" / "eval_instruct" / "split_by_query.py"
+    script = REPO / "scripts" / "eval_instruct" / "split_by_query.py"
     out = tmp_path / "data" / "eval_instruct"
     run = subprocess.run(
         [sys.executable, str(script), str(eval_instruct_output), str(out), "--validation-fraction", "0.2"],
@@ -506,7 +506,7 @@ def test_pearson_callback_picks_the_best_checkpoint(tiny_model_dir, tmp_path, mo
     evaluate = trainer.evaluate
     trainer.evaluate = lambda *a, **k: returned.append(evaluate(*a, **k)) or returned[-1]
     trainer.train()
-    # issue 38: the Pearson is in what evaluate() returns, next to the loss (not written into the Trainer's dict)
+    # the Pearson is in what evaluate() returns, next to the loss (not written into the Trainer's dict)
     assert all("eval_critique_pearson" in m and "eval_loss" in m for m in returned) and len(returned) == 3
 
     expected = [
@@ -665,7 +665,7 @@ def test_broken_deepspeed_config_is_rejected(tmp_path):
 
 
 def test_deepspeed_auto_values_are_resolved_by_transformers(tmp_path):
-    """Issue 38 item 4: the "auto" values come from transformers' own HfTrainerDeepSpeedConfig (the training
+    """The "auto" values come from transformers' own HfTrainerDeepSpeedConfig (the training
     arguments, the model's hidden size), not from constants: the checked config is the one that trains."""
     from transformers import LlamaConfig, TrainingArguments
 

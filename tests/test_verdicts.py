@@ -107,7 +107,7 @@ def _bounded(tables, limit=10):
 
 
 def test_walk_ends_on_the_issue_top_k_with_an_empty_token():
-    """Issue 21: ``{"": -1.0, "5": -0.7, "1": -2.0}`` at every position looped forever, counting the same mass again."""
+    """``{"": -1.0, "5": -0.7, "1": -2.0}`` at every position looped forever, counting the same mass again."""
     top, calls = _bounded({"": {"": -1.0, "5": -0.7, "1": -2.0}, "1": {"": -1.0, "5": -0.7, "1": -2.0}})
     (readout,) = walk_top_logprobs(top, 1, SCORES)
     # "5" is a verdict no other extends; "1" is extended by "10" only, and "1" + "5" / "1" + "1" lead to none
@@ -254,7 +254,7 @@ def _reference(backend, conversation, continuation, spelling) -> float:
 
 
 def test_model_runs_print_no_library_deprecation(tiny_backend, caplog, recwarn):
-    """Issue 21: every read-out and generation warned that ``past_key_values`` is deprecated (transformers 5.x names
+    """Every read-out and generation warned that ``past_key_values`` is deprecated (transformers 5.x names
     the KV cache ``cache``): the read-out with and without a shared prefix (the trie step reuses the cache) and
     generation with a shared prefix, checked as warnings and as the library's log lines."""
     import logging
@@ -711,7 +711,7 @@ def test_verdict_readout_is_exact_with_sliding_window_layers(name):
 
 
 def test_the_verdict_plan_says_what_a_critic_does():
-    """Issue 22: the verdict mode is resolved once into a type the critic asks, no mode strings compared."""
+    """The verdict mode is resolved once into a type the critic asks, no mode strings compared."""
     from hf_critic.critic.verdicts import VerdictMode, resolve_verdict
 
     both = resolve_verdict("both", None, embedded=False)

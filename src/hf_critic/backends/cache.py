@@ -111,7 +111,7 @@ class GenerationCache:
                 marks = ",".join("?" * len(chunk))
                 rows = self._db.execute(f"SELECT key, value FROM generations WHERE key IN ({marks})", chunk)
                 for k, v in rows:
-                    try:  # an entry holding NaN / Infinity (written before issue 39) is missing: computed again
+                    try:  # an entry holding NaN / Infinity (written by older versions) is missing: computed again
                         found[k] = json.loads(v, parse_constant=_non_finite)
                     except ValueError:
                         continue

@@ -1,7 +1,7 @@
 """GGUF files: their facts (weight type, fingerprint) and re-encodings that llama.cpp's CPU kernels run fast.
 
 llama.cpp multiplies each weight type with its own kernel, and on x86 some types have no fast one: Q4_1 has neither
-llamafile's tiled matrix multiply nor a repacked layout, Q8_0 has both. Issue 28 measured the probability read-out of
+llamafile's tiled matrix multiply nor a repacked layout, Q8_0 has both. Measured here: the the probability read-out of
 the embedded critic (SmolLM2-135M-Instruct, the shipped Q4_1 file) on 24 MT-Bench turn-1 rows, 4 slots, 2 threads,
 a 2-core AMD EPYC with AVX-512 BF16, against transformers float32 on the same rows in the same run (1.50-1.71 rows/s):
 
@@ -219,7 +219,7 @@ def _seal(target: Path) -> Path:
 
 def _verified(target: Path) -> bool:
     """Whether a kept re-encoding is whole: its bytes hash to the fingerprint written beside it when it was complete.
-    A truncated, damaged or unsealed one is said and written again (issue 39: no run fails on a broken cache file)."""
+    A truncated, damaged or unsealed one is said and written again (no run fails on a broken cache file)."""
     if not target.is_file():
         return False
     seal = _seal(target)

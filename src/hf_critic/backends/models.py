@@ -227,7 +227,7 @@ def check_safetensors(path: str | os.PathLike) -> None:
 
     Raises:
         ValueError: one line naming the file, its size and what is wrong (junk, empty, truncated), rather than a
-            traceback from the loader (issue 39).
+            traceback from the loader.
     """
     from safetensors import SafetensorError, safe_open
 
@@ -324,7 +324,7 @@ MEASUREMENTS = {
         "transformers bfloat16": {1: 0.33, 4: 1.08, 8: 1.57, 16: 2.00},
         "llamacpp Q4_1": {1: 0.69, 4: 0.65, 8: 0.63, 16: 0.46},
     },
-    # The AMD EPYC of issue 14 (AVX-512 BF16, no AMX), 16 records, 2 threads.
+    # A 2-core AMD EPYC (AVX-512 BF16, no AMX), 16 records, 2 threads.
     "avx512_bf16": {
         "transformers float32": {1: 0.29, 8: 0.86},
         "transformers bfloat16": {1: 0.07, 8: 1.45},
@@ -333,7 +333,7 @@ MEASUREMENTS = {
 }
 
 
-# Padded prompt tokens per prefill forward pass on a CPU (probability read-out, reward-model scoring) (rows x the batch's longest row). Issue 28: on a 2-core AMD
+# Padded prompt tokens per prefill forward pass on a CPU (probability read-out, reward-model scoring) (rows x the batch's longest row). Measured on a 2-core AMD
 # EPYC (AVX-512 BF16, 1 thread, shared), 24 MT-Bench turn-1 rows read out at batch 8 in 23.1 s in bfloat16 and 39.8 s
 # in float32 with rows only, 15.5 s and 25.7 s within 1,024 tokens (512: 16.4 and 26.4 s; 2,048 and 4,096 in between).
 # Sorted by length, one 938-token row still padded its 7 companions to its length (61% of the batch padding), and

@@ -79,7 +79,7 @@ class RequestsFailedError(RuntimeError):
         self.failed, self.total, self.cache = failed, total, cache
         if cache:
             kept = f"answered requests are kept in {cache}: run the same command again to resume"
-        else:  # --no-cache: claiming a resume would be wrong (issue 39)
+        else:  # --no-cache: claiming a resume would be wrong
             kept = "no cache (--no-cache), so nothing answered is kept: a rerun asks every request again"
         first = " ".join(first_error.split())  # one line, whatever the server's error body held
         super().__init__(
@@ -108,7 +108,7 @@ class RetryPolicy:
         multiplier: growth factor per retry (>= 1).
         jitter: share of the wait drawn at random, in [0, 1].
         max_total_wait: seconds one request may spend waiting between its attempts in all (> 0); a ``Retry-After``
-            beyond it fails the request at once rather than sit silent (issue 39).
+            beyond it fails the request at once rather than sit silent.
     """
 
     max_retries: int = 6

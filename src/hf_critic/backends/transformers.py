@@ -118,7 +118,7 @@ class TransformersBackend(Backend):
         lm, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype=dtype, batch_size=batch_size)
         if lm.device.type == "cpu":
             torch.set_num_threads(threads)
-        # known by content (issue 49): a folder retrained in place, or two checkpoints under one name, never share keys
+        # known by content: a folder retrained in place, or two checkpoints under one name, never share keys
         digest = model_digest(resolve_model(model))
         content = f"transformers|{str(lm.dtype).removeprefix('torch.')}|weights:{digest}"
         name = f"{model or 'default:smollm2-135m-instruct'}|{content.removeprefix('transformers|')}"

@@ -273,7 +273,7 @@ def _verdict_runs(args, benchmarks):
                 order_column=args.order_column if which == "first" else None,
             )
             ids = _verdict_ids(path)
-            if ids is not None and "id" in data.column_names:  # matched by id, in any order (issue 39)
+            if ids is not None and "id" in data.column_names:  # matched by id, in any order
                 verdicts = _verdicts_by_id(path, verdicts, ids, data["id"], name)
             elif len(verdicts) != total:
                 raise ValueError(
@@ -608,7 +608,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             )
         except RecordError:
             raise
-        except ValueError as err:  # a bad verdict value: say in which file and row (issue 39)
+        except ValueError as err:  # a bad verdict value: say in which file and row
             detail = re.sub(r"^predictions\[(\d+)\]", r"row \1: critique_label", str(err))
             raise ValueError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
     if not results:

@@ -432,7 +432,7 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
 
 
 def require_extra(module: str, extra: str, needed_by: str, instead: str = "") -> None:
-    """Fail before any work when an optional extra a run will need is not installed (issue 49: never after the work).
+    """Fail before any work when an optional extra a run will need is not installed (never after the work).
 
     Args:
         module: the import it needs (``"matplotlib"``).

@@ -1,4 +1,4 @@
-"""Unknown keys in the YAML files hf-critic reads are errors (issue 49 item 6): a typo (``option:``, ``recroded:``) or
+"""Unknown keys in the YAML files hf-critic reads are errors: a typo (``option:``, ``recroded:``) or
 a key the file cannot hold (a cascade's ``thresholds:``) never silently turns into a default. One line names the file,
 each unknown key and the closest known key (:mod:`difflib`)."""
 

@@ -1,4 +1,4 @@
-"""The critic, one package whose layout shows its parts (issue 29 item 5), from the ground up:
+"""The critic, one package whose layout shows its parts, from the ground up:
 
 - :mod:`~hf_critic.critic.verdicts`: the probability read-out of a verdict (modes, plan, aggregation, entropy);
 - :mod:`~hf_critic.critic.decoding`: decoding strategies and the aggregation of sampled critiques;

@@ -299,7 +299,7 @@ def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], sh
 
 
 def finite_float(text: str) -> float:
-    """An option's number: any finite float (``nan``, ``inf`` refused where they enter, issue 39).
+    """An option's number: any finite float (``nan``, ``inf`` refused where they enter).
 
     Raises:
         argparse.ArgumentTypeError: not a number, or not finite.
@@ -325,7 +325,7 @@ def dataclass_from_args(cls: type, args: argparse.Namespace, **replace: Any):
 
 
 def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:
-    """Refuse what a generative critic's verdict plan would silently ignore (issue 31), warn where it runs on.
+    """Refuse what a generative critic's verdict plan would silently ignore, warn where it runs on.
 
     Args:
         plan: the resolved :class:`~hf_critic.critic.verdicts.VerdictPlan`.

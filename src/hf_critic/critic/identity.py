@@ -1,4 +1,4 @@
-"""What a critic's verdicts depend on, and nothing else: the parts of a calibration's fingerprint (issue 49 item 4).
+"""What a critic's verdicts depend on, and nothing else: the parts of a calibration's fingerprint.
 
 A calibration (:mod:`hf_critic.selective.calibration`) holds for the critic it was made with. Its fingerprint
 (:func:`hf_critic.selective.cascade.critic_fingerprint`) must change with every option that changes a verdict, or a cascade would

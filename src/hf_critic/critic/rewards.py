@@ -45,7 +45,7 @@ __all__ = [
     "score_responses",
 ]
 
-#: What a reward critic honours of the critic options (the rest is refused by the command line, issue 31).
+#: What a reward critic honours of the critic options (the rest is refused by the command line).
 ORDER_FREE_NOTE = "an order-free critic: both orders give the same rewards, so --swap makes no second pass"
 
 
@@ -73,7 +73,7 @@ class RewardScorer(Protocol):
 
 
 class NonFiniteRewardError(ValueError):
-    """A scorer gave NaN or Infinity: no verdict can come from it (issue 39), so the run stops, naming the row."""
+    """A scorer gave NaN or Infinity: no verdict can come from it, so the run stops, naming the row."""
 
 
 @dataclass
@@ -318,7 +318,7 @@ class ServedRewardModel:
 
 
 def refuse_for_reward(kind: str, options: dict) -> None:
-    """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (issue 31: nothing ignored).
+    """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (nothing ignored).
 
     A reward critic honours ``template`` (its score scale), ``score_range``, ``truncate`` and ``cache_path``; the
     verdict must be ``auto`` or ``reward``; everything else must keep its default.

@@ -439,7 +439,7 @@ def _quiet_transformers(quiet: bool):
 
 def _fingerprint(folder: Path, base: str | None = None) -> str:
     """Identity of a model's weights for cache keys: the content digest of its weight files
-    (:func:`hf_critic.backends.models.model_digest`), and of its base model's for an adapter (issue 49: by bytes, not by
+    (:func:`hf_critic.backends.models.model_digest`), and of its base model's for an adapter (by bytes, not by
     names, sizes and modification times)."""
     from ..backends.models import model_digest
 
@@ -462,7 +462,7 @@ class RewardModel:
         max_batch_tokens: padded tokens per forward pass (rows x the batch's longest row; a longer row goes alone),
             besides the ``batch_size`` rows; None: rows only. Default (``"auto"``): the probability read-out's
             :data:`hf_critic.backends.models.READOUT_BATCH_TOKENS` on a CPU, None elsewhere: scoring is the same
-            prefill-bound work, cut the same way (issue 28 item 3).
+            prefill-bound work, cut the same way.
 
     Raises:
         ValueError: ``batch_size`` < 1.

@@ -147,7 +147,7 @@ def parse_output(
 
     Given the prompt, only what the critic wrote itself is read (:func:`hf_critic.parsing.echo.own_text`: not the
     prompt it echoed, its format examples and rubric, nor a marker quoted from the judged text), and a verdict equal
-    to one read from what it echoed is ``UNPARSED``: an echo, not a judgement (issue 39).
+    to one read from what it echoed is ``UNPARSED``: an echo, not a judgement.
 
     Args:
         text: the critique as generated.

@@ -29,7 +29,7 @@ Output: ``{config: DatasetDict(train, validation, test)}`` with configs ``pointw
 Every row carries the structured fields, the teacher's ``score`` and ``critique`` and an SFT-ready ``messages``
 column (the critic prompt, then the assistant's critique), the format ``recipes/sft.py`` trains on.
 
-**Published judgments for training** (:func:`build_published_judgment_data`; issue 20, part 2): judgments whose
+**Published judgments for training** (:func:`build_published_judgment_data`): judgments whose
 questions are *not* in the evaluation sets, so a critic trained on them can still be meta-evaluated there:
 
 * AlpacaEval GPT-4-turbo pairwise verdicts with a concise explanation (``alpacaeval/cot_gpt4_turbo``) and soft
@@ -51,7 +51,14 @@ CritiqueLLM settings: these sources have no reference answers): ``pointwise_refe
 AlpacaEval pair, with or without an explanation, for preference / reward training; no ``messages``).
 """
 
-from .decontamination import QUESTIONS_FORMAT, benchmark_questions, decontaminate, normalize_question, parse_exclude
+from .decontamination import (
+    QUESTIONS_FORMAT,
+    benchmark_questions,
+    decontaminate,
+    heldout_excludes,
+    normalize_question,
+    parse_exclude,
+)
 from .gpt4_single import (
     BENCHMARKS,
     CONFIGS,
@@ -87,6 +94,7 @@ __all__ = [
     "build_judgment_sft_data",
     "build_published_judgment_data",
     "decontaminate",
+    "heldout_excludes",
     "load_gpt4_single_judgments",
     "load_prometheus_feedback",
     "neutral_explanation",

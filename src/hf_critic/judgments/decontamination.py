@@ -1,13 +1,15 @@
-"""Decontamination of training judgments against benchmarks the user names (issue 20): questions compared exactly
+"""Decontamination of training judgments against benchmarks the user names: questions compared exactly
 and after normalisation, counted per benchmark."""
 
 from __future__ import annotations
 
 import glob
 import logging
+import os
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 logger = logging.getLogger(__name__)
@@ -53,6 +55,30 @@ def parse_exclude(spec: str) -> tuple[str, str, str]:
     if not colon or not path or fmt not in formats:
         raise ValueError(f"--exclude {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
     return (name.strip() or rest), fmt, path
+
+
+def heldout_excludes(data_dir: str | os.PathLike, examples: str | os.PathLike) -> list[str]:
+    """The held-out benchmarks every training set is decontaminated against, as :func:`parse_exclude` specs.
+
+    Auto-J Eval-P (``autoj/test/testdata_pairwise.jsonl``), HHH alignment (``prometheus/hhh_alignment_eval.json``),
+    MT-Bench and Vicuna-Bench (``selfeval/mt_bench``, ``selfeval/vicuna_bench``: every turn's question) and the demo
+    examples, so no question a critic is judged on is trained on.
+
+    Args:
+        data_dir: the shared real-data folder (``../shared/data``).
+        examples: a glob of the demo example files (``examples/*.jsonl``), read as ``questions``.
+
+    Returns:
+        Five ``NAME=FORMAT:PATH`` strings (``autoj_eval_p``, ``hhh``, ``mt_bench``, ``vicuna_bench``, ``examples``).
+    """
+    data_dir = Path(data_dir)
+    return [
+        f"autoj_eval_p=autoj:{data_dir / 'autoj' / 'test' / 'testdata_pairwise.jsonl'}",
+        f"hhh=prometheus:{data_dir / 'prometheus' / 'hhh_alignment_eval.json'}",
+        f"mt_bench=fastchat:{data_dir / 'selfeval' / 'mt_bench'}",
+        f"vicuna_bench=fastchat:{data_dir / 'selfeval' / 'vicuna_bench'}",
+        f"examples=questions:{examples}",
+    ]
 
 
 def benchmark_questions(fmt: str, path: str) -> list[str]:

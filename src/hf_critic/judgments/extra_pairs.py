@@ -1,4 +1,4 @@
-"""More preference pairs for reward training (issue 40 item 3): Anthropic's HH-RLHF harmlessness pairs and Auto-J's
+"""More preference pairs for reward training: Anthropic's HH-RLHF harmlessness pairs and Auto-J's
 GPT-4 grades turned into within-query pairs, decontaminated against the evaluation sets like the published judgments.
 
 * :func:`hh_rlhf_pairs`: ``hh_rlhf/harmless-base-test.jsonl.gz`` (Bai et al. 2022, MIT): each row holds two whole

@@ -48,8 +48,8 @@ class Intervals(dict):
 
 #: Most resample × unit cells drawn at once (float64: 64 MiB).
 MAX_CELLS = 1 << 23
-#: Fewest resamples behind a 95% percentile interval: each 2.5% tail then rests on 2.5 resamples or more (issue 39:
-#: one resample gave an "interval" that excluded its own estimate).
+#: Fewest resamples behind a 95% percentile interval: each 2.5% tail then rests on 2.5 resamples or more
+#: (one resample gave an "interval" that excluded its own estimate).
 MIN_RESAMPLES = 100
 #: Fewest units (pairs, questions) a bootstrap interval is given for: with fewer, resamples barely vary (one unit
 #: gives a zero-width "95%" interval), so the interval is reported as :data:`TOO_SMALL` instead.

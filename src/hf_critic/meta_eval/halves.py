@@ -10,7 +10,7 @@ and for the others :func:`hf_critic.core.schema.query_id` of the question, so no
 
 :func:`hf_critic.reports.heldout_halves.write_half` writes a half in the benchmark's own format (so ``hf-critic compare|grade --format`` read it as
 they read the whole file); :func:`heldout_figures` reads the critique files of
-``recipes/smollm2-135m/evaluate_heldout.sh`` and gives each figure beside "the longer answer wins" on the same rows;
+``scripts/smollm2-135m/evaluate_heldout.sh`` and gives each figure beside "the longer answer wins" on the same rows;
 :func:`dev_score` is the declared score: the mean of the figures' margins over length, in points.
 """
 

@@ -86,7 +86,7 @@ def classical_mean_interval(labels: Sequence[float] | np.ndarray, confidence: fl
     y = np.asarray([np.nan if v is None else v for v in labels], dtype=np.float64)
     y = y[np.isfinite(y)]
     n = len(y)
-    if n < 2:  # one label: no spread to measure, never a zero-width "95%" interval (issue 39)
+    if n < 2:  # one label: no spread to measure, never a zero-width "95%" interval
         estimate = float(y.mean()) if n else math.nan
         return {
             "estimate": estimate,

@@ -91,7 +91,7 @@ def within_question_accuracy(
     accuracy is the share of those pairs the critic orders as the humans do, a tie in the critic's scores counting
     as half. It equals ``(1 + D) / 2`` for Somers' D of the critic's scores given the human scores (Somers, 1962)
     pooled over the queries' pairs: the pairwise view of a pointwise critic, as reward models are scored on chosen /
-    rejected pairs (hf-critic issue 20, "A critic that tells the better answer from the worse"). Unlike text-level
+    rejected pairs ("A critic that tells the better answer from the worse"). Unlike text-level
     correlation (:func:`text_level_correlation`), every pair counts once: a query with many responses weighs more,
     and a query whose critic scores are all equal is not skipped but scores 1/2 on each of its pairs.
 

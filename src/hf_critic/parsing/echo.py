@@ -1,4 +1,4 @@
-"""What a critic wrote itself: its critique without the prompt it echoed or the markers it quoted (issue 39).
+"""What a critic wrote itself: its critique without the prompt it echoed or the markers it quoted.
 
 A small critic often writes its prompt again before (or instead of) its critique, and a critique may quote the judged
 answer. Either way the text then holds verdict markers the critic did not mean as its verdict: the prompt's format

@@ -1,4 +1,4 @@
-"""Training a reward critic against length (issue 40 item 2): length-balanced sampling, soft labels and ODIN's
+"""Training a reward critic against length: length-balanced sampling, soft labels and ODIN's
 disentangled reward.
 
 Human and GPT-4 judges favour longer answers, and a reward model trained on their preferences learns length first
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # runtime needs only numpy and torch, so the GPU script imports this module alone
+if TYPE_CHECKING:  # for the annotations only: the losses need numpy and torch alone
     import datasets
 
 logger = logging.getLogger(__name__)

@@ -225,7 +225,7 @@ def load_mixture(
     if mixture.test_split and not test_parts:
         raise RecordError(
             f"test_split {mixture.test_split!r}: no source of the mixture has that split (Eval-Instruct's output "
-            "holds one split per config: hold queries out with recipes/eval_instruct/split_by_query.py)"
+            "holds one split per config: hold queries out with scripts/eval_instruct/split_by_query.py)"
         )
     if test_parts:
         splits["test"] = _concatenate(test_parts)

@@ -4,7 +4,7 @@ A reward model is a critic that scores one response (Ouyang et al. 2022 §3.5; C
 off its rewards, :mod:`hf_critic.critics.reward`). It is trained on pairwise judgments with the Bradley-Terry loss:
 
 * :func:`preference_pairs`: judgment rows (``question``, ``response_1``, ``response_2``, ``label``; the
-  ``pairwise_preference`` config ``recipes/smollm2-135m/build_judgment_data.py`` writes) become TRL's pre-tokenised
+  ``pairwise_preference`` config ``scripts/smollm2-135m/build_judgment_data.py`` writes) become TRL's pre-tokenised
   preference rows (``chosen_ids`` / ``rejected_ids``), each response in its question's chat and cut in the middle to
   ``max_length`` exactly as :func:`hf_critic.critics.reward.fit_ids` cuts at judging time; ties and the swapped copies
   of swap augmentation are dropped (a reward model is order-free);
@@ -373,7 +373,7 @@ def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, da
     folder = Path(script_args.dataset_name) / (script_args.dataset_config or "")
     if not folder.exists():
         raise FileNotFoundError(
-            f"{folder}: no judgment data; build it with `python recipes/smollm2-135m/build_judgment_data.py "
+            f"{folder}: no judgment data; build it with `python scripts/smollm2-135m/build_judgment_data.py "
             "--data-dir ../shared/data --output-dir outputs/judgment_data`"
         )
     data = datasets.load_from_disk(str(folder))

@@ -122,7 +122,7 @@ def resolve_loss_mode(tokenizer, training_args) -> str:
     return mode
 
 
-def get_dataset(script_args, training_args, keep=None, *, recipes_dir: Path | None = None) -> MixtureResult:
+def get_dataset(script_args, training_args, keep=None, *, scripts_dir: Path | None = None) -> MixtureResult:
     """The recipe's training data: ``dataset_mixture`` (weighted Eval-Instruct configs) or the single
     ``dataset_name`` / ``dataset_config``, rendered into conversations with the critic's templates.
 
@@ -130,7 +130,7 @@ def get_dataset(script_args, training_args, keep=None, *, recipes_dir: Path | No
         script_args: the recipe's :class:`~hf_critic.training.config.ScriptArguments`.
         training_args: TRL's ``SFTConfig`` (seed, ``eval_strategy``).
         keep: a row filter (e.g. :func:`~hf_critic.training.masks.filter_by_length`), or None.
-        recipes_dir: where the data-building scripts live, to name the one that builds missing local data.
+        scripts_dir: where the data-building scripts live, to name the one that builds missing local data.
 
     Returns:
         The :class:`~hf_critic.training.mixture.MixtureResult` (``dataset["train"]``, and ``["test"]`` when held out).
@@ -159,7 +159,7 @@ def get_dataset(script_args, training_args, keep=None, *, recipes_dir: Path | No
     try:
         data = load_mixture(mixture, prepare=prepare, keep=keep)
     except RecordError as err:
-        raise RecipeError(_data_hint(mixture, err, recipes_dir)) from None
+        raise RecipeError(_data_hint(mixture, err, scripts_dir)) from None
     logger.info(f"training data: {data.dataset}")
     if training_args.eval_strategy != "no" and "test" not in data.dataset:
         raise ValueError(
@@ -299,14 +299,15 @@ def _model_hint(name: str, err: OSError) -> str:
     )
 
 
-def _data_hint(mixture: DatasetMixture, err: RecordError, recipes_dir: Path | None) -> str:
-    """Name the missing local data and the script under ``recipes_dir`` that builds it (the one naming its path)."""
+def _data_hint(mixture: DatasetMixture, err: RecordError, scripts_dir: Path | None) -> str:
+    """Name the missing local data and the script under ``scripts_dir`` (the checkout's ``scripts/``) that builds
+    it (the one naming its path)."""
     for source in mixture.datasets:
         if Path(source.id).exists() or f"{source.id}:" not in str(err):
             continue
         builders = [
-            str(script.relative_to(recipes_dir.parent))
-            for script in sorted(recipes_dir.rglob("*.py") if recipes_dir else [])
+            str(script.relative_to(scripts_dir.parent))
+            for script in sorted(scripts_dir.rglob("*.py") if scripts_dir else [])
             if script.name != "sft.py" and source.id in script.read_text(encoding="utf-8")
         ]
         build = f"; build it with `python {builders[0]}` (see its --help)" if builders else ""

@@ -17,7 +17,7 @@ decontaminated against the evaluation benchmarks and split by question into trai
 
 Usage:
 
-python recipes/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
+python scripts/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
 
 Without --exclude, every example whose question is in a held-out benchmark is dropped: Auto-J Eval-P
 (autoj/test/testdata_pairwise.jsonl), HHH (prometheus/hhh_alignment_eval.json), MT-Bench and Vicuna-Bench
@@ -45,6 +45,7 @@ from hf_critic.io import OutputError, RecordError, check_output_dir
 from hf_critic.judgments import (
     PUBLISHED_SOURCES,
     build_published_judgment_data,
+    heldout_excludes,
     published_outputs,
     push_published_judgment_data,
     render_published_card,
@@ -52,18 +53,6 @@ from hf_critic.judgments import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def default_excludes(data_dir: str | Path) -> list[str]:
-    """The held-out benchmarks: Auto-J Eval-P, HHH, MT-Bench, Vicuna-Bench and the demo examples."""
-    data_dir = Path(data_dir)
-    return [
-        f"autoj_eval_p=autoj:{data_dir / 'autoj' / 'test' / 'testdata_pairwise.jsonl'}",
-        f"hhh=prometheus:{data_dir / 'prometheus' / 'hhh_alignment_eval.json'}",
-        f"mt_bench=fastchat:{data_dir / 'selfeval' / 'mt_bench'}",
-        f"vicuna_bench=fastchat:{data_dir / 'selfeval' / 'vicuna_bench'}",
-        f"examples=questions:{REPO_ROOT / 'examples' / '*.jsonl'}",
-    ]
 
 
 def _empty(configs, report) -> str | None:
@@ -109,7 +98,9 @@ def main(argv=None) -> int:
     parser.add_argument("--public", action="store_true", help="create the Hub repository public (default: private)")
     args = parser.parse_args(argv)
     prog = Path(sys.argv[0]).name
-    excludes = default_excludes(args.data_dir) if args.exclude is None else args.exclude
+    excludes = (
+        heldout_excludes(args.data_dir, REPO_ROOT / "examples" / "*.jsonl") if args.exclude is None else args.exclude
+    )
 
     try:
         if not 0 < args.validation_fraction < 1:  # the head and its tie band are chosen on the validation split

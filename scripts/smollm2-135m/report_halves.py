@@ -2,7 +2,7 @@
 
 Usage:
 
-python recipes/smollm2-135m/report_halves.py outputs/test/shipped outputs/test/untrained
+python scripts/smollm2-135m/report_halves.py outputs/test/shipped outputs/test/untrained
 
 It makes no choice (select_critic.py does, on dev folders only): it prints each folder's half, figures and the mean
 margin over length, in the order given (a `--verdict both` folder twice: its run's verdict, then its written

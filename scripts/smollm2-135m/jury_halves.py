@@ -1,4 +1,4 @@
-"""A jury cascade file measured on the dev / test halves of the held-out benchmarks (issue 47 item 3): every choice
+"""A jury cascade file measured on the dev / test halves of the held-out benchmarks: every choice
 on dev, the figures on test.
 
 For each benchmark (HHH alignment; Auto-J Eval-P without its ties, every pair of a half or ``--autoj-sample`` of them; MT-Bench +
@@ -17,9 +17,9 @@ restarted) makes no model call for the rows already judged.
 Usage:
 
 # the local jury (examples/cascades/local_jury.yaml) on every benchmark: hours on 2 cores for the first run
-python recipes/smollm2-135m/jury_halves.py --output-dir outputs/jury_halves
+python scripts/smollm2-135m/jury_halves.py --output-dir outputs/jury_halves
 # a smoke run: 6 rows a half of HHH
-python recipes/smollm2-135m/jury_halves.py --benchmarks hhh --limit 6 --output-dir outputs/jury_halves_smoke
+python scripts/smollm2-135m/jury_halves.py --benchmarks hhh --limit 6 --output-dir outputs/jury_halves_smoke
 
 Writes OUTPUT_DIR/report.json (per benchmark: the dev choice, blocks per half, the goal), report.md and
 risk_coverage.png (the test halves). exit status: 0 done; 2 bad data, a bad cascade file or a split file missing.

@@ -3,9 +3,9 @@ score (the mean of the figures' margins over length, hf_critic.meta_eval.halves.
 
 Usage:
 
-python recipes/smollm2-135m/select_critic.py outputs/dev/shipped outputs/dev/untrained outputs/dev/odin ...
+python scripts/smollm2-135m/select_critic.py outputs/dev/shipped outputs/dev/untrained outputs/dev/odin ...
 
-Each FOLDER is the output of `bash recipes/smollm2-135m/evaluate_heldout.sh MODEL FOLDER dev`. This is the one
+Each FOLDER is the output of `bash scripts/smollm2-135m/evaluate_heldout.sh MODEL FOLDER dev`. This is the one
 choice-making script of the protocol: it reads dev folders only and refuses any other (a test half, or a run on the
 whole benchmarks), so no choice can see a test half. A folder judged with `--verdict both` gives two candidates:
 its run's verdict (the probability read-out) and its written critiques' parsed verdict (NAME [text]).

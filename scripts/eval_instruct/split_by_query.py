@@ -8,7 +8,7 @@ with a ``train`` and a ``validation`` split per config: the eval loss and the be
 splits of any config.
 
 Usage:
-    python recipes/eval_instruct/split_by_query.py outputs/eval_instruct/paper_v2/dataset data/eval_instruct
+    python scripts/eval_instruct/split_by_query.py outputs/eval_instruct/paper_v2/dataset data/eval_instruct
 
 Writes ``<output>/<config>/`` (``save_to_disk``, splits ``train`` / ``validation`` and ``test`` when
 ``--test-fraction`` > 0) and prints the rows per config and split. A config folder that exists already needs

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Held-out figures of a critic against issue 27's targets, with "the longer answer wins" on the same rows:
+# Held-out figures of a critic against the trained critic's targets, with "the longer answer wins" on the same rows:
 #   HHH alignment (two-way), Auto-J Eval-P (200 pairs, seed 0, first order), MT-Bench + Vicuna-Bench turn 1
 #   (within-question accuracy over the pairs GPT-4 graded apart; MT-Bench row-level Pearson).
-# Usage: bash recipes/smollm2-135m/evaluate_heldout.sh MODEL OUT_DIR [dev|test|all [HF-CRITIC OPTIONS...]]
+# Usage: bash scripts/smollm2-135m/evaluate_heldout.sh MODEL OUT_DIR [dev|test|all [HF-CRITIC OPTIONS...]]
 #   HF-CRITIC OPTIONS go to every compare / grade call, e.g. `--template autoj --verdict probability --explanation none
 #   --dtype float32` for the generative critic of sft/critiques.yaml (its own template, the probability read-out right
 #   after the prompt); `--verdict both` (explanation first) also writes its critiques and scores their parsed verdicts.
 #   MODEL: anything --model takes (smollm2-135m-critic, a reward-model or adapter folder), or "default" for the
-#   embedded untrained critic. HALF (issue 40): judge only that half of each benchmark, split by question as
-#   recipes/smollm2-135m/splits/ says (written to outputs/heldout_halves/HALF first); every choice is made on dev
+#   embedded untrained critic. HALF: judge only that half of each benchmark, split by question as
+#   scripts/smollm2-135m/splits/ says (written to outputs/heldout_halves/HALF first); every choice is made on dev
 #   (select_critic.py reads only dev folders), test is reported. Without HALF: the whole benchmarks (HHH 221 pairs,
 #   Eval-P 200 of 1,392, 160 + 160 answers). Real data from $HF_CRITIC_SHARED_DATA (default ../shared/data). About
 #   9 minutes for a reward model on 2 cores (half that for a half). Every line it prints is also in OUT_DIR/summary.txt.

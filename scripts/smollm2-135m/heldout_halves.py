@@ -1,11 +1,11 @@
-"""The dev / test halves of the held-out benchmarks (issue 40 item 1; hf_critic.meta_eval.halves).
+"""The dev / test halves of the held-out benchmarks (hf_critic.meta_eval.halves).
 
 Usage:
 
-# once: split every benchmark by question (seed 0) and commit the id files (recipes/smollm2-135m/splits/*.json)
-python recipes/smollm2-135m/heldout_halves.py make --data-dir ../shared/data
+# once: split every benchmark by question (seed 0) and commit the id files (scripts/smollm2-135m/splits/*.json)
+python scripts/smollm2-135m/heldout_halves.py make --data-dir ../shared/data
 # write a half in the benchmarks' own formats (evaluate_heldout.sh MODEL OUT dev|test does this itself)
-python recipes/smollm2-135m/heldout_halves.py write dev --data-dir ../shared/data --output-dir outputs/heldout_halves/dev
+python scripts/smollm2-135m/heldout_halves.py write dev --data-dir ../shared/data --output-dir outputs/heldout_halves/dev
 
 exit status: 0 done; 2 bad data or a split file that is missing or broken.
 """

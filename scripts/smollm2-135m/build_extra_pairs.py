@@ -1,10 +1,10 @@
-"""Add HH-RLHF harmlessness pairs and Auto-J within-query pairs to the reward pairs (issue 40 item 3;
-hf_critic.judgments.extra_pairs), decontaminated against the evaluation sets as build_judgment_data.py does.
+"""Add HH-RLHF harmlessness pairs and Auto-J within-query pairs to the reward pairs
+(hf_critic.judgments.extra_pairs), decontaminated against the evaluation sets as build_judgment_data.py does.
 
 Usage:
 
-python recipes/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
-python recipes/smollm2-135m/build_extra_pairs.py --data-dir ../shared/data --judgment-data outputs/judgment_data
+python scripts/smollm2-135m/build_judgment_data.py --data-dir ../shared/data --output-dir outputs/judgment_data
+python scripts/smollm2-135m/build_extra_pairs.py --data-dir ../shared/data --judgment-data outputs/judgment_data
 # then train on them: recipes/reward.py ... --dataset_config pairwise_preference_plus
 
 Writes <judgment-data>/pairwise_preference_plus: the pairwise_preference training pairs plus the new ones (train
@@ -15,7 +15,6 @@ exit status: 0 done; 2 missing inputs or bad rows.
 """
 
 import argparse
-import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -23,18 +22,11 @@ from pathlib import Path
 import datasets
 
 from hf_critic.io import RecordError
-from hf_critic.judgments import benchmark_questions, decontaminate, parse_exclude
+from hf_critic.judgments import benchmark_questions, decontaminate, heldout_excludes, parse_exclude
 from hf_critic.judgments.extra_pairs import first_human_turn, hh_rlhf_pairs, within_query_pairs
 
 HERE = Path(__file__).resolve().parent
 COLUMNS = ["query_id", "question", "response_1", "response_2", "label", "preference", "swapped", "source"]
-
-
-def _excludes(data_dir: str) -> list[str]:
-    spec = importlib.util.spec_from_file_location("build_judgment_data", HERE / "build_judgment_data.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.default_excludes(data_dir)
 
 
 def main(argv=None) -> int:
@@ -50,7 +42,7 @@ def main(argv=None) -> int:
         graded = datasets.load_from_disk(str(folder / "pointwise_reference_free"))["train"]
         hh, counts = hh_rlhf_pairs(Path(args.data_dir) / "hh_rlhf" / "harmless-base-test.jsonl.gz")
         benchmarks = {}
-        for spec in _excludes(args.data_dir):
+        for spec in heldout_excludes(args.data_dir, HERE.parents[1] / "examples" / "*.jsonl"):
             name, fmt, path = parse_exclude(spec)
             benchmarks[name] = benchmark_questions(fmt, path)
         kept_dialogue, by_dialogue = decontaminate(hh, benchmarks)

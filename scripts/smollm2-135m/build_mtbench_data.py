@@ -16,7 +16,7 @@ Build critique SFT data from published GPT-4 judgments (see hf_critic.judgments)
 
 Usage:
 
-python recipes/smollm2-135m/build_mtbench_data.py --data-dir ../shared/data --output-dir outputs/mtbench_critiques
+python scripts/smollm2-135m/build_mtbench_data.py --data-dir ../shared/data --output-dir outputs/mtbench_critiques
 
 Writes <output-dir>/<config>/ (save_to_disk DatasetDicts with train / validation / test) for the recipe's
 dataset_mixture, and <output-dir>/{validation,test}_pointwise_{referenced,reference_free}.jsonl for `hf-critic grade`.

@@ -16,7 +16,7 @@ Pearson / Spearman / Kendall between a critic's grades and GPT-4's, per `hf-crit
 
 Usage:
 
-python recipes/smollm2-135m/heldout_pearson.py outputs/smollm2_eval/after_*.jsonl
+python scripts/smollm2-135m/heldout_pearson.py outputs/smollm2_eval/after_*.jsonl
 
 All rows of a file (and of all files, "pooled") form one group: the sample-level correlation. The held-out split has
 two graded answers per question and two systems, too few for CritiqueLLM's text-level (per question) or system-level
