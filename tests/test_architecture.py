@@ -17,6 +17,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Floor of every unit, ground first.
 FLOORS: dict[str, int] = {
+    # -1. the one exception tree, below everything: every unit may raise its kinds
+    "core": -1,  # the core package's __init__: imports nothing
+    "core.errors": -1,  # HfCriticError and its kinds (bad input, a critic that changed, a server, a missing extra)
     # 0. vocabulary and plumbing: no hf_critic imports
     "_version": 0,
     "_lazy": 0,  # names a package imports on first use (PEP 562)
@@ -97,8 +100,9 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 #: 29 item 5) whose parts stand on different floors, as they did as top-level modules: the backends (floor 3) read
 #: verdicts and decoding (floors 1-2) and the Critic (floor 5) drives the backends. One floor for the whole package
 #: would hide an upward import between its parts; its __init__ imports nothing at import time (PEP 562), so importing
-#: ``hf_critic.critic.verdicts`` loads no part above it.
-SPLIT_PACKAGES = ("critic",)
+#: ``hf_critic.critic.verdicts`` loads no part above it. The core package's modules are units too: its errors stand
+#: below every other unit, which raises them.
+SPLIT_PACKAGES = ("critic", "core")
 
 
 def _unit(module: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cache import GenerationCache
+from ..core.errors import BadInputError
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
 from ..models import is_embedded_critic
@@ -152,7 +153,7 @@ class OpenAIBackend(Backend):
             RequestsFailedError: requests that failed after retries.
         """
         if len(continuations) != len(conversations):
-            raise ValueError("verdict_probabilities needs one continuation per conversation")
+            raise BadInputError("verdict_probabilities needs one continuation per conversation")
         params = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs}
         params.update(self.prefill_params())
 
@@ -246,7 +247,7 @@ class OpenAIBackend(Backend):
             RequestsFailedError: items that failed after retries without an answer (transport errors).
         """
         if config.strategy == "beam":
-            raise ValueError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
+            raise BadInputError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
         base: dict[str, Any] = {"max_tokens": config.max_new_tokens}
         if config.strategy == "greedy":
             base["temperature"] = 0.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.errors import BadInputError
 from ..glassbox.features import epilog
 from .options import add_data_args, add_decoding_args, add_model_args
 
@@ -101,7 +102,7 @@ def _turn(value: str) -> str | int:
     except ValueError:
         number = 0
     if number < 1:
-        raise ValueError(f"--turn must be last, all or a turn number >= 1, got {value!r}")
+        raise BadInputError(f"--turn must be last, all or a turn number >= 1, got {value!r}")
     return number
 
 
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     from ..threads import num_threads_or_default
 
     if args.engine == "llamacpp":
-        raise ValueError(
+        raise BadInputError(
             "self-eval reads the full softmax distribution (and attentions) at every position, which the llama.cpp "
             "engine does not expose: use --engine transformers (auto) with a model folder or Hub id"
         )

@@ -17,6 +17,7 @@ from .. import schema
 from ..backends.base import Backend
 from ..backends.cached import CachedBackend, Generations
 from ..cache import GenerationCache
+from ..core.errors import BadInputError
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
 from ..io import check_fields
 from ..labels import swap_label
@@ -128,7 +129,7 @@ class Critic:
         tie_margin: float | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
-            raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
+            raise BadInputError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
         self.reward = reward
         if self.reward is not None:
             refuse_for_reward(self.reward.kind, locals())
@@ -136,9 +137,9 @@ class Critic:
         else:
             refuse_for_generator(tie_margin, constrain_verdict, backend.name, backend.supports_grammar)
         if not 0 <= min_verdict_mass <= 1:
-            raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
+            raise BadInputError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
-            raise ValueError(
+            raise BadInputError(
                 f"the rubric describes scores {rubric.score_range[0]}-{rubric.score_range[1]}, but the score range is "
                 f"{score_range[0]}-{score_range[1]}"
             )
@@ -217,9 +218,9 @@ class Critic:
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
-                raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+                raise BadInputError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
             if gguf_recode != "auto":
-                raise ValueError(
+                raise BadInputError(
                     f"--gguf-recode {gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
                 )
             if trained is not None:
@@ -260,7 +261,7 @@ class Critic:
         """
         template = resolve_template(self.template, setting, self.language)
         if self.rubric is not None and "rubric" not in template.fields:
-            raise ValueError(f"template {template.name!r} takes no rubric (prometheus2 does)")
+            raise BadInputError(f"template {template.name!r} takes no rubric (prometheus2 does)")
         scale = self.score_range or (self.rubric.score_range if self.rubric is not None else None)
         if scale is not None and template.output.kind == "score":
             template = template.with_scale(*scale)
@@ -441,7 +442,7 @@ class Critic:
         ``(columns, stats)``."""
         template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
         if template.output.kind != "score":
-            raise ValueError(f"template {template.name!r} does not grade on a score scale")
+            raise BadInputError(f"template {template.name!r} does not grade on a score scale")
         return self._reward_call(
             grade_columns, source, dataset[schema.QUESTION], dataset[schema.RESPONSE], template.output.score_range
         )
@@ -450,7 +451,7 @@ class Critic:
         """Pairwise comparison by rewards (:func:`hf_critic.critic.rewards.compare_columns`), order-free:
         ``(columns, stats)``."""
         if self.template != DEFAULT_FAMILY:
-            raise ValueError(
+            raise BadInputError(
                 f"--template {self.template}: a {self.reward.kind} compares by rewards and reads no template"
             )
         self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
@@ -466,7 +467,7 @@ class Critic:
     def _reward_setting(self, dataset, task: schema.Task, referenced: bool | None, source: str) -> PromptTemplate:
         """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
         if referenced:
-            raise ValueError(
+            raise BadInputError(
                 f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop --referenced)"
             )
         if schema.REFERENCE in dataset.column_names:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from .. import schema
 from ..cache import GenerationCache, cache_key
+from ..core.errors import BadInputError
 from ..progress import RunBar
 from ..reward_model import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
 from ..weights import value_digest
@@ -72,7 +73,7 @@ class RewardScorer(Protocol):
         """One reward per input of :meth:`fit`."""
 
 
-class NonFiniteRewardError(ValueError):
+class NonFiniteRewardError(BadInputError):
     """A scorer gave NaN or Infinity: no verdict can come from it (issue 39), so the run stops, naming the row."""
 
 
@@ -324,7 +325,7 @@ def refuse_for_reward(kind: str, options: dict) -> None:
     verdict must be ``auto`` or ``reward``; everything else must keep its default.
     """
     if options["verdict"] not in ("auto", "reward"):
-        raise ValueError(
+        raise BadInputError(
             f"--verdict {options['verdict']}: a {kind}'s verdicts come from its rewards (use --verdict auto)"
         )
     refused = {
@@ -338,7 +339,7 @@ def refuse_for_reward(kind: str, options: dict) -> None:
     }
     for option, given in refused.items():
         if given:
-            raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
+            raise BadInputError(f"{option}: a {kind} writes no critique text and cannot honour it")
 
 
 def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engine: str, grammar: bool) -> None:
@@ -347,9 +348,9 @@ def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engi
     False).
     """
     if tie_margin is not None:
-        raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
+        raise BadInputError("--tie-margin: only a reward critic (a reward model) has a tie band")
     if constrain_verdict and not grammar:
-        raise ValueError(
+        raise BadInputError(
             f"--constrain-verdict needs grammar-constrained decoding, which {engine} lacks; use --engine llamacpp or "
             "--base-url of a llama.cpp server"
         )
@@ -364,5 +365,5 @@ def with_tie_margin(calibration, tie_margin: float | None):
     if tie_margin is None:
         return calibration
     if not math.isfinite(tie_margin) or tie_margin < 0:
-        raise ValueError(f"--tie-margin must be a finite number >= 0, got {tie_margin}")
+        raise BadInputError(f"--tie-margin must be a finite number >= 0, got {tie_margin}")
     return dataclasses.replace(calibration, tie_margin=float(tie_margin))

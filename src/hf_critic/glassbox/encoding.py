@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from ..control_tokens import encode_chat, encode_text
+from ..core.errors import BadInputError
 
 
-class AlignmentError(ValueError):
+class AlignmentError(BadInputError):
     """The prompt and response tokens cannot be laid out as the model would have generated them."""
 
 

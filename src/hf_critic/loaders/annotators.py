@@ -27,6 +27,8 @@ import numpy as np
 
 from hf_critic.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED
 
+from ..core.errors import BadInputError
+
 __all__ = ["AGGREGATIONS", "aggregate_labels", "aggregate_scores", "annotator_agreement"]
 
 #: ``--aggregate`` choices.
@@ -36,9 +38,9 @@ AGGREGATIONS = ("majority", "mean")
 def _matrix(values, dtype, how: str, what: str) -> np.ndarray:
     matrix = np.asarray(values, dtype=dtype)
     if matrix.ndim != 2:
-        raise ValueError(f"annotator {what} must be (items, annotators), got shape {matrix.shape}")
+        raise BadInputError(f"annotator {what} must be (items, annotators), got shape {matrix.shape}")
     if how not in AGGREGATIONS:
-        raise ValueError(f"aggregate must be one of {AGGREGATIONS}, got {how!r}")
+        raise BadInputError(f"aggregate must be one of {AGGREGATIONS}, got {how!r}")
     return matrix
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from ..core.errors import BadInputError
 from ..io import write_text
 from ..labels import normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
@@ -181,7 +182,7 @@ def _without_abstained(dataset, name: str):
     decided = [i for i, s in enumerate(statuses) if s != schema.ParseStatus.ABSTAINED.value]
     abstained = len(statuses) - len(decided)
     if abstained and not decided:
-        raise ValueError(
+        raise BadInputError(
             f"{name}: all {abstained} rows were abstained (no critic of the cascade kept a verdict): "
             "no decided row to evaluate"
         )
@@ -210,7 +211,7 @@ def _evaluate(
     figures = {"bootstrap": bootstrap, "seed": seed}
     if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
-            raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
+            raise BadInputError(f"{name}: human score column {human_score!r} missing (have {columns})")
         return _pointwise_run(
             dataset,
             critic,
@@ -225,7 +226,7 @@ def _evaluate(
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
-            raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
+            raise BadInputError(f"{name}: human label column {label!r} missing (have {columns})")
         return _pairwise_run(
             dataset,
             critic,
@@ -240,7 +241,9 @@ def _evaluate(
             two_way=two_way,
             ppi=ppi,
         )
-    raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
+    raise BadInputError(
+        f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -291,7 +294,7 @@ def _numbers(dataset, column: str) -> np.ndarray:
         return np.asarray([np.nan if v is None else v for v in values], dtype=float)
     except (TypeError, ValueError):
         row = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, (int, float)))
-        raise ValueError(f"row {row}: {column} {values[row]!r} is not a number") from None
+        raise BadInputError(f"row {row}: {column} {values[row]!r} is not a number") from None
 
 
 def _pointwise_run(
@@ -462,7 +465,7 @@ def write_report(
             (:func:`~hf_critic.meta_eval.critic_extras.check_ids`); raised before any file is written.
     """
     if not results:
-        raise ValueError("no meta-evaluation results to report")
+        raise BadInputError("no meta-evaluation results to report")
     paired = compare_critics(results, resamples=paired_resamples, seed=seed)  # its errors come before any file
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..io import RecordError
 from ..labels import TIE
 from ..loaders import load_benchmark
@@ -158,7 +159,7 @@ def write_half(
         RecordError: a benchmark whose loaded rows do not follow its file's rows one to one.
     """
     if half not in HALVES:
-        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
+        raise BadInputError(f"half must be one of {HALVES}, got {half!r}")
     counts = {}
     for name, (fmt, rel) in BENCHMARKS.items():
         source, target, wanted = Path(data_dir) / rel, Path(out_dir) / rel, set(split[name][half])
@@ -289,7 +290,7 @@ def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str
         ValueError: an unknown ``verdict``.
     """
     if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {sorted(VERDICTS)}, got {verdict!r}")
+        raise BadInputError(f"verdict must be one of {sorted(VERDICTS)}, got {verdict!r}")
     out = {}
     for name, file, kind in FIGURES:
         rows = _rows(Path(folder) / file)

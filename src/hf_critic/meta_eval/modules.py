@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from importlib.resources import files
 from pathlib import Path
 
+from ..core.errors import BadInputError
+
 __all__ = ["METRIC_NAMES", "MODULE_FILES", "install_metrics", "metric_path"]
 
 #: The metric modules hf-critic ships.
@@ -33,7 +35,7 @@ METRICS_PACKAGE = "hf_critic._metrics"
 
 def _check_name(name: str) -> None:
     if name not in METRIC_NAMES:
-        raise ValueError(f"unknown hf-critic metric {name!r}; available: {', '.join(METRIC_NAMES)}")
+        raise BadInputError(f"unknown hf-critic metric {name!r}; available: {', '.join(METRIC_NAMES)}")
 
 
 def metric_path(name: str) -> str:

@@ -70,6 +70,7 @@ from dataclasses import dataclass
 from hf_critic.labels import VERDICT_WORDS
 from hf_critic.schema import ParseStatus
 
+from ..core.errors import BadInputError
 from .dicts import DICT_LABEL, DICT_NUMBER, LABEL_KEYS, OVERALL_SCORE_KEYS, dict_key, dict_pairs
 from .quotes import Quotations, quotation_spans
 from .statements import stated_verdict
@@ -269,7 +270,7 @@ def _check_range(score_range: tuple[float, float]) -> tuple[float, float]:
     """``score_range`` as floats; ValueError unless ``low < high``."""
     low, high = float(score_range[0]), float(score_range[1])
     if not low < high:
-        raise ValueError(f"score_range must be (low, high) with low < high, got {score_range!r}")
+        raise BadInputError(f"score_range must be (low, high) with low < high, got {score_range!r}")
     return low, high
 
 
@@ -561,4 +562,4 @@ def parse(text: str, kind: str, score_range: tuple[float, float] = (1, 10)) -> P
         return parse_score(text, score_range)
     if kind == "label":
         return parse_label(text)
-    raise ValueError(f"kind must be 'score' or 'label', got {kind!r}")
+    raise BadInputError(f"kind must be 'score' or 'label', got {kind!r}")

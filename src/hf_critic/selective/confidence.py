@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .. import schema
+from ..core.errors import BadInputError
 from ..labels import LABEL_NAMES
 
 __all__ = [
@@ -121,7 +122,7 @@ def margin_confidence(margin: float | None, slope: float = 1.0, intercept: float
     if margin is None:
         return None
     if not all(math.isfinite(x) for x in (margin, slope, intercept)):
-        raise ValueError(
+        raise BadInputError(
             f"reward margin confidence needs finite numbers, got margin={margin}, slope={slope}, intercept={intercept}"
         )
     z = slope * abs(margin) + intercept
@@ -147,7 +148,7 @@ def fit_margin_logistic(margins: Sequence[float], correct: Sequence[bool]) -> tu
     x = np.abs(np.asarray(margins, dtype=float))
     y = np.asarray(correct, dtype=float)
     if x.shape != y.shape or not len(x) or not np.isfinite(x).all():
-        raise ValueError("fit_margin_logistic needs equal lengths, at least one row and finite margins")
+        raise BadInputError("fit_margin_logistic needs equal lengths, at least one row and finite margins")
 
     def loss(params):
         z = params[0] * x + params[1]
