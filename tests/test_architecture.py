@@ -224,6 +224,97 @@ def test_the_check_finds_an_import_cycle():
     assert any(line.startswith("hf_critic.meta_eval.critic_report:") for line in cycle)
 
 
+#: The module of the exception tree, and the one of the exit codes.
+ERRORS_MODULE = "hf_critic.core.errors"
+EXIT_STATUS_MODULE = "hf_critic.commands.exit_status"
+
+
+def _base_names(node: ast.ClassDef) -> list[str]:
+    return [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+
+
+def stray_exceptions(modules: dict[str, tuple[Path, bool]]) -> list[str]:
+    """Exception classes outside :data:`ERRORS_MODULE` that are no kind of its tree: a class with a built-in exception
+    among its bases must also have an hf_critic exception class among them (``class RecordError(BadInputError)``,
+    ``class ModelNotFoundError(BadInputError, OSError)``), as ``"module:line Name(bases)"``."""
+    import builtins
+
+    classes = {}
+    for module, (path, _) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append((module, node))
+
+    def is_builtin_exception(name: str) -> bool:
+        found = getattr(builtins, name, None)
+        return isinstance(found, type) and issubclass(found, BaseException)
+
+    def in_tree(name: str, seen: frozenset = frozenset()) -> bool:
+        if name == "HfCriticError":
+            return True
+        return any(
+            in_tree(base, seen | {name})
+            for _, node in classes.get(name, [])
+            for base in _base_names(node)
+            if base not in seen
+        )
+
+    stray = []
+    for name, defined in classes.items():
+        for module, node in defined:
+            bases = _base_names(node)
+            if module == ERRORS_MODULE or not any(is_builtin_exception(b) or in_tree(b) for b in bases):
+                continue
+            if not any(in_tree(b) for b in bases):
+                stray.append(f"{module}:{node.lineno} {name}({', '.join(bases)})")
+    return sorted(stray)
+
+
+def test_every_exception_is_a_kind_of_the_one_tree():
+    """Exceptions are declared in hf_critic.core.errors or subclass its kinds (bad input, a critic that changed, a
+    server, a missing extra, a shortfall), so that a caller tells a user's mistake from a bug by the class alone."""
+    assert stray_exceptions(_modules()) == []
+
+
+def test_the_exception_check_finds_a_stray_exception(tmp_path):
+    modules = {**_modules(), "hf_critic.stray": (tmp_path / "stray.py", False)}
+    (tmp_path / "stray.py").write_text("class StrayError(ValueError):\n    pass\n", encoding="utf-8")
+    assert stray_exceptions(modules) == ["hf_critic.stray:1 StrayError(ValueError)"]
+
+
+def exit_codes_outside_their_module(modules: dict[str, tuple[Path, bool]]) -> list[str]:
+    """Exit codes written anywhere but :data:`EXIT_STATUS_MODULE`, in the command line (``hf_critic.cli`` and
+    ``hf_critic.commands``): a ``return`` of an integer literal, or ``sys.exit`` / ``SystemExit`` of one."""
+    found = []
+    for module, (path, _) in modules.items():
+        if module == EXIT_STATUS_MODULE or not (module == "hf_critic.cli" or module.startswith("hf_critic.commands")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            value = None
+            if isinstance(node, ast.Return):
+                value = node.value
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "exit",
+                "SystemExit",
+            ):
+                value = node.args[0] if node.args else None
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                found.append(f"{module}:{node.lineno} exits {value.value}")
+    return found
+
+
+def test_exit_codes_are_named_in_one_module():
+    """The command line returns the names of hf_critic.commands.exit_status (DONE, BAD_INPUT ...), and maps the kinds
+    of errors to them there, never a number of its own."""
+    assert exit_codes_outside_their_module(_modules()) == []
+
+
+def test_the_exit_code_check_finds_a_number(tmp_path):
+    (tmp_path / "x.py").write_text("def run(args):\n    return 2\n", encoding="utf-8")
+    modules = {**_modules(), "hf_critic.commands.x": (tmp_path / "x.py", False)}
+    assert exit_codes_outside_their_module(modules) == ["hf_critic.commands.x:2 exits 2"]
+
+
 @pytest.mark.parametrize(
     "old",
     [

@@ -140,7 +140,7 @@ def test_column_errors_name_the_source_column(tmp_path):
             task="pairwise",
             columns="question=instruction,response_1=response1,response_2=response2,label=annotator2",
         )
-    with pytest.raises(ValueError, match=r"\['prompt'\] not found \(--columns question='\{prompt\}"):
+    with pytest.raises(ValueError, match=r"\['prompt'\] not found \(columns= question='\{prompt\}"):
         _load_generic(
             _jsonl(tmp_path / "c.jsonl", ROWS),
             task="pairwise",

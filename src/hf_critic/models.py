@@ -442,7 +442,7 @@ def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int
     if engine not in ENGINES:
         raise BadInputError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
     if engine == "transformers" and is_gguf_path(model):
-        raise BadInputError(f"{model}: a GGUF file runs on --engine llamacpp (or pass the model's folder or Hub id)")
+        raise BadInputError(f"{model}: a GGUF file runs on engine=llamacpp (or pass the model's folder or Hub id)")
     if engine != "auto":
         return engine
     if is_gguf_path(model):

@@ -107,10 +107,10 @@ def export_critic(model: str, output: str | os.PathLike | None, *, overwrite: bo
             "one-label sequence classifier); a text critic's folder is served as it is: vllm serve FOLDER"
         )
     if output is None:
-        raise BadInputError(f"export-critic {model}: --output names the folder to write")
+        raise BadInputError(f"export-critic {model}: output= names the folder to write")
     target = Path(output).expanduser()
     if target.exists() and not overwrite:
-        raise BadInputError(f"--output {target} exists; pass --overwrite to replace it")
+        raise BadInputError(f"output={target}: exists; pass overwrite=True to replace it")
     reward = RewardModel.from_pretrained(str(source), dtype="float32", progress=False)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))

@@ -50,7 +50,7 @@ def load_backend(
         from .llamacpp import LlamaCppBackend
 
         if dtype != "auto":
-            raise BadInputError(f"--dtype {dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
+            raise BadInputError(f"dtype={dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
         backend = LlamaCppBackend(
             model or default_gguf_file(),
             parallel=batch_size,
@@ -63,8 +63,8 @@ def load_backend(
 
         if gguf_recode != "auto":
             raise BadInputError(
-                f"--gguf-recode {gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
-                "for --engine llamacpp only)"
+                f"gguf_recode={gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
+                "for engine=llamacpp only)"
             )
 
         backend = TransformersBackend.from_pretrained(

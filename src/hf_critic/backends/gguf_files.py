@@ -286,8 +286,8 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
             reason = f"{err.strerror or err}: {err.filename or folder}"
             if recode != "auto":
                 raise GGUFError(
-                    f"--gguf-recode {recode}: cannot write the re-encoding of {source} into {folder} "
-                    f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass --gguf-recode off"
+                    f"gguf_recode={recode}: cannot write the re-encoding of {source} into {folder} "
+                    f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass gguf_recode=off"
                 ) from None
             logger.warning(
                 "%s: could not write its %s re-encoding (%s); running the file as it is",

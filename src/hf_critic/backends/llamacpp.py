@@ -344,7 +344,7 @@ class LlamaCppBackend(Backend):
         if config.strategy == "beam":
             raise BadInputError(
                 "beam search is not available in the llama.cpp engine; use greedy, sampling or "
-                "self_consistency, or --engine transformers"
+                "self_consistency, or engine=transformers"
             )
         n = config.num_return_sequences
         bodies = [llamacpp_request(c, config, sample=j, grammar=self.grammar) for c in conversations for j in range(n)]

@@ -168,8 +168,8 @@ class OpenAIBackend(Backend):
             self._raise_if_failed([r for r in results if not r.ok], len(results))
             if any(r.top_logprobs is None for r in results):
                 raise VerdictProbabilityError(
-                    f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use --verdict "
-                    "text, or a server that returns them (llama.cpp, vLLM)"
+                    f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use "
+                    "verdict=text, or a server that returns them (llama.cpp, vLLM)"
                 )
             return [r.top_logprobs for r in results]
 
@@ -213,7 +213,7 @@ class OpenAIBackend(Backend):
                 f"{len(low)} of {len(read)} verdict read-outs from {self.client.display_url} (model "
                 f"{self.client.model!r}, server kind {self.kind or 'unknown'}) put almost no probability on the allowed "
                 f"verdicts ({unseen} with verdicts outside the server's top-{self.top_logprobs}): the server does not "
-                "continue the prefilled assistant message or the model ignores the format; use --verdict text"
+                "continue the prefilled assistant message or the model ignores the format; use verdict=text"
             )
 
     # llama.cpp's server reads a GBNF grammar from the request's ``grammar`` field; others reject or ignore it.

@@ -19,6 +19,7 @@ from .calibrate_report import (
     threshold_rows,
 )
 from .cascades import load_cascade
+from .exit_status import DONE
 from .options import add_data_args, add_gold_args
 
 EPILOG = """\
@@ -474,7 +475,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}")
     if report is not None:
         _write_report_dir(args, stages, judged, records, report)
-    return 0
+    return DONE
 
 
 def _report(args, stages, judged, records, human, held) -> dict:

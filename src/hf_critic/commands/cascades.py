@@ -43,6 +43,7 @@ from pathlib import Path
 
 from ..core.errors import BadInputError
 from ..keys import check_keys
+from .exit_status import DONE
 
 #: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
 #: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
@@ -397,4 +398,4 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
                 f"target {100 * (1 - calibration.alpha):.4g}, guaranteed with probability "
                 f"{1 - calibration.delta:.4g} on data like the calibration's)"
             )
-    return 0
+    return DONE

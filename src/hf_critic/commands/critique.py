@@ -7,6 +7,7 @@ import time
 
 from ..core.errors import BadInputError
 from .cascades import add_cascade_args, run_cascade_command
+from .exit_status import DONE
 from .options import (
     add_cache_args,
     add_critic_args,
@@ -144,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"critiques: {stats.summary()}")
     for line in _figures(result, args):
         print(line)
-    return 0
+    return DONE
 
 
 #: Bootstrap resamples (of the questions) behind the interval of the within-question accuracy ``grade`` prints.

@@ -67,8 +67,8 @@ INTERNAL_ERROR_NOTE = (
     "the traceback above"
 )
 
-# An argument named in a library message, ``name=`` (not inside a dotted name, a flag or a URL's query).
-_ARGUMENT = re.compile(r"(?<![\w.\-?&/])([a-z][a-z0-9_]*)=(?=(.?))")
+# An argument named in a library message, ``name=`` and its value if any (not inside a dotted name, a flag or a URL).
+_ARGUMENT = re.compile(r"(?<![\w.\-?&/=])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]*)")
 # The long flags of an option's invocation in a help text (``  -m MODEL, --model MODEL``).
 _INVOCATION = re.compile(r"^ {2}(-.*?)(?: {2,}|$)", flags=re.MULTILINE)
 
@@ -127,7 +127,8 @@ def help_flags(help_text: str) -> frozenset[str]:
 def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
     """``message`` with every argument named as ``name=`` written as the command's flag instead: ``tie_margin=-1: must
     be >= 0`` -> ``--tie-margin -1: must be >= 0``, ``needs human_subset= or ppi_labels=`` -> ``needs --human-subset or
-    --ppi-labels``. A name with no flag of that spelling in ``flags`` stays as it is.
+    --ppi-labels``, ``swap=True`` -> ``--swap``, ``swap=False`` -> ``--no-swap`` (or ``without --swap``). A name with no flag of that spelling
+    in ``flags`` stays as it is.
 
     Args:
         message: a library error's message (library messages name arguments, never flags).
@@ -138,11 +139,14 @@ def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
     """
 
     def flag(match: re.Match) -> str:
-        name, following = match.group(1), match.group(2)
+        name, value = match.groups()
         spelled = "--" + name.replace("_", "-")
+        negated = "--no-" + name.replace("_", "-")
         if spelled not in flags:
-            return match.group(0)
-        return spelled if following in ("", " ", ",", ";", ")", ":") else spelled + " "
+            return negated if value == "False" and negated in flags else match.group(0)
+        if value == "False":
+            return negated if negated in flags else f"without {spelled}"
+        return spelled if value in ("", "True") else f"{spelled} {value}"
 
     return _ARGUMENT.sub(flag, message)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
+from .exit_status import DONE
 from .option_groups import DataOptions, option_help
 from .options import (
     add_cache_args,
@@ -588,7 +589,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     if criticbench:
         _criticbench(args, criticbench)
         if not (runs or benchmarks):
-            return 0
+            return DONE
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
     if attack_plan is not None:
@@ -628,4 +629,4 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     )
     print(Path(written["markdown"]).read_text(encoding="utf-8"))
     print(f"wrote {written['markdown']}, {written['json']} and {len(written['plots'])} plot(s)")
-    return 0
+    return DONE

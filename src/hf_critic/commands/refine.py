@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
+from .exit_status import DONE
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
@@ -198,4 +199,4 @@ def run_refine(args: argparse.Namespace) -> int:
     write_text(out / "report.json", json.dumps(result.to_dict(), indent=1))
     print(markdown)
     print(f"wrote {out / 'rows.jsonl'} ({len(result.rows)} rows), {out / 'report.md'} and {out / 'report.json'}")
-    return 0
+    return DONE

@@ -6,6 +6,7 @@ import argparse
 
 from ..core.errors import BadInputError
 from ..glassbox.features import epilog
+from .exit_status import DONE
 from .options import add_data_args, add_decoding_args, add_model_args
 
 EPILOG = (
@@ -171,4 +172,4 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Softmax-combo normalisation fitted on this data: {combo_path}", file=sys.stderr)
     print(f"wrote {len(scored)} rows with {', '.join('glassbox_' + f for f in features)} to {path}", file=sys.stderr)
-    return 0
+    return DONE

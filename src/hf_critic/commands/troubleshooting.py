@@ -19,6 +19,7 @@ TROUBLESHOOTING = "docs/troubleshooting.md"
 SECTIONS_BY_ERROR: dict[str, str] = {
     "ModuleNotFoundError": "missing-extra",
     "MissingExtraError": "missing-extra",
+    "ServerError": "servers",
     "EndpointError": "servers",
     "FatalAPIError": "servers",
     "RequestsFailedError": "servers",

@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 from ..core.errors import BadInputError
+from .exit_status import DONE
 
 EPILOG = """\
 RUN is any output of hf-critic, each optionally named [CRITIC/DATASET=]PATH (as meta-eval --critiques):
@@ -189,4 +190,4 @@ def run_view(args: argparse.Namespace) -> int:
                 )
             if args.push_to_hub:
                 print(f"pushed to {push_run(folder, args.push_to_hub, private=not args.public)}")
-    return 0
+    return DONE

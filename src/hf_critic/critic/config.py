@@ -191,7 +191,7 @@ class CriticConfig:
             return load_rubric(self.rubric)
         except OSError as err:  # FileNotFoundError from load_rubric; PermissionError, IsADirectoryError from the read
             reason = "it is a folder" if Path(self.rubric).is_dir() else (err.strerror or "no such file").lower()
-            raise BadInputError(f"--rubric: cannot read the rubric file {str(self.rubric)!r}: {reason}") from None
+            raise BadInputError(f"cannot read the rubric file {str(self.rubric)!r} (rubric=): {reason}") from None
 
 
 def parse_score_range(text: str | None) -> tuple[int, int] | None:
@@ -208,7 +208,7 @@ def parse_score_range(text: str | None) -> tuple[int, int] | None:
     except ValueError:
         low = high = None
     if low is None or low >= high:
-        raise BadInputError(f"--score-range must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
+        raise BadInputError(f"score_range= must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
     return low, high
 
 
@@ -340,12 +340,12 @@ def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, 
     """
     if plan.mode is VerdictMode.TEXT and explanation is not None:
         raise BadInputError(
-            f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
-            "from the whole critique (use --verdict probability or both)"
+            f"explanation={explanation}: applies to probability read-outs; text verdicts are parsed "
+            "from the whole critique (use verdict=probability or both)"
         )
     if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
         raise BadInputError(
-            "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
+            f"min_verdict_mass={min_verdict_mass}: applies to probability read-outs; a text verdict has no probability mass"
         )
     if not plan.generates and decoding is not None and decoding != DecodingConfig():
         logger.warning(

@@ -218,10 +218,10 @@ class Critic:
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
-                raise BadInputError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+                raise BadInputError(f"{model} is a reward model: it runs on engine=transformers, not {engine}")
             if gguf_recode != "auto":
                 raise BadInputError(
-                    f"--gguf-recode {gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
+                    f"gguf_recode={gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
                 )
             if trained is not None:
                 model = trained.check_installed()
@@ -452,7 +452,7 @@ class Critic:
         ``(columns, stats)``."""
         if self.template != DEFAULT_FAMILY:
             raise BadInputError(
-                f"--template {self.template}: a {self.reward.kind} compares by rewards and reads no template"
+                f"template={self.template}: a {self.reward.kind} compares by rewards and reads no template"
             )
         self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
         return self._reward_call(
@@ -468,7 +468,7 @@ class Critic:
         """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
         if referenced:
             raise BadInputError(
-                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop --referenced)"
+                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop referenced=True)"
             )
         if schema.REFERENCE in dataset.column_names:
             logger.warning(
@@ -482,9 +482,7 @@ class Critic:
         try:
             return build(self.reward, *args, truncate=self.truncate, cache=self.cache, **kwargs)
         except OverflowError as err:
-            raise ContextLengthError(
-                f"{source}: {err} (--truncate middle cuts it, --truncate skip leaves it)"
-            ) from None
+            raise ContextLengthError(f"{source}: {err} (truncate=middle cuts it, truncate=skip leaves it)") from None
         except NonFiniteRewardError as err:
             raise NonFiniteRewardError(f"{source}: {err}") from None
 

@@ -326,16 +326,16 @@ def refuse_for_reward(kind: str, options: dict) -> None:
     """
     if options["verdict"] not in ("auto", "reward"):
         raise BadInputError(
-            f"--verdict {options['verdict']}: a {kind}'s verdicts come from its rewards (use --verdict auto)"
+            f"verdict={options['verdict']}: a {kind}'s verdicts come from its rewards (use verdict=auto)"
         )
     refused = {
-        "--explanation": options["explanation"] not in (None, "none"),
-        "--decoding / --num-samples / --temperature / --max-new-tokens": (options["decoding"] or DecodingConfig())
+        "explanation=": options["explanation"] not in (None, "none"),
+        "decoding= / num_samples= / temperature= / max_new_tokens=": (options["decoding"] or DecodingConfig())
         != DecodingConfig(),
-        "--constrain-verdict": options["constrain_verdict"],
-        "--rubric (a reward critic reads no criteria; --score-range sets the scale)": options["rubric"] is not None,
-        "--min-verdict-mass": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
-        "--language": options["language"] != "en",
+        "constrain_verdict=": options["constrain_verdict"],
+        "rubric= (a reward critic reads no criteria; score_range= sets the scale)": options["rubric"] is not None,
+        "min_verdict_mass=": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
+        "language=": options["language"] != "en",
     }
     for option, given in refused.items():
         if given:
@@ -348,11 +348,11 @@ def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engi
     False).
     """
     if tie_margin is not None:
-        raise BadInputError("--tie-margin: only a reward critic (a reward model) has a tie band")
+        raise BadInputError(f"tie_margin={tie_margin}: only a reward critic (a reward model) has a tie band")
     if constrain_verdict and not grammar:
         raise BadInputError(
-            f"--constrain-verdict needs grammar-constrained decoding, which {engine} lacks; use --engine llamacpp or "
-            "--base-url of a llama.cpp server"
+            f"constrain_verdict=True needs grammar-constrained decoding, which {engine} lacks; use engine=llamacpp "
+            "or base_url= of a llama.cpp server"
         )
 
 
@@ -365,5 +365,5 @@ def with_tie_margin(calibration, tie_margin: float | None):
     if tie_margin is None:
         return calibration
     if not math.isfinite(tie_margin) or tie_margin < 0:
-        raise BadInputError(f"--tie-margin must be a finite number >= 0, got {tie_margin}")
+        raise BadInputError(f"tie_margin={tie_margin}: must be a finite number >= 0")
     return dataclasses.replace(calibration, tie_margin=float(tie_margin))

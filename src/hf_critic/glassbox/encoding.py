@@ -193,7 +193,7 @@ def conversation_from_record(record: Mapping[str, Any], row: int = 0) -> Convers
     else:
         q, a = record.get("question"), record.get("response")
         if not isinstance(q, str) or not q.strip():
-            raise bad("needs a non-empty 'question' (or 'turns' / 'messages'); map yours with --columns")
+            raise bad("needs a non-empty 'question' (or 'turns' / 'messages'); map yours with columns=")
         if not isinstance(a, str):
             raise bad("needs a 'response' string")
         messages = [{"role": "user", "content": q}, {"role": "assistant", "content": a}]

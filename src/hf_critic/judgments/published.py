@@ -430,7 +430,7 @@ def _exclusions(exclude: Sequence[str] | Mapping[str, Iterable[str]]) -> tuple[d
     for spec in exclude:
         name, fmt, path = parse_exclude(spec)
         if name in benchmarks:
-            raise BadInputError(f"--exclude {spec!r}: the name {name!r} is given twice")
+            raise BadInputError(f"exclude={spec!r}: the name {name!r} is given twice")
         benchmarks[name] = benchmark_questions(fmt, path)
         specs[name] = {"format": fmt, "path": path}
     return benchmarks, specs

@@ -180,7 +180,7 @@ def gold_labels(
     if isinstance(label_map, str):
         label_map = parse_label_map(label_map)
     if label_map and task == "pointwise":
-        raise BadInputError("--label-map is for pairwise labels; pointwise human scores are numbers")
+        raise BadInputError("label_map= is for pairwise labels; pointwise human scores are numbers")
     if isinstance(label_columns, str):
         label_columns = [c.strip() for c in label_columns.split(",") if c.strip()]
     names = list(label_columns or [target])
@@ -191,9 +191,9 @@ def gold_labels(
         if not label_columns:
             raise RecordError(
                 f"{source}: required column {target!r} missing (have {dataset.column_names}); map yours with "
-                f"--columns {target}=<your column>, or give several annotators' columns with --label-columns"
+                f"columns= ({target}=<your column>), or give several annotators' columns with label_columns="
             )
-        raise RecordError(f"{source}: --label-columns {missing} not found; the data has {dataset.column_names}")
+        raise RecordError(f"{source}: label_columns= {missing} not found; the data has {dataset.column_names}")
 
     values = _gold_values(dataset, task, names, digits, label_map, source, columns)
     if label_columns:
@@ -367,7 +367,7 @@ def row_verdicts(
         ValueError: ``order_column`` for pointwise verdicts.
     """
     if order_column and task != "pairwise":
-        raise BadInputError("--order-column is for pairwise verdicts (the order of the two responses)")
+        raise BadInputError("order_column= is for pairwise verdicts (the order of the two responses)")
     rows = list(rows)
     for where, row in rows:
         if field not in row:

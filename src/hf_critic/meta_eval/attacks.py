@@ -194,13 +194,13 @@ def resolve_attacks(spec: str) -> list[Attack]:
     out: list[Attack] = []
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts:
-        raise BadInputError(f"--attacks {spec!r} names no attack; known: all, {', '.join(sorted(ATTACKS))}")
+        raise BadInputError(f"attacks={spec!r} names no attack; known: all, {', '.join(sorted(ATTACKS))}")
     for part in parts:
         chosen = (
             list(ATTACKS.values()) if part == "all" else [a for a in ATTACKS.values() if part in (a.name, a.group)]
         )
         if not chosen:
-            raise BadInputError(f"--attacks: unknown attack {part!r}; known: all, {', '.join(sorted(ATTACKS))}")
+            raise BadInputError(f"attacks={spec!r}: unknown attack {part!r}; known: all, {', '.join(sorted(ATTACKS))}")
         out += [a for a in chosen if a not in out]
     return out
 
@@ -225,14 +225,14 @@ def pointwise_attacks(attacks: Sequence[Attack], spec: str, name: str) -> list[A
     explicit = [a for a in pairwise_only if a in named]
     if explicit:
         raise BadInputError(
-            f"--attacks {', '.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
+            f"attacks={','.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
             "response_2) with a gold label; a pointwise benchmark runs the content-free master keys only"
         )
     free = [a for a in attacks if a.content_free]
     if not free:
         raise BadInputError(
-            f"--attacks {spec} on {name}: none of these attacks runs on pointwise data (the content-free "
-            "master keys do: --attacks master-key)"
+            f"attacks={spec} on {name}: none of these attacks runs on pointwise data (the content-free "
+            "master keys do: attacks=master-key)"
         )
     if pairwise_only:
         print(

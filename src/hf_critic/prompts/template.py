@@ -45,7 +45,7 @@ class TemplateFieldError(BadInputError):
         self.fields = fields
         hint = (
             (
-                "; give the criteria with --rubric FILE (a score rubric YAML, e.g. examples/rubric_helpfulness.yaml) or "
+                "; give the criteria with rubric= (a score rubric YAML file, e.g. examples/rubric_helpfulness.yaml) or "
                 "a 'rubric' column"
             )
             if "rubric" in fields
@@ -99,7 +99,7 @@ class OutputSpec:
             ValueError: the template declares no ``verdict_prefix`` (no probability read-out).
         """
         if self.verdict_prefix is None:
-            raise BadInputError("the template's output declares no 'verdict_prefix'; use --verdict text")
+            raise BadInputError("the template's output declares no 'verdict_prefix'; use verdict=text")
         if self.kind == "label":
             return {v: float(i) for i, v in enumerate(self.verdicts or self.labels)}
         low, high = self.score_range
