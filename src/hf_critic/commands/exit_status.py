@@ -15,15 +15,8 @@ import re
 import textwrap
 from collections.abc import Iterator
 
-from ..core.errors import (
-    BadInputError,
-    CriticChangedError,
-    HfCriticError,
-    MissingExtraError,
-    ServerError,
-    ServerUnusableError,
-    ShortfallError,
-)
+from ..core import errors
+from ..core.errors import HfCriticError
 from .troubleshooting import pointer
 
 DONE = 0
@@ -49,13 +42,13 @@ EXIT_STATUS: dict[int, str] = {
 
 #: kind of error -> exit status, most specific first: an error takes the status of the first kind it is an instance of.
 EXIT_BY_KIND: tuple[tuple[type[HfCriticError], int], ...] = (
-    (ShortfallError, NO_ROWS),
-    (ServerUnusableError, BAD_INPUT),  # found before any work: the URL, model or key to fix
-    (ServerError, SERVER_FAILED),
-    (MissingExtraError, BAD_INPUT),
-    (CriticChangedError, BAD_INPUT),
-    (BadInputError, BAD_INPUT),
-    (HfCriticError, BAD_INPUT),
+    (errors.ShortfallError, NO_ROWS),
+    (errors.ServerUnusableError, BAD_INPUT),  # found before any work: the URL, model or key to fix
+    (errors.ServerError, SERVER_FAILED),
+    (errors.MissingExtraError, BAD_INPUT),
+    (errors.CriticChangedError, BAD_INPUT),
+    (errors.BadInputError, BAD_INPUT),
+    (errors.HfCriticError, BAD_INPUT),
 )
 
 #: The one-line error of a command: ``hf-critic COMMAND: error: MESSAGE (see docs/troubleshooting.md#SECTION)``.
