@@ -132,7 +132,7 @@ def test_tie_margin_is_refused_for_a_generative_critic(tiny_model_dir, files, tm
 
 GENERATIVE = [
     (["--verdict", "text", "--explanation", "first"], "--explanation first: applies to probability read-outs"),
-    (["--verdict", "text", "--min-verdict-mass", "0.5"], "--min-verdict-mass: applies to probability read-outs"),
+    (["--verdict", "text", "--min-verdict-mass", "0.5"], "--min-verdict-mass 0.5: applies to probability read-outs"),
 ]
 
 

@@ -17,13 +17,7 @@ import pytest
 
 from hf_critic import cli
 from hf_critic.commands import exit_status
-from hf_critic.commands.exit_status import (
-    EXIT_BY_KIND,
-    INTERNAL_ERROR_NOTE,
-    error_line,
-    flags_for_arguments,
-    help_flags,
-)
+from hf_critic.commands.exit_status import EXIT_BY_KIND, INTERNAL_ERROR_NOTE, error_line
 from hf_critic.core.errors import (
     BadInputError,
     CriticChangedError,
@@ -32,6 +26,9 @@ from hf_critic.core.errors import (
     ServerError,
     ServerUnusableError,
     ShortfallError,
+    command_line_message,
+    flags_for_arguments,
+    help_flags,
 )
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "hf_critic"
@@ -228,3 +225,12 @@ def test_library_messages_name_arguments_not_flags():
     outside = {re.sub(r":\d+ ", " ", hit) for hit in found if not hit.startswith(("commands/", "cli.py"))}
     assert outside - _STILL_NAMING_FLAGS == set(), "name the argument (name=); the command line writes its flag"
     assert _STILL_NAMING_FLAGS - outside == set(), "a message no longer names this flag: take it off the list"
+
+
+def test_a_script_prints_the_message_with_its_own_flags():
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="build_judgment_data.py")
+    parser.add_argument("--overwrite", action="store_true")
+    err = BadInputError("output_dir out: already holds hub; pass overwrite=True to replace")
+    assert command_line_message(err, parser) == "output_dir out: already holds hub; pass --overwrite to replace"

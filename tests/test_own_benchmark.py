@@ -432,9 +432,10 @@ def test_limit_zero_is_an_error_before_any_model_loads(tmp_path, capsys, monkeyp
 
 def test_default_critic_is_announced_before_it_loads(tmp_path, capsys, monkeypatch):
     from hf_critic import critic
+    from hf_critic.core.errors import BadInputError
 
     def stop(*args, **kwargs):
-        raise ValueError("stopped before loading")
+        raise BadInputError("stopped before loading")  # a library refusal; a plain ValueError would be a bug
 
     monkeypatch.setattr(critic.Critic, "from_pretrained", stop)
     bench = _jsonl(tmp_path / "b.jsonl", [{"question": "q", "response_1": "a", "response_2": "b", "label": 0}])

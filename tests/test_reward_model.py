@@ -173,11 +173,11 @@ def test_fit_ids_cuts_the_middle_of_the_response_then_the_question():
 @pytest.mark.parametrize(
     ("kwargs", "option"),
     [
-        ({"explanation": "first"}, "--explanation"),
-        ({"verdict": "text"}, "--verdict text"),
-        ({"constrain_verdict": True}, "--constrain-verdict"),
-        ({"min_verdict_mass": 0.5}, "--min-verdict-mass"),
-        ({"language": "zh"}, "--language"),
+        ({"explanation": "first"}, "explanation=first: a reward model writes no critique text"),
+        ({"verdict": "text"}, "verdict=text: a reward model's verdicts come from its rewards"),
+        ({"constrain_verdict": True}, "constrain_verdict=True: a reward model writes no critique text"),
+        ({"min_verdict_mass": 0.5}, "min_verdict_mass=0.5: a reward model writes no critique text"),
+        ({"language": "zh"}, "language=zh: a reward model writes no critique text"),
     ],
 )
 def test_options_a_reward_critic_cannot_honour_are_refused(reward_folder, kwargs, option):

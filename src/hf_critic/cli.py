@@ -7,8 +7,8 @@ import sys
 
 from ._version import __version__
 from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval, view
-from .commands.exit_status import DONE, INTERRUPTED, bugs_reported, error_line, exit_status_text, help_flags
-from .core.errors import HfCriticError, MissingExtraError
+from .commands.exit_status import DONE, INTERRUPTED, bugs_reported, error_line, exit_status_text
+from .core.errors import HfCriticError, MissingExtraError, help_flags
 from .redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).

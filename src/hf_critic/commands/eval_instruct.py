@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
-from .exit_status import BAD_INPUT, DONE, PARTLY_FAILED, exit_status_text
+from .exit_status import DONE, PARTLY_FAILED, exit_status_text
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args
 
@@ -64,9 +65,8 @@ def run(args: argparse.Namespace) -> int:
     # a server refusing every request is exit 3 and too few rows exit 4, in hf_critic.cli.main like every command's
     try:
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
-    except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout
-        print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return BAD_INPUT
+    except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout: a file to give
+        raise BadInputError(str(err)) from err
     print(result.report.table())
     share = next((s.notes.get("filtered_share") for s in result.report.stages if "filtered_share" in s.notes), None)
     if share is not None:

@@ -4,19 +4,18 @@ generated command-line reference shows it), ``hf-critic eval-instruct --help`` t
 
 Here too is how an error becomes its status and its one line: :data:`EXIT_BY_KIND` maps each kind of
 :mod:`hf_critic.core.errors` to its status, and :func:`error_line` writes the line, with the command's flags in place of
-the library's argument names. An exception of no kind is a bug: :func:`bugs_reported` lets it through as a traceback,
+the library's argument names (:func:`hf_critic.core.errors.flags_for_arguments`). An exception of no kind is a bug: :func:`bugs_reported` lets it through as a traceback,
 with a note saying so, never as bad input.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import textwrap
 from collections.abc import Iterator
 
 from ..core import errors
-from ..core.errors import HfCriticError
+from ..core.errors import HfCriticError, flags_for_arguments
 from .troubleshooting import pointer
 
 DONE = 0
@@ -56,14 +55,9 @@ ERROR_LINE = "hf-critic {command}: error: {message} (see {pointer})"
 
 #: The note a bug's traceback ends with.
 INTERNAL_ERROR_NOTE = (
-    "hf-critic: internal error: this is a bug in hf-critic, not a problem with your input; please report it with "
-    "the traceback above"
+    "hf-critic: internal error: an exception hf-critic does not turn into a one-line error, so a bug (even where "
+    "your input set it off: it deserves a line naming it); please report it with the traceback above"
 )
-
-# An argument named in a library message, ``name=`` and its value if any (not inside a dotted name, a flag or a URL).
-_ARGUMENT = re.compile(r"(?<![\w.\-?&/=])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]*)")
-# The long flags of an option's invocation in a help text (``  -m MODEL, --model MODEL``).
-_INVOCATION = re.compile(r"^ {2}(-.*?)(?: {2,}|$)", flags=re.MULTILINE)
 
 #: the codes only ``eval-instruct`` returns
 EVAL_INSTRUCT_ONLY = (PARTLY_FAILED, NO_ROWS)
@@ -105,52 +99,14 @@ def exit_status(error: BaseException) -> int:
     raise TypeError(f"{type(error).__name__} is no kind of hf_critic.core.errors.HfCriticError")
 
 
-def help_flags(help_text: str) -> frozenset[str]:
-    """The long flags a command's ``--help`` lists in its options' invocations (``--tie-margin``, ``--no-swap``).
-
-    Args:
-        help_text: the command parser's ``format_help()``.
-
-    Returns:
-        The flags, each with its leading ``--``.
-    """
-    return frozenset(flag for found in _INVOCATION.findall(help_text) for flag in re.findall(r"--[\w-]+", found))
-
-
-def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
-    """``message`` with every argument named as ``name=`` written as the command's flag instead: ``tie_margin=-1: must
-    be >= 0`` -> ``--tie-margin -1: must be >= 0``, ``needs human_subset= or ppi_labels=`` -> ``needs --human-subset or
-    --ppi-labels``, ``swap=True`` -> ``--swap``, ``swap=False`` -> ``--no-swap`` (or ``without --swap``). A name with no flag of that spelling
-    in ``flags`` stays as it is.
-
-    Args:
-        message: a library error's message (library messages name arguments, never flags).
-        flags: the command's long flags (:func:`help_flags`).
-
-    Returns:
-        The message as the command line prints it.
-    """
-
-    def flag(match: re.Match) -> str:
-        name, value = match.groups()
-        spelled = "--" + name.replace("_", "-")
-        negated = "--no-" + name.replace("_", "-")
-        if spelled not in flags:
-            return negated if value == "False" and negated in flags else match.group(0)
-        if value == "False":
-            return negated if negated in flags else f"without {spelled}"
-        return spelled if value in ("", "True") else f"{spelled} {value}"
-
-    return _ARGUMENT.sub(flag, message)
-
-
 def error_line(error: HfCriticError, command: str, flags: frozenset[str] = frozenset()) -> tuple[int, str]:
     """The exit status of a command that failed with ``error`` and the one line it prints on stderr.
 
     Args:
         error: the error (a kind of :mod:`hf_critic.core.errors`).
         command: the command's name as typed (``grade``).
-        flags: the command's long flags, to write the arguments its message names as flags (:func:`help_flags`).
+        flags: the command's long flags, to write the arguments its message names as flags
+            (:func:`~hf_critic.core.errors.help_flags`).
 
     Returns:
         ``(status, line)``: the line is :data:`ERROR_LINE` filled in, with the troubleshooting section of the error.

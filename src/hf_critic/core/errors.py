@@ -16,11 +16,13 @@ A ``ValueError`` that is none of these comes from a bug, not from the user's inp
 internal error, never as bad input. The exit code of each kind is in :mod:`hf_critic.commands.exit_status`.
 
 Library messages name the argument (``tie_margin=``), never a command-line flag (``--tie-margin``): the command line
-rewrites ``name=`` into its flag (:func:`hf_critic.commands.exit_status.error_line`), so that one message reads right in
-both places.
+rewrites ``name=`` into its flag (:func:`flags_for_arguments`, :func:`command_line_message`), so that one message reads
+right in both places.
 """
 
 from __future__ import annotations
+
+import re
 
 __all__ = [
     "BadInputError",
@@ -30,6 +32,9 @@ __all__ = [
     "ServerError",
     "ServerUnusableError",
     "ShortfallError",
+    "command_line_message",
+    "flags_for_arguments",
+    "help_flags",
 ]
 
 
@@ -86,3 +91,62 @@ class MissingExtraError(HfCriticError, ImportError):
 class ShortfallError(HfCriticError, RuntimeError):
     """A run that produced no rows, or lost more than the allowed share of a stage's items: nothing is saved or
     pushed. The message is one line naming the stage and the main reason."""
+
+
+# An argument named in a library message, ``name=`` and its value if any (not inside a dotted name, a flag or a URL).
+_ARGUMENT = re.compile(r"(?<![\w.\-?&/=])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^\s,;:)]*)")
+# The long flags of an option's invocation in a help text (``  -m MODEL, --model MODEL``).
+_INVOCATION = re.compile(r"^ {2}(-.*?)(?: {2,}|$)", flags=re.MULTILINE)
+
+
+def help_flags(help_text: str) -> frozenset[str]:
+    """The long flags a command's ``--help`` lists in its options' invocations (``--tie-margin``, ``--no-swap``).
+
+    Args:
+        help_text: the command parser's ``format_help()``.
+
+    Returns:
+        The flags, each with its leading ``--``.
+    """
+    return frozenset(flag for found in _INVOCATION.findall(help_text) for flag in re.findall(r"--[\w-]+", found))
+
+
+def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
+    """``message`` with every argument named as ``name=`` written as the command's flag instead: ``tie_margin=-1: must
+    be >= 0`` -> ``--tie-margin -1: must be >= 0``, ``needs human_subset= or ppi_labels=`` -> ``needs --human-subset or
+    --ppi-labels``, ``swap=True`` -> ``--swap``, ``swap=False`` -> ``--no-swap`` (or ``without --swap``). A name with
+    no flag of that spelling in ``flags`` stays as it is, and so does ``name=`` inside a dotted name, a flag or a URL.
+
+    Args:
+        message: a library error's message (library messages name arguments, never flags).
+        flags: the command's long flags (:func:`help_flags`).
+
+    Returns:
+        The message as the command line prints it.
+    """
+
+    def flag(match: re.Match) -> str:
+        name, value = match.groups()
+        spelled = "--" + name.replace("_", "-")
+        negated = "--no-" + name.replace("_", "-")
+        if spelled not in flags:
+            return negated if value == "False" and negated in flags else match.group(0)
+        if value == "False":
+            return negated if negated in flags else f"without {spelled}"
+        return spelled if value in ("", "True") else f"{spelled} {value}"
+
+    return _ARGUMENT.sub(flag, message)
+
+
+def command_line_message(error: BaseException, parser) -> str:
+    """An error's message as a command line prints it: the arguments it names (``overwrite=True``) written as the
+    flags of ``parser`` (``--overwrite``), for a script that prints ``PROG: error: MESSAGE``.
+
+    Args:
+        error: the exception caught.
+        parser: the script's ``argparse.ArgumentParser`` (its ``format_help()`` lists the flags).
+
+    Returns:
+        The message, one line as the library wrote it, flags in place of the arguments the parser has.
+    """
+    return flags_for_arguments(str(error), help_flags(parser.format_help()))

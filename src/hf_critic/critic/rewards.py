@@ -319,7 +319,8 @@ class ServedRewardModel:
 
 
 def refuse_for_reward(kind: str, options: dict) -> None:
-    """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (issue 31: nothing ignored).
+    """Raise BadInputError naming the first argument a reward critic of ``kind`` cannot honour (nothing is ignored),
+    as ``name=value``: the command line shows the flag.
 
     A reward critic honours ``template`` (its score scale), ``score_range``, ``truncate`` and ``cache_path``; the
     verdict must be ``auto`` or ``reward``; everything else must keep its default.
@@ -329,23 +330,29 @@ def refuse_for_reward(kind: str, options: dict) -> None:
             f"verdict={options['verdict']}: a {kind}'s verdicts come from its rewards (use verdict=auto)"
         )
     refused = {
-        "explanation=": options["explanation"] not in (None, "none"),
-        "decoding= / num_samples= / temperature= / max_new_tokens=": (options["decoding"] or DecodingConfig())
-        != DecodingConfig(),
-        "constrain_verdict=": options["constrain_verdict"],
-        "rubric= (a reward critic reads no criteria; score_range= sets the scale)": options["rubric"] is not None,
-        "min_verdict_mass=": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
-        "language=": options["language"] != "en",
+        "explanation": options["explanation"] not in (None, "none"),
+        "decoding": (options["decoding"] or DecodingConfig()) != DecodingConfig(),
+        "constrain_verdict": options["constrain_verdict"],
+        "rubric": options["rubric"] is not None,
+        "min_verdict_mass": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
+        "language": options["language"] != "en",
     }
-    for option, given in refused.items():
+    unshown = {  # arguments whose value reads badly in one line: named, with what they stand for
+        "decoding": " / num_samples= / temperature= / max_new_tokens=",
+        "rubric": " (a reward critic reads no criteria; score_range= sets the scale)",
+    }
+    for name, given in refused.items():
         if given:
-            raise BadInputError(f"{option}: a {kind} writes no critique text and cannot honour it")
+            value = "" if name in unshown else options[name]
+            raise BadInputError(
+                f"{name}={value}{unshown.get(name, '')}: a {kind} writes no critique text and cannot honour it"
+            )
 
 
 def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engine: str, grammar: bool) -> None:
-    """Raise ValueError naming an option a critic that generates text (no reward model) cannot honour: ``--tie-margin``
-    (a reward critic's tie band), or ``--constrain-verdict`` on an ``engine`` (its name) without grammars (``grammar``
-    False).
+    """Raise BadInputError naming an argument a critic that generates text (no reward model) cannot honour:
+    ``tie_margin`` (a reward critic's tie band), or ``constrain_verdict`` on an ``engine`` (its name) without grammars
+    (``grammar`` False).
     """
     if tie_margin is not None:
         raise BadInputError(f"tie_margin={tie_margin}: only a reward critic (a reward model) has a tie band")
