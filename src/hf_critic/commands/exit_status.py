@@ -4,8 +4,8 @@ generated command-line reference shows it), ``hf-critic eval-instruct --help`` t
 
 Here too is how an error becomes its status and its one line: :data:`EXIT_BY_KIND` maps each kind of
 :mod:`hf_critic.core.errors` to its status, and :func:`error_line` writes the line, with the command's flags in place of
-the library's argument names (:func:`hf_critic.core.errors.flags_for_arguments`). An exception of no kind is a bug: :func:`bugs_reported` lets it through as a traceback,
-with a note saying so, never as bad input.
+the library's argument names (:func:`hf_critic.core.errors.flags_for_arguments`). An exception of no kind is a bug:
+:func:`bugs_reported` lets it through as a traceback, with a note saying so, never as bad input.
 """
 
 from __future__ import annotations
