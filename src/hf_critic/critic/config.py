@@ -191,7 +191,7 @@ class CriticConfig:
             return load_rubric(self.rubric)
         except OSError as err:  # FileNotFoundError from load_rubric; PermissionError, IsADirectoryError from the read
             reason = "it is a folder" if Path(self.rubric).is_dir() else (err.strerror or "no such file").lower()
-            raise BadInputError(f"cannot read the rubric file {str(self.rubric)!r} (rubric=): {reason}") from None
+            raise BadInputError(f"rubric=: cannot read the rubric file {str(self.rubric)!r}: {reason}") from None
 
 
 def parse_score_range(text: str | None) -> tuple[int, int] | None:
