@@ -17,10 +17,19 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: Floor of every unit, ground first.
 FLOORS: dict[str, int] = {
+    # -1. the one exception tree, below everything: every unit may raise its kinds
+    "core": -1,  # the core package's __init__: imports nothing
+    "core.errors": -1,  # HfCriticError and its kinds (bad input, a critic that changed, a server, a missing extra)
     # 0. vocabulary and plumbing: no hf_critic imports
     "_version": 0,
     "_lazy": 0,  # names a package imports on first use (PEP 562)
-    "core": 0,  # the record schema, label vocabulary, row matching, YAML keys, control tokens, redaction, progress
+    "core.schema": 0,  # the four settings, record and critique columns
+    "core.labels": 0,  # pairwise codes, their spellings, swapping
+    "core.keys": 0,  # unknown keys of the YAML files read are errors naming the closest known key
+    "core.matching": 0,  # which rows of two files are the same rows: by id (texts checked), else by exact text
+    "core.control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
+    "core.redaction": 0,  # API keys kept out of URLs, logs and errors
+    "core.progress": 0,  # one bar for a chunked run: rows/s, tokens/s, time to finish
     "io": 0,
     "backends.cache": 0,  # the persistent generation cache
     "backends.weights": 0,  # a local model known by the content of its files, never its path
@@ -96,8 +105,9 @@ def _modules() -> dict[str, tuple[Path, bool]]:
 #: would hide an upward import between its parts; its __init__ imports nothing at import time (PEP 562), so importing
 #: ``hf_critic.critic.verdicts`` loads no part above it.
 #: The critic kinds (``critics``) likewise: the protocol stands below every kind that implements it (the Critic,
-#: floor 5), the registry above it.
-SPLIT_PACKAGES = ("critic", "critics")
+#: floor 5), the registry above it. The core package's modules are units too: its errors stand below every other
+#: unit, which raises them.
+SPLIT_PACKAGES = ("critic", "critics", "core")
 
 
 def _unit(module: str) -> str:
@@ -155,7 +165,7 @@ def test_no_module_imports_from_a_unit_above_it():
 
 def test_the_check_finds_an_upward_import():
     """The check can fail: the loaders (floor 2) reading labels through meta_eval (floor 3), as they used to."""
-    raised = {**FLOORS, "core": 3}
+    raised = {**FLOORS, "core.labels": 3}
     found = upward_imports(raised)
     assert any(line.startswith("hf_critic.loaders.generic:") and "hf_critic.core.labels" in line for line in found)
 
@@ -286,6 +296,97 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
         "hf_critic/elsewhere.py:6 isinstance(..., LongerWins)",
         "hf_critic/elsewhere.py:6 isinstance(..., Mine)",
     ]
+
+
+#: The module of the exception tree, and the one of the exit codes.
+ERRORS_MODULE = "hf_critic.core.errors"
+EXIT_STATUS_MODULE = "hf_critic.commands.exit_status"
+
+
+def _base_names(node: ast.ClassDef) -> list[str]:
+    return [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases]
+
+
+def stray_exceptions(modules: dict[str, tuple[Path, bool]]) -> list[str]:
+    """Exception classes outside :data:`ERRORS_MODULE` that are no kind of its tree: a class with a built-in exception
+    among its bases must also have an hf_critic exception class among them (``class RecordError(BadInputError)``,
+    ``class ModelNotFoundError(BadInputError, OSError)``), as ``"module:line Name(bases)"``."""
+    import builtins
+
+    classes = {}
+    for module, (path, _) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append((module, node))
+
+    def is_builtin_exception(name: str) -> bool:
+        found = getattr(builtins, name, None)
+        return isinstance(found, type) and issubclass(found, BaseException)
+
+    def in_tree(name: str, seen: frozenset = frozenset()) -> bool:
+        if name == "HfCriticError":
+            return True
+        return any(
+            in_tree(base, seen | {name})
+            for _, node in classes.get(name, [])
+            for base in _base_names(node)
+            if base not in seen
+        )
+
+    stray = []
+    for name, defined in classes.items():
+        for module, node in defined:
+            bases = _base_names(node)
+            if module == ERRORS_MODULE or not any(is_builtin_exception(b) or in_tree(b) for b in bases):
+                continue
+            if not any(in_tree(b) for b in bases):
+                stray.append(f"{module}:{node.lineno} {name}({', '.join(bases)})")
+    return sorted(stray)
+
+
+def test_every_exception_is_a_kind_of_the_one_tree():
+    """Exceptions are declared in hf_critic.core.errors or subclass its kinds (bad input, a critic that changed, a
+    server, a missing extra, a shortfall), so that a caller tells a user's mistake from a bug by the class alone."""
+    assert stray_exceptions(_modules()) == []
+
+
+def test_the_exception_check_finds_a_stray_exception(tmp_path):
+    modules = {**_modules(), "hf_critic.stray": (tmp_path / "stray.py", False)}
+    (tmp_path / "stray.py").write_text("class StrayError(ValueError):\n    pass\n", encoding="utf-8")
+    assert stray_exceptions(modules) == ["hf_critic.stray:1 StrayError(ValueError)"]
+
+
+def exit_codes_outside_their_module(modules: dict[str, tuple[Path, bool]]) -> list[str]:
+    """Exit codes written anywhere but :data:`EXIT_STATUS_MODULE`, in the command line (``hf_critic.cli`` and
+    ``hf_critic.commands``): a ``return`` of an integer literal, or ``sys.exit`` / ``SystemExit`` of one."""
+    found = []
+    for module, (path, _) in modules.items():
+        if module == EXIT_STATUS_MODULE or not (module == "hf_critic.cli" or module.startswith("hf_critic.commands")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            value = None
+            if isinstance(node, ast.Return):
+                value = node.value
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "exit",
+                "SystemExit",
+            ):
+                value = node.args[0] if node.args else None
+            if isinstance(value, ast.Constant) and type(value.value) is int:
+                found.append(f"{module}:{node.lineno} exits {value.value}")
+    return found
+
+
+def test_exit_codes_are_named_in_one_module():
+    """The command line returns the names of hf_critic.commands.exit_status (DONE, BAD_INPUT ...), and maps the kinds
+    of errors to them there, never a number of its own."""
+    assert exit_codes_outside_their_module(_modules()) == []
+
+
+def test_the_exit_code_check_finds_a_number(tmp_path):
+    (tmp_path / "x.py").write_text("def run(args):\n    return 2\n", encoding="utf-8")
+    modules = {**_modules(), "hf_critic.commands.x": (tmp_path / "x.py", False)}
+    assert exit_codes_outside_their_module(modules) == ["hf_critic.commands.x:2 exits 2"]
 
 
 @pytest.mark.parametrize(

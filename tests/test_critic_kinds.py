@@ -127,12 +127,12 @@ def test_refine_refuses_a_reward_critic_as_the_critic(kinds, files, tmp_path, ca
 def test_tie_margin_is_refused_for_a_generative_critic(tiny_model_dir, files, tmp_path, capsys):
     argv = ["compare", "--data", str(files["compare"]), "--output", str(tmp_path / "o.jsonl"), "--no-cache"]
     assert main([*argv, "--model", str(tiny_model_dir), "--tie-margin", "0.5", "--no-progress"]) == 2
-    assert "--tie-margin: only a reward critic" in capsys.readouterr().err
+    assert "--tie-margin 0.5: only a reward critic" in capsys.readouterr().err
 
 
 GENERATIVE = [
     (["--verdict", "text", "--explanation", "first"], "--explanation first: applies to probability read-outs"),
-    (["--verdict", "text", "--min-verdict-mass", "0.5"], "--min-verdict-mass: applies to probability read-outs"),
+    (["--verdict", "text", "--min-verdict-mass", "0.5"], "--min-verdict-mass 0.5: applies to probability read-outs"),
 ]
 
 

@@ -392,7 +392,7 @@ def test_the_exit_codes_are_listed_once():
     from hf_critic.commands.exit_status import EXIT_STATUS, exit_status_text
 
     parser = build_parser()
-    assert parser.epilog == exit_status_text() and set(EXIT_STATUS) == {0, 1, 2, 3, 4}
+    assert parser.epilog == exit_status_text() and set(EXIT_STATUS) == {0, 1, 2, 3, 4, 130}
     (subparsers,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
     assert subparsers.choices["eval-instruct"].epilog.endswith(exit_status_text())
     index = (REPO / "docs" / "judge" / "index.md").read_text(encoding="utf-8")

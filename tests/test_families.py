@@ -710,7 +710,7 @@ def test_score_range_option(text, expected):
 @pytest.mark.parametrize("text", ["5,1", "1", "1,2,3", "a,b", "1.5,4"])
 def test_bad_score_range_option(text):
 
-    with pytest.raises(ValueError, match="--score-range"):
+    with pytest.raises(ValueError, match="score_range= must be"):
         parse_score_range(text)
 
 

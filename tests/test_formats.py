@@ -276,7 +276,5 @@ def test_prometheus2_without_a_rubric_says_to_give_rubric():
     from hf_critic.io import RecordError
 
     critic = Critic(ScriptedBackend(lambda user, k: "x"), template="prometheus2")
-    with pytest.raises(
-        RecordError, match="missing or empty field\\(s\\) 'rubric'; give the criteria with --rubric FILE"
-    ):
+    with pytest.raises(RecordError, match="missing or empty field\\(s\\) 'rubric'; give the criteria with rubric="):
         critic.grade([{"question": "q", "response": "a"}])

@@ -141,7 +141,7 @@ def test_a_forced_re_encoding_into_an_unwritable_cache_is_one_line(tmp_path):
     source = tiny_gguf(tmp_path / "m.Q4_1.gguf")
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the cache folder should be")
-    with pytest.raises(gguf_files.GGUFError, match="--gguf-recode Q8_0: cannot write the re-encoding") as err:
+    with pytest.raises(gguf_files.GGUFError, match="gguf_recode=Q8_0: cannot write the re-encoding") as err:
         recoded_gguf(source, "Q8_0", folder=blocked / "gguf")
     assert "HF_CRITIC_CACHE" in str(err.value) and "\n" not in str(err.value)
 

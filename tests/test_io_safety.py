@@ -129,7 +129,8 @@ def test_a_save_killed_part_way_needs_no_overwrite(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(pipeline, "run_eval_instruct", started)
     path = recipe(tmp_path, "http://127.0.0.1:9/v1")
     assert main(["eval-instruct", "--config", str(path), "--no-progress"]) == 2
-    assert capsys.readouterr().err.strip() == "hf-critic eval-instruct: error: the run started"
+    pointer = "(see docs/troubleshooting.md#eval-instruct)"
+    assert capsys.readouterr().err.strip() == f"hf-critic eval-instruct: error: the run started {pointer}"
 
 
 def test_self_eval_names_the_file_of_a_bad_row(tmp_path, capsys):

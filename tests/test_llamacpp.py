@@ -217,7 +217,7 @@ def test_resolve_engine(monkeypatch, tmp_path):
     assert models.resolve_engine("llamacpp", str(tmp_path)) == "llamacpp"
     with pytest.raises(ValueError, match="unknown engine 'vllm'"):
         models.resolve_engine("vllm", None)
-    with pytest.raises(ValueError, match="runs on --engine llamacpp"):
+    with pytest.raises(ValueError, match="runs on engine=llamacpp"):
         models.resolve_engine("transformers", "x.gguf")
     # the embedded critic: the engine measured faster on this CPU class at this batch size
     for flags in (ZEN4, AMX):
@@ -301,7 +301,7 @@ def test_constrain_verdict_needs_a_grammar_engine(tiny_model_dir):
     from hf_critic.critic import Critic
 
     backend = TransformersBackend.from_pretrained(str(tiny_model_dir), dtype="float32", progress=False)
-    with pytest.raises(ValueError, match="--constrain-verdict needs grammar-constrained decoding"):
+    with pytest.raises(ValueError, match="constrain_verdict=True needs grammar-constrained decoding"):
         Critic(backend, constrain_verdict=True)
 
 

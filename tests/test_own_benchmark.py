@@ -140,7 +140,7 @@ def test_column_errors_name_the_source_column(tmp_path):
             task="pairwise",
             columns="question=instruction,response_1=response1,response_2=response2,label=annotator2",
         )
-    with pytest.raises(ValueError, match=r"\['prompt'\] not found \(--columns question='\{prompt\}"):
+    with pytest.raises(ValueError, match=r"\['prompt'\] not found \(columns= question='\{prompt\}"):
         _load_generic(
             _jsonl(tmp_path / "c.jsonl", ROWS),
             task="pairwise",
@@ -432,9 +432,10 @@ def test_limit_zero_is_an_error_before_any_model_loads(tmp_path, capsys, monkeyp
 
 def test_default_critic_is_announced_before_it_loads(tmp_path, capsys, monkeypatch):
     from hf_critic import critic
+    from hf_critic.core.errors import BadInputError
 
     def stop(*args, **kwargs):
-        raise ValueError("stopped before loading")
+        raise BadInputError("stopped before loading")  # a library refusal; a plain ValueError would be a bug
 
     monkeypatch.setattr(critic.Critic, "from_pretrained", stop)
     bench = _jsonl(tmp_path / "b.jsonl", [{"question": "q", "response_1": "a", "response_2": "b", "label": 0}])

@@ -237,7 +237,8 @@ def test_an_empty_result_fails_in_one_line_and_writes_no_dataset_or_card(tmp_pat
     assert "\n" not in message and message.startswith("no rows in any config: stage score_difficulty kept 0 of 10")
     assert "main reason: failed: answer rejected: unparseable (10)" in message
     stderr = capsys.readouterr().err.strip().splitlines()
-    assert code == 4 and stderr[-1] == f"hf-critic eval-instruct: error: {message}"
+    pointer = "(see docs/troubleshooting.md#eval-instruct)"
+    assert code == 4 and stderr[-1] == f"hf-critic eval-instruct: error: {message} {pointer}"
     out = tmp_path / "out"
     assert (out / "report.json").is_file() and (out / "failures.jsonl").is_file()
     assert not (out / "dataset").exists() and not (out / "hub").exists()

@@ -174,11 +174,11 @@ def test_fit_ids_cuts_the_middle_of_the_response_then_the_question():
 @pytest.mark.parametrize(
     ("kwargs", "option"),
     [
-        ({"explanation": "first"}, "--explanation"),
-        ({"verdict": "text"}, "--verdict text"),
-        ({"constrain_verdict": True}, "--constrain-verdict"),
-        ({"min_verdict_mass": 0.5}, "--min-verdict-mass"),
-        ({"language": "zh"}, "--language"),
+        ({"explanation": "first"}, "explanation=first: a reward model writes no critique text"),
+        ({"verdict": "text"}, "verdict=text: a reward model's verdicts come from its rewards"),
+        ({"constrain_verdict": True}, "constrain_verdict=True: a reward model writes no critique text"),
+        ({"min_verdict_mass": 0.5}, "min_verdict_mass=0.5: a reward model writes no critique text"),
+        ({"language": "zh"}, "language=zh: a reward model writes no critique text"),
     ],
 )
 def test_options_a_reward_critic_cannot_honour_are_refused(reward_folder, kwargs, option):
@@ -266,7 +266,7 @@ def test_non_finite_or_huge_tie_margins_are_refused_or_computed_not_overflowed(c
         pairwise_verdict(float("nan"), 1.0)
     label, d = pairwise_verdict(1.0, 0.0, tie_margin=1e6)  # exp(1e6) overflowed before: reported as a truncation
     assert label == 2 and d["tie"] == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="--tie-margin must be a finite number"):
+    with pytest.raises(ValueError, match="tie_margin=.*: must be a finite number"):
         Critic(None, reward=critic.reward, tie_margin=float("nan"))
 
 
@@ -289,10 +289,10 @@ def test_non_finite_numbers_on_the_command_line_are_refused(capsys):
 def test_gguf_recode_is_refused_where_no_gguf_runs(reward_folder, tmp_path):
     from hf_critic.testing.tiny_models import build_tiny_model
 
-    with pytest.raises(ValueError, match="--gguf-recode Q8_0: .* is a reward model on transformers; no GGUF runs"):
+    with pytest.raises(ValueError, match="gguf_recode=Q8_0: .* is a reward model on transformers; no GGUF runs"):
         Critic.from_pretrained(str(reward_folder), gguf_recode="Q8_0", progress=False)
     causal = build_tiny_model(tmp_path / "causal")
-    with pytest.raises(ValueError, match="--gguf-recode off: the transformers engine runs no GGUF file"):
+    with pytest.raises(ValueError, match="gguf_recode=off: the transformers engine runs no GGUF file"):
         Critic.from_pretrained(str(causal), engine="transformers", gguf_recode="off", progress=False)
 
 

@@ -41,6 +41,7 @@ import os
 import sys
 from pathlib import Path
 
+from hf_critic.core.errors import command_line_message
 from hf_critic.io import OutputError, RecordError, check_output_dir
 from hf_critic.judgments import (
     PUBLISHED_SOURCES,
@@ -117,7 +118,7 @@ def main(argv=None) -> int:
         )
         card = render_published_card(configs, report, repo_id=args.push_to_hub)
     except (OutputError, RecordError, ValueError, FileNotFoundError) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        print(f"{prog}: error: {command_line_message(err, parser)}", file=sys.stderr)
         return 2
     print(report.summary())
     empty = _empty(configs, report)

@@ -7,8 +7,8 @@ import sys
 
 from ._version import __version__
 from .commands import calibrate, critique, eval_instruct, export, meta_eval, metrics, refine, self_eval, view
-from .commands.exit_status import BAD_INPUT, DONE, SERVER_FAILED, exit_status_text
-from .commands.troubleshooting import pointer
+from .commands.exit_status import DONE, INTERRUPTED, bugs_reported, error_line, exit_status_text
+from .core.errors import HfCriticError, MissingExtraError, help_flags
 from .core.redaction import configure_logging
 
 # Sub-command modules, in the order --help lists them; each registers its parsers (heavy imports wait for a run).
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.register(subparsers)
+    parser.commands = subparsers.choices  # command name (or alias) -> its parser, for its flags in error lines
     return parser
 
 
@@ -53,29 +54,34 @@ EXTRAS = {"matplotlib": "report", "openpyxl": "xlsx", "xllamacpp": "llamacpp", "
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``hf-critic`` console script. Returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    """Entry point of the ``hf-critic`` console script. Returns the process exit code.
+
+    An error of :mod:`hf_critic.core.errors` becomes one line on stderr and its exit status
+    (:mod:`hf_critic.commands.exit_status`); any other exception is a bug and shows as a traceback.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
     configure_logging(args.verbose)  # every log line redacted: no key, whatever a library logs (-v, -vv)
     if getattr(args, "progress", None) is False:
         _silence_library_progress()
-    from .backends.models import ModelNotFoundError
-    from .backends.retry import EndpointError, FatalAPIError, RequestsFailedError, ServedReadoutError
     from .commands.options import check_shared_settings
-    from .io import RecordError
 
-    # The exit codes: hf_critic.commands.exit_status, the one list (`hf-critic --help` prints it). Each error line
-    # names its section of the troubleshooting page.
+    # Each error line names its section of the troubleshooting page; library messages name arguments (``swap=``),
+    # the line names this command's flags (``--swap``).
     try:
-        check_shared_settings(args)  # before any work: threads, cache paths
-        return args.func(args) or DONE
-    except (RecordError, ModelNotFoundError, ValueError, EndpointError) as err:
-        code, message, error = BAD_INPUT, str(err), err
-    except (FatalAPIError, RequestsFailedError, ServedReadoutError) as err:
-        code, message, error = SERVER_FAILED, str(err), err
-    except ModuleNotFoundError as err:  # an optional extra not installed: one line, not a traceback
+        with bugs_reported():
+            check_shared_settings(args)  # before any work: threads, cache paths
+            return args.func(args) or DONE
+    except HfCriticError as err:
+        code, line = error_line(err, args.command, help_flags(parser.commands[args.command].format_help()))
+    except ModuleNotFoundError as err:  # an optional extra not installed by a plain import: one line
         extra = EXTRAS.get((err.name or "").partition(".")[0])
-        code, message, error = BAD_INPUT, f"{err}" + (f": pip install 'hf-critic[{extra}]'" if extra else ""), err
-    print(f"hf-critic {args.command}: error: {message} (see {pointer(error)})", file=sys.stderr)
+        if extra is None:
+            raise  # a module hf-critic itself needs: a broken install, shown whole
+        code, line = error_line(MissingExtraError(str(err), extra=extra), args.command)
+    except KeyboardInterrupt:
+        code, line = INTERRUPTED, f"hf-critic {args.command}: interrupted"
+    print(line, file=sys.stderr)
     return code
 
 

@@ -28,6 +28,7 @@ import datasets
 from .backends.cache import GenerationCache
 from .backends.cached import CachedBackend
 from .core import schema
+from .core.errors import BadInputError
 from .critic import Critic
 from .critic.decoding import DecodingConfig
 from .io import RecordError, check_fields
@@ -378,9 +379,9 @@ def refine(
     """
     started = time.perf_counter()
     if not critics or rounds < 1:
-        raise ValueError("refine needs at least one critic and rounds >= 1")
+        raise BadInputError("refine needs at least one critic and rounds >= 1")
     if ORIGINAL in critics:
-        raise ValueError(f"{ORIGINAL!r} names the row of the unchanged responses; call the critic something else")
+        raise BadInputError(f"{ORIGINAL!r} names the row of the unchanged responses; call the critic something else")
     data = _Records(*_columns(records, category, source))
     prompt = load_rewrite_prompt(prompt) if isinstance(prompt, str) else prompt
     decoding = decoding or DecodingConfig(max_new_tokens=512)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.errors import BadInputError
 from .base import Backend
 
 __all__ = ["Backend", "load_backend"]
@@ -49,7 +50,7 @@ def load_backend(
         from .llamacpp import LlamaCppBackend
 
         if dtype != "auto":
-            raise ValueError(f"--dtype {dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
+            raise BadInputError(f"dtype={dtype}: the llama.cpp engine runs the GGUF file's own quantisation")
         backend = LlamaCppBackend(
             model or default_gguf_file(),
             parallel=batch_size,
@@ -61,9 +62,9 @@ def load_backend(
         from .transformers import TransformersBackend
 
         if gguf_recode != "auto":
-            raise ValueError(
-                f"--gguf-recode {gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
-                "for --engine llamacpp only)"
+            raise BadInputError(
+                f"gguf_recode={gguf_recode}: the transformers engine runs no GGUF file (it re-encodes "
+                "for engine=llamacpp only)"
             )
 
         backend = TransformersBackend.from_pretrained(

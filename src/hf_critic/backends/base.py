@@ -98,7 +98,7 @@ class Backend(ABC):
             VerdictProbabilityError: this backend cannot return probabilities (the default; the message names it).
         """
         raise VerdictProbabilityError(
-            f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use --verdict text"
+            f"backend {type(self).__name__} ({self.name}) cannot return verdict probabilities; use verdict=text"
         )
 
     def check_readouts(self, verdicts: Sequence) -> None:
@@ -132,6 +132,6 @@ class Backend(ABC):
             NotImplementedError: the engine has no grammar-constrained decoding.
         """
         raise NotImplementedError(
-            f"{self.name}: this engine cannot constrain generation with a grammar; use --engine llamacpp or "
-            "--base-url of a llama.cpp server"
+            f"{self.name}: this engine cannot constrain generation with a grammar; use engine=llamacpp or "
+            "base_url= of a llama.cpp server"
         )

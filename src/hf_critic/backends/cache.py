@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import BadInputError
+
 
 def cache_key(**parts: Any) -> str:
     """SHA-256 of the canonical JSON of ``parts`` (keys sorted, UTF-8): equal inputs give equal keys.
@@ -31,7 +33,7 @@ def cache_key(**parts: Any) -> str:
 
 
 def _non_finite(name: str):
-    raise ValueError(f"non-finite number {name} in a cache entry")
+    raise BadInputError(f"non-finite number {name} in a cache entry")
 
 
 #: The first 16 bytes of every SQLite database file.
@@ -65,17 +67,17 @@ def check_cache_path(path: str | os.PathLike, what: str = "path") -> Path:
     """
     path = Path(path).expanduser()
     if path.is_dir():
-        raise ValueError(f"{what} {path}: is a folder; name the cache file (created if missing)")
+        raise BadInputError(f"{what} {path}: is a folder; name the cache file (created if missing)")
     blocking = file_in_the_way(path.parent)
     if blocking is not None:
-        raise ValueError(f"{what} {path}: {blocking} is a file, not a folder")
+        raise BadInputError(f"{what} {path}: {blocking} is a file, not a folder")
     folder = next(p for p in (path.parent, *path.parent.parents) if p.exists())
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"{what} {path}: no permission to write in {folder}")
+        raise BadInputError(f"{what} {path}: no permission to write in {folder}")
     if path.is_file() and path.stat().st_size:
         with path.open("rb") as handle:
             if handle.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
-                raise ValueError(f"{what} {path}: not a SQLite file, so not a generation cache; name another file")
+                raise BadInputError(f"{what} {path}: not a SQLite file, so not a generation cache; name another file")
     return path
 
 
@@ -99,7 +101,7 @@ class GenerationCache:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         except (OSError, sqlite3.Error) as err:
-            raise ValueError(f"path {self.path}: cannot open it as a cache ({err})") from None
+            raise BadInputError(f"path {self.path}: cannot open it as a cache ({err})") from None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """Values for the keys that are present (absent keys are simply missing from the result)."""
@@ -130,7 +132,7 @@ class GenerationCache:
         try:
             rows = [(k, json.dumps(v, ensure_ascii=False, allow_nan=False)) for k, v in items.items()]
         except ValueError:
-            raise ValueError(f"{self.path}: a result holding NaN or Infinity is not cached") from None
+            raise BadInputError(f"{self.path}: a result holding NaN or Infinity is not cached") from None
         with self._lock:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO generations VALUES (?, ?)", rows)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from ..core.errors import BadInputError
 from ..critic.decoding import DecodingConfig
 from .base import Backend, Messages
 from .cache import GenerationCache, cache_key
@@ -218,7 +219,7 @@ class Pricing:
 
     def __post_init__(self):
         if self.input_per_million < 0 or self.output_per_million < 0:
-            raise ValueError("prices must be >= 0")
+            raise BadInputError("prices must be >= 0")
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         """Price of that many tokens: ``(p * input + c * output) / 1e6``."""
@@ -344,7 +345,7 @@ class BackendSource:
         name: str | None = None,
     ):
         if chunk_size < 1:
-            raise ValueError("chunk_size must be >= 1")
+            raise BadInputError("chunk_size must be >= 1")
         self.backend, self.decoding = backend, decoding or DecodingConfig()
         self.cache, self.ledger, self.chunk_size = cache, ledger or UsageLedger(), chunk_size
         self.name = name or backend.name
@@ -365,7 +366,7 @@ class BackendSource:
             ValueError: a request has ``params``.
         """
         if any(r.params for r in requests):
-            raise ValueError(f"{self.name}: a local backend takes no per-request params")
+            raise BadInputError(f"{self.name}: a local backend takes no per-request params")
         usage = self.ledger.stage(stage)
         keys = [chat_cache_key(self.model, r.messages, self._params()) for r in requests]
         done = self.cache.get_many(keys) if self.cache is not None else {}

@@ -29,6 +29,7 @@ import os
 import time
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from .weights import file_digest
 
 __all__ = [
@@ -51,7 +52,7 @@ logger = logging.getLogger(__name__)
 GGUF_MAGIC = b"GGUF"
 
 
-class GGUFError(ValueError):
+class GGUFError(BadInputError):
     """A ``--model`` given to the llama.cpp engine is not a readable GGUF file (the message names the path)."""
 
 
@@ -187,7 +188,7 @@ def requantize_gguf(source: str | os.PathLike, target: str | os.PathLike, tensor
     from gguf.quants import dequantize, quantize
 
     if tensor_type not in RECODE_TYPES:
-        raise ValueError(f"tensor_type must be 'F32' or 'Q8_0', not {tensor_type!r}")
+        raise BadInputError(f"tensor_type must be 'F32' or 'Q8_0', not {tensor_type!r}")
     kind = GGMLQuantizationType[tensor_type]
     reader = GGUFReader(check_gguf(source))
     writer = GGUFWriter(target, arch=reader.fields["general.architecture"].contents())
@@ -253,7 +254,7 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
             (``auto`` then logs a warning and returns ``path``).
     """
     if recode not in RECODE_CHOICES:
-        raise ValueError(f"recode must be one of {', '.join(RECODE_CHOICES)}, not {recode!r}")
+        raise BadInputError(f"recode must be one of {', '.join(RECODE_CHOICES)}, not {recode!r}")
     source = Path(path)
     current = file_type(source)
     if recode == "off" or current is None:
@@ -285,8 +286,8 @@ def recoded_gguf(path: str | os.PathLike, recode: str = "auto", folder: str | os
             reason = f"{err.strerror or err}: {err.filename or folder}"
             if recode != "auto":
                 raise GGUFError(
-                    f"--gguf-recode {recode}: cannot write the re-encoding of {source} into {folder} "
-                    f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass --gguf-recode off"
+                    f"gguf_recode={recode}: cannot write the re-encoding of {source} into {folder} "
+                    f"({reason}); set HF_CRITIC_CACHE to a writable folder or pass gguf_recode=off"
                 ) from None
             logger.warning(
                 "%s: could not write its %s re-encoding (%s); running the file as it is",

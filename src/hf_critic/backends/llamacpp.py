@@ -47,6 +47,7 @@ from functools import cached_property
 from typing import Any
 
 from ..core.control_tokens import mark, split_marked
+from ..core.errors import BadInputError, MissingExtraError
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictReadout, walk_top_logprobs
 from .base import Backend, Messages
@@ -67,9 +68,7 @@ def _binding():
     try:
         import xllamacpp
     except ImportError as err:
-        raise ImportError(
-            "the llama.cpp engine needs the xllamacpp package: pip install 'hf-critic[llamacpp]'"
-        ) from err
+        raise MissingExtraError("the llama.cpp engine needs the xllamacpp package", extra="llamacpp") from err
     return xllamacpp
 
 
@@ -101,14 +100,14 @@ def start_server(
 
     Raises:
         GGUFError: see :func:`check_gguf`.
-        ImportError: xllamacpp is not installed.
+        MissingExtraError: xllamacpp is not installed (an ImportError).
         ValueError: ``parallel`` or ``threads`` below 1.
     """
     from .threads import num_threads_or_default
 
     file = check_gguf(gguf)
     if parallel < 1:
-        raise ValueError("parallel must be >= 1")
+        raise BadInputError("parallel must be >= 1")
     xllamacpp = _binding()
     params = xllamacpp.CommonParams()
     params.model.path = str(file)
@@ -194,7 +193,7 @@ class LlamaCppBackend(Backend):
 
     Raises:
         GGUFError: the path is missing or not a GGUF file.
-        ImportError: xllamacpp is not installed.
+        MissingExtraError: xllamacpp is not installed (an ImportError).
     """
 
     supports_grammar = True
@@ -343,9 +342,9 @@ class LlamaCppBackend(Backend):
             RuntimeError: an error answered by llama.cpp.
         """
         if config.strategy == "beam":
-            raise ValueError(
+            raise BadInputError(
                 "beam search is not available in the llama.cpp engine; use greedy, sampling or "
-                "self_consistency, or --engine transformers"
+                "self_consistency, or engine=transformers"
             )
         n = config.num_return_sequences
         bodies = [llamacpp_request(c, config, sample=j, grammar=self.grammar) for c in conversations for j in range(n)]
@@ -381,7 +380,7 @@ class LlamaCppBackend(Backend):
             RuntimeError: an error answered by llama.cpp.
         """
         if len(continuations) != len(conversations):
-            raise ValueError("verdict_probabilities needs one continuation per conversation")
+            raise BadInputError("verdict_probabilities needs one continuation per conversation")
         from tqdm.auto import tqdm
 
         config = DecodingConfig(max_new_tokens=1)

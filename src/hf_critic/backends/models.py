@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from .checkpoints import dequantized_gguf_config, drop_gguf_quantization
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def trained_critic(model: str | os.PathLike | None) -> TrainedCritic | None:
     return TRAINED_CRITICS.get(str(model))
 
 
-class ModelNotFoundError(OSError):
+class ModelNotFoundError(BadInputError, OSError):
     """A model given by name or path cannot be loaded from this machine."""
 
 
@@ -106,7 +107,7 @@ def check_cache_dir() -> Path:
     blocking = file_in_the_way(root)
     if blocking is not None:
         named = f"HF_CRITIC_CACHE={os.environ['HF_CRITIC_CACHE']}" if "HF_CRITIC_CACHE" in os.environ else str(root)
-        raise ValueError(f"{named}: {blocking} is a file, not a folder; set HF_CRITIC_CACHE to a folder")
+        raise BadInputError(f"{named}: {blocking} is a file, not a folder; set HF_CRITIC_CACHE to a folder")
     return root
 
 
@@ -237,7 +238,7 @@ def check_safetensors(path: str | os.PathLike) -> None:
     except (SafetensorError, OSError) as err:
         detail = " ".join(str(err).split()).removeprefix("Error while deserializing header: ")
         size = Path(path).stat().st_size
-        raise ValueError(
+        raise BadInputError(
             f"{path}: not a readable safetensors file ({size} bytes: {detail}); it is empty, "
             "truncated or not safetensors: copy or save it again"
         ) from None
@@ -439,9 +440,9 @@ def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int
     import torch
 
     if engine not in ENGINES:
-        raise ValueError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
+        raise BadInputError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
     if engine == "transformers" and is_gguf_path(model):
-        raise ValueError(f"{model}: a GGUF file runs on --engine llamacpp (or pass the model's folder or Hub id)")
+        raise BadInputError(f"{model}: a GGUF file runs on engine=llamacpp (or pass the model's folder or Hub id)")
     if engine != "auto":
         return engine
     if is_gguf_path(model):
@@ -509,7 +510,7 @@ def inference_dtype(dtype: str = "auto", batch_size: int = 8):
         return dtype
     value = getattr(torch, str(dtype), None)
     if not isinstance(value, torch.dtype):
-        raise ValueError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+        raise BadInputError(f"unknown dtype {dtype!r}; use auto, float32, bfloat16 or float16")
     return value
 
 

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import BadInputError
 from ..core.schema import ParseStatus
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import VerdictProbabilityError, VerdictReadout, walk_top_logprobs
@@ -152,7 +153,7 @@ class OpenAIBackend(Backend):
             RequestsFailedError: requests that failed after retries.
         """
         if len(continuations) != len(conversations):
-            raise ValueError("verdict_probabilities needs one continuation per conversation")
+            raise BadInputError("verdict_probabilities needs one continuation per conversation")
         params = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": self.top_logprobs}
         params.update(self.prefill_params())
 
@@ -167,8 +168,8 @@ class OpenAIBackend(Backend):
             self._raise_if_failed([r for r in results if not r.ok], len(results))
             if any(r.top_logprobs is None for r in results):
                 raise VerdictProbabilityError(
-                    f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use --verdict "
-                    "text, or a server that returns them (llama.cpp, vLLM)"
+                    f"backend {type(self).__name__} ({self.name}) got no top_logprobs from the server; use "
+                    "verdict=text, or a server that returns them (llama.cpp, vLLM)"
                 )
             return [r.top_logprobs for r in results]
 
@@ -212,7 +213,7 @@ class OpenAIBackend(Backend):
                 f"{len(low)} of {len(read)} verdict read-outs from {self.client.display_url} (model "
                 f"{self.client.model!r}, server kind {self.kind or 'unknown'}) put almost no probability on the allowed "
                 f"verdicts ({unseen} with verdicts outside the server's top-{self.top_logprobs}): the server does not "
-                "continue the prefilled assistant message or the model ignores the format; use --verdict text"
+                "continue the prefilled assistant message or the model ignores the format; use verdict=text"
             )
 
     # llama.cpp's server reads a GBNF grammar from the request's ``grammar`` field; others reject or ignore it.
@@ -246,7 +247,7 @@ class OpenAIBackend(Backend):
             RequestsFailedError: items that failed after retries without an answer (transport errors).
         """
         if config.strategy == "beam":
-            raise ValueError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
+            raise BadInputError("beam search is not available over an OpenAI-compatible API; use greedy or sampling")
         base: dict[str, Any] = {"max_tokens": config.max_new_tokens}
         if config.strategy == "greedy":
             base["temperature"] = 0.0

@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.errors import BadInputError
 from ..core.redaction import redact_url, register_secret, split_url_credentials
 from ..critic.verdicts import top_k_table
 from .cache import GenerationCache
@@ -170,10 +171,10 @@ class OpenAIClient:
         stage_params: Mapping[str, Mapping[str, Any]] | None = None,
     ):
         if concurrency < 1 or timeout <= 0:
-            raise ValueError("concurrency must be >= 1 and timeout > 0")
+            raise BadInputError("concurrency must be >= 1 and timeout > 0")
         params = dict(params or {})
         if {"api_key", "authorization"} & {k.lower() for k in params}:
-            raise ValueError(f"never put credentials in params; set ${api_key_env} instead")
+            raise BadInputError(f"never put credentials in params; set ${api_key_env} instead")
         # A key in the URL (user:KEY@host, KEY@host) is taken out and sent as the bearer key, exactly as one from
         # $api_key_env: left in the URL, httpx would send it as Basic auth and log it with every request.
         self.display_url = redact_url(base_url.rstrip("/"))

@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..core.errors import BadInputError
 from ..core.redaction import redact_text, redact_url, register_secret, split_url_credentials
 from .chat import served_identity
 from .retry import (
@@ -68,7 +69,7 @@ def _scalar(data: Any) -> float:
         shape = f"{len(value)} values" if value else "empty"
     else:
         shape = f"a {type(value).__name__}"
-    raise ValueError(
+    raise BadInputError(
         f"the pooled output of one conversation is {shape}, not one number: the server is not running a "
         "sequence reward model (serve a one-label sequence classifier with `vllm serve MODEL --runner "
         "pooling`)"
@@ -120,7 +121,7 @@ class PoolingRewardClient:
         cache_path: str | os.PathLike | None = None,
     ):
         if batch_size < 1 or timeout <= 0:
-            raise ValueError("batch_size must be >= 1 and timeout > 0")
+            raise BadInputError("batch_size must be >= 1 and timeout > 0")
         self.display_url = redact_url(base_url.rstrip("/"))
         url, self._url_key = split_url_credentials(base_url.rstrip("/"))
         self.root = url[: -len("/v1")] if url.endswith("/v1") else url

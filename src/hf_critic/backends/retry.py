@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import BadInputError, ServerError, ServerUnusableError
 from ..core.redaction import redact_url
 
 __all__ = [
@@ -38,7 +39,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
 
 
-class FatalAPIError(RuntimeError):
+class FatalAPIError(ServerError):
     """The server refuses every request (401 / 403: credentials; 404: unknown model or endpoint): stop the run.
 
     The message names the status, the base URL, the model and the environment variable the key is read from, never
@@ -46,7 +47,7 @@ class FatalAPIError(RuntimeError):
     """
 
 
-class EndpointError(ConnectionError):
+class EndpointError(ServerUnusableError):
     """The server at a base URL cannot be used: down, not OpenAI-compatible, refusing the key, or not serving the
     model asked for.
 
@@ -54,14 +55,14 @@ class EndpointError(ConnectionError):
     """
 
 
-class ServedReadoutError(RuntimeError):
+class ServedReadoutError(ServerError):
     """Most verdict read-outs from a server put almost no probability on the allowed verdicts (``low_mass``, or the
     verdicts outside its top-k): the read-out is at the wrong position or the top-k too small, so no verdict of the
     run can be trusted. Raised by :meth:`~hf_critic.backends.openai.OpenAIBackend.check_readouts`; the command line
     exits 3 as for other server failures."""
 
 
-class RequestsFailedError(RuntimeError):
+class RequestsFailedError(ServerError):
     """Requests still failed after the client's bounded retries (typically: the server died or stopped answering
     mid-run), so the critic cannot finish. Raised by :class:`OpenAIBackend`.
 
@@ -127,9 +128,9 @@ class RetryPolicy:
             or self.initial_backoff <= 0
             or self.max_backoff < self.initial_backoff
         ):
-            raise ValueError("need max_retries, max_invalid_retries >= 0 and 0 < initial_backoff <= max_backoff")
+            raise BadInputError("need max_retries, max_invalid_retries >= 0 and 0 < initial_backoff <= max_backoff")
         if self.multiplier < 1 or not 0 <= self.jitter <= 1 or not self.max_total_wait > 0:
-            raise ValueError("need multiplier >= 1, jitter in [0, 1] and max_total_wait > 0")
+            raise BadInputError("need multiplier >= 1, jitter in [0, 1] and max_total_wait > 0")
 
     def delay(self, retry: int, rng: random.Random, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0-based), in ``(0, max_backoff]``.
@@ -146,7 +147,7 @@ class RetryPolicy:
         return max(wait, 1e-3)
 
 
-class _Retry(Exception):
+class _Retry(ServerError):
     """One failed attempt that may be retried."""
 
     def __init__(self, kind: str, detail: str, retry_after: float | None = None):
@@ -154,7 +155,7 @@ class _Retry(Exception):
         self.kind, self.detail, self.retry_after = kind, detail, retry_after
 
 
-class _Fail(Exception):
+class _Fail(ServerError):
     """One failed attempt that must not be retried (the item fails)."""
 
 

@@ -19,6 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..critics.reward import RewardModel, is_reward_model
 from ..testing.server_process import free_port, stop_group, wait_ready
 from .models import DEFAULT_MODEL_NAME, default_model_dir, is_embedded_critic, trained_critic
@@ -101,15 +102,15 @@ def export_critic(model: str, output: str | os.PathLike | None, *, overwrite: bo
     trained = trained_critic(model)
     source = trained.check_installed() if trained is not None else Path(model).expanduser()
     if trained is None and not is_reward_model(model):
-        raise ValueError(
+        raise BadInputError(
             f"export-critic {model}: not a reward critic (a PEFT adapter with task_type SEQ_CLS or a "
             "one-label sequence classifier); a text critic's folder is served as it is: vllm serve FOLDER"
         )
     if output is None:
-        raise ValueError(f"export-critic {model}: --output names the folder to write")
+        raise BadInputError(f"export-critic {model}: output= names the folder to write")
     target = Path(output).expanduser()
     if target.exists() and not overwrite:
-        raise ValueError(f"--output {target} exists; pass --overwrite to replace it")
+        raise BadInputError(f"output={target}: exists; pass overwrite=True to replace it")
     reward = RewardModel.from_pretrained(str(source), dtype="float32", progress=False)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))

@@ -10,6 +10,8 @@ import math
 import os
 from pathlib import Path
 
+from ..core.errors import BadInputError
+
 
 def usable_cpus(cgroup: str | os.PathLike = "/sys/fs/cgroup") -> int:
     """CPUs this process may run on: its affinity mask (``taskset``, container cpusets), capped by a cgroup CPU quota
@@ -60,7 +62,7 @@ def env_num_threads() -> int | None:
         return None
     first = raw.split(",")[0].strip()
     if not first.isdecimal() or int(first) < 1:
-        raise ValueError(f"{OMP_NUM_THREADS}={raw!r}: must be a positive integer (the CPU threads), or unset")
+        raise BadInputError(f"{OMP_NUM_THREADS}={raw!r}: must be a positive integer (the CPU threads), or unset")
     return int(first)
 
 
@@ -82,7 +84,7 @@ def num_threads_or_default(num_threads: int | None, name: str = "num_threads") -
     if num_threads is None:
         return default_num_threads()
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"{name} must be a positive integer (or None for the default), got {num_threads!r}")
+        raise BadInputError(f"{name} must be a positive integer (or None for the default), got {num_threads!r}")
     return num_threads
 
 

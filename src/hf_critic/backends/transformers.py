@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
 from ..core.control_tokens import control_tokens, encode_rendered, encode_text, render_chat
+from ..core.errors import BadInputError
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
@@ -68,9 +69,9 @@ class TransformersBackend(Backend):
         max_batch_tokens: int | None | str = "auto",
     ):
         if not getattr(tokenizer, "chat_template", None):
-            raise ValueError(f"{name}: the tokenizer has no chat template; critic prompts are chat messages")
+            raise BadInputError(f"{name}: the tokenizer has no chat template; critic prompts are chat messages")
         if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+            raise BadInputError("batch_size must be >= 1")
         tokenizer.padding_side = "left"
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
@@ -254,7 +255,7 @@ class TransformersBackend(Backend):
             One readout per conversation, in input order.
         """
         if len(continuations) != len(conversations):
-            raise ValueError("verdict_probabilities needs one continuation per conversation")
+            raise BadInputError("verdict_probabilities needs one continuation per conversation")
         trie = self._verdict_trie(continuations, verdicts)
         texts = [self._prompt_text(c) + cont for c, cont in zip(conversations, continuations, strict=True)]
         encoded = self._encode(texts)

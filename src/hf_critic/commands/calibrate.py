@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from .calibrate_report import (
     calibration_risk_coverage,
     check_fit_shares,
@@ -17,6 +18,7 @@ from .calibrate_report import (
     threshold_rows,
 )
 from .cascades import load_cascade
+from .exit_status import DONE
 from .options import add_data_args, add_gold_args
 
 EPILOG = """\
@@ -120,10 +122,10 @@ def _judged(args, stages, records):
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
-        raise ValueError(f"{args.data}: no human label column {gold!r} to calibrate against (--human-label)")
+        raise BadInputError(f"{args.data}: no human label column {gold!r} to calibrate against (--human-label)")
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     if (human < 0).any():
-        raise ValueError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
+        raise BadInputError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
     check_fit_shares(stages, records, human.tolist(), args.cascade)  # before any critic runs
     prepare_juries(stages, human.tolist(), question_keys(records))  # a fitted jury fits on these rows only
     runs = judge_all(stages, records, source=args.data)
@@ -390,9 +392,11 @@ def _check_report_dir(args) -> None:
         ValueError: one line naming the option and the fix.
     """
     if args.splits < 0 or (args.splits and not args.report_dir):
-        raise ValueError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
+        raise BadInputError("--splits R (>= 1) writes its report to --report-dir DIR: give both")
     if args.report_dir and Path(args.report_dir).exists() and not Path(args.report_dir).is_dir():
-        raise ValueError(f"--report-dir {args.report_dir}: a file, not a folder; name a folder (created if missing)")
+        raise BadInputError(
+            f"--report-dir {args.report_dir}: a file, not a folder; name a folder (created if missing)"
+        )
     if args.report_dir:  # risk_coverage.png, and the splits' figures
         from .options import require_extra
 
@@ -409,13 +413,13 @@ def _drop_ties(args, records):
 
     gold = args.human_label or "label"
     if gold not in records.column_names:
-        raise ValueError(
+        raise BadInputError(
             f"{args.data}: --drop-tie reads the human label column {gold!r}, which the data lacks (--human-label)"
         )
     human = normalize_labels(records[gold], name=f"{args.data}: {gold}")
     kept = [i for i, h in enumerate(human) if h != TIE]
     if not kept:
-        raise ValueError(f"{args.data}: --drop-tie leaves no row: all {len(records)} pairs are ties in {gold!r}")
+        raise BadInputError(f"{args.data}: --drop-tie leaves no row: all {len(records)} pairs are ties in {gold!r}")
     return records.select(kept)
 
 
@@ -428,7 +432,7 @@ def _check_splits(args, rows: int) -> None:
     """
     calibrating = int(round(args.calibration_fraction * rows))
     if args.splits and not 0 < calibrating < rows:
-        raise ValueError(
+        raise BadInputError(
             f"--calibration-fraction {args.calibration_fraction:g} of the {rows} rows gives "
             f"{calibrating} calibration and {rows - calibrating} test rows per split (--splits "
             f"{args.splits}): both halves need rows; choose a fraction between {1 / rows:.3g} and "
@@ -454,7 +458,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.drop_tie:
         records = _drop_ties(args, records)
     if schema.RESPONSE_1 not in records.column_names:
-        raise ValueError(f"{args.data}: calibration needs pairs (response_1, response_2) with human labels")
+        raise BadInputError(f"{args.data}: calibration needs pairs (response_1, response_2) with human labels")
     _check_splits(args, len(records))
     referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names
     setting = schema.Setting(schema.Task.PAIRWISE, referenced)
@@ -470,7 +474,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     print(f"wrote {args.output}")
     if report is not None:
         _write_report_dir(args, stages, judged, records, report)
-    return 0
+    return DONE
 
 
 def _report(args, stages, judged, records, human, held) -> dict:

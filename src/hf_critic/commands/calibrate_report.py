@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..selective.jury import aggregate, fit_features, fit_rows, fitted_verdicts, jury_features
 
@@ -62,27 +63,27 @@ def check_fit_shares(stages, records, human, cascade: str) -> None:
             continue
         where = f"--cascade {cascade}: jury {stage.name!r}: fit_share {jury.fit_share:g}"
         if count < 2:
-            raise ValueError(
+            raise BadInputError(
                 f"{where}: the data's {rows} rows are {count} question (grouped {_grouping(records)}): "
                 "a fitted jury needs questions to fit on and others to set thresholds on"
             )
         chosen = fit_rows(questions, jury.fit_share)
         picked = len({str(q) for q, c in zip(questions, chosen, strict=True) if c})
         if not picked:
-            raise ValueError(
+            raise BadInputError(
                 f"{where} of the data's {count} questions rounds to no question to fit the jury on: "
                 f"raise fit_share to at least {1 / count:.3g} (questions grouped {_grouping(records)})"
             )
         labels = {int(h) for h, c in zip(human, chosen, strict=True) if c}
         if not {RESPONSE_1_WINS, RESPONSE_2_WINS} <= labels:
-            raise ValueError(
+            raise BadInputError(
                 f"{where} fits the jury on {picked} of {count} questions ({int(chosen.sum())} rows), "
                 "whose human labels do not prefer each response at least once: a fit needs both; "
                 f"change fit_share or calibrate on more questions (questions grouped {_grouping(records)})"
             )
         fitting |= chosen
         if fitting.all():
-            raise ValueError(
+            raise BadInputError(
                 f"{where} fits the jury on {picked} of the data's {count} questions, all {rows} rows"
                 f"{' with the other juries' if picked < count else ''}, and leaves none to set "
                 f"thresholds on: lower fit_share or calibrate on more questions (questions grouped "
@@ -152,7 +153,7 @@ def _check_half_fit(name: str, share: float, keys: np.ndarray, chosen: np.ndarra
         )
     else:
         return
-    raise ValueError(
+    raise BadInputError(
         f"--splits: jury {name!r} (fit_share {share:g}) in a split's calibration half of {len(keys)} rows "
         f"{why}: raise fit_share or --calibration-fraction, or calibrate on more questions"
     )

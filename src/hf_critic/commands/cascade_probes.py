@@ -17,6 +17,7 @@ import contextlib
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 
 __all__ = ["CONFIDENCE_TOLERANCE", "PROBES", "pick_probes", "recheck_served"]
 
@@ -117,7 +118,7 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
             lines.append(f"  {stage.name}: served; it keeps no row, so nothing of it is re-checked")
             continue
         if not entry.probes:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: critic {stage.name!r} is served ({client.display_url}) and its calibration records "
                 f"no rows to judge again (probes): {again}"
             )
@@ -128,7 +129,7 @@ def recheck_served(stages, calibration, path: str, source: str) -> list[str]:
             columns = judge_all([stage], rows, source)[0].columns
         differ = _differences(entry.probes, columns)
         if differ:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: critic {stage.name!r} ({client.display_url}, {client.model}) judges {len(differ)} "
                 f"of its {len(entry.probes)} recorded calibration rows otherwise ({differ[0]}): "
                 f"{again}"

@@ -44,7 +44,9 @@ import argparse
 import math
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..core.keys import check_keys
+from .exit_status import DONE
 
 #: A recorded critic's options for reading a ``generic:`` benchmark, as ``meta-eval`` takes them by flags
 #: (``--columns``, ``--label-map``, ``--label-columns``, ``--aggregate``, ``--coerce-text``): {key: loader argument}.
@@ -107,13 +109,13 @@ def _argv(options: dict, where: str, known: dict[str, argparse.Action]) -> list[
     for key, value in options.items():
         dest = str(key).replace("-", "_")
         if dest in COMMAND_OPTIONS:
-            raise ValueError(f"{where}: option {key!r} belongs to the command line, not to one critic")
+            raise BadInputError(f"{where}: option {key!r} belongs to the command line, not to one critic")
         if dest not in known:
             import difflib
 
             close = difflib.get_close_matches(dest, [k for k in known if k not in COMMAND_OPTIONS], n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(f"{where}: option {key!r} is no option of compare{hint}")
+            raise BadInputError(f"{where}: option {key!r} is no option of compare{hint}")
         strings = known[dest].option_strings  # a BooleanOptionalAction's: ["--progress", "--no-progress"]
         if isinstance(value, bool):
             if value:
@@ -136,7 +138,7 @@ def critic_namespace(options: dict, where: str, parser: argparse.ArgumentParser)
     argv = ["--data", "-", "--output", "-", *_argv(options, where, known)]
 
     def refuse(message: str):
-        raise ValueError(f"{where}: {message} (the options of `hf-critic compare`)")
+        raise BadInputError(f"{where}: {message} (the options of `hf-critic compare`)")
 
     parser.error = refuse  # one line naming the file and critic, not compare's usage
     return parser.parse_args(argv)
@@ -147,7 +149,7 @@ def _price(entry: dict, where: str) -> float | None:
     if price is None:
         return None
     if isinstance(price, bool) or not isinstance(price, int | float) or not math.isfinite(price) or price < 0:
-        raise ValueError(f"{where}: price_per_call must be a finite number >= 0, got {price!r}")
+        raise BadInputError(f"{where}: price_per_call must be a finite number >= 0, got {price!r}")
     return float(price)
 
 
@@ -156,17 +158,17 @@ def _recorded(name: str, spec: dict, where: str):
 
     RecordedVerdicts = critic_class("recorded")
     if not isinstance(spec, dict):
-        raise ValueError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
+        raise BadInputError(f"{where}: recorded must be a mapping (benchmark + verdicts [+ swapped], or critiques)")
     check_keys(spec, RECORDED_KEYS, f"{where}: recorded", "recorded verdicts")
     if "critiques" in spec and ({"benchmark", "verdicts", "swapped", "field", "label_map"} & set(spec)):
-        raise ValueError(
+        raise BadInputError(
             f"{where}: recorded: critiques: FILE stands alone (an earlier run's output); benchmark, "
             "verdicts, swapped, field and label_map describe a published judge's files instead"
         )
     if "critiques" in spec:
         return RecordedVerdicts.from_critiques(name, str(spec["critiques"]))
     if "benchmark" not in spec or "verdicts" not in spec:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: recorded verdicts need benchmark: FORMAT:PATH (the rows the files follow) and "
             "verdicts: FILE (and swapped: FILE for the other order), or critiques: FILE"
         )
@@ -197,7 +199,7 @@ def _benchmark_options(spec: dict, fmt: str, where: str) -> dict:
     given = {key: spec[key] for key in BENCHMARK_OPTIONS if spec.get(key) is not None}
     if fmt != "generic":
         if given:
-            raise ValueError(f"{where}: {', '.join(given)} read a generic: benchmark's own columns, not {fmt}:")
+            raise BadInputError(f"{where}: {', '.join(given)} read a generic: benchmark's own columns, not {fmt}:")
         return {}
     options = {"task": "pairwise"}
     for key, value in given.items():
@@ -227,14 +229,14 @@ def load_cascade(path: str, parser: argparse.ArgumentParser, rows: int | None = 
     try:
         spec = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"--cascade {path}: no such file") from None
+        raise BadInputError(f"--cascade {path}: no such file") from None
     except yaml.YAMLError as err:
-        raise ValueError(f"--cascade {path}: not YAML ({err})") from None
+        raise BadInputError(f"--cascade {path}: not YAML ({err})") from None
     critics = spec.get("critics") if isinstance(spec, dict) else None
     if isinstance(spec, dict):  # `thresholds:` or `target:` would be ignored: thresholds come from --calibration
         check_keys(spec, FILE_KEYS, f"--cascade {path}", "a cascade file (thresholds come from --calibration)")
     if not isinstance(critics, list) or not critics:
-        raise ValueError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
+        raise BadInputError(f"--cascade {path}: expected a mapping with a non-empty list `critics:`")
     stages = _stages(critics, f"{path}: critics", parser, rows)
     for i, (entry, stage) in enumerate(zip(critics, stages, strict=True)):
         stage.delta_share = _delta_share(entry, f"{path}: critics[{i}] ({stage.name})")
@@ -249,7 +251,7 @@ def _delta_share(entry, where: str) -> float | None:
     if share is None:
         return None
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: delta_share must be a number in (0, 1] (this critic's share of the cascade's "
             f"delta), got {share!r}"
         )
@@ -263,7 +265,7 @@ def _fit_share(share, where: str) -> float:
         ValueError: anything else, naming ``where`` and the value.
     """
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: jury fit_share must be a number in (0, 1) (the share of calibration questions that fit the "
             f"jury; the rest set the thresholds), got {share!r}"
         )
@@ -275,10 +277,10 @@ def _stages(entries: list, where: str, parser: argparse.ArgumentParser, rows: in
     stages, names = [], set()
     for i, entry in enumerate(entries):
         if not jury and isinstance(entry, dict) and "delta_share" in entry:
-            raise ValueError(f"{where}[{i}]: delta_share belongs to a critic of the cascade, not to a jury member")
+            raise BadInputError(f"{where}[{i}]: delta_share belongs to a critic of the cascade, not to a jury member")
         stage = _stage(entry, f"{where}[{i}]", parser, rows, jury)
         if stage.name in names:
-            raise ValueError(f"{where}[{i}]: the name {stage.name!r} is used twice")
+            raise BadInputError(f"{where}[{i}]: the name {stage.name!r} is used twice")
         names.add(stage.name)
         stages.append(stage)
     return stages
@@ -301,37 +303,37 @@ def _stage(entry, where: str, parser: argparse.ArgumentParser, rows: int | None,
     if entry == LONGER_WINS:
         entry = {"name": LONGER_WINS, "baseline": LONGER_WINS}
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
-        raise ValueError(f"{where}: each critic needs a name")
+        raise BadInputError(f"{where}: each critic needs a name")
     name, price = entry["name"].strip(), _price(entry, where)
     # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
     check_keys(entry, CRITIC_KEYS, f"{where} ({name})", "a critic")
     kinds = [k for k in _KINDS if k in entry and not (k == "options" and "kind" in entry)]
     if "kind" in entry and kinds:
-        raise ValueError(f"{where}: a critic of kind: {entry['kind']!r} takes options:, not {' and '.join(kinds)}")
+        raise BadInputError(f"{where}: a critic of kind: {entry['kind']!r} takes options:, not {' and '.join(kinds)}")
     if "kind" in entry:
         critic = critic_class(str(entry["kind"]), f"{where} ({name})").from_spec(entry.get("options") or {}, where)
         return CascadeStage(name, critic, price_per_call=price)
     if len(kinds) > 1:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: a critic is one of computed (options), recorded, jury or baseline, not {' and '.join(kinds)}"
         )
     if "recorded" in entry:
         return CascadeStage(name, _recorded(name, entry["recorded"], where), price_per_call=price)
     if "baseline" in entry:
         if entry["baseline"] != LONGER_WINS:
-            raise ValueError(f"{where}: baseline must be {LONGER_WINS!r}, got {entry['baseline']!r}")
+            raise BadInputError(f"{where}: baseline must be {LONGER_WINS!r}, got {entry['baseline']!r}")
         return CascadeStage(name, critic_class(LONGER_WINS).from_spec({}, where), price_per_call=price)
     if "jury" in entry:
         spec = entry["jury"]
         if not jury:
-            raise ValueError(f"{where}: a jury member cannot be a jury itself")
+            raise BadInputError(f"{where}: a jury member cannot be a jury itself")
         if (
             not isinstance(spec, dict)
             or not isinstance(spec.get("members"), list)
             or not spec["members"]
             or ("aggregate" not in spec)
         ):
-            raise ValueError(f"{where}: jury needs a non-empty list members: and aggregate: vote | mean | fitted")
+            raise BadInputError(f"{where}: jury needs a non-empty list members: and aggregate: vote | mean | fitted")
         check_keys(spec, JURY_KEYS, f"{where} ({name}): jury", "a jury")
         members = _stages(spec["members"], f"{where}: jury members", parser, rows, jury=False)
         share = _fit_share(spec.get("fit_share", FIT_SHARE), f"{where} ({name})")
@@ -361,7 +363,7 @@ def refuse_critic_options(args: argparse.Namespace, parser: argparse.ArgumentPar
         and getattr(args, a.dest, a.default) != a.default
     ]
     if given:
-        raise ValueError(f"{', '.join(given)} with --cascade: each critic's options belong in the cascade file")
+        raise BadInputError(f"{', '.join(given)} with --cascade: each critic's options belong in the cascade file")
 
 
 def run_cascade_command(args: argparse.Namespace, records, parser: argparse.ArgumentParser) -> int:
@@ -374,9 +376,11 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
     from .cascade_probes import recheck_served
 
     if args.task != "compare":
-        raise ValueError("--cascade: pointwise grading has no human-agreement guarantee here; cascades compare pairs")
+        raise BadInputError(
+            "--cascade: pointwise grading has no human-agreement guarantee here; cascades compare pairs"
+        )
     if not args.calibration:
-        raise ValueError("--cascade needs --calibration FILE (write one with `hf-critic calibrate`)")
+        raise BadInputError("--cascade needs --calibration FILE (write one with `hf-critic calibrate`)")
     refuse_critic_options(args, parser)
     calibration = load_calibration(args.calibration)  # before any model loads: every threshold re-derived
     stages = load_cascade(args.cascade, parser, rows=len(records))
@@ -407,4 +411,4 @@ def run_cascade_command(args: argparse.Namespace, records, parser: argparse.Argu
                 f"target {100 * (1 - calibration.alpha):.4g}, guaranteed with probability "
                 f"{1 - calibration.delta:.4g} on data like the calibration's)"
             )
-    return 0
+    return DONE

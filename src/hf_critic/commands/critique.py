@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from ..core.errors import BadInputError
 from .cascades import add_cascade_args, run_cascade_command
+from .exit_status import DONE
 from .options import (
     add_cache_args,
     add_critic_args,
@@ -112,9 +114,9 @@ def load_rows(args: argparse.Namespace, task: str):
     option, column = ("--human-score", args.human_score) if task == "grade" else ("--human-label", args.human_label)
     records = gold_from_args(records, args, "pointwise" if task == "grade" else "pairwise", args.data, column)
     if column and column not in records.column_names:  # else found missing only after the critiques were written
-        raise ValueError(f"{args.data}: {option} {column!r}: no such column (the data has {records.column_names})")
+        raise BadInputError(f"{args.data}: {option} {column!r}: no such column (the data has {records.column_names})")
     if not len(records):
-        raise ValueError(f"{args.data}: no rows to judge")
+        raise BadInputError(f"{args.data}: no rows to judge")
     return records
 
 
@@ -126,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "cascade", None):
         return run_cascade_command(args, load_rows(args, args.task), compare_parser())
     if getattr(args, "calibration", None):
-        raise ValueError("--calibration holds a cascade's thresholds: give the cascade too (--cascade FILE)")
+        raise BadInputError("--calibration holds a cascade's thresholds: give the cascade too (--cascade FILE)")
     records = load_rows(args, args.task)
     prompts = len(records) * (2 if args.task == "compare" and args.swap else 1)
     critic = critic_from_args(args, args.model, inputs=prompts * decoding_from_args(args).num_return_sequences)
@@ -143,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"critiques: {stats.summary()}")
     for line in _figures(result, args):
         print(line)
-    return 0
+    return DONE
 
 
 #: Bootstrap resamples (of the questions) behind the interval of the within-question accuracy ``grade`` prints.

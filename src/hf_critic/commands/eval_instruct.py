@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
-from .exit_status import BAD_INPUT, DONE, NO_ROWS, PARTLY_FAILED, exit_status_text
+from .exit_status import DONE, PARTLY_FAILED, exit_status_text
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args
 
@@ -50,7 +51,6 @@ def run(args: argparse.Namespace) -> int:
     from ..eval_instruct.config import load_config
     from ..eval_instruct.hub import finished_outputs
     from ..eval_instruct.pipeline import run_eval_instruct
-    from ..eval_instruct.stage_report import ShortfallError
     from ..io import check_output_dir
 
     overrides = {k: v for k, v in (("output_dir", args.output_dir), ("cache", args.cache)) if v}
@@ -62,14 +62,11 @@ def run(args: argparse.Namespace) -> int:
     # the cache in output_dir is how a killed run resumes: only finished outputs need --overwrite (what a run killed
     # while saving left is none)
     check_output_dir(config.output_dir, outputs=finished_outputs(config.output_dir), overwrite=args.overwrite)
-    try:  # a server refusing every request (FatalAPIError) is exit 3, in hf_critic.cli.main like every command's
+    # a server refusing every request is exit 3 and too few rows exit 4, in hf_critic.cli.main like every command's
+    try:
         result = run_eval_instruct(config, push=bool(args.push_to_hub))
-    except ShortfallError as err:
-        print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return NO_ROWS
-    except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout
-        print(f"hf-critic eval-instruct: error: {err}", file=sys.stderr)
-        return BAD_INPUT
+    except FileNotFoundError as err:  # e.g. the dataset card template outside a checkout: a file to give
+        raise BadInputError(str(err)) from err
     print(result.report.table())
     share = next((s.notes.get("filtered_share") for s in result.report.stages if "filtered_share" in s.notes), None)
     if share is not None:

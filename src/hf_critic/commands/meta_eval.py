@@ -6,7 +6,9 @@ import argparse
 import re
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
+from .exit_status import DONE
 from .option_groups import DataOptions, option_help
 from .options import (
     add_cache_args,
@@ -174,7 +176,7 @@ def parse_benchmark(spec: str) -> tuple[str, str, str]:
     fmt, sep, path = rest.partition(":")
     formats = sorted([*FORMATS, "criticbench"])
     if not sep or fmt not in formats:
-        raise ValueError(f"--benchmark {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
+        raise BadInputError(f"--benchmark {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
     return name or Path(path).stem or Path(path).name, fmt, path
 
 
@@ -186,7 +188,7 @@ def _load_benchmark(args, fmt: str, path: str):
     kwargs = {}
     if fmt == "generic":
         if not args.task:
-            raise ValueError("--benchmark generic:... needs --task pointwise or --task pairwise")
+            raise BadInputError("--benchmark generic:... needs --task pointwise or --task pairwise")
         kwargs.update(
             task=args.task,
             columns=parse_columns(args.columns),
@@ -196,14 +198,14 @@ def _load_benchmark(args, fmt: str, path: str):
             coerce_text=args.coerce_text,
         )
     elif args.label_map or args.label_columns:
-        raise ValueError(f"--label-map / --label-columns read a generic benchmark's own gold columns, not {fmt}:")
+        raise BadInputError(f"--label-map / --label-columns read a generic benchmark's own gold columns, not {fmt}:")
     elif fmt == "fastchat":
         kwargs["turn"] = args.turn
     dataset = load_benchmark(fmt, path, **kwargs)
     total = len(dataset)
     dataset = select_rows(dataset, args)
     if not len(dataset):
-        raise ValueError(f"--benchmark {fmt}:{path}: no rows to judge")
+        raise BadInputError(f"--benchmark {fmt}:{path}: no rows to judge")
     return dataset, total
 
 
@@ -233,7 +235,7 @@ def _verdict_parser(args, data):
         template = load_template(args.verdict_parser)
     wanted = "label" if task is schema.Task.PAIRWISE else "score"
     if template.output.kind != wanted:
-        raise ValueError(
+        raise BadInputError(
             f"--verdict-parser {args.verdict_parser}: its verdicts are {template.output.kind}s, the "
             f"benchmark needs {wanted}s"
         )
@@ -249,7 +251,7 @@ def _verdict_runs(args, benchmarks):
     if not args.verdicts:
         return []
     if len(benchmarks) != 1:
-        raise ValueError("--verdicts needs exactly one --benchmark to attach the verdicts to")
+        raise BadInputError("--verdicts needs exactly one --benchmark to attach the verdicts to")
     name, data, total = benchmarks[0]
     task = "pairwise" if "response_1" in data.column_names else "pointwise"
     parser = _verdict_parser(args, data)
@@ -258,7 +260,7 @@ def _verdict_runs(args, benchmarks):
         critic, files = _name_and_value(spec)
         first_spec, _, swapped_spec = files.partition(",")
         if swapped_spec and task != "pairwise":
-            raise ValueError(f"--verdicts {spec}: a swapped-order file is for pairwise benchmarks")
+            raise BadInputError(f"--verdicts {spec}: a swapped-order file is for pairwise benchmarks")
         columns = {}
         for which, file_spec in (("first", first_spec), ("swapped", swapped_spec)):
             if not file_spec:
@@ -276,7 +278,7 @@ def _verdict_runs(args, benchmarks):
             if ids is not None and "id" in data.column_names:  # matched by id, in any order
                 verdicts = _verdicts_by_id(path, verdicts, ids, data["id"], name)
             elif len(verdicts) != total:
-                raise ValueError(
+                raise BadInputError(
                     f"{path}: {len(verdicts)} verdicts for the {total} rows of {name}: a verdict file must have "
                     "exactly one row per benchmark row, in the same order (or an id column matching the benchmark's)"
                 )
@@ -310,10 +312,10 @@ def _verdicts_by_id(path: str, verdicts: list, ids: list[str], wanted, name: str
     by_id = dict(zip(ids, verdicts, strict=True))
     if len(by_id) != len(ids):
         twice = next(i for i in ids if ids.count(i) > 1)
-        raise ValueError(f"{path}: id {twice!r} is found more than once; a verdict file has one row per id")
+        raise BadInputError(f"{path}: id {twice!r} is found more than once; a verdict file has one row per id")
     missing = [str(i) for i in wanted if str(i) not in by_id]
     if missing:
-        raise ValueError(f"{path}: no verdict for {len(missing)} row(s) of {name} (first: id {missing[0]!r})")
+        raise BadInputError(f"{path}: no verdict for {len(missing)} row(s) of {name} (first: id {missing[0]!r})")
     return [by_id[str(i)] for i in wanted]
 
 
@@ -364,7 +366,7 @@ def _plan_attacks(args, benchmarks) -> dict[str, list]:
 
     attacks = resolve_attacks(args.attacks)
     if not benchmarks:
-        raise ValueError("--attacks needs a --benchmark to attack (and a critic run on it)")
+        raise BadInputError("--attacks needs a --benchmark to attack (and a critic run on it)")
     plan = {}
     for name, data, _ in benchmarks:
         if "response_1" in data.column_names:
@@ -372,7 +374,9 @@ def _plan_attacks(args, benchmarks) -> dict[str, list]:
         elif "reference" in data.column_names:
             plan[name] = pointwise_attacks(attacks, args.attacks, name)
         else:
-            raise ValueError(f"--attacks on {name}: needs pairwise pairs with a gold label, or pointwise references")
+            raise BadInputError(
+                f"--attacks on {name}: needs pairwise pairs with a gold label, or pointwise references"
+            )
     return plan
 
 
@@ -448,7 +452,7 @@ def _check_criticbench_path(path: str, gold: bool) -> None:
     from ..criticbench.report import is_benchmark_folder
 
     if not Path(path).exists() and not glob.glob(path):
-        raise ValueError(f"--benchmark criticbench:{path}: no such folder or file")
+        raise BadInputError(f"--benchmark criticbench:{path}: no such folder or file")
     if gold and not is_benchmark_folder(path):
         print(
             f"hf-critic meta-eval: --benchmark criticbench:{path} holds no gold labels (no obj_dev_data/, "
@@ -515,7 +519,7 @@ def _check_columns(args, datasets) -> None:
         human = ("--human-label", args.human_label) if pairwise else ("--human-score", args.human_score)
         for option, column in [human, *([("--category", args.category)] if args.category else [])]:
             if column not in columns:
-                raise ValueError(f"{name}: {option} {column!r}: no such column (the data has {columns})")
+                raise BadInputError(f"{name}: {option} {column!r}: no such column (the data has {columns})")
 
 
 def _ppi_spec(args, spec_type):
@@ -526,10 +530,10 @@ def _ppi_spec(args, spec_type):
     """
     if not args.ppi:
         if args.human_subset is not None or args.ppi_labels:
-            raise ValueError("--human-subset / --ppi-labels choose the human-labelled rows of --ppi: add --ppi")
+            raise BadInputError("--human-subset / --ppi-labels choose the human-labelled rows of --ppi: add --ppi")
         return None
     if args.human_subset is None and not args.ppi_labels:
-        raise ValueError(
+        raise BadInputError(
             "--ppi needs the human-labelled rows: --human-subset FRACTION (a simulation) or --ppi-labels COLUMN"
         )
     return spec_type(fraction=args.human_subset, column=args.ppi_labels, seed=args.ppi_seed)
@@ -542,11 +546,11 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     from ..reports.meta_eval_report import write_report
 
     if not (args.critiques or args.benchmark):
-        raise ValueError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")
+        raise BadInputError("nothing to evaluate: give --critiques FILE and/or --benchmark FORMAT:PATH")
     if args.sample is not None and args.verdicts:
-        raise ValueError("--sample reorders the rows, and verdict files follow the benchmark's order: use --limit")
+        raise BadInputError("--sample reorders the rows, and verdict files follow the benchmark's order: use --limit")
     if args.limit is not None and args.verdicts and not args.limit_verdicts:
-        raise ValueError(
+        raise BadInputError(
             "--limit with --verdicts: the verdict files cover every row; add --limit-verdicts to judge the first "
             f"{args.limit} rows with the first {args.limit} verdicts"
         )
@@ -575,13 +579,13 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     if not args.no_plots and (runs or benchmarks):  # the report's plots: checked before any critic runs
         require_extra("matplotlib", "report", "the report's plots", "--no-plots")
     if args.predictions and not criticbench:
-        raise ValueError("--predictions needs a --benchmark criticbench:DIR")
+        raise BadInputError("--predictions needs a --benchmark criticbench:DIR")
     _check_columns(args, [(files[i], run[2]) for i, run in enumerate(runs)] + [(b[0], b[1]) for b in benchmarks])
     runs += _verdict_runs(args, benchmarks)  # verdict files checked before any critic runs or any report is written
     if criticbench:
         _criticbench(args, criticbench)
         if not (runs or benchmarks):
-            return 0
+            return DONE
     if benchmarks:
         runs += _critic_runs(args, benchmarks)
     if attack_plan is not None:
@@ -610,11 +614,11 @@ def run_meta_eval(args: argparse.Namespace) -> int:
             raise
         except ValueError as err:  # a bad verdict value: say in which file and row
             detail = re.sub(r"^predictions\[(\d+)\]", r"row \1: critique_label", str(err))
-            raise ValueError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
+            raise BadInputError(f"{files.get(i, f'{critic} on {dataset}')}: {detail}") from None
     if not results:
-        raise ValueError("no meta-evaluation results to report")
+        raise BadInputError("no meta-evaluation results to report")
     paired = compare_critics(results, resamples=args.paired_resamples, seed=args.bootstrap_seed)
     written = write_report(results, args.output_dir, title=args.title, plots=not args.no_plots, paired=paired)
     print(Path(written["markdown"]).read_text(encoding="utf-8"))
     print(f"wrote {written['markdown']}, {written['json']} and {len(written['plots'])} plot(s)")
-    return 0
+    return DONE

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from .exit_status import DONE
+
 EPILOG = """\
 After `hf-critic metrics install`, `evaluate.load("critique_correlation")` and
 `evaluate.load("pairwise_agreement")` work without network access: the scripts are written to evaluate's
@@ -45,7 +47,7 @@ def run_install(args: argparse.Namespace) -> int:
 
     for script in install_metrics(args.names or None, modules_cache=args.modules_cache):
         print(f"installed {script.stem}: {script}")
-    return 0
+    return DONE
 
 
 def run_path(args: argparse.Namespace) -> int:
@@ -53,4 +55,4 @@ def run_path(args: argparse.Namespace) -> int:
     from ..meta_eval.modules import metric_path
 
     print(metric_path(args.name))
-    return 0
+    return DONE

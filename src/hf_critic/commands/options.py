@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..core.errors import BadInputError, MissingExtraError
 from ..critic.config import CriticConfig, add_dataclass_args, dataclass_from_args
 from ..critic.decoding import DecodingConfig
 from .option_groups import (
@@ -353,12 +354,12 @@ def check_template_option(spec: str, option: str = "--template") -> None:
     if spec in list_families() or spec in list_templates():
         return
     if Path(spec).suffix not in (".yaml", ".yml"):
-        raise ValueError(
+        raise BadInputError(
             f"{option} {spec!r}: no template family ({', '.join(list_families())}), built-in template name or "
             "YAML file (.yaml)"
         )
     if not Path(spec).is_file():
-        raise ValueError(f"{option} {spec}: no such file")
+        raise BadInputError(f"{option} {spec}: no such file")
     load_template(spec)
 
 
@@ -373,7 +374,7 @@ def pooling_scorer(args: argparse.Namespace, model: str | None):
     from ..critic.rewards import ServedRewardModel
 
     if not getattr(args, "base_url", None):
-        raise ValueError("--pooling needs --base-url: the vLLM server serving the reward model")
+        raise BadInputError("--pooling needs --base-url: the vLLM server serving the reward model")
     refuse_local_engine_options(args)
     from ..backends.retry import RetryPolicy
 
@@ -402,7 +403,9 @@ def refuse_local_engine_options(args: argparse.Namespace) -> None:
         if getattr(args, name, "auto") != "auto"
     ]
     if given:
-        raise ValueError(f"{' and '.join(given)} choose how a local model runs; the server at --base-url decides that")
+        raise BadInputError(
+            f"{' and '.join(given)} choose how a local model runs; the server at --base-url decides that"
+        )
 
 
 def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):
@@ -417,7 +420,7 @@ def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | 
     from ..backends.openai import OpenAIBackend
 
     if not model:
-        raise ValueError("--base-url needs --model: the name of the model the server serves")
+        raise BadInputError("--base-url needs --model: the name of the model the server serves")
     refuse_local_engine_options(args)
     return OpenAIBackend.connect(
         args.base_url,
@@ -441,7 +444,7 @@ def require_extra(module: str, extra: str, needed_by: str, instead: str = "") ->
         instead: how to do without it (``"--no-plots"``), or "".
 
     Raises:
-        ValueError: one line with the ``pip install 'hf-critic[EXTRA]'`` that fixes it.
+        MissingExtraError: one line with the ``pip install 'hf-critic[EXTRA]'`` that fixes it.
     """
     import importlib
 
@@ -449,4 +452,5 @@ def require_extra(module: str, extra: str, needed_by: str, instead: str = "") ->
         importlib.import_module(module)
     except ImportError:
         alt = f" (or {instead})" if instead else ""
-        raise ValueError(f"{needed_by} need {module}, not installed: pip install 'hf-critic[{extra}]'{alt}") from None
+        fix = f"pip install 'hf-critic[{extra}]'{alt}"
+        raise MissingExtraError(f"{needed_by} need {module}, not installed: {fix}", extra=extra) from None

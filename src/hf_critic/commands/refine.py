@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..critic.config import add_dataclass_args
+from .exit_status import DONE
 from .option_groups import DataOptions, ModelOptions
 from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
@@ -126,7 +128,7 @@ def _critic_specs(specs: list[str]) -> dict[str, str | None]:
     for spec in specs or ["embedded"]:
         name, _, model = (part.strip() for part in spec.partition("="))
         if not name or name in critics:
-            raise ValueError(f"--critic {spec!r}: give each critic a distinct NAME (NAME=MODEL)")
+            raise BadInputError(f"--critic {spec!r}: give each critic a distinct NAME (NAME=MODEL)")
         critics[name] = model or None
     return critics
 
@@ -142,7 +144,7 @@ def run_refine(args: argparse.Namespace) -> int:
     from .options import cache_from_args, decoding_from_args
 
     if args.rounds < 1:
-        raise ValueError("--rounds must be at least 1")
+        raise BadInputError("--rounds must be at least 1")
     outputs = ("rows.jsonl", "report.md", "report.json")
     check_output_dir(args.output_dir, outputs=outputs, overwrite=args.overwrite)  # before any model loads
     records = _load(args)
@@ -154,14 +156,14 @@ def run_refine(args: argparse.Namespace) -> int:
         return loaded[model]
 
     if getattr(args, "explanation", None) == "none":
-        raise ValueError(
+        raise BadInputError(
             "the critics' critiques are the feedback: --explanation none would leave them empty "
             "(use --judge-explanation none for a judge without text)"
         )
     critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
     for name, critic in critics.items():
         if critic.reward is not None:  # feedback is the critique's text, which a reward critic does not write
-            raise ValueError(
+            raise BadInputError(
                 f"--critic {name}: a {critic.reward.kind} writes no critique for the generator to revise from "
                 "(it can be the --judge)"
             )
@@ -171,7 +173,7 @@ def run_refine(args: argparse.Namespace) -> int:
             critic.plan = critic.plan._replace(mode=VerdictMode.BOTH)
     generator = critic_on(args.generator).backend
     if generator is None:
-        raise ValueError(f"--generator {args.generator}: a reward model cannot write a revision")
+        raise BadInputError(f"--generator {args.generator}: a reward model cannot write a revision")
     if args.judge_verdict or args.judge_explanation:  # the judge's own verdict settings, on its own Critic
         overrides = {"verdict": args.judge_verdict or args.verdict, "explanation": args.judge_explanation}
         judge = critic_from_args(argparse.Namespace(**{**vars(args), **overrides}), args.judge)
@@ -197,4 +199,4 @@ def run_refine(args: argparse.Namespace) -> int:
     write_text(out / "report.json", json.dumps(result.to_dict(), indent=1))
     print(markdown)
     print(f"wrote {out / 'rows.jsonl'} ({len(result.rows)} rows), {out / 'report.md'} and {out / 'report.json'}")
-    return 0
+    return DONE

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..core.errors import BadInputError
 from ..glassbox.features import epilog
+from .exit_status import DONE
 from .options import add_data_args, add_decoding_args, add_model_args
 
 EPILOG = (
@@ -101,7 +103,7 @@ def _turn(value: str) -> str | int:
     except ValueError:
         number = 0
     if number < 1:
-        raise ValueError(f"--turn must be last, all or a turn number >= 1, got {value!r}")
+        raise BadInputError(f"--turn must be last, all or a turn number >= 1, got {value!r}")
     return number
 
 
@@ -120,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io import RecordError, check_output, load_records, parse_columns, save_records, write_text
 
     if args.engine == "llamacpp":
-        raise ValueError(
+        raise BadInputError(
             "self-eval reads the full softmax distribution (and attentions) at every position, which the llama.cpp "
             "engine does not expose: use --engine transformers (auto) with a model folder or Hub id"
         )
@@ -170,4 +172,4 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"Softmax-combo normalisation fitted on this data: {combo_path}", file=sys.stderr)
     print(f"wrote {len(scored)} rows with {', '.join('glassbox_' + f for f in features)} to {path}", file=sys.stderr)
-    return 0
+    return DONE

@@ -18,6 +18,8 @@ TROUBLESHOOTING = "docs/troubleshooting.md"
 #: Section anchor by exception class name (the class or one of its bases).
 SECTIONS_BY_ERROR: dict[str, str] = {
     "ModuleNotFoundError": "missing-extra",
+    "MissingExtraError": "missing-extra",
+    "ServerError": "servers",
     "EndpointError": "servers",
     "FatalAPIError": "servers",
     "RequestsFailedError": "servers",

@@ -6,6 +6,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from ..core.errors import BadInputError
+from .exit_status import DONE
+
 EPILOG = """\
 RUN is any output of hf-critic, each optionally named [CRITIC/DATASET=]PATH (as meta-eval --critiques):
   a critiques file of grade / compare (with --swap or --cascade): outputs/compared.jsonl
@@ -121,7 +124,9 @@ def _check(args) -> None:
     from .options import require_extra
 
     if not (args.output or args.push_to_hub or args.save_hub_folder):
-        raise ValueError("nothing to write: give --output FILE.html, --save-hub-folder DIR and/or --push-to-hub REPO")
+        raise BadInputError(
+            "nothing to write: give --output FILE.html, --save-hub-folder DIR and/or --push-to-hub REPO"
+        )
     check_resamples(args.bootstrap, "--bootstrap")
     if args.output:
         check_output(args.output, inputs=args.runs, overwrite=args.overwrite, suffixes=(".html",))
@@ -142,9 +147,9 @@ def _check_replaceable(folder: Path, overwrite: bool) -> None:
     if not folder.exists() or not any(folder.iterdir()):
         return
     if not overwrite:
-        raise ValueError(f"--save-hub-folder {folder}: exists and is not empty (add --overwrite to replace it)")
+        raise BadInputError(f"--save-hub-folder {folder}: exists and is not empty (add --overwrite to replace it)")
     if not ((folder / "README.md").is_file() and (folder / "data").is_dir()):
-        raise ValueError(
+        raise BadInputError(
             f"--save-hub-folder {folder}: not a folder hf-critic view wrote (no README.md and data/), "
             "so --overwrite does not replace it: name a new folder"
         )
@@ -185,4 +190,4 @@ def run_view(args: argparse.Namespace) -> int:
                 )
             if args.push_to_hub:
                 print(f"pushed to {push_run(folder, args.push_to_hub, private=not args.public)}")
-    return 0
+    return DONE

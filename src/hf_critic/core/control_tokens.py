@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from .errors import BadInputError
+
 __all__ = [
     "COMMON_CONTROL_TOKENS",
     "control_tokens",
@@ -146,7 +148,7 @@ def encode_text(tokenizer, text: str) -> list[int]:
     """Token ids of data alone: no special tokens added, every special-token string in it kept as text."""
     ids = [int(i) for i in tokenizer(text, add_special_tokens=False, split_special_tokens=True)["input_ids"]]
     if set(ids) & set(tokenizer.all_special_ids):  # a tokenizer that ignores split_special_tokens
-        raise ValueError(f"{type(tokenizer).__name__} cannot encode special-token strings as text")
+        raise BadInputError(f"{type(tokenizer).__name__} cannot encode special-token strings as text")
     return ids
 
 
@@ -186,7 +188,7 @@ def _encode_marked(tokenizer, text: str, offsets: bool = False) -> tuple[list[in
         cut = len(newline) if shift else 0
         piece_ids = [int(i) for i in enc["input_ids"][cut:]]
         if as_text and tokenizer.convert_tokens_to_ids(piece) in piece_ids:
-            raise ValueError(f"cannot keep {piece!r} as text: the tokenizer makes it from plain text")
+            raise BadInputError(f"cannot keep {piece!r} as text: the tokenizer makes it from plain text")
         ids += piece_ids
         if offsets:
             spans += [(start + a - shift, start + b - shift) for a, b in enc["offset_mapping"][cut:]]

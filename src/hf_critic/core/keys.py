@@ -4,6 +4,8 @@ each unknown key and the closest known key (:mod:`difflib`)."""
 
 from __future__ import annotations
 
+from .errors import BadInputError
+
 __all__ = ["check_keys", "unknown_keys_message"]
 
 
@@ -44,4 +46,4 @@ def check_keys(data, known, where: str, what: str = "") -> None:
     """
     message = unknown_keys_message(data, known, where, what)
     if message:
-        raise ValueError(message)
+        raise BadInputError(message)

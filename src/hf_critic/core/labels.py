@@ -24,6 +24,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .errors import BadInputError
+
 __all__ = [
     "CHOICE_LETTERS",
     "check_labels",
@@ -61,7 +63,7 @@ def swap_label(label: int | None) -> int | None:
     if label is None:
         return None
     if label not in LABEL_NAMES:
-        raise ValueError(f"pairwise label must be 0, 1 or 2, got {label!r}")
+        raise BadInputError(f"pairwise label must be 0, 1 or 2, got {label!r}")
     return {RESPONSE_1_WINS: RESPONSE_2_WINS, RESPONSE_2_WINS: RESPONSE_1_WINS, TIE: TIE}[label]
 
 
@@ -177,17 +179,17 @@ def check_labels(values: Sequence[Any] | None, name: str = "labels") -> list[Any
             out.append(None)
             continue
         if isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{name}[{i}] = {value!r}: booleans are not pairwise labels")
+            raise BadInputError(f"{name}[{i}] = {value!r}: booleans are not pairwise labels")
         if isinstance(value, str):
             this = "str"
         elif _is_number(value):
             if not float(value).is_integer() or not 0 <= value <= 2:
-                raise ValueError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
+                raise BadInputError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
             this, value = "number", int(value)
         else:
-            raise ValueError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
+            raise BadInputError(f"{name}[{i}] = {value!r} is not a pairwise label (0, 1, 2 or a label string)")
         if kind is not None and this != kind:
-            raise ValueError(f"{name}[{i}] = {value!r} mixes strings and numbers: one label convention per input")
+            raise BadInputError(f"{name}[{i}] = {value!r} mixes strings and numbers: one label convention per input")
         kind = this
         out.append(value)
     return out
@@ -236,19 +238,19 @@ def normalize_labels(
             its index.
     """
     if digits not in ("label", "position"):
-        raise ValueError(f"digits must be 'label' or 'position', got {digits!r}")
+        raise BadInputError(f"digits must be 'label' or 'position', got {digits!r}")
     arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+        raise BadInputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     if arr.dtype.kind == "b":
-        raise ValueError(f"{name}[0] = {arr[0]!r}: booleans are not pairwise labels")
+        raise BadInputError(f"{name}[0] = {arr[0]!r}: booleans are not pairwise labels")
     if label_map is None and arr.dtype.kind in "iuf":  # fast path: numeric codes
         return _numeric_codes(arr, name)
     try:
         codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
     except TypeError:  # an unhashable value: a list or an object from a JSON row
         i = next(i for i, v in enumerate(arr) if not isinstance(v, Hashable))
-        raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2 or a label string)") from None
+        raise BadInputError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2 or a label string)") from None
     uniques = uniques.tolist() if hasattr(uniques, "tolist") else list(uniques)
 
     def first(k: int) -> int:
@@ -259,7 +261,7 @@ def normalize_labels(
     kinds = [isinstance(u, str) for u in uniques]
     if digits == "position" and any(kinds) and any(_is_number(u) for u in uniques):
         k = next(k for k, u in enumerate(uniques) if _is_number(u) != _is_number(uniques[0]))
-        raise ValueError(
+        raise BadInputError(
             f"{name}[{first(k)}] = {uniques[k]!r} mixes numbers and strings (first value {uniques[0]!r}): "
             "one convention per column, or give a label map"
         )
@@ -267,7 +269,7 @@ def normalize_labels(
     bad = np.flatnonzero(mapped == -2)
     if len(bad):
         i = first(int(bad[0]))
-        raise ValueError(
+        raise BadInputError(
             f"{name}[{i}] = {arr[i]!r} is not a pairwise label; use 0/1/2 or one of the spellings in "
             "hf_critic.core.labels.LABEL_ALIASES (e.g. 'Assistant 1', 'response_2', 'tie')"
         )
@@ -280,7 +282,7 @@ def _numeric_codes(arr: np.ndarray, name: str) -> np.ndarray:
     bad = np.isfinite(v) & ~np.isin(v, (0.0, 1.0, 2.0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
+        raise BadInputError(f"{name}[{i}] = {arr[i]!r} is not a pairwise label (0, 1, 2)")
     return np.where(np.isfinite(v), v, UNPARSED).astype(np.int64)
 
 
@@ -291,12 +293,12 @@ def _mapped_codes(uniques: list, label_map: Mapping[Any, Any], name: str, first)
     targets = {k: _label_of(v, "label") for k, v in lookup.items()}
     wrong = [k for k, code in targets.items() if code == -2]
     if wrong:
-        raise ValueError(f"label map: {lookup[wrong[0]]!r} (for {wrong[0]!r}) is not a pairwise label")
+        raise BadInputError(f"label map: {lookup[wrong[0]]!r} (for {wrong[0]!r}) is not a pairwise label")
     mapped_list = []
     for k, u in enumerate(uniques):
         key = _map_key(u)
         if key not in targets:
-            raise ValueError(
+            raise BadInputError(
                 f"{name}[{first(k)}] = {u!r} is not in the label map (its keys: {', '.join(map(repr, lookup))})"
             )
         mapped_list.append(targets[key])

@@ -13,6 +13,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from .errors import BadInputError
+
 
 class Task(str, enum.Enum):
     """What the critic is asked to do: grade one response, or compare two."""
@@ -54,7 +56,7 @@ class Setting:
         for setting in SETTINGS:
             if setting.name == name:
                 return setting
-        raise ValueError(f"unknown setting {name!r}; expected one of {[s.name for s in SETTINGS]}")
+        raise BadInputError(f"unknown setting {name!r}; expected one of {[s.name for s in SETTINGS]}")
 
 
 SETTINGS = tuple(Setting(task, ref) for task in Task for ref in (True, False))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import BadInputError
 from ..formats import DEFAULT_FAMILY, builtin_template_families
 from .decoding import DecodingConfig
 from .verdicts import DEFAULT_MIN_VERDICT_MASS, VerdictMode, VerdictPlan
@@ -190,7 +191,7 @@ class CriticConfig:
             return load_rubric(self.rubric)
         except OSError as err:  # FileNotFoundError from load_rubric; PermissionError, IsADirectoryError from the read
             reason = "it is a folder" if Path(self.rubric).is_dir() else (err.strerror or "no such file").lower()
-            raise ValueError(f"--rubric: cannot read the rubric file {str(self.rubric)!r}: {reason}") from None
+            raise BadInputError(f"rubric=: cannot read the rubric file {str(self.rubric)!r}: {reason}") from None
 
 
 def parse_score_range(text: str | None) -> tuple[int, int] | None:
@@ -207,7 +208,7 @@ def parse_score_range(text: str | None) -> tuple[int, int] | None:
     except ValueError:
         low = high = None
     if low is None or low >= high:
-        raise ValueError(f"--score-range must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
+        raise BadInputError(f"score_range= must be LOW,HIGH with integers LOW < HIGH, e.g. 1,10; got {text!r}")
     return low, high
 
 
@@ -274,9 +275,9 @@ def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], sh
     """
     meta = {k: v for k, v in f.metadata.items() if k != "flag"}
     if not meta.get("help"):
-        raise ValueError(f"field {f.name!r} needs help text in its metadata")
+        raise BadInputError(f"field {f.name!r} needs help text in its metadata")
     if meta.get("type") is bool:
-        raise ValueError(f"field {f.name!r}: type=bool reads 'False' as True; use a bool annotation")
+        raise BadInputError(f"field {f.name!r}: type=bool reads 'False' as True; use a bool annotation")
     kwargs: dict[str, Any] = {"dest": f.name}
     kwargs["help"] = meta.pop("help") + (" (default: %(default)s)" if show_default else "")
     if f.name in defaults:
@@ -338,13 +339,13 @@ def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, 
             probability read-outs only).
     """
     if plan.mode is VerdictMode.TEXT and explanation is not None:
-        raise ValueError(
-            f"--explanation {explanation}: applies to probability read-outs; text verdicts are parsed "
-            "from the whole critique (use --verdict probability or both)"
+        raise BadInputError(
+            f"explanation={explanation}: applies to probability read-outs; text verdicts are parsed "
+            "from the whole critique (use verdict=probability or both)"
         )
     if plan.mode is VerdictMode.TEXT and min_verdict_mass != DEFAULT_MIN_VERDICT_MASS:
-        raise ValueError(
-            "--min-verdict-mass: applies to probability read-outs; a text verdict has no probability mass"
+        raise BadInputError(
+            f"min_verdict_mass={min_verdict_mass}: applies to probability read-outs; a text verdict has no probability mass"
         )
     if not plan.generates and decoding is not None and decoding != DecodingConfig():
         logger.warning(

@@ -17,6 +17,7 @@ from ..backends.base import Backend
 from ..backends.cache import GenerationCache
 from ..backends.cached import CachedBackend, Generations
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import swap_label
 from ..critics.protocol import CriticKind, Critiques, setting_of
 from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
@@ -129,7 +130,7 @@ class Critic(CriticKind):
         tie_margin: float | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
-            raise ValueError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
+            raise BadInputError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
         self.reward = reward
         if self.reward is not None:
             refuse_for_reward(self.reward.kind, locals())
@@ -137,9 +138,9 @@ class Critic(CriticKind):
         else:
             refuse_for_generator(tie_margin, constrain_verdict, backend.name, backend.supports_grammar)
         if not 0 <= min_verdict_mass <= 1:
-            raise ValueError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
+            raise BadInputError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
-            raise ValueError(
+            raise BadInputError(
                 f"the rubric describes scores {rubric.score_range[0]}-{rubric.score_range[1]}, but the score range is "
                 f"{score_range[0]}-{score_range[1]}"
             )
@@ -263,10 +264,10 @@ class Critic(CriticKind):
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
             if engine not in ("auto", "transformers"):
-                raise ValueError(f"{model} is a reward model: it runs on --engine transformers, not {engine}")
+                raise BadInputError(f"{model} is a reward model: it runs on engine=transformers, not {engine}")
             if gguf_recode != "auto":
-                raise ValueError(
-                    f"--gguf-recode {gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
+                raise BadInputError(
+                    f"gguf_recode={gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
                 )
             if trained is not None:
                 model = trained.check_installed()
@@ -306,7 +307,7 @@ class Critic(CriticKind):
         """
         template = resolve_template(self.template, setting, self.language)
         if self.rubric is not None and "rubric" not in template.fields:
-            raise ValueError(f"template {template.name!r} takes no rubric (prometheus2 does)")
+            raise BadInputError(f"template {template.name!r} takes no rubric (prometheus2 does)")
         scale = self.score_range or (self.rubric.score_range if self.rubric is not None else None)
         if scale is not None and template.output.kind == "score":
             template = template.with_scale(*scale)
@@ -487,7 +488,7 @@ class Critic(CriticKind):
         ``(columns, stats)``."""
         template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
         if template.output.kind != "score":
-            raise ValueError(f"template {template.name!r} does not grade on a score scale")
+            raise BadInputError(f"template {template.name!r} does not grade on a score scale")
         return self._reward_call(
             grade_columns, source, dataset[schema.QUESTION], dataset[schema.RESPONSE], template.output.score_range
         )
@@ -496,8 +497,8 @@ class Critic(CriticKind):
         """Pairwise comparison by rewards (:func:`hf_critic.critic.rewards.compare_columns`), order-free:
         ``(columns, stats)``."""
         if self.template != DEFAULT_FAMILY:
-            raise ValueError(
-                f"--template {self.template}: a {self.reward.kind} compares by rewards and reads no template"
+            raise BadInputError(
+                f"template={self.template}: a {self.reward.kind} compares by rewards and reads no template"
             )
         self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
         return self._reward_call(
@@ -512,8 +513,8 @@ class Critic(CriticKind):
     def _reward_setting(self, dataset, task: schema.Task, referenced: bool | None, source: str) -> PromptTemplate:
         """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
         if referenced:
-            raise ValueError(
-                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop --referenced)"
+            raise BadInputError(
+                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop referenced=True)"
             )
         if schema.REFERENCE in dataset.column_names:
             logger.warning(
@@ -527,9 +528,7 @@ class Critic(CriticKind):
         try:
             return build(self.reward, *args, truncate=self.truncate, cache=self.cache, **kwargs)
         except OverflowError as err:
-            raise ContextLengthError(
-                f"{source}: {err} (--truncate middle cuts it, --truncate skip leaves it)"
-            ) from None
+            raise ContextLengthError(f"{source}: {err} (truncate=middle cuts it, truncate=skip leaves it)") from None
         except NonFiniteRewardError as err:
             raise NonFiniteRewardError(f"{source}: {err}") from None
 

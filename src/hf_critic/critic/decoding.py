@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..core.errors import BadInputError
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from ..core.schema import ParseStatus
 from ..parsing import ParsedCritique
@@ -54,11 +55,11 @@ class DecodingConfig:
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:
-            raise ValueError(f"decoding strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+            raise BadInputError(f"decoding strategy must be one of {STRATEGIES}, got {self.strategy!r}")
         if self.max_new_tokens < 1 or self.num_beams < 1 or self.num_samples < 1:
-            raise ValueError("max_new_tokens, num_beams and num_samples must be >= 1")
+            raise BadInputError("max_new_tokens, num_beams and num_samples must be >= 1")
         if self.temperature <= 0 or not 0 < self.top_p <= 1:
-            raise ValueError("temperature must be > 0 and top_p in (0, 1]")
+            raise BadInputError("temperature must be > 0 and top_p in (0, 1]")
 
     @property
     def num_return_sequences(self) -> int:
@@ -109,7 +110,7 @@ def aggregate_scores(samples: Sequence[ParsedCritique]) -> Aggregate:
         ValueError: on an empty ``samples``.
     """
     if not samples:
-        raise ValueError("self-consistency needs at least one sample")
+        raise BadInputError("self-consistency needs at least one sample")
     ok = [(i, s) for i, s in enumerate(samples) if s.status is ParseStatus.OK and s.score is not None]
     if not ok:
         return Aggregate(_unparsed(samples), 0)
@@ -148,7 +149,7 @@ def aggregate_labels(samples: Sequence[ParsedCritique]) -> Aggregate:
         ValueError: on an empty ``samples``.
     """
     if not samples:
-        raise ValueError("self-consistency needs at least one sample")
+        raise BadInputError("self-consistency needs at least one sample")
     votes = [(i, s.label) for i, s in enumerate(samples) if s.status is ParseStatus.OK and s.label is not None]
     if not votes:
         return Aggregate(_unparsed(samples), 0)

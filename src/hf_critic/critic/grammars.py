@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 
+from ..core.errors import BadInputError
 from ..formats import verdict_format
 from ..prompts import OutputSpec
 
@@ -47,7 +48,7 @@ def score_values(score_range: tuple[float, float]) -> list[str]:
     """
     low, high = math.ceil(score_range[0]), math.floor(score_range[1])
     if low > high:
-        raise ValueError(f"score range {score_range} holds no integer score")
+        raise BadInputError(f"score range {score_range} holds no integer score")
     return sorted((str(v) for v in range(low, high + 1)), key=lambda v: (-len(v), v))
 
 
@@ -71,7 +72,7 @@ def verdict_grammar(output: OutputSpec) -> str:
     """
     ending = verdict_ending(output)
     if ending is None:  # JudgeLM's and PandaLM's verdicts open the critique
-        raise ValueError(
+        raise BadInputError(
             f"no verdict grammar for output format {output.format!r}: its verdict comes first, not after the explanation"
         )
     prefix, closing = ending

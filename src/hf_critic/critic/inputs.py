@@ -13,6 +13,7 @@ import datasets
 from ..backends.base import Backend
 from ..core import schema
 from ..core.control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
+from ..core.errors import BadInputError
 from ..io import RecordError
 from ..prompts import PromptTemplate, TemplateFieldError
 
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 TRUNCATE_POLICIES = ("middle", "skip", "error")
 
 
-class ContextLengthError(ValueError):
+class ContextLengthError(BadInputError):
     """An input does not fit the model's context window and the truncation policy is ``error``."""
 
 

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from ..backends.cache import GenerationCache, cache_key
 from ..backends.weights import value_digest
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.progress import RunBar
 from ..critics.reward import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
 from .decoding import DecodingConfig
@@ -72,7 +73,7 @@ class RewardScorer(Protocol):
         """One reward per input of :meth:`fit`."""
 
 
-class NonFiniteRewardError(ValueError):
+class NonFiniteRewardError(BadInputError):
     """A scorer gave NaN or Infinity: no verdict can come from it, so the run stops, naming the row."""
 
 
@@ -318,40 +319,47 @@ class ServedRewardModel:
 
 
 def refuse_for_reward(kind: str, options: dict) -> None:
-    """Raise ValueError naming the first option a reward critic of ``kind`` cannot honour (nothing ignored).
+    """Raise BadInputError naming the first argument a reward critic of ``kind`` cannot honour (nothing is ignored),
+    as ``name=value``: the command line shows the flag.
 
     A reward critic honours ``template`` (its score scale), ``score_range``, ``truncate`` and ``cache_path``; the
     verdict must be ``auto`` or ``reward``; everything else must keep its default.
     """
     if options["verdict"] not in ("auto", "reward"):
-        raise ValueError(
-            f"--verdict {options['verdict']}: a {kind}'s verdicts come from its rewards (use --verdict auto)"
+        raise BadInputError(
+            f"verdict={options['verdict']}: a {kind}'s verdicts come from its rewards (use verdict=auto)"
         )
     refused = {
-        "--explanation": options["explanation"] not in (None, "none"),
-        "--decoding / --num-samples / --temperature / --max-new-tokens": (options["decoding"] or DecodingConfig())
-        != DecodingConfig(),
-        "--constrain-verdict": options["constrain_verdict"],
-        "--rubric (a reward critic reads no criteria; --score-range sets the scale)": options["rubric"] is not None,
-        "--min-verdict-mass": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
-        "--language": options["language"] != "en",
+        "explanation": options["explanation"] not in (None, "none"),
+        "decoding": (options["decoding"] or DecodingConfig()) != DecodingConfig(),
+        "constrain_verdict": options["constrain_verdict"],
+        "rubric": options["rubric"] is not None,
+        "min_verdict_mass": options["min_verdict_mass"] != DEFAULT_MIN_VERDICT_MASS,
+        "language": options["language"] != "en",
     }
-    for option, given in refused.items():
+    unshown = {  # arguments whose value reads badly in one line: named, with what they stand for
+        "decoding": " / num_samples= / temperature= / max_new_tokens=",
+        "rubric": " (a reward critic reads no criteria; score_range= sets the scale)",
+    }
+    for name, given in refused.items():
         if given:
-            raise ValueError(f"{option}: a {kind} writes no critique text and cannot honour it")
+            value = "" if name in unshown else options[name]
+            raise BadInputError(
+                f"{name}={value}{unshown.get(name, '')}: a {kind} writes no critique text and cannot honour it"
+            )
 
 
 def refuse_for_generator(tie_margin: float | None, constrain_verdict: bool, engine: str, grammar: bool) -> None:
-    """Raise ValueError naming an option a critic that generates text (no reward model) cannot honour: ``--tie-margin``
-    (a reward critic's tie band), or ``--constrain-verdict`` on an ``engine`` (its name) without grammars (``grammar``
-    False).
+    """Raise BadInputError naming an argument a critic that generates text (no reward model) cannot honour:
+    ``tie_margin`` (a reward critic's tie band), or ``constrain_verdict`` on an ``engine`` (its name) without grammars
+    (``grammar`` False).
     """
     if tie_margin is not None:
-        raise ValueError("--tie-margin: only a reward critic (a reward model) has a tie band")
+        raise BadInputError(f"tie_margin={tie_margin}: only a reward critic (a reward model) has a tie band")
     if constrain_verdict and not grammar:
-        raise ValueError(
-            f"--constrain-verdict needs grammar-constrained decoding, which {engine} lacks; use --engine llamacpp or "
-            "--base-url of a llama.cpp server"
+        raise BadInputError(
+            f"constrain_verdict=True needs grammar-constrained decoding, which {engine} lacks; use engine=llamacpp "
+            "or base_url= of a llama.cpp server"
         )
 
 
@@ -364,5 +372,5 @@ def with_tie_margin(calibration, tie_margin: float | None):
     if tie_margin is None:
         return calibration
     if not math.isfinite(tie_margin) or tie_margin < 0:
-        raise ValueError(f"--tie-margin must be a finite number >= 0, got {tie_margin}")
+        raise BadInputError(f"tie_margin={tie_margin}: must be a finite number >= 0")
     return dataclasses.replace(calibration, tie_margin=float(tie_margin))

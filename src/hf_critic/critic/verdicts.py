@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from ..core.schema import ParseStatus
 
@@ -134,14 +135,14 @@ def resolve_verdict(verdict: str, explanation: str | None, *, embedded: bool) ->
         verdict, picked = AUTO_EMBEDDED if embedded else ("text", "first")
         explanation = explanation or picked
     if verdict not in VERDICT_MODES:
-        raise ValueError(f"verdict must be 'auto' or one of {VERDICT_MODES}, got {verdict!r}")
+        raise BadInputError(f"verdict must be 'auto' or one of {VERDICT_MODES}, got {verdict!r}")
     explanation = explanation or "first"
     if explanation not in EXPLANATION_MODES:
-        raise ValueError(f"explanation must be one of {EXPLANATION_MODES}, got {explanation!r}")
+        raise BadInputError(f"explanation must be one of {EXPLANATION_MODES}, got {explanation!r}")
     return VerdictPlan(VerdictMode(verdict), explanation)
 
 
-class VerdictProbabilityError(ValueError):
+class VerdictProbabilityError(BadInputError):
     """A backend that cannot return next-token probabilities was asked for ``--verdict probability`` / ``both``."""
 
 
@@ -192,7 +193,7 @@ def expected_score(distribution: Mapping[str, float], values: Mapping[str, float
         ValueError: an empty distribution or a verdict without a value.
     """
     if not distribution or abs(sum(distribution.values()) - 1.0) > 1e-6:
-        raise ValueError("expected_score needs a distribution that sums to 1")
+        raise BadInputError("expected_score needs a distribution that sums to 1")
     return float(sum(p * float(values[v]) for v, p in distribution.items()))
 
 
@@ -224,10 +225,10 @@ def combine_orders(*distributions: Mapping[str, float]) -> dict[str, float]:
         ValueError: no distributions, or different keys.
     """
     if not distributions:
-        raise ValueError("combine_orders needs at least one distribution")
+        raise BadInputError("combine_orders needs at least one distribution")
     keys = list(distributions[0])
     if any(sorted(d) != sorted(keys) for d in distributions):
-        raise ValueError("distributions to combine must have the same verdicts")
+        raise BadInputError("distributions to combine must have the same verdicts")
     return {k: sum(d[k] for d in distributions) / len(distributions) for k in keys}
 
 
@@ -281,7 +282,7 @@ def aggregate_readouts(
         ValueError: no read-outs.
     """
     if not readouts:
-        raise ValueError("aggregate_readouts needs at least one read-out")
+        raise BadInputError("aggregate_readouts needs at least one read-out")
     mass = float(np.mean([r.mass for r in readouts]))
     unseen = sum(len(r.unseen) for r in readouts)
     usable = [r.distribution for r in readouts if r.mass > 0]
@@ -325,7 +326,7 @@ class TokenTrie:
         for verdict, spellings in paths.items():
             for path in {tuple(p) for p in spellings}:
                 if not path:
-                    raise ValueError(f"verdict {verdict!r} has an empty token path")
+                    raise BadInputError(f"verdict {verdict!r} has an empty token path")
                 node = 0
                 for token in path:
                     if token not in children[node]:
@@ -335,7 +336,7 @@ class TokenTrie:
                         children.append({})
                     node = children[node][token]
                 if self._ends.get(node, verdict) != verdict:
-                    raise ValueError(f"verdicts {self._ends[node]!r} and {verdict!r} have the same token path")
+                    raise BadInputError(f"verdicts {self._ends[node]!r} and {verdict!r} have the same token path")
                 self._ends[node] = verdict
         self.children = [tuple(c.values()) for c in children]
         self.fed = [n for n in range(1, len(self.tokens)) if self.children[n]]

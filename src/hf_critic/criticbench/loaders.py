@@ -33,6 +33,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..core.labels import CHOICE_LETTERS
 from ..io import RecordError, read_json_rows
 from ..loaders._rows import field
@@ -67,7 +68,7 @@ def strip_opencompass_wrapper(origin_prompt: str) -> str:
     """
     head, tail = _WRAPPER
     if not (origin_prompt.startswith(head) and origin_prompt.endswith(tail)):
-        raise ValueError("not an OpenCompass 'User: ...\\n\\nAssistant: ' prompt")
+        raise BadInputError("not an OpenCompass 'User: ...\\n\\nAssistant: ' prompt")
     return origin_prompt[len(head) : -len(tail)]
 
 
@@ -195,9 +196,11 @@ def load_criticbench(
             message names file, item and field).
     """
     if dimension not in CRITICBENCH_DIMENSIONS or split not in ("dev", "test") or evaluation not in ("obj", "sub"):
-        raise ValueError(f"unknown CriticBench dimension / split / format: {dimension!r} / {split!r} / {evaluation!r}")
+        raise BadInputError(
+            f"unknown CriticBench dimension / split / format: {dimension!r} / {split!r} / {evaluation!r}"
+        )
     if dimension == "meta_feedback" and evaluation != "obj":
-        raise ValueError("CriticBench meta-feedback is evaluated objectively only (evaluation='obj')")
+        raise BadInputError("CriticBench meta-feedback is evaluated objectively only (evaluation='obj')")
     if tasks is None and dimension == "correction":  # CriticEval scores these objectively, the rest by GPT-4
         objective = evaluation == "obj"
         tasks = tuple(t for t in CRITICBENCH_TASKS if (t in OBJECTIVE_CORRECTION_TASKS) == objective)

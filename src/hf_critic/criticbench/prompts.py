@@ -28,6 +28,8 @@ from functools import cache
 
 import yaml
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "CRITICBENCH_DIMENSIONS",
     "CRITICBENCH_TASKS",
@@ -110,7 +112,7 @@ def criticbench_variant(dimension: str, evaluation: str = "obj") -> str:
         ValueError: an unknown dimension or evaluation format.
     """
     if dimension not in CRITICBENCH_DIMENSIONS or evaluation not in ("obj", "sub"):
-        raise ValueError(
+        raise BadInputError(
             f"unknown CriticBench dimension/format {dimension!r}/{evaluation!r}; "
             f"dimensions: {CRITICBENCH_DIMENSIONS}, formats: obj, sub"
         )
@@ -137,7 +139,7 @@ def get_criticbench_template(dimension: str, task: str, evaluation: str = "obj")
             template is the same, so both are served).
     """
     if task not in CRITICBENCH_TASKS:
-        raise ValueError(f"unknown CriticBench task {task!r}; expected one of {CRITICBENCH_TASKS}")
+        raise BadInputError(f"unknown CriticBench task {task!r}; expected one of {CRITICBENCH_TASKS}")
     variant = criticbench_variant(dimension, evaluation)
     texts = _texts()
     affixes = texts["prompts"][variant][task]

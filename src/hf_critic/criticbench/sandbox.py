@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from functools import cache
 
+from ..core.errors import BadInputError
+
 __all__ = ["AUDIT_HOOK_ONLY", "NETWORK_NAMESPACE", "ExecResult", "isolation", "network_isolation", "run_python"]
 
 logger = logging.getLogger(__name__)
@@ -146,7 +148,7 @@ def run_python(
         ValueError: a non-positive timeout or memory limit.
     """
     if timeout <= 0 or memory_mb <= 0:
-        raise ValueError(f"timeout and memory_mb must be positive, got {timeout} and {memory_mb}")
+        raise BadInputError(f"timeout and memory_mb must be positive, got {timeout} and {memory_mb}")
     with tempfile.TemporaryDirectory(prefix="hf-critic-sandbox-") as workdir:
         with open(os.path.join(workdir, "solution.py"), "w", encoding="utf-8") as handle:
             handle.write(code)

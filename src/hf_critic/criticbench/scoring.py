@@ -36,6 +36,7 @@ from typing import Any
 
 from scipy import stats
 
+from ..core.errors import BadInputError
 from ..core.schema import ParseStatus
 from ..io import RecordError
 from ..parsing import ParsedCritique, normalize
@@ -138,7 +139,7 @@ def parse_verdict(text: str, kind: str) -> ParsedCritique:
     if kind == "text":
         status = ParseStatus.OK if text.strip() else ParseStatus.UNPARSED
         return ParsedCritique(status, explanation=text.strip())
-    raise ValueError(f"unknown CriticBench verdict kind {kind!r}; expected one of {VERDICT_KINDS}")
+    raise BadInputError(f"unknown CriticBench verdict kind {kind!r}; expected one of {VERDICT_KINDS}")
 
 
 def parse_math_answer(text: Any) -> float | None:
@@ -247,7 +248,7 @@ def correction_passed(
         right = math.isclose(answer, gold, rel_tol=1e-9, abs_tol=1e-9)
         return right, "passed" if right else "wrong answer"
     if task not in ("math_pot", "code_exec", "code_not_exec"):
-        raise ValueError(f"CriticBench task {task!r} has no objective correction")
+        raise BadInputError(f"CriticBench task {task!r} has no objective correction")
     code = extract_code(prediction)
     if not code:
         return False, "unparsed"
@@ -291,7 +292,9 @@ def spearman_x100(predicted: Sequence[float | None], gold: Sequence[float], grou
         ValueError: lengths differ.
     """
     if len(predicted) != len(gold) or (groups is not None and len(groups) != len(gold)):
-        raise ValueError(f"{len(predicted)} predictions, {len(gold)} gold scores and groups must have equal lengths")
+        raise BadInputError(
+            f"{len(predicted)} predictions, {len(gold)} gold scores and groups must have equal lengths"
+        )
 
     def rho(pairs: list[tuple[float, float]]) -> float:
         xs, ys = zip(*pairs, strict=True) if pairs else ((), ())
@@ -333,7 +336,7 @@ def comparison_accuracy(
         ValueError: lengths differ.
     """
     if not len(forward) == len(reverse) == len(gold):
-        raise ValueError(f"forward {len(forward)}, reverse {len(reverse)} and gold {len(gold)} lengths differ")
+        raise BadInputError(f"forward {len(forward)}, reverse {len(reverse)} and gold {len(gold)} lengths differ")
     swap = {0: 1, 1: 0, 2: 2}
     loose = strict = both = 0
     for f, r, g in zip(forward, reverse, gold, strict=True):
@@ -364,7 +367,7 @@ def comparison_consistency(forward: Sequence[int | None], reverse: Sequence[int 
         of both_parsed.
     """
     if len(forward) != len(reverse):
-        raise ValueError(f"forward {len(forward)} and reverse {len(reverse)} lengths differ")
+        raise BadInputError(f"forward {len(forward)} and reverse {len(reverse)} lengths differ")
     swap = {0: 1, 1: 0, 2: 2}
     pairs = [(f, r) for f, r in zip(forward, reverse, strict=True) if f is not None and r is not None]
     consistent = sum(swap[r] == f for f, r in pairs)
@@ -403,10 +406,10 @@ def overall_objective(
         if value is None:
             continue
         if math.isnan(value):
-            raise ValueError(f"overall_objective: {name} is NaN")
+            raise BadInputError(f"overall_objective: {name} is NaN")
         scores.append((value + 100.0) / 2.0 if name in ("feedback", "meta_feedback") else value)
     if not scores:
-        raise ValueError("overall_objective: no dimension score given")
+        raise BadInputError("overall_objective: no dimension score given")
     return sum(scores) / len(scores)
 
 

@@ -25,6 +25,7 @@ import datasets
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError, CriticChangedError
 from ..core.labels import LABEL_NAMES
 from ..critic.output import as_dataset
 from ..meta_eval.length import longer_wins
@@ -57,7 +58,7 @@ class LongerWins(CriticKind):
             ValueError: any option (naming ``where``).
         """
         if options:
-            raise ValueError(f"{where}: {LONGER_WINS} takes no options, got {sorted(options)}")
+            raise BadInputError(f"{where}: {LONGER_WINS} takes no options, got {sorted(options)}")
         return cls()
 
     def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
@@ -84,7 +85,7 @@ class LongerWins(CriticKind):
             ValueError: rows without ``response_1`` / ``response_2``.
         """
         if schema.RESPONSE_1 not in dataset.column_names or schema.RESPONSE_2 not in dataset.column_names:
-            raise ValueError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
+            raise BadInputError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
         labels, confidences = longer_wins(dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2])
         return {
             schema.CRITIQUE_LABEL: labels.tolist(),
@@ -118,10 +119,10 @@ class Jury(CriticKind):
 
     def __init__(self, members, how: str, where: str = "jury", fit_share: float = FIT_SHARE):
         if how not in AGGREGATES:
-            raise ValueError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
+            raise BadInputError(f"{where}: aggregate must be one of {', '.join(AGGREGATES)}, got {how!r}")
         names = [m.name for m in members]
         if not names or len(set(names)) != len(names):
-            raise ValueError(f"{where}: a jury needs at least one member, each with its own name (got {names})")
+            raise BadInputError(f"{where}: a jury needs at least one member, each with its own name (got {names})")
         self.members, self.how, self.where, self.fit_share = list(members), how, where, fit_share
         self.fit: JuryFit | None = None
         self.counts: JuryCounts | None = None
@@ -185,7 +186,7 @@ class Jury(CriticKind):
         self.member_columns = {m.name: run.keepable() for m, run in zip(self.members, runs, strict=True)}
         if self.how == "fitted" and self._fit_labels is not None:
             if len(self._fit_labels) != len(dataset):
-                raise ValueError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
+                raise BadInputError(f"{self.where}: {len(self._fit_labels)} human labels for {len(dataset)} rows")
             labels, self._fit_labels = self._fit_labels, None
             fitting = fit_rows(self._fit_groups, self._fit_share)
             self.fit_rows = np.flatnonzero(fitting)
@@ -193,7 +194,7 @@ class Jury(CriticKind):
                 self.member_columns, [h if f else None for h, f in zip(labels, fitting, strict=True)], self._fit_groups
             )
         if self.how == "fitted" and self.fit is None:
-            raise ValueError(
+            raise BadInputError(
                 f"{self.where}: a fitted jury needs a calibration file (write one with `hf-critic calibrate`)"
             )
         calls = sum(run.calls for run in runs)
@@ -232,31 +233,32 @@ class Jury(CriticKind):
         """Check a calibration file's jury entry against this jury and take its fit.
 
         Raises:
-            ValueError: one line naming the file, the jury and the first member that changed (or the missing fit),
-                and how to make a fitting file.
+            CriticChangedError: a member changed, or the members are not the ones calibrated: one line naming the
+                file, the jury and the first member that changed, and how to make a fitting file.
+            BadInputError: another aggregate, or no fit in the file.
         """
         again = "calibrate this cascade again with `hf-critic calibrate`"
         name = self.where
         if not isinstance(entry, dict) or entry.get("aggregate") != self.how:
             got = entry.get("aggregate") if isinstance(entry, dict) else None
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {name}: calibrated with aggregate {got!r}, the cascade file says {self.how!r}: {again}"
             )
         stored = {m.get("name"): m.get("fingerprint") for m in entry.get("members") or [] if isinstance(m, dict)}
         if list(stored) != [m.name for m in self.members]:
-            raise ValueError(
+            raise CriticChangedError(
                 f"{path}: {name}: calibrated with the members {list(stored)}, not "
                 f"{[m.name for m in self.members]}: {again}"
             )
         for member, fingerprint in zip(self.members, member_fingerprints, strict=True):
             if stored[member.name] != fingerprint:
-                raise ValueError(
+                raise CriticChangedError(
                     f"{path}: {name}: member {member.name!r} changed since its {self.how} aggregate was "
                     f"calibrated (model, template, verdict source, decoding, swap or files): {again}"
                 )
         if self.how == "fitted":
             if entry.get("fit") is None:
-                raise ValueError(f"{path}: {name}: no fitted aggregate in the calibration file: {again}")
+                raise BadInputError(f"{path}: {name}: no fitted aggregate in the calibration file: {again}")
             self.fit = JuryFit.from_dict(entry["fit"], f"{path}: {name}")
 
 

@@ -22,6 +22,7 @@ from typing import ClassVar
 import datasets
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..selective import keepable_confidences
 
 __all__ = ["CriticKind", "Critiques", "identity_digest", "setting_of"]
@@ -118,7 +119,7 @@ class CriticKind(ABC):
             ValueError: always here: a kind that cannot be built from ``options:`` alone (the built-in computed,
                 recorded and jury kinds have their own keys in a cascade file); a kind that can overrides it.
         """
-        raise ValueError(
+        raise BadInputError(
             f"{where}: critic kind {cls.kind or cls.__name__!r} is not declared with kind: and options: (a computed "
             "critic takes options: alone, recorded verdicts recorded:, a jury jury:)"
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
+from ..core.errors import BadInputError
 from ..selective import add_confidence_kind
 from .protocol import CriticKind
 
@@ -47,11 +48,11 @@ def register(name: str, cls: type[CriticKind]) -> type[CriticKind]:
         ValueError: an empty name, a built-in kind's name, or a class that does not implement the protocol.
     """
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a critic kind needs a non-empty name, got {name!r}")
+        raise BadInputError(f"a critic kind needs a non-empty name, got {name!r}")
     if name in _BUILT_IN:
-        raise ValueError(f"critic kind {name!r} is built in; name the new kind otherwise")
+        raise BadInputError(f"critic kind {name!r} is built in; name the new kind otherwise")
     if not (isinstance(cls, type) and issubclass(cls, CriticKind)):
-        raise ValueError(f"critic kind {name!r}: {cls!r} does not subclass hf_critic.critics.protocol.CriticKind")
+        raise BadInputError(f"critic kind {name!r}: {cls!r} does not subclass hf_critic.critics.protocol.CriticKind")
     for confidence in cls.confidence_kinds:
         add_confidence_kind(confidence)
     cls.kind = name
@@ -75,6 +76,6 @@ def critic_class(name: str, where: str = "critic") -> type[CriticKind]:
     if name not in _BUILT_IN:
         close = difflib.get_close_matches(str(name), kinds(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"{where}: unknown critic kind {name!r}{hint}; the kinds are {', '.join(kinds())}")
+        raise BadInputError(f"{where}: unknown critic kind {name!r}{hint}; the kinds are {', '.join(kinds())}")
     module, attribute = _BUILT_IN[name].split(":")
     return getattr(importlib.import_module(module), attribute)

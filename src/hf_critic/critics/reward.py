@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from ..backends.models import batch_token_budget
 from ..backends.weights import value_digest
 from ..core.control_tokens import encode_chat, encode_text
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 if TYPE_CHECKING:
@@ -66,9 +67,9 @@ def _read_json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
+        raise BadInputError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{path}: not a JSON object")
+        raise BadInputError(f"{path}: not a JSON object")
     return value
 
 
@@ -115,7 +116,7 @@ def is_reward_model(model: str | os.PathLike | None) -> bool:
     labels = config.get("num_labels", len(config.get("id2label") or {}) or None)
     classifier = any(a.endswith("ForSequenceClassification") for a in architectures)
     if classifier and labels not in (None, 1):  # neither a reward model nor a text critic (no language-model head)
-        raise ValueError(
+        raise BadInputError(
             f"{model}: a sequence classifier with {labels} labels: a reward critic has one label (its "
             "reward), and a classifier cannot write critiques (no language-model head)"
         )
@@ -145,7 +146,7 @@ def rao_kupper(r1: float, r2: float, tau: float) -> dict[str, float]:
         ValueError: a negative ``tau``, or a non-finite reward or band.
     """
     if not all(map(math.isfinite, (r1, r2, tau))) or tau < 0:
-        raise ValueError(f"rewards and tie band must be finite, the band >= 0; got r1={r1}, r2={r2}, tau={tau}")
+        raise BadInputError(f"rewards and tie band must be finite, the band >= 0; got r1={r1}, r2={r2}, tau={tau}")
     p1, p2 = _sigmoid(r1 - r2 - tau), _sigmoid(r2 - r1 - tau)
     return {
         LABEL_NAMES[RESPONSE_1_WINS]: p1,
@@ -203,22 +204,22 @@ class RewardCalibration:
         }
         for name, value in numbers.items():
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise ValueError(f"{name} must be a number, got {value!r}")
+                raise BadInputError(f"{name} must be a number, got {value!r}")
             if value is not None and not math.isfinite(value):
-                raise ValueError(f"{name} must be finite, got {value}")
+                raise BadInputError(f"{name} must be finite, got {value}")
         if (self.slope is None) != (self.intercept is None):
             given, missing = ("slope", "intercept") if self.intercept is None else ("intercept", "slope")
-            raise ValueError(f"{given} without {missing}: the pointwise map needs both (or neither: not fitted)")
+            raise BadInputError(f"{given} without {missing}: the pointwise map needs both (or neither: not fitted)")
         if self.fitted_high <= self.fitted_low:
-            raise ValueError(f"fitted_high must exceed fitted_low, got {self.fitted_low} to {self.fitted_high}")
+            raise BadInputError(f"fitted_high must exceed fitted_low, got {self.fitted_low} to {self.fitted_high}")
         if self.tie_margin < 0:
-            raise ValueError(f"tie_margin must be >= 0, got {self.tie_margin}")
+            raise BadInputError(f"tie_margin must be >= 0, got {self.tie_margin}")
         if self.max_length is not None and (
             isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1
         ):
-            raise ValueError(f"max_length must be a whole number of tokens >= 1, got {self.max_length!r}")
+            raise BadInputError(f"max_length must be a whole number of tokens >= 1, got {self.max_length!r}")
         if not isinstance(self.source, str):
-            raise ValueError(f"source must be text, got {self.source!r}")
+            raise BadInputError(f"source must be text, got {self.source!r}")
 
     @property
     def fitted(self) -> bool:
@@ -257,7 +258,7 @@ class RewardCalibration:
                 raise TypeError("not a JSON object")
             return cls(**fields)
         except (UnicodeDecodeError, ValueError, TypeError) as err:
-            raise ValueError(f"{path}: not a reward calibration ({err})") from None
+            raise BadInputError(f"{path}: not a reward calibration ({err})") from None
 
 
 def fit_calibration(
@@ -286,7 +287,7 @@ def fit_calibration(
 
     rewards, scores = np.asarray(rewards, dtype=float), np.asarray(scores, dtype=float)
     if len(rewards) < 3 or np.std(rewards) == 0:
-        raise ValueError(f"cannot fit the pointwise map on {len(rewards)} graded response(s) with constant rewards")
+        raise BadInputError(f"cannot fit the pointwise map on {len(rewards)} graded response(s) with constant rewards")
     slope, intercept = np.polyfit(rewards, scores, 1)
     return RewardCalibration(
         slope=float(slope),
@@ -484,7 +485,7 @@ class RewardModel:
         max_batch_tokens: int | None | str = "auto",
     ):
         if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+            raise BadInputError("batch_size must be >= 1")
         self.model, self.tokenizer, self.name, self.content = model, tokenizer, name, content or name
         self.calibration = calibration or RewardCalibration()
         self.batch_size, self.progress = batch_size, progress
@@ -566,7 +567,7 @@ class RewardModel:
 
             lm = PeftModel.from_pretrained(lm, str(folder)).merge_and_unload()  # one matmul a layer, cache-ready
         if lm.config.num_labels != 1:
-            raise ValueError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
+            raise BadInputError(f"{model}: a reward model has one label, this one has {lm.config.num_labels}")
         tokenizer = critic_tokenizer(folder, trust_remote_code)
         lm = lm.to(inference_device())
         lm.eval()

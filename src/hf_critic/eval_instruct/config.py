@@ -42,6 +42,7 @@ import yaml
 
 from ..backends.cache import cache_key
 from ..backends.retry import RetryPolicy
+from ..core.errors import BadInputError
 from ..core.keys import unknown_keys_message
 from .filters import FilterConfig
 
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInputError):
     """An invalid recipe: the message names the file and the key path (e.g. ``teacher.retry: unknown key(s)``)."""
 
 

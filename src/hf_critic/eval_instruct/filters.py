@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..core.errors import BadInputError
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..core.schema import ParseStatus
 from ..parsing import ParsedCritique, normalize, parse, parse_label, parse_score
@@ -92,9 +93,9 @@ class FilterConfig:
 
     def __post_init__(self):
         if self.min_explanation_chars < 0 or self.leak_ngram < 1 or self.max_score_shift < 0:
-            raise ValueError("min_explanation_chars >= 0, leak_ngram >= 1 and max_score_shift >= 0 are required")
+            raise BadInputError("min_explanation_chars >= 0, leak_ngram >= 1 and max_score_shift >= 0 are required")
         if not 0 < self.zh_threshold < 1:
-            raise ValueError("zh_threshold must be in (0, 1)")
+            raise BadInputError("zh_threshold must be in (0, 1)")
 
 
 _REFERENCE_WORDS = re.compile(

@@ -29,6 +29,7 @@ import datasets
 from ..backends.cache import GenerationCache
 from ..backends.chat import BackendSource, ChatSource, Pricing, UsageLedger
 from ..backends.openai_client import OpenAIClient
+from ..core.errors import BadInputError
 from ..core.redaction import redact_url
 from ..core.schema import CATEGORIES, SETTINGS, Setting, Task, category_name
 from ..critic.grammars import difficulty_grammar, query_generation_grammar
@@ -404,7 +405,7 @@ def run_eval_instruct(
             written; the dataset and its card are not, and nothing is pushed.
     """
     if push and not config.hub.repo_id:
-        raise ValueError("push to the Hub needs hub.repo_id (or --push-to-hub ORG/NAME)")
+        raise BadInputError("push to the Hub needs hub.repo_id (or --push-to-hub ORG/NAME)")
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     out_dir = Path(config.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..critic.grammars import critique_grammar
 
 __all__ = ["GrammarSpec", "RunContext", "Stage", "check_pipeline", "critique_stage_grammar", "stage_grammars"]
@@ -122,14 +123,14 @@ def check_pipeline(pipeline: Sequence[Stage], config: Any) -> list[Stage]:
     names = [s.name for s in pipeline]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ValueError(f"Eval-Instruct pipeline: stage name(s) used twice: {twice}")
+        raise BadInputError(f"Eval-Instruct pipeline: stage name(s) used twice: {twice}")
     written, running = {"seeds"}, []
     for stage in pipeline:
         if not stage.when(config):
             continue
         missing = [i for i in stage.inputs if i not in written]
         if missing:
-            raise ValueError(
+            raise BadInputError(
                 f"Eval-Instruct pipeline: stage {stage.name!r} reads {missing}, which no earlier stage writes "
                 f"(written so far: {sorted(written)})"
             )

@@ -18,13 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..backends.chat import StageUsage
+from ..core.errors import ShortfallError  # raised with PipelineReport.shortfall's line; importable from here
 
 __all__ = ["Failure", "PipelineReport", "Rejection", "ShortfallError", "StageReport"]
-
-
-class ShortfallError(RuntimeError):
-    """A run that produced no rows, or lost more than the allowed share of a stage's items: its message is one line
-    naming the stage and the main reason (:meth:`PipelineReport.shortfall`). Nothing is saved or pushed."""
 
 
 # Rejection reasons that are choices of the recipe, not losses (see hf_critic.eval_instruct.filters.REASONS).

@@ -14,6 +14,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "SeedRougeFilter",
     "SelfBleuFilter",
@@ -89,7 +91,7 @@ class SeedRougeFilter:
 
     def __init__(self, seeds: Iterable[str], threshold: float = 0.7):
         if not 0 < threshold <= 1:
-            raise ValueError("threshold must be in (0, 1]")
+            raise BadInputError("threshold must be in (0, 1]")
         self.threshold = threshold
         self._seeds = [(tokens, Counter(tokens)) for tokens in map(tokenize, seeds) if tokens]
 
@@ -129,7 +131,7 @@ class SelfBleuFilter:
 
     def __init__(self, threshold: float = 0.7, max_order: int = 4):
         if not 0 < threshold <= 1 or max_order < 1:
-            raise ValueError("threshold must be in (0, 1] and max_order >= 1")
+            raise BadInputError("threshold must be in (0, 1] and max_order >= 1")
         self.threshold, self.max_order = threshold, max_order
         self._max_counts: dict[tuple[str, ...], int] = {}
         self._lengths: list[int] = []
@@ -213,7 +215,7 @@ def copied_ngrams(text: str, source: str, n: int, allowed: Iterable[str] = ()) -
         The copied n-grams, in order of first appearance in ``text`` (empty when none).
     """
     if n < 1:
-        raise ValueError("n must be >= 1")
+        raise BadInputError("n must be >= 1")
     from_source = set(ngrams(tokenize(source), n))
     if not from_source:
         return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import BadInputError
 from .registry import families, get_family
 
 
@@ -22,7 +23,7 @@ def chat_template_file(family: str) -> str:
     """
     declared = get_family(family)
     if declared.chat_template is None:
-        raise ValueError(f"family {family!r} has no published input wrapper: the model's own chat template applies")
+        raise BadInputError(f"family {family!r} has no published input wrapper: the model's own chat template applies")
     return (
         f"{{# hf-critic {family}: {declared.chat_template_source} -#}}\n{declared.chat_template}\n"  # -#}: no newline
     )

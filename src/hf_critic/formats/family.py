@@ -18,6 +18,7 @@ from typing import Any
 
 from hf_critic.parsing import ParsedCritique, parse
 
+from ..core.errors import BadInputError
 from ..core.schema import SETTINGS
 
 __all__ = ["GENERATIVE", "REWARD", "CriticFamily", "VerdictFormat", "every_setting", "read_general"]
@@ -72,9 +73,11 @@ class VerdictFormat:
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name or ""):
-            raise ValueError(f"a verdict format's name is lower-case letters, digits and '_', got {self.name!r}")
+            raise BadInputError(f"a verdict format's name is lower-case letters, digits and '_', got {self.name!r}")
         if not self.kinds or not set(self.kinds) <= {"score", "label"}:
-            raise ValueError(f"verdict format {self.name!r}: kinds must be 'score' and/or 'label', got {self.kinds}")
+            raise BadInputError(
+                f"verdict format {self.name!r}: kinds must be 'score' and/or 'label', got {self.kinds}"
+            )
 
     def prefix_for(self, overall_key: str | None) -> str | None:
         """The verdict's default opening for a template with ``overall_key`` (see :attr:`default_prefix`)."""
@@ -121,16 +124,16 @@ class CriticFamily:
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.name or ""):
-            raise ValueError(f"a family's name is lower-case letters, digits and '_', got {self.name!r}")
+            raise BadInputError(f"a family's name is lower-case letters, digits and '_', got {self.name!r}")
         bad = [s for s in self.templates if s not in _SETTING_NAMES]
         bad += [lang for langs in self.templates.values() for lang in langs if lang not in ("en", "zh")]
         bad += [s for s in self.settings if s not in _SETTING_NAMES]
         if bad:
-            raise ValueError(f"family {self.name!r}: unknown setting(s) or language(s) {bad}")
+            raise BadInputError(f"family {self.name!r}: unknown setting(s) or language(s) {bad}")
         if not all(re.fullmatch(r"[a-z0-9]+", m) for m in self.model_names):
-            raise ValueError(f"family {self.name!r}: model names are lower-case letters and digits only")
+            raise BadInputError(f"family {self.name!r}: model names are lower-case letters and digits only")
         if self.kind not in (GENERATIVE, REWARD):
-            raise ValueError(f"family {self.name!r}: kind must be {GENERATIVE!r} or {REWARD!r}, got {self.kind!r}")
+            raise BadInputError(f"family {self.name!r}: kind must be {GENERATIVE!r} or {REWARD!r}, got {self.kind!r}")
         object.__setattr__(self, "templates", MappingProxyType({k: tuple(v) for k, v in self.templates.items()}))
         object.__setattr__(self, "settings", tuple(self.settings) or tuple(self.templates))
 

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from hf_critic.parsing import ParsedCritique
 from hf_critic.parsing.echo import own_text
 
+from ..core.errors import BadInputError
 from ..core.schema import ParseStatus
 from . import (
     autoj,
@@ -87,10 +88,10 @@ def register_family(family: CriticFamily) -> CriticFamily:
             has the name of a registered one.
     """
     if family.name in _FAMILIES or family.name == AUTO:
-        raise ValueError(f"a critic family named {family.name!r} is registered already")
+        raise BadInputError(f"a critic family named {family.name!r} is registered already")
     taken = [f.name for f in family.formats if f.name in output_formats()]
     if taken:
-        raise ValueError(f"family {family.name!r}: verdict format(s) {taken} are declared by another family")
+        raise BadInputError(f"family {family.name!r}: verdict format(s) {taken} are declared by another family")
     _FAMILIES[family.name] = family
     return family
 
@@ -102,7 +103,7 @@ def unregister_family(name: str) -> None:
         ValueError: ``name`` is a built-in family or not registered.
     """
     if name in {f.name for f in BUILTIN_FAMILIES} or name not in _FAMILIES:
-        raise ValueError(f"{name!r} is not a family registered with register_family()")
+        raise BadInputError(f"{name!r} is not a family registered with register_family()")
     del _FAMILIES[name]
 
 
@@ -119,7 +120,7 @@ def get_family(name: str) -> CriticFamily:
     """
     if name not in _FAMILIES:
         have = sorted(f.name for f in families() if f.templates)
-        raise ValueError(f"unknown template family {name!r}; available families: {have}")
+        raise BadInputError(f"unknown template family {name!r}; available families: {have}")
     return _FAMILIES[name]
 
 

@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from ..core.control_tokens import encode_chat, encode_text
+from ..core.errors import BadInputError
 
 
-class AlignmentError(ValueError):
+class AlignmentError(BadInputError):
     """The prompt and response tokens cannot be laid out as the model would have generated them."""
 
 
@@ -192,7 +193,7 @@ def conversation_from_record(record: Mapping[str, Any], row: int = 0) -> Convers
     else:
         q, a = record.get("question"), record.get("response")
         if not isinstance(q, str) or not q.strip():
-            raise bad("needs a non-empty 'question' (or 'turns' / 'messages'); map yours with --columns")
+            raise bad("needs a non-empty 'question' (or 'turns' / 'messages'); map yours with columns=")
         if not isinstance(a, str):
             raise bad("needs a 'response' string")
         messages = [{"role": "user", "content": q}, {"role": "assistant", "content": a}]

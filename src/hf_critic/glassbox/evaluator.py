@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core.errors import BadInputError
 from .encoding import (
     Conversation,
     EncodedTurn,
@@ -104,17 +105,17 @@ class GlassBoxEvaluator:
         progress: bool = False,
     ):
         if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+            raise BadInputError("batch_size must be >= 1")
         if ensemble_size < 1 or (prompt_ensemble_size is not None and prompt_ensemble_size < 1):
-            raise ValueError("ensemble sizes must be >= 1")
+            raise BadInputError("ensemble sizes must be >= 1")
         if ensemble_base not in BASIC_FEATURES:
-            raise ValueError(f"ensemble_base must be one of {BASIC_FEATURES}, got {ensemble_base!r}")
+            raise BadInputError(f"ensemble_base must be one of {BASIC_FEATURES}, got {ensemble_base!r}")
         if model is None or isinstance(model, str) or hasattr(model, "__fspath__"):
             from ..backends.models import load_model
 
             model, tokenizer = load_model(model, trust_remote_code=trust_remote_code, dtype="float32")
         elif tokenizer is None:
-            raise ValueError("pass the tokenizer together with a loaded model")
+            raise BadInputError("pass the tokenizer together with a loaded model")
         self.model, self.tokenizer = model, tokenizer
         self.batch_size = batch_size
         self.include_end_token = include_end_token
@@ -125,7 +126,7 @@ class GlassBoxEvaluator:
         self.ensemble_base = ensemble_base
         self.system_prompts = list(system_prompts) if system_prompts is not None else load_system_prompt_pool()
         if not self.system_prompts:
-            raise ValueError("the system prompt pool is empty")
+            raise BadInputError("the system prompt pool is empty")
         self.seed, self.progress = seed, progress
         self.end_token_id = end_of_turn_token_id(tokenizer) if include_end_token else None
         self.combo_normalization_: ComboNormalization | None = None
@@ -182,9 +183,9 @@ class GlassBoxEvaluator:
 
         feats = resolve_features(features)
         if turn not in ("last", "all") and not (isinstance(turn, int) and turn >= 1):
-            raise ValueError(f"turn must be 'last', 'all' or a 1-based turn number, got {turn!r}")
+            raise BadInputError(f"turn must be 'last', 'all' or a 1-based turn number, got {turn!r}")
         if combo_var_feature not in BASIC_FEATURES:
-            raise ValueError(f"combo_var_feature must be one of {BASIC_FEATURES}")
+            raise BadInputError(f"combo_var_feature must be one of {BASIC_FEATURES}")
         ds = records if isinstance(records, datasets.Dataset) else datasets.Dataset.from_list(list(records))
         groups = {FEATURES[f].group for f in feats}
         want_attn = "attention" in groups
@@ -378,7 +379,7 @@ class GlassBoxEvaluator:
         instruction, not about the given response.
         """
         if not hasattr(self.model, "generate"):
-            raise ValueError("the decoding-based ensemble needs a model with .generate()")
+            raise BadInputError("the decoding-based ensemble needs a model with .generate()")
         pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         stop = {self.end_token_id, self.tokenizer.eos_token_id} - {None}
         items: list[_Item] = []

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "BASIC_FEATURES",
     "CALIBRATABLE_FEATURES",
@@ -234,11 +236,13 @@ def resolve_features(features: str | Iterable[str] | None) -> tuple[str, ...]:
             key = re.sub(r"[\s_\-]+", "", item.lower())
             known = {re.sub(r"_", "", n): n for n in FEATURES} | _ALIASES
             if key not in known:
-                raise ValueError(f"unknown glass-box feature {item!r}; known: {', '.join(FEATURES)} (or basic, all)")
+                raise BadInputError(
+                    f"unknown glass-box feature {item!r}; known: {', '.join(FEATURES)} (or basic, all)"
+                )
             names = (known[key],)
         out.extend(n for n in names if n not in out)
     if not out:
-        raise ValueError("no glass-box feature given")
+        raise BadInputError("no glass-box feature given")
     return tuple(out)
 
 
@@ -265,9 +269,9 @@ def oriented(values: Sequence[float] | np.ndarray, feature: str, direction: str 
     """
     base = re.sub(r"_(calibrated|ref)$", "", feature.removeprefix(COLUMN_PREFIX))
     if base not in FEATURES:
-        raise ValueError(f"unknown glass-box feature {feature!r}")
+        raise BadInputError(f"unknown glass-box feature {feature!r}")
     if direction not in ("observed", "paper"):
-        raise ValueError(f"direction must be 'observed' or 'paper', got {direction!r}")
+        raise BadInputError(f"direction must be 'observed' or 'paper', got {direction!r}")
     info = FEATURES[base]
     sign = -1 if info.higher_is_better is False else 1
     if direction == "observed" and info.observed_sign is not None:
@@ -322,7 +326,7 @@ def update_docs(path: str | Path) -> bool:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     if _TABLE_START not in text or _TABLE_END not in text:
-        raise ValueError(f"{path}: no {_TABLE_START!r} ... {_TABLE_END!r} markers")
+        raise BadInputError(f"{path}: no {_TABLE_START!r} ... {_TABLE_END!r} markers")
     head, rest = text.split(_TABLE_START, 1)
     new = f"{head}{_TABLE_START}\n{markdown_table()}{_TABLE_END}{rest.split(_TABLE_END, 1)[1]}"
     if new != text:

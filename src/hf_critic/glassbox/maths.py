@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..core.errors import BadInputError
+
 
 def shift_for_causal_lm(
     logits: torch.Tensor, input_ids: torch.Tensor, response_mask: torch.Tensor
@@ -39,7 +41,7 @@ def shift_for_causal_lm(
         ValueError: mismatched shapes.
     """
     if logits.shape[:2] != input_ids.shape or input_ids.shape != response_mask.shape:
-        raise ValueError(
+        raise BadInputError(
             f"shapes differ: logits {tuple(logits.shape)}, ids {tuple(input_ids.shape)}, mask {tuple(response_mask.shape)}"
         )
     return logits[:, :-1], input_ids[:, 1:], response_mask[:, 1:].bool()
@@ -219,7 +221,7 @@ def attention_entropy_summary(per_layer_head: torch.Tensor | np.ndarray) -> tupl
     """
     arr = np.asarray(per_layer_head, dtype=np.float64)
     if arr.size == 0:
-        raise ValueError("no attention entropies")
+        raise BadInputError("no attention entropies")
     return float(arr.min()), float(arr.mean())
 
 
@@ -294,9 +296,9 @@ class ComboNormalization:
             ValueError: unknown method, a sign other than ±1, or no finite value.
         """
         if method not in ("minmax", "zscore"):
-            raise ValueError(f"combo normalisation must be 'minmax' or 'zscore', got {method!r}")
+            raise BadInputError(f"combo normalisation must be 'minmax' or 'zscore', got {method!r}")
         if ent_sign not in (1, -1) or var_sign not in (1, -1):
-            raise ValueError("ent_sign and var_sign must be +1 or -1")
+            raise BadInputError("ent_sign and var_sign must be +1 or -1")
         e = _finite(ent, "Softmax-Ent")
         v = _finite(var, var_feature)
         if method == "minmax":
@@ -337,14 +339,14 @@ class ComboNormalization:
         try:
             return cls(**dict(data))
         except TypeError as err:
-            raise ValueError(f"bad combo normalisation {dict(data)}: {err}") from err
+            raise BadInputError(f"bad combo normalisation {dict(data)}: {err}") from err
 
 
 def _finite(values, name: str) -> np.ndarray:
     arr = np.array([np.nan if x is None else x for x in values], dtype=np.float64)
     arr = arr[np.isfinite(arr)]
     if arr.size == 0:
-        raise ValueError(f"cannot fit the combo normalisation: no finite {name} value")
+        raise BadInputError(f"cannot fit the combo normalisation: no finite {name} value")
     return arr
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 
 import datasets
 
+from ..core.errors import BadInputError
 from .errors import RecordError
 
 #: The record columns that hold text (CritiqueLLM v2 §3.1 fields): a number or a boolean there is an error unless
@@ -37,14 +38,14 @@ def parse_columns(spec: str | None) -> dict[str, str]:
     starts = list(_COLUMN_ITEM.finditer(spec))
     if spec and (not starts or starts[0].start() != 0):
         item = spec.split(",")[0]
-        raise ValueError(f"--columns item {item!r} must look like canonical=source, e.g. question=prompt")
+        raise BadInputError(f"columns= item {item!r} must look like canonical=source, e.g. question=prompt")
     mapping: dict[str, str] = {}
     for i, match in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(spec)
         canonical, source = match.group(1).strip(), spec[match.end() : end].strip()
         if not source or ("{" not in source and "," in source):
-            raise ValueError(
-                f"--columns item {spec[match.start() : end].lstrip(',')!r} must look like canonical=source, "
+            raise BadInputError(
+                f"columns= item {spec[match.start() : end].lstrip(',')!r} must look like canonical=source, "
                 "e.g. question=prompt"
             )
         if "{" in source:
@@ -63,9 +64,9 @@ def join_fields(template: str) -> list[str]:
     try:
         names = [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
     except ValueError as err:
-        raise ValueError(f"--columns join {template!r}: {err}") from None
+        raise BadInputError(f"columns= join {template!r}: {err}") from None
     if not names or any(not n for n in names):
-        raise ValueError(f"--columns join {template!r}: every {{...}} must name a source column")
+        raise BadInputError(f"columns= join {template!r}: every {{...}} must name a source column")
     return names
 
 
@@ -88,9 +89,11 @@ def parse_label_map(spec: str | None) -> dict[str, str]:
     for item in filter(None, (part.strip() for part in (spec or "").split(","))):
         key, sep, label = (s.strip() for s in item.rpartition("="))
         if not sep or not key or not label:
-            raise ValueError(f"label map item {item!r} must look like value=label, e.g. 0=tie or model_a=response_1")
+            raise BadInputError(
+                f"label map item {item!r} must look like value=label, e.g. 0=tie or model_a=response_1"
+            )
         if key in mapping:
-            raise ValueError(f"label map: value {key!r} is mapped twice")
+            raise BadInputError(f"label map: value {key!r} is mapped twice")
         mapping[key] = label
     return mapping
 
@@ -119,7 +122,7 @@ def rename_columns(
     if missing:
         spell = "; ".join(f"{c}={columns[c]!r}" for c, ns in names.items() if set(ns) & set(missing))
         raise RecordError(
-            f"{source}: column(s) {missing} not found (--columns {spell}); the data has {dataset.column_names}"
+            f"{source}: column(s) {missing} not found (columns= {spell}); the data has {dataset.column_names}"
         )
     joins = {c: src for c, src in columns.items() if "{" in src}
     for canonical, template in joins.items():
@@ -185,7 +188,7 @@ def check_fields(
     if missing:
         raise RecordError(
             f"{source}: required column(s) {missing} missing (have {dataset.column_names}); "
-            "map yours with --columns, e.g. --columns question=prompt"
+            "map yours with columns=, e.g. question=prompt"
         )
     bad, allow_empty = [], set(allow_empty)
     for field in fields:

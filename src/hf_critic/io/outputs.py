@@ -75,7 +75,7 @@ def check_output(
         if source is not None and _same_file(path, Path(source).expanduser()):
             raise OutputError(f"{what} {path}: is also the input; write to another file")
     if path.exists() and not overwrite:
-        raise OutputError(f"{what} {path}: already exists; pass --overwrite to replace it")
+        raise OutputError(f"{what} {path}: already exists; pass overwrite=True to replace it")
     _writable_folder(path, what)
     return path
 
@@ -115,7 +115,7 @@ def check_output_dir(
             raise OutputError(f"{what} {path}: no permission to write in it")
         existing = [name for name in outputs if (path / name).exists()]
         if existing and not overwrite:
-            raise OutputError(f"{what} {path}: already holds {', '.join(existing)}; pass --overwrite to replace")
+            raise OutputError(f"{what} {path}: already holds {', '.join(existing)}; pass overwrite=True to replace")
     else:
         _writable_folder(path, what)
     return path

@@ -14,6 +14,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import MissingExtraError
 from .columns import TEXT_FIELDS, rename_columns
 from .errors import RecordError
 
@@ -270,7 +271,7 @@ def _read_excel(files: list[Path]) -> datasets.Dataset:
         import openpyxl  # noqa: F401  (pandas needs it for .xlsx; say so plainly)
         import pandas as pd
     except ImportError:
-        raise RecordError(f"{files[0]}: reading .xlsx needs openpyxl: pip install 'hf-critic[xlsx]'") from None
+        raise MissingExtraError(f"{files[0]}: reading .xlsx needs openpyxl", extra="xlsx") from None
     frames = [pd.read_excel(f, sheet_name=0) for f in files]
     frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     # Empty cells are NaN in pandas; in text columns they are missing values, as in a CSV read by datasets.

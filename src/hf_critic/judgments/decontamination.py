@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import BadInputError
+
 logger = logging.getLogger(__name__)
 
 
@@ -53,7 +55,7 @@ def parse_exclude(spec: str) -> tuple[str, str, str]:
     fmt, colon, path = rest.partition(":")
     formats = sorted([*FORMATS, QUESTIONS_FORMAT])
     if not colon or not path or fmt not in formats:
-        raise ValueError(f"--exclude {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
+        raise BadInputError(f"exclude={spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
     return (name.strip() or rest), fmt, path
 
 
@@ -105,11 +107,11 @@ def benchmark_questions(fmt: str, path: str) -> list[str]:
     from ..loaders.fastchat import read_questions
 
     if fmt == "generic":
-        raise ValueError(f"--exclude generic:{path}: use questions:{path} (decontamination only needs questions)")
+        raise BadInputError(f"exclude=generic:{path}: use questions:{path} (decontamination only needs questions)")
     if fmt == QUESTIONS_FORMAT:
         files = sorted(glob.glob(path)) if any(c in path for c in "*?[") else [path]
         if not files:
-            raise ValueError(f"--exclude questions:{path}: no file matches")
+            raise BadInputError(f"exclude=questions:{path}: no file matches")
         return [row_field(row, "question", where) for file in files for where, row in iter_rows(file)]
     questions = list(load_benchmark(fmt, path)["question"])
     if fmt == "fastchat":

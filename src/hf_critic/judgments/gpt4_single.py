@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..core.schema import QUESTION, REFERENCE, RESPONSE
 from ..loaders.fastchat import read_judgments
 from ..prompts import get_template
@@ -85,7 +86,7 @@ def load_gpt4_single_judgments(
             ``mtbench`` template does not re-render byte for byte (the data would not match inference).
     """
     if benchmark not in BENCHMARKS:
-        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
+        raise BadInputError(f"unknown benchmark {benchmark!r}; expected one of {BENCHMARKS}")
     records = []
     for judgment in read_judgments(Path(data_dir) / "selfeval" / benchmark):
         if judgment.turn != 1:
@@ -93,22 +94,22 @@ def load_gpt4_single_judgments(
         where, judge_prompt = judgment.where, judgment.judge_prompt
         setting = _JUDGE_SETTINGS.get(judge_prompt)
         if setting is None:
-            raise ValueError(f"{where}: unexpected judge prompt {judge_prompt!r} for a first-turn judgment")
+            raise BadInputError(f"{where}: unexpected judge prompt {judge_prompt!r} for a first-turn judgment")
         if judgment.score is None or judgment.score < 1:  # FastChat writes -1 when GPT-4's output had no [[rating]]
             if report is not None:
                 report.dropped["gpt-4 gave no rating (score -1)"] += 1
             continue
         fields = judgment.prompt_fields()
         if fields["question"] is None:
-            raise ValueError(f"{where}: prompt is not in FastChat's single-answer layout")
+            raise BadInputError(f"{where}: prompt is not in FastChat's single-answer layout")
         if (fields["reference"] is None) != (setting == "pointwise_reference_free"):
-            raise ValueError(f"{where}: {judge_prompt} prompt with(out) a reference answer")
+            raise BadInputError(f"{where}: {judge_prompt} prompt with(out) a reference answer")
         record = {QUESTION: fields["question"], RESPONSE: fields["answers"][0]}
         if fields["reference"] is not None:
             record[REFERENCE] = fields["reference"]
         template = get_template("mtbench", setting, "en")
         if template.render(record)[-1]["content"] != judgment.user_prompt:
-            raise ValueError(f"{where}: the {template.name} template does not reproduce GPT-4's prompt")
+            raise BadInputError(f"{where}: the {template.name} template does not reproduce GPT-4's prompt")
         records.append(
             {
                 "benchmark": benchmark,
@@ -147,16 +148,16 @@ def load_prometheus_feedback(data_dir: str | Path, benchmark: str) -> list[dict]
             different lengths.
     """
     if benchmark not in PROMETHEUS_FILES:
-        raise ValueError(f"unknown benchmark {benchmark!r}; expected one of {tuple(PROMETHEUS_FILES)}")
+        raise BadInputError(f"unknown benchmark {benchmark!r}; expected one of {tuple(PROMETHEUS_FILES)}")
     path = Path(data_dir) / "prometheus" / PROMETHEUS_FILES[benchmark]
     items = json.loads(path.read_text(encoding="utf-8"))
     records = []
     for index, item in enumerate(items):
         match = _PROMETHEUS_PROMPT.search(item["instruction"])
         if match is None:
-            raise ValueError(f"{path}: item {index}: prompt is not in the Prometheus absolute-grading layout")
+            raise BadInputError(f"{path}: item {index}: prompt is not in the Prometheus absolute-grading layout")
         if len(item["gpt4_feedback"]) != len(item["gpt4_score"]):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: item {index}: {len(item['gpt4_feedback'])} feedbacks for {len(item['gpt4_score'])} scores"
             )
         for run, (feedback, score) in enumerate(zip(item["gpt4_feedback"], item["gpt4_score"], strict=True)):
@@ -195,7 +196,7 @@ def split_by_question(
         ValueError: fractions out of range.
     """
     if not (0 <= test_fraction < 1 and 0 <= validation_fraction < 1 and test_fraction + validation_fraction < 1):
-        raise ValueError("need 0 <= test_fraction, validation_fraction and test_fraction + validation_fraction < 1")
+        raise BadInputError("need 0 <= test_fraction, validation_fraction and test_fraction + validation_fraction < 1")
     by_benchmark: dict = {}
     for key in sorted(set(keys)):
         by_benchmark.setdefault(key[0], []).append(key)

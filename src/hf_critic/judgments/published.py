@@ -32,6 +32,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..core.labels import swap_label
 from ..core.schema import QUESTION, RESPONSE
 from ..critic.grammars import verdict_ending
@@ -100,12 +101,14 @@ def neutral_explanation(
     out = _QUOTED_NAME.sub(lambda m: name(m["id"]) + ("'s" if m["s"] else ""), out)
     out = _OUTPUT_NAME.sub(lambda m: name(m["id"]), out)
     if unknown:
-        raise ValueError(f"explanation names {unknown[0]!r}, which the row's names {dict(names)} do not map")
+        raise BadInputError(f"explanation names {unknown[0]!r}, which the row's names {dict(names)} do not map")
     for label in labels:
         out = re.sub(rf"{re.escape(label)}{_APOSTROPHE}s (?:response|output|answer)\b", label, out)
     left = _UNRESOLVED.search(out)
     if left is not None:
-        raise ValueError(f"explanation names a response as {left.group(0)!r}, which cannot be rewritten by position")
+        raise BadInputError(
+            f"explanation names a response as {left.group(0)!r}, which cannot be rewritten by position"
+        )
     return out
 
 
@@ -128,11 +131,11 @@ def verdict_text(output: OutputSpec, value: int | float) -> str:
     """
     ending = verdict_ending(output)
     if ending is None:
-        raise ValueError(f"output format {output.format!r} does not end a critique with its verdict")
+        raise BadInputError(f"output format {output.format!r} does not end a critique with its verdict")
     prefix, closing = ending
     if output.kind == "label":
         if not 0 <= int(value) < len(output.labels or ()):
-            raise ValueError(f"label {value!r} has no verdict in this template (labels {output.labels})")
+            raise BadInputError(f"label {value!r} has no verdict in this template (labels {output.labels})")
         shown = output.labels[int(value)]
     else:
         shown = str(int(value)) if float(value).is_integer() else str(value)
@@ -373,12 +376,12 @@ def _checked_templates(sources: Sequence[str], validation_fraction: float, pairw
     arguments checked first (ValueError: see there)."""
     unknown = [s for s in sources if s not in PUBLISHED_SOURCES]
     if unknown:
-        raise ValueError(f"unknown source(s) {unknown}; expected some of {tuple(PUBLISHED_SOURCES)}")
+        raise BadInputError(f"unknown source(s) {unknown}; expected some of {tuple(PUBLISHED_SOURCES)}")
     if not 0 <= validation_fraction < 1:
-        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
+        raise BadInputError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
     pair_template = get_template(pairwise_family, "pairwise_reference_free", "en")
     if pair_template.output.kind != "label" or len(pair_template.output.labels or ()) < 3:
-        raise ValueError(f"template {pair_template.name} has no tie verdict; AlpacaEval has ties")
+        raise BadInputError(f"template {pair_template.name} has no tie verdict; AlpacaEval has ties")
     verdict_text(pair_template.output, 0)  # raises for a format whose verdict opens the critique
     names = _response_names(pair_template.output)
     return pair_template, get_template("autoj", "pointwise_reference_free", "en"), names
@@ -427,7 +430,7 @@ def _exclusions(exclude: Sequence[str] | Mapping[str, Iterable[str]]) -> tuple[d
     for spec in exclude:
         name, fmt, path = parse_exclude(spec)
         if name in benchmarks:
-            raise ValueError(f"--exclude {spec!r}: the name {name!r} is given twice")
+            raise BadInputError(f"exclude={spec!r}: the name {name!r} is given twice")
         benchmarks[name] = benchmark_questions(fmt, path)
         specs[name] = {"format": fmt, "path": path}
     return benchmarks, specs
@@ -471,7 +474,7 @@ def _autoj_row(record: dict, template) -> dict:
 
     prompt = template.render({QUESTION: record["question"], RESPONSE: record["response"]})
     if prompt[-1]["content"] != record["prompt"]:
-        raise ValueError(f"{record['location']}: the {template.name} template does not reproduce Auto-J's prompt")
+        raise BadInputError(f"{record['location']}: the {template.name} template does not reproduce Auto-J's prompt")
     parsed = parse_output(record["critique"], template.output)
     return {
         "id": f"{record['source']}/{Path(record['location']).name}",

@@ -26,6 +26,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import BadInputError
 from .alignbench import load_alignbench
 from .alpacaeval import load_alpacaeval
 from .autoj import load_autoj_eval_p, load_autoj_single, load_scenario_groups, load_verdicts
@@ -67,5 +68,5 @@ def load_benchmark(fmt: str, source: str | os.PathLike, **kwargs: Any) -> datase
         RecordError: see the loaders.
     """
     if fmt not in FORMATS:
-        raise ValueError(f"unknown benchmark format {fmt!r}; use one of {sorted(FORMATS)}")
+        raise BadInputError(f"unknown benchmark format {fmt!r}; use one of {sorted(FORMATS)}")
     return FORMATS[fmt](source, **kwargs)

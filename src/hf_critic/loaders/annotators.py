@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED
 
 __all__ = ["AGGREGATIONS", "aggregate_labels", "aggregate_scores", "annotator_agreement"]
@@ -36,9 +37,9 @@ AGGREGATIONS = ("majority", "mean")
 def _matrix(values, dtype, how: str, what: str) -> np.ndarray:
     matrix = np.asarray(values, dtype=dtype)
     if matrix.ndim != 2:
-        raise ValueError(f"annotator {what} must be (items, annotators), got shape {matrix.shape}")
+        raise BadInputError(f"annotator {what} must be (items, annotators), got shape {matrix.shape}")
     if how not in AGGREGATIONS:
-        raise ValueError(f"aggregate must be one of {AGGREGATIONS}, got {how!r}")
+        raise BadInputError(f"aggregate must be one of {AGGREGATIONS}, got {how!r}")
     return matrix
 
 

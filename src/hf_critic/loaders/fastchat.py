@@ -23,6 +23,7 @@ from typing import Literal
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..io import RecordError, read_json_rows
 from ._rows import as_dataset, field
 
@@ -200,9 +201,9 @@ def load_fastchat(
         ValueError: ``turn`` not 1 or 2, or an unknown ``answers``.
     """
     if turn not in (1, 2):
-        raise ValueError(f"turn must be 1 or 2, got {turn!r}")
+        raise BadInputError(f"turn must be 1 or 2, got {turn!r}")
     if answers not in ("judged", "model_answer"):
-        raise ValueError(f"answers must be 'judged' or 'model_answer', got {answers!r}")
+        raise BadInputError(f"answers must be 'judged' or 'model_answer', got {answers!r}")
     root = Path(bench_dir).expanduser()
     judgments = read_judgments(root, judge)
     references: dict[int, list[str]] = {}

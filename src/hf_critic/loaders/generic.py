@@ -13,6 +13,7 @@ from typing import Any, Literal
 import datasets
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import normalize_labels, swap_label
 from ..core.schema import query_id
 from ..io import (
@@ -80,7 +81,7 @@ def load_generic(
         ValueError: an unknown ``task`` or ``aggregate``.
     """
     if task not in _REQUIRED:
-        raise ValueError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
+        raise BadInputError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
     mapping = parse_columns(columns) if isinstance(columns, str) or columns is None else dict(columns)
     dataset = load_records(source, mapping, split=split, coerce_text=coerce_text)
     _check_texts(dataset, task, source, mapping)
@@ -179,7 +180,7 @@ def gold_labels(
     if isinstance(label_map, str):
         label_map = parse_label_map(label_map)
     if label_map and task == "pointwise":
-        raise ValueError("--label-map is for pairwise labels; pointwise human scores are numbers")
+        raise BadInputError("label_map= is for pairwise labels; pointwise human scores are numbers")
     if isinstance(label_columns, str):
         label_columns = [c.strip() for c in label_columns.split(",") if c.strip()]
     names = list(label_columns or [target])
@@ -190,9 +191,9 @@ def gold_labels(
         if not label_columns:
             raise RecordError(
                 f"{source}: required column {target!r} missing (have {dataset.column_names}); map yours with "
-                f"--columns {target}=<your column>, or give several annotators' columns with --label-columns"
+                f"columns= ({target}=<your column>), or give several annotators' columns with label_columns="
             )
-        raise RecordError(f"{source}: --label-columns {missing} not found; the data has {dataset.column_names}")
+        raise RecordError(f"{source}: label_columns= {missing} not found; the data has {dataset.column_names}")
 
     values = _gold_values(dataset, task, names, digits, label_map, source, columns)
     if label_columns:
@@ -257,9 +258,9 @@ def _scores(values: list, name: str) -> np.ndarray:
         try:
             number = float(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{name}[{row}] not a number: {value!r}") from None
+            raise BadInputError(f"{name}[{row}] not a number: {value!r}") from None
         if isinstance(value, bool) or not math.isfinite(number):
-            raise ValueError(f"{name}[{row}] not a finite number: {value!r}")
+            raise BadInputError(f"{name}[{row}] not a finite number: {value!r}")
         out[row] = number
     return out
 
@@ -366,7 +367,7 @@ def row_verdicts(
         ValueError: ``order_column`` for pointwise verdicts.
     """
     if order_column and task != "pairwise":
-        raise ValueError("--order-column is for pairwise verdicts (the order of the two responses)")
+        raise BadInputError("order_column= is for pairwise verdicts (the order of the two responses)")
     rows = list(rows)
     for where, row in rows:
         if field not in row:

@@ -15,6 +15,7 @@ from typing import Literal
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..io import RecordError, iter_rows
 from ._rows import as_dataset, field
 
@@ -69,7 +70,7 @@ def load_prometheus(
         RecordError: naming file, item and field, for a missing field or a prompt without Prometheus' sections.
     """
     if order not in ("alternate", "chosen_first"):
-        raise ValueError(f"order must be 'alternate' or 'chosen_first', got {order!r}")
+        raise BadInputError(f"order must be 'alternate' or 'chosen_first', got {order!r}")
     rows: list[dict] = []
     kind = None
     for where, raw in iter_rows(source, split=split):

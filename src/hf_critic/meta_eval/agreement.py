@@ -57,15 +57,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ..core.labels import (
-    LABEL_NAMES,
-    RESPONSE_1_WINS,
-    RESPONSE_2_WINS,
-    TIE,
-    UNPARSED,
-    normalize_labels,
-    swap_codes,
-)
+from ..core.errors import BadInputError
+from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED, normalize_labels, swap_codes
 from .grouped import _factorize
 
 __all__ = [
@@ -98,7 +91,7 @@ def _margin_of_distribution(value: Any) -> float:
         return math.nan
     d = json.loads(value) if isinstance(value, str) else value
     if not isinstance(d, Mapping):
-        raise ValueError(f"a verdict distribution must be a JSON object or a mapping, got {value!r}")
+        raise BadInputError(f"a verdict distribution must be a JSON object or a mapping, got {value!r}")
     return float(d.get(_R1, 0.0)) - float(d.get(_R2, 0.0))
 
 
@@ -139,12 +132,12 @@ def two_way_decisions(
     """
     codes = normalize_labels(labels, name="labels", digits=digits)
     if distributions is not None and len(distributions) != len(codes):
-        raise ValueError(f"labels and distributions differ in length: {len(codes)} != {len(distributions)}")
+        raise BadInputError(f"labels and distributions differ in length: {len(codes)} != {len(distributions)}")
     other = None
     if swapped_labels is not None:
         other = normalize_labels(swapped_labels, name="swapped_labels", digits=digits)
         if len(other) != len(codes):
-            raise ValueError(f"labels and swapped_labels differ in length: {len(codes)} != {len(other)}")
+            raise BadInputError(f"labels and swapped_labels differ in length: {len(codes)} != {len(other)}")
     return _two_way(codes, distributions, other)
 
 
@@ -386,11 +379,11 @@ def _check_modes(unparsed: str, two_way: str, combined_without_swap: bool) -> No
     """Raise ValueError for an unknown ``unparsed`` policy or ``two_way`` mode, or combined distributions without
     the swapped order's verdicts."""
     if unparsed not in UNPARSED_POLICIES:
-        raise ValueError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
+        raise BadInputError(f"unparsed must be one of {UNPARSED_POLICIES}, got {unparsed!r}")
     if two_way not in TWO_WAY_MODES:
-        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
+        raise BadInputError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
     if combined_without_swap:
-        raise ValueError("combined_distributions are of both orders: give swapped_predictions too")
+        raise BadInputError("combined_distributions are of both orders: give swapped_predictions too")
 
 
 def _unparsed_policy(unparsed: str, pred, ref, swapped, gid, first_dist, combined_dist):
@@ -423,12 +416,12 @@ def _codes(predictions, references, swapped_predictions, digits: str, swapped_ma
     pred = normalize_labels(predictions, name="predictions", digits=digits)
     ref = normalize_labels(references, name="references", digits=digits)
     if len(ref) != len(pred):
-        raise ValueError(f"predictions and references differ in length: {len(pred)} != {len(ref)}")
+        raise BadInputError(f"predictions and references differ in length: {len(pred)} != {len(ref)}")
     swapped = None
     if swapped_predictions is not None:
         swapped = normalize_labels(swapped_predictions, name="swapped_predictions", digits=digits)
         if len(swapped) != len(pred):
-            raise ValueError(f"predictions and swapped_predictions differ in length: {len(pred)} != {len(swapped)}")
+            raise BadInputError(f"predictions and swapped_predictions differ in length: {len(pred)} != {len(swapped)}")
         if not swapped_mapped_back:
             swapped = swap_codes(swapped)
     return pred, ref, swapped
@@ -505,7 +498,7 @@ def _objects(values: Sequence[Any] | None, n: int, name: str) -> np.ndarray | No
         return None
     values = list(values)
     if len(values) != n:
-        raise ValueError(f"predictions and {name} differ in length: {n} != {len(values)}")
+        raise BadInputError(f"predictions and {name} differ in length: {n} != {len(values)}")
     out = np.empty(n, dtype=object)
     out[:] = values
     return out
@@ -554,11 +547,11 @@ def map_groups(values: Sequence[Hashable], mapping: Mapping[Hashable, Sequence[H
     for group, members in mapping.items():
         for member in members:
             if member in inverse and inverse[member] != group:
-                raise ValueError(f"{member!r} is in two groups: {inverse[member]!r} and {group!r}")
+                raise BadInputError(f"{member!r} is in two groups: {inverse[member]!r} and {group!r}")
             inverse[member] = group
     codes, uniques = _factorize(values, "values", len(values))
     missing = [u for u in uniques.tolist() if u not in inverse]
     if missing:
         i = int(np.flatnonzero(uniques[codes] == missing[0])[0])
-        raise ValueError(f"values[{i}] = {missing[0]!r} is in no group of the mapping")
+        raise BadInputError(f"values[{i}] = {missing[0]!r} is in no group of the mapping")
     return np.asarray([inverse[u] for u in uniques.tolist()], dtype=object)[codes].tolist()

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "ATTACKS",
     "MASTER_KEYS",
@@ -117,13 +119,13 @@ def register_attack(attack: Attack) -> Attack:
             or a ``render`` that is neither None nor callable.
     """
     if not isinstance(attack, Attack):
-        raise ValueError(f"register_attack: expected an Attack, got {type(attack).__name__}")
+        raise BadInputError(f"register_attack: expected an Attack, got {type(attack).__name__}")
     if not isinstance(attack.name, str) or not attack.name.strip() or "," in attack.name:
-        raise ValueError(
+        raise BadInputError(
             f"register_attack: an attack's name is a non-empty string without commas, got {attack.name!r}"
         )
     if attack.render is not None and not callable(attack.render):
-        raise ValueError(f"register_attack: attack {attack.name!r}: render must be callable or None")
+        raise BadInputError(f"register_attack: attack {attack.name!r}: render must be callable or None")
     ATTACKS[attack.name] = attack
     return attack
 
@@ -137,9 +139,11 @@ def render_attack(attack: Attack, answer: str, context: AttackContext | None) ->
     try:
         out = attack.render(answer, context)
     except Exception as err:  # noqa: BLE001 - a registered attack is user code: name it, never a bare traceback
-        raise ValueError(f"attack {attack.name!r} failed on an answer: {type(err).__name__}: {err}") from None
+        raise BadInputError(f"attack {attack.name!r} failed on an answer: {type(err).__name__}: {err}") from None
     if not isinstance(out, str):
-        raise ValueError(f"attack {attack.name!r} returned {type(out).__name__}, not the attacked answer as a string")
+        raise BadInputError(
+            f"attack {attack.name!r} returned {type(out).__name__}, not the attacked answer as a string"
+        )
     return out
 
 
@@ -189,13 +193,13 @@ def resolve_attacks(spec: str) -> list[Attack]:
     out: list[Attack] = []
     parts = [p.strip() for p in spec.split(",") if p.strip()]
     if not parts:
-        raise ValueError(f"--attacks {spec!r} names no attack; known: all, {', '.join(sorted(ATTACKS))}")
+        raise BadInputError(f"attacks={spec!r} names no attack; known: all, {', '.join(sorted(ATTACKS))}")
     for part in parts:
         chosen = (
             list(ATTACKS.values()) if part == "all" else [a for a in ATTACKS.values() if part in (a.name, a.group)]
         )
         if not chosen:
-            raise ValueError(f"--attacks: unknown attack {part!r}; known: all, {', '.join(sorted(ATTACKS))}")
+            raise BadInputError(f"attacks={spec!r}: unknown attack {part!r}; known: all, {', '.join(sorted(ATTACKS))}")
         out += [a for a in chosen if a not in out]
     return out
 
@@ -219,15 +223,15 @@ def pointwise_attacks(attacks: Sequence[Attack], spec: str, name: str) -> list[A
     named = {p.strip() for p in spec.split(",")}
     explicit = [a for a in pairwise_only if a in named]
     if explicit:
-        raise ValueError(
-            f"--attacks {', '.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
+        raise BadInputError(
+            f"attacks={','.join(explicit)} on {name}: pairwise attacks need pairs (response_1, "
             "response_2) with a gold label; a pointwise benchmark runs the content-free master keys only"
         )
     free = [a for a in attacks if a.content_free]
     if not free:
-        raise ValueError(
-            f"--attacks {spec} on {name}: none of these attacks runs on pointwise data (the content-free "
-            "master keys do: --attacks master-key)"
+        raise BadInputError(
+            f"attacks={spec} on {name}: none of these attacks runs on pointwise data (the content-free "
+            "master keys do: attacks=master-key)"
         )
     if pairwise_only:
         print(

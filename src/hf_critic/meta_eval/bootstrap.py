@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "EXCLUDES_ESTIMATE",
     "Intervals",
@@ -73,7 +75,7 @@ def check_resamples(n_resamples: int, option: str = "resamples", none: bool = Tr
     """
     if n_resamples < 0 or (0 < n_resamples or not none) and n_resamples < MIN_RESAMPLES:
         allowed = f"0 (no interval) or at least {MIN_RESAMPLES}" if none else f"at least {MIN_RESAMPLES}"
-        raise ValueError(f"{option} must be {allowed}, got {n_resamples}")
+        raise BadInputError(f"{option} must be {allowed}, got {n_resamples}")
 
 
 def format_interval(interval, fmt) -> str:
@@ -102,7 +104,7 @@ def resample_counts(n_units: int, n_resamples: int, seed: int = 0) -> Iterator[n
         ValueError: ``n_units`` or ``n_resamples`` below 1.
     """
     if n_units < 1 or n_resamples < 1:
-        raise ValueError(f"bootstrap needs at least one unit and one resample, got {n_units} and {n_resamples}")
+        raise BadInputError(f"bootstrap needs at least one unit and one resample, got {n_units} and {n_resamples}")
     rng = np.random.default_rng(seed)
     block = max(1, min(n_resamples, MAX_CELLS // n_units))
     done = 0
@@ -142,10 +144,10 @@ def bootstrap_intervals(
             :func:`resample_counts`.
     """
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise BadInputError(f"confidence must be in (0, 1), got {confidence}")
     check_resamples(n_resamples, "bootstrap resamples")
     if n_units < 1:
-        raise ValueError(f"bootstrap needs at least one unit, got {n_units}")
+        raise BadInputError(f"bootstrap needs at least one unit, got {n_units}")
     estimates = {k: float(np.asarray(v, dtype=np.float64)[0]) for k, v in statistic(np.ones((1, n_units))).items()}
     if n_units < MIN_UNITS:
         return Intervals(dict.fromkeys(estimates, TOO_SMALL), {}, n_resamples)

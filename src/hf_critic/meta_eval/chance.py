@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import normalize_labels
 
 __all__ = [
@@ -54,7 +55,7 @@ def _floats(values: Any, name: str) -> np.ndarray:
     arr = np.asarray([np.nan if v is None else v for v in values] if not isinstance(values, np.ndarray) else values)
     arr = arr.astype(np.float64)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+        raise BadInputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     return arr
 
 
@@ -87,10 +88,10 @@ def cohen_kappa(
         ValueError: different lengths, an unknown ``weights``, or a value outside ``labels``.
     """
     if weights not in KAPPA_WEIGHTS:
-        raise ValueError(f"weights must be one of {KAPPA_WEIGHTS}, got {weights!r}")
+        raise BadInputError(f"weights must be one of {KAPPA_WEIGHTS}, got {weights!r}")
     a, b = _floats(rater_a, "rater_a"), _floats(rater_b, "rater_b")
     if len(a) != len(b):
-        raise ValueError(f"rater_a and rater_b differ in length: {len(a)} != {len(b)}")
+        raise BadInputError(f"rater_a and rater_b differ in length: {len(a)} != {len(b)}")
     both = np.isfinite(a) & np.isfinite(b)
     a, b = a[both], b[both]
     out = {"kappa": math.nan, "observed": math.nan, "expected": math.nan, "n": int(both.sum())}
@@ -102,7 +103,7 @@ def cohen_kappa(
     for name, values, index in (("rater_a", a, ia), ("rater_b", b, ib)):
         bad = (index >= len(cats)) | (cats[np.minimum(index, len(cats) - 1)] != values)
         if bad.any():
-            raise ValueError(f"{name} has {values[bad][0]!r}, which is not one of the labels {cats.tolist()}")
+            raise BadInputError(f"{name} has {values[bad][0]!r}, which is not one of the labels {cats.tolist()}")
     k = len(cats)
     observed = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k) / len(a)
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0))
@@ -142,7 +143,7 @@ def bin_to_scale(
     x = _floats(scores, "scores")
     cats = np.unique(_floats(scale, "scale")[np.isfinite(_floats(scale, "scale"))])
     if not len(cats):
-        raise ValueError("bin_to_scale needs at least one category in scale")
+        raise BadInputError("bin_to_scale needs at least one category in scale")
     finite = np.isfinite(x)
     if not finite.any():
         return x
@@ -152,7 +153,7 @@ def bin_to_scale(
     else:
         low, high = map(float, score_range)
         if not low < high:
-            raise ValueError(f"score_range must be (low, high) with low < high, got {score_range}")
+            raise BadInputError(f"score_range must be (low, high) with low < high, got {score_range}")
     mapped = cats[0] + (x - low) * (cats[-1] - cats[0]) / (high - low) if high > low else np.full_like(x, cats[0])
     index = np.clip(np.searchsorted(cats, mapped), 1, max(len(cats) - 1, 1))
     lower, upper = cats[index - 1], cats[np.minimum(index, len(cats) - 1)]
@@ -183,7 +184,7 @@ def binned_weighted_kappa(
     """
     x, y = _floats(predictions, "predictions"), _floats(references, "references")
     if len(x) != len(y):
-        raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
+        raise BadInputError(f"predictions and references differ in length: {len(x)} != {len(y)}")
     gold = y[np.isfinite(y)]
     if not len(gold):
         return cohen_kappa(x[:0], y[:0]) | {"n_missing": len(x)}
@@ -235,11 +236,11 @@ def krippendorff_alpha(
         ValueError: an unknown ``level`` or data that is not two-dimensional.
     """
     if level not in ALPHA_LEVELS:
-        raise ValueError(f"level must be one of {ALPHA_LEVELS}, got {level!r}")
+        raise BadInputError(f"level must be one of {ALPHA_LEVELS}, got {level!r}")
     rows = [_floats(r, "reliability_data") for r in reliability_data]
     data = np.vstack(rows) if rows else np.zeros((0, 0))
     if data.ndim != 2:
-        raise ValueError(f"reliability_data must be (coders, units), got shape {data.shape}")
+        raise BadInputError(f"reliability_data must be (coders, units), got shape {data.shape}")
     out = {"alpha": math.nan, "n_units": 0, "n_values": 0, "n_coders": int(data.shape[0])}
     finite = np.isfinite(data)
     values = np.unique(data[finite])

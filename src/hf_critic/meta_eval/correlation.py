@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ..core.errors import BadInputError
 from .chance import binned_weighted_kappa
 from .grouped import CORRELATIONS, _as_float, _factorize, grouped_correlations
 from .within_question import _within_question_parts, within_question_accuracy
@@ -126,7 +127,7 @@ def system_level_correlation(
     x = _as_float(predictions, "predictions")
     y = _as_float(references, "references")
     if len(x) != len(y):
-        raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
+        raise BadInputError(f"predictions and references differ in length: {len(x)} != {len(y)}")
     sid, uniques = _factorize(system_ids, "system_ids", len(x))
     keep = np.isfinite(x) & np.isfinite(y)
     sid, x, y = sid[keep], x[keep], y[keep]

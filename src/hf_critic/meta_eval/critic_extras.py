@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import normalize_labels
 from ..core.matching import id_conflicts, name_rows, text_identity
 from .agreement import pairwise_credits, two_way_decisions
@@ -126,11 +127,11 @@ def _ppi_rows(dataset, gold: np.ndarray, spec: PPISpec, values) -> tuple[np.ndar
     """``(gold to report, labelled mask, what the labelled rows are)`` for a :class:`PPISpec`."""
     if spec.column:
         if spec.column not in dataset.column_names:
-            raise ValueError(f"--ppi-labels {spec.column!r}: no such column (have {dataset.column_names})")
+            raise BadInputError(f"--ppi-labels {spec.column!r}: no such column (have {dataset.column_names})")
         column = values(dataset[spec.column])
         return column, np.isfinite(column), f"human labels of column {spec.column!r}"
     if spec.fraction is None:
-        raise ValueError("--ppi needs --human-subset FRACTION or --ppi-labels COLUMN")
+        raise BadInputError("--ppi needs --human-subset FRACTION or --ppi-labels COLUMN")
     labelled = draw_human_subset(len(gold), spec.fraction, spec.seed) & np.isfinite(gold)
     return gold, labelled, f"simulation: {spec.fraction:g} of the rows drawn as human-labelled (seed {spec.seed})"
 
@@ -421,7 +422,7 @@ def check_ids(a: dict, b: dict, index_a: np.ndarray, index_b: np.ndarray, where:
     pairs = list(zip(index_a.tolist(), index_b.tolist(), strict=True))
     wrong = [pairs[k][0] for k in id_conflicts(pairs, a["contents"], b["contents"])]
     if wrong:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: {len(wrong)} of the {len(pairs)} rows paired by id hold another question or other "
             f"responses in each file ({name_rows(wrong, a['ids'])}): the files' ids name other rows; give "
             "both files the same rows' ids, or drop one file's id column to pair rows by their text"

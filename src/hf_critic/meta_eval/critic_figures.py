@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import normalize_labels, swap_codes
 from ..loaders.annotators import annotator_agreement
 from .agreement import pairwise_agreement
@@ -175,7 +176,7 @@ def _without_abstained(dataset, name: str):
     decided = [i for i, s in enumerate(statuses) if s != schema.ParseStatus.ABSTAINED.value]
     abstained = len(statuses) - len(decided)
     if abstained and not decided:
-        raise ValueError(
+        raise BadInputError(
             f"{name}: all {abstained} rows were abstained (no critic of the cascade kept a verdict): "
             "no decided row to evaluate"
         )
@@ -204,7 +205,7 @@ def _evaluate(
     figures = {"bootstrap": bootstrap, "seed": seed}
     if schema.CRITIQUE_SCORE in columns:
         if human_score not in columns:
-            raise ValueError(f"{name}: human score column {human_score!r} missing (have {columns})")
+            raise BadInputError(f"{name}: human score column {human_score!r} missing (have {columns})")
         return _pointwise_run(
             dataset,
             critic,
@@ -219,7 +220,7 @@ def _evaluate(
         )
     if schema.CRITIQUE_LABEL in columns:
         if label not in columns:
-            raise ValueError(f"{name}: human label column {label!r} missing (have {columns})")
+            raise BadInputError(f"{name}: human label column {label!r} missing (have {columns})")
         return _pairwise_run(
             dataset,
             critic,
@@ -234,7 +235,9 @@ def _evaluate(
             two_way=two_way,
             ppi=ppi,
         )
-    raise ValueError(f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file")
+    raise BadInputError(
+        f"{name}: no {schema.CRITIQUE_SCORE!r} or {schema.CRITIQUE_LABEL!r} column: not a critique file"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -285,7 +288,7 @@ def _numbers(dataset, column: str) -> np.ndarray:
         return np.asarray([np.nan if v is None else v for v in values], dtype=float)
     except (TypeError, ValueError):
         row = next(i for i, v in enumerate(values) if v is not None and not isinstance(v, (int, float)))
-        raise ValueError(f"row {row}: {column} {values[row]!r} is not a number") from None
+        raise BadInputError(f"row {row}: {column} {values[row]!r} is not a number") from None
 
 
 def _pointwise_run(

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..core.errors import BadInputError
+
 __all__ = ["CORRELATIONS", "GroupedCorrelation", "KENDALL_PAIRWISE_MAX_GROUP", "grouped_correlations"]
 
 
@@ -67,13 +69,13 @@ def _as_float(values: Any, name: str) -> np.ndarray:
             if isinstance(v, (list, tuple, np.ndarray)):
                 break  # not one-dimensional: said below
             if v is not None and (isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number))):
-                raise ValueError(f"{name}[{i}] is not a number: {v!r}")
+                raise BadInputError(f"{name}[{i}] is not a number: {v!r}")
         values = [np.nan if v is None else v for v in values]
     elif values.dtype.kind not in "iuf":
-        raise ValueError(f"{name} must hold numbers, got an array of dtype {values.dtype}")
+        raise BadInputError(f"{name} must hold numbers, got an array of dtype {values.dtype}")
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+        raise BadInputError(f"{name} must be one-dimensional, got shape {arr.shape}")
     return arr
 
 
@@ -85,11 +87,11 @@ def _factorize(values: Any, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     """
     arr = values if isinstance(values, np.ndarray) else np.asarray(values, dtype=object)
     if arr.ndim != 1 or len(arr) != n:
-        raise ValueError(f"{name} must be one-dimensional with {n} values (one per row), got shape {arr.shape}")
+        raise BadInputError(f"{name} must be one-dimensional with {n} values (one per row), got shape {arr.shape}")
     codes, uniques = pd.factorize(arr, sort=False, use_na_sentinel=True)
     if n and codes.min() < 0:
         i = int(np.flatnonzero(codes < 0)[0])
-        raise ValueError(f"{name}[{i}] is missing ({arr[i]!r}); every row needs an id")
+        raise BadInputError(f"{name}[{i}] is missing ({arr[i]!r}); every row needs an id")
     return codes.astype(np.int64, copy=False), np.asarray(uniques, dtype=object)
 
 
@@ -229,7 +231,7 @@ def grouped_correlations(
     x = _as_float(predictions, "predictions")
     y = _as_float(references, "references")
     if len(x) != len(y):
-        raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
+        raise BadInputError(f"predictions and references differ in length: {len(x)} != {len(y)}")
     if groups is None:
         gid_all, uniques = np.zeros(len(x), dtype=np.int64), np.array([None] if len(x) else [], dtype=object)
     else:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import TIE
 from ..core.schema import query_id
 from ..io import RecordError
@@ -221,7 +222,7 @@ def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str
         ValueError: an unknown ``verdict``.
     """
     if verdict not in VERDICTS:
-        raise ValueError(f"verdict must be one of {sorted(VERDICTS)}, got {verdict!r}")
+        raise BadInputError(f"verdict must be one of {sorted(VERDICTS)}, got {verdict!r}")
     out = {}
     for name, file, kind in FIGURES:
         rows = _rows(Path(folder) / file)

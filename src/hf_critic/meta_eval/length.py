@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy import special, stats
 
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
 from ..selective.logistic import fit_logistic
 from .agreement import pairwise_agreement, pairwise_credits
@@ -78,7 +79,7 @@ def length_verdicts(
     """
     a, b = _lengths(response_1), _lengths(response_2)
     if len(a) != len(b):
-        raise ValueError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
+        raise BadInputError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
     diff = a - b if longer else b - a
     return np.where(diff > 0, RESPONSE_1_WINS, np.where(diff < 0, RESPONSE_2_WINS, TIE)).astype(np.int64)
 
@@ -105,9 +106,9 @@ def length_confidence(
     """
     a, b = _lengths(response_1), _lengths(response_2)
     if len(a) != len(b):
-        raise ValueError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
+        raise BadInputError(f"response_1 and response_2 differ in length: {len(a)} != {len(b)}")
     if (a < 0).any() or (b < 0).any():
-        raise ValueError("response lengths must be >= 0")
+        raise BadInputError("response lengths must be >= 0")
     longest = np.maximum(a, b)
     relative = np.divide(np.abs(a - b), longest, out=np.zeros_like(longest), where=longest > 0)
     return 0.5 + 0.5 * relative
@@ -141,7 +142,7 @@ def longer_wins(
         ValueError: an unknown ``ties``, different lengths, or a negative length.
     """
     if ties not in LENGTH_TIES:
-        raise ValueError(f"ties must be one of {', '.join(LENGTH_TIES)}, got {ties!r}")
+        raise BadInputError(f"ties must be one of {', '.join(LENGTH_TIES)}, got {ties!r}")
     labels = length_verdicts(response_1, response_2)
     if ties == "response_1":
         labels = np.where(labels == TIE, RESPONSE_1_WINS, labels).astype(np.int64)
@@ -267,7 +268,7 @@ def length_tercile_agreement(
     a, b = _lengths(response_1), _lengths(response_2)
     ratio = (np.maximum(a, b) + 1) / (np.minimum(a, b) + 1)
     if any(len(c) != len(ratio) for c in credits.values()):
-        raise ValueError("credits and responses differ in length")
+        raise BadInputError("credits and responses differ in length")
     if not len(ratio):
         return []
     edges = np.quantile(ratio, [1 / 3, 2 / 3])
@@ -332,7 +333,7 @@ def length_controlled_agreement(
     ref = normalize_labels(references, name="references")
     a, b = _lengths(response_1), _lengths(response_2)
     if not len(d) == len(ref) == len(a) == len(b):
-        raise ValueError("decisions, references and responses differ in length")
+        raise BadInputError("decisions, references and responses differ in length")
     keep = (ref == RESPONSE_1_WINS) | (ref == RESPONSE_2_WINS)
     d, y, delta = d[keep], (ref[keep] == RESPONSE_1_WINS).astype(np.float64), (a - b)[keep]
     c = np.where(np.isfinite(d), 1 - 2 * d, 0.0)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
+from ..core.errors import BadInputError
+
 __all__ = ["METRIC_NAMES", "MODULE_FILES", "check_metric_name", "metric_path"]
 
 #: The metric modules hf-critic ships.
@@ -30,7 +32,7 @@ METRICS_PACKAGE = "hf_critic._metrics"
 def check_metric_name(name: str) -> None:
     """Raise ValueError naming the available modules unless ``name`` is one of :data:`METRIC_NAMES`."""
     if name not in METRIC_NAMES:
-        raise ValueError(f"unknown hf-critic metric {name!r}; available: {', '.join(METRIC_NAMES)}")
+        raise BadInputError(f"unknown hf-critic metric {name!r}; available: {', '.join(METRIC_NAMES)}")
 
 
 def metric_path(name: str) -> str:

@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..core.errors import BadInputError
 from .bootstrap import MAX_CELLS, bootstrap_intervals
 from .grouped import _factorize, grouped_correlations
 from .within_question import _within_question_parts
@@ -185,7 +186,7 @@ def compare_pairwise(
     for name in names:
         a, b = np.asarray(credits_a[name], dtype=np.float64), np.asarray(credits_b[name], dtype=np.float64)
         if a.shape != b.shape or len(a) != n:
-            raise ValueError(f"{name}: the two critics' credits differ in length: {a.shape} != {b.shape}")
+            raise BadInputError(f"{name}: the two critics' credits differ in length: {a.shape} != {b.shape}")
         both = np.isfinite(a) & np.isfinite(b)
         # Per question: the credit difference and the pairs both critics count (a resample draws whole questions).
         columns += [
@@ -256,7 +257,7 @@ def compare_pointwise(
     x_b = np.asarray([np.nan if v is None else v for v in scores_b], dtype=np.float64)
     y = np.asarray([np.nan if v is None else v for v in references], dtype=np.float64)
     if not len(x_a) == len(x_b) == len(y):
-        raise ValueError(f"scores_a, scores_b and references differ in length: {len(x_a)}, {len(x_b)}, {len(y)}")
+        raise BadInputError(f"scores_a, scores_b and references differ in length: {len(x_a)}, {len(x_b)}, {len(y)}")
     keep = np.isfinite(x_a) & np.isfinite(x_b) & np.isfinite(y)
     queries = np.asarray(query_ids, dtype=object)[keep] if query_ids is not None else np.zeros(int(keep.sum()))
     gid, n_groups = _groups(queries, int(keep.sum()))

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
 from .bootstrap import TOO_SMALL
 
@@ -51,7 +52,7 @@ __all__ = [
 
 def _z(confidence: float) -> float:
     if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise BadInputError(f"confidence must be in (0, 1), got {confidence}")
     return float(stats.norm.ppf(0.5 + confidence / 2))
 
 
@@ -60,9 +61,9 @@ def _split(labels, predictions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     y = np.asarray([np.nan if v is None else v for v in labels], dtype=np.float64)
     f = np.asarray([np.nan if v is None else v for v in predictions], dtype=np.float64)
     if y.shape != f.shape or y.ndim != 1:
-        raise ValueError(f"labels and predictions must be 1-D of one length, got {y.shape} and {f.shape}")
+        raise BadInputError(f"labels and predictions must be 1-D of one length, got {y.shape} and {f.shape}")
     if not np.isfinite(f).all():
-        raise ValueError("PPI needs a prediction on every row: give unparsed rows a value (e.g. 0.5)")
+        raise BadInputError("PPI needs a prediction on every row: give unparsed rows a value (e.g. 0.5)")
     labelled = np.isfinite(y)
     return y[labelled], f[labelled], f[~labelled]
 
@@ -199,7 +200,7 @@ def ppi_by_group(
     f = np.asarray(predictions, dtype=np.float64)
     codes, uniques = pd.factorize(np.asarray(groups, dtype=object), sort=False)
     if len(codes) != len(y) or len(f) != len(y):
-        raise ValueError("labels, predictions and groups differ in length")
+        raise BadInputError("labels, predictions and groups differ in length")
     return {
         key: ppi_comparison(y[codes == k], f[codes == k], confidence, power_tuning=power_tuning)
         for k, key in enumerate(uniques.tolist())
@@ -222,9 +223,9 @@ def draw_human_subset(n_rows: int, fraction: float, seed: int = 0) -> np.ndarray
         ValueError: ``fraction`` outside (0, 1) or fewer than 3 rows.
     """
     if not 0 < fraction < 1:
-        raise ValueError(f"the human subset is a fraction in (0, 1), got {fraction}")
+        raise BadInputError(f"the human subset is a fraction in (0, 1), got {fraction}")
     if n_rows < 3:
-        raise ValueError(f"a human subset needs at least 3 rows, got {n_rows}")
+        raise BadInputError(f"a human subset needs at least 3 rows, got {n_rows}")
     k = min(max(2, round(fraction * n_rows)), n_rows - 1)
     mask = np.zeros(n_rows, dtype=bool)
     mask[np.random.default_rng(seed).choice(n_rows, size=k, replace=False)] = True

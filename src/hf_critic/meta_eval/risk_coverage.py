@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, normalize_labels
 from ..selective.risk_coverage import (
     AGREEMENT_LEVELS,
@@ -73,7 +74,7 @@ def risk_coverage_block(
         else np.unique(np.asarray([str(q) for q in questions]), return_inverse=True)[1]
     )
     if len(units) != n:
-        raise ValueError(f"questions ({len(units)}) and confidences ({n}) differ in length")
+        raise BadInputError(f"questions ({len(units)}) and confidences ({n}) differ in length")
     block = {
         "aurc": aurc(confidence, credit),
         "interval": None,
@@ -112,7 +113,7 @@ def baseline_critics(
     gold = normalize_labels(human, name="human labels")
     counts = np.bincount(gold[gold >= 0], minlength=3)
     if not counts.sum():
-        raise ValueError("baselines need at least one human label")
+        raise BadInputError("baselines need at least one human label")
     prior = int(np.argmax(counts))
     out = {}
     if response_1 is not None and response_2 is not None:
@@ -163,7 +164,9 @@ def risk_coverage_report(
 
     for name, (labels, confidence) in critics.items():
         if not len(labels) == len(confidence) == len(gold):
-            raise ValueError(f"{name}: {len(labels)} verdicts and {len(confidence)} confidences for {len(gold)} rows")
+            raise BadInputError(
+                f"{name}: {len(labels)} verdicts and {len(confidence)} confidences for {len(gold)} rows"
+            )
     questions, gold = kept(questions), gold[keep]
     blocks, curves = {}, {}
     everything = [

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
 from .bootstrap import format_interval
@@ -53,7 +54,7 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
     """
     conf, ok = np.asarray(confidences, dtype=float), np.asarray(correct, dtype=bool)
     if conf.shape != ok.shape or n_bins < 1 or ((conf < 0) | (conf > 1)).any():
-        raise ValueError("expected_calibration_error needs equal lengths, confidences in [0, 1] and n_bins >= 1")
+        raise BadInputError("expected_calibration_error needs equal lengths, confidences in [0, 1] and n_bins >= 1")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     index = np.clip(np.searchsorted(edges, conf, side="right") - 1, 0, n_bins - 1)
     bins, ece = [], 0.0
@@ -211,7 +212,7 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
         ValueError: an unknown ``two_way`` mode.
     """
     if two_way not in TWO_WAY_MODES:
-        raise ValueError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
+        raise BadInputError(f"two_way must be one of {TWO_WAY_MODES}, got {two_way!r}")
     columns = dataset.column_names
     human = normalize_labels(dataset[label], name=label)
     keep = human >= 0  # unparsed / missing labels are -1

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from ..core.errors import BadInputError
 from .grouped import KENDALL_PAIRWISE_MAX_GROUP, _as_float, _factorize, _kendall_small
 
 __all__ = ["within_question_accuracy"]
@@ -119,7 +120,7 @@ def within_question_accuracy(
     x = _as_float(predictions, "predictions")
     y = _as_float(references, "references")
     if len(x) != len(y):
-        raise ValueError(f"predictions and references differ in length: {len(x)} != {len(y)}")
+        raise BadInputError(f"predictions and references differ in length: {len(x)} != {len(y)}")
     if query_ids is None:
         gid, n_groups = np.zeros(len(x), dtype=np.int64), 1
     else:

@@ -67,6 +67,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ..core.errors import BadInputError
 from ..core.labels import VERDICT_WORDS
 from ..core.schema import ParseStatus
 from .dicts import DICT_LABEL, DICT_NUMBER, LABEL_KEYS, OVERALL_SCORE_KEYS, dict_key, dict_pairs
@@ -268,7 +269,7 @@ def _check_range(score_range: tuple[float, float]) -> tuple[float, float]:
     """``score_range`` as floats; ValueError unless ``low < high``."""
     low, high = float(score_range[0]), float(score_range[1])
     if not low < high:
-        raise ValueError(f"score_range must be (low, high) with low < high, got {score_range!r}")
+        raise BadInputError(f"score_range must be (low, high) with low < high, got {score_range!r}")
     return low, high
 
 
@@ -560,4 +561,4 @@ def parse(text: str, kind: str, score_range: tuple[float, float] = (1, 10)) -> P
         return parse_score(text, score_range)
     if kind == "label":
         return parse_label(text)
-    raise ValueError(f"kind must be 'score' or 'label', got {kind!r}")
+    raise BadInputError(f"kind must be 'score' or 'label', got {kind!r}")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from hf_critic.formats import families, get_family
 
+from ..core.errors import BadInputError
 from ..core.schema import Setting
 from .template import PromptTemplate, parse_template
 
@@ -99,11 +100,11 @@ def get_template(family: str, setting: Setting | str, language: str = "en") -> P
     setting = Setting.from_name(setting) if isinstance(setting, str) else setting
     declared = get_family(family)
     if not declared.templates:
-        raise ValueError(f"unknown template family {family!r}; available families: {list_families()}")
+        raise BadInputError(f"unknown template family {family!r}; available families: {list_families()}")
     name = f"{family}_{setting.name}_{language}"
     if not declared.has_template(setting.name, language):
         have = declared.template_names()
-        raise ValueError(f"family {family!r} has no template for {setting.name!r} in {language!r}; it has: {have}")
+        raise BadInputError(f"family {family!r} has no template for {setting.name!r} in {language!r}; it has: {have}")
     if declared.template_dir is None:
         return _builtin(name)
     path = Path(declared.template_dir) / f"{name}.yaml"
@@ -129,7 +130,7 @@ def resolve_template(spec: str | Path, setting: Setting, language: str = "en") -
     if Path(spec).suffix in (".yaml", ".yml") or spec in list_templates():
         template = load_template(spec)
         if template.setting != setting:
-            raise ValueError(
+            raise BadInputError(
                 f"template {template.name!r} is for {template.setting.name}, but the data calls for "
                 f"{setting.name}; pass a template for that setting or a family name"
             )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core.errors import BadInputError
 from ..core.keys import check_keys
 
 __all__ = ["RewritePrompt", "load_rewrite_prompt"]
@@ -64,13 +65,13 @@ def load_rewrite_prompt(spec: str = "en") -> RewritePrompt:
         path = Path(f"rewrite_{spec}.yaml")
         text = (importlib.resources.files("hf_critic.prompts") / "rewrite" / path.name).read_text(encoding="utf-8")
     else:
-        raise ValueError(f"rewrite prompt {spec!r}: give a language (en, zh) or a .yaml file")
+        raise BadInputError(f"rewrite prompt {spec!r}: give a language (en, zh) or a .yaml file")
     data = yaml.safe_load(text)
     if isinstance(data, dict):
         check_keys(data, ("version", "source", "language", "fields", "prompt"), str(path), "a rewrite prompt")
     missing = [k for k in ("version", "source", "language", "fields", "prompt") if k not in (data or {})]
     if missing:
-        raise ValueError(f"{path}: rewrite prompt lacks key(s) {missing}")
+        raise BadInputError(f"{path}: rewrite prompt lacks key(s) {missing}")
     prompt = RewritePrompt(
         name=path.stem if spec in ("en", "zh") else str(path),
         version=str(data["version"]),
@@ -82,5 +83,5 @@ def load_rewrite_prompt(spec: str = "en") -> RewritePrompt:
     try:
         prompt.prompt.format(**dict.fromkeys(prompt.fields, ""))
     except KeyError as err:
-        raise ValueError(f"{path}: placeholder {err} is not in fields {list(prompt.fields)}") from None
+        raise BadInputError(f"{path}: placeholder {err} is not in fields {list(prompt.fields)}") from None
     return prompt

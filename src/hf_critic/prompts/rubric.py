@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from ..core.errors import BadInputError
 from ..core.keys import check_keys
 from ..core.schema import Task
 from .template import read_yaml
@@ -68,23 +69,23 @@ class Rubric:
                 criteria, fewer than two scores, scores that are not consecutive integers, or empty descriptions.
         """
         if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: a rubric file must be a mapping with 'criteria' and 'score_descriptions'")
+            raise BadInputError(f"{where}: a rubric file must be a mapping with 'criteria' and 'score_descriptions'")
         check_keys(data, ("criteria", "score_descriptions"), where, "a rubric")
         criteria = data.get("criteria")
         if not isinstance(criteria, str) or not criteria.strip() or "\n" in criteria.strip():
-            raise ValueError(f"{where}: 'criteria' must be a non-empty one-line string")
+            raise BadInputError(f"{where}: 'criteria' must be a non-empty one-line string")
         scores = data.get("score_descriptions")
         if not isinstance(scores, Mapping) or len(scores) < 2:
-            raise ValueError(f"{where}: 'score_descriptions' must map at least two integer scores to descriptions")
+            raise BadInputError(f"{where}: 'score_descriptions' must map at least two integer scores to descriptions")
         keys = []
         for key, value in scores.items():
             if isinstance(key, bool) or not isinstance(key, int):
-                raise ValueError(f"{where}: 'score_descriptions': score {key!r} is not an integer")
+                raise BadInputError(f"{where}: 'score_descriptions': score {key!r} is not an integer")
             if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"{where}: 'score_descriptions': score {key} has no description")
+                raise BadInputError(f"{where}: 'score_descriptions': score {key} has no description")
             keys.append(key)
         if sorted(keys) != list(range(min(keys), max(keys) + 1)):
-            raise ValueError(f"{where}: 'score_descriptions' must describe consecutive scores, got {sorted(keys)}")
+            raise BadInputError(f"{where}: 'score_descriptions' must describe consecutive scores, got {sorted(keys)}")
         descriptions = {k: " ".join(v.split()) for k, v in sorted(scores.items())}
         return cls(criteria.strip().strip("[]").strip(), MappingProxyType(descriptions))
 

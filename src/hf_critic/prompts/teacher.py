@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..core.errors import BadInputError
 from ..core.schema import Setting
 from .registry import read_data, yaml_names
 from .template import LANGUAGES, PromptTemplate, TemplateFieldError, placeholders, read_yaml, template_from_mapping
@@ -108,23 +109,23 @@ class InstructionPrompt:
 
 def _instruction_from_mapping(data: Any, name: str, where: str) -> InstructionPrompt:
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: a prompt file must be a YAML mapping")
+        raise BadInputError(f"{where}: a prompt file must be a YAML mapping")
     unknown, missing = set(data) - set(_INSTRUCTION_KEYS), [k for k in _INSTRUCTION_KEYS if k not in data]
     if unknown or missing:
-        raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}, missing key(s) {missing}")
+        raise BadInputError(f"{where}: unknown key(s) {sorted(unknown)}, missing key(s) {missing}")
     for key in ("version", "source", "stage", "prompt"):
         if not isinstance(data[key], str) or not data[key].strip():
-            raise ValueError(f"{where}: {key!r} must be a non-empty string")
+            raise BadInputError(f"{where}: {key!r} must be a non-empty string")
     if data["language"] not in LANGUAGES:
-        raise ValueError(f"{where}: 'language' must be one of {list(LANGUAGES)}")
+        raise BadInputError(f"{where}: 'language' must be one of {list(LANGUAGES)}")
     if data["output"] not in INSTRUCTION_OUTPUTS:
-        raise ValueError(f"{where}: 'output' must be one of {sorted(INSTRUCTION_OUTPUTS)}, got {data['output']!r}")
+        raise BadInputError(f"{where}: 'output' must be one of {sorted(INSTRUCTION_OUTPUTS)}, got {data['output']!r}")
     fields = data["fields"] or []
     if not isinstance(fields, list) or len(set(fields)) != len(fields):
-        raise ValueError(f"{where}: 'fields' must be a list of distinct names")
+        raise BadInputError(f"{where}: 'fields' must be a list of distinct names")
     used = placeholders(data["prompt"], where, "prompt")
     if used != set(fields):
-        raise ValueError(f"{where}: placeholders {sorted(used)} differ from 'fields' {sorted(fields)}")
+        raise BadInputError(f"{where}: placeholders {sorted(used)} differ from 'fields' {sorted(fields)}")
     return InstructionPrompt(
         name,
         data["version"],
@@ -167,11 +168,13 @@ def get_teacher_template(strategy: str, setting: Setting | str, language: str = 
     """
     setting = Setting.from_name(setting) if isinstance(setting, str) else setting
     if strategy not in TEACHER_STRATEGIES:
-        raise ValueError(f"strategy must be one of {sorted(TEACHER_STRATEGIES)}, got {strategy!r}")
+        raise BadInputError(f"strategy must be one of {sorted(TEACHER_STRATEGIES)}, got {strategy!r}")
     name = f"{EVAL_INSTRUCT_PREFIX}{strategy}_{setting.name}_{language}"
     if name not in list_eval_instruct_prompts():
         have = [n for n in list_eval_instruct_prompts() if n.startswith(f"{EVAL_INSTRUCT_PREFIX}{strategy}_")]
-        raise ValueError(f"no {TEACHER_STRATEGIES[strategy]} prompt for {setting.name!r} in {language!r}; have {have}")
+        raise BadInputError(
+            f"no {TEACHER_STRATEGIES[strategy]} prompt for {setting.name!r} in {language!r}; have {have}"
+        )
     template = _builtin_any(name)
     assert isinstance(template, PromptTemplate)
     return template
@@ -191,7 +194,7 @@ def get_instruction_prompt(stage: str, language: str = "en") -> InstructionPromp
     name = f"{EVAL_INSTRUCT_PREFIX}{stage}_{language}"
     prompt = _builtin_any(name) if name in list_eval_instruct_prompts() else None
     if not isinstance(prompt, InstructionPrompt):
-        raise ValueError(
+        raise BadInputError(
             f"no instruction prompt {name!r}; built-in Eval-Instruct prompts: {list_eval_instruct_prompts()}"
         )
     return prompt

@@ -20,6 +20,7 @@ import yaml
 
 from hf_critic.formats import output_formats
 
+from ..core.errors import BadInputError
 from ..core.keys import check_keys
 from ..core.schema import RESPONSE, RESPONSE_1, RESPONSE_2, Setting, Task
 
@@ -32,7 +33,7 @@ _REQUIRED_KEYS = ("version", "source", "setting", "language", "fields", "prompt"
 _OPTIONAL_KEYS = ("defaults", "system", "required", "models", "license")
 
 
-class TemplateFieldError(ValueError):
+class TemplateFieldError(BadInputError):
     """A record lacks a value the template needs (key missing, None, or an empty / blank string).
 
     A ``ValueError`` (bad data, not a programming error). The message names the template and the field(s);
@@ -44,7 +45,7 @@ class TemplateFieldError(ValueError):
         self.fields = fields
         hint = (
             (
-                "; give the criteria with --rubric FILE (a score rubric YAML, e.g. examples/rubric_helpfulness.yaml) or "
+                "; give the criteria with rubric= (a score rubric YAML file, e.g. examples/rubric_helpfulness.yaml) or "
                 "a 'rubric' column"
             )
             if "rubric" in fields
@@ -98,7 +99,7 @@ class OutputSpec:
             ValueError: the template declares no ``verdict_prefix`` (no probability read-out).
         """
         if self.verdict_prefix is None:
-            raise ValueError("the template's output declares no 'verdict_prefix'; use --verdict text")
+            raise BadInputError("the template's output declares no 'verdict_prefix'; use verdict=text")
         if self.kind == "label":
             return {v: float(i) for i, v in enumerate(self.verdicts or self.labels)}
         low, high = self.score_range
@@ -119,34 +120,34 @@ class OutputSpec:
                 superfluous ``overall_key``.
         """
         if not isinstance(data, Mapping):
-            raise ValueError(f"{where}: 'output' must be a mapping")
+            raise BadInputError(f"{where}: 'output' must be a mapping")
         keys = {"kind", "format", "score_range", "dimensions", "overall_key", "labels", "verdict_prefix", "verdicts"}
         check_keys(data, keys, f"{where}: output", "a template's output")
         kind, fmt = data.get("kind"), data.get("format")
         if kind not in ("score", "label"):
-            raise ValueError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
+            raise BadInputError(f"{where}: 'output.kind' must be 'score' or 'label', got {kind!r}")
         formats = output_formats()
         if kind not in formats.get(fmt, ()):
             allowed = [f for f, kinds in formats.items() if kind in kinds]
-            raise ValueError(f"{where}: 'output.format' must be one of {allowed} for kind {kind!r}, got {fmt!r}")
+            raise BadInputError(f"{where}: 'output.format' must be one of {allowed} for kind {kind!r}, got {fmt!r}")
         score_range, labels = data.get("score_range"), data.get("labels")
         dimensions = data.get("dimensions", False)
         if not isinstance(dimensions, bool) or (dimensions and fmt != "score_dict"):
-            raise ValueError(f"{where}: 'output.dimensions' must be a bool, and true only with 'score_dict'")
+            raise BadInputError(f"{where}: 'output.dimensions' must be a bool, and true only with 'score_dict'")
         if kind == "score":
             ok = isinstance(score_range, (list, tuple)) and len(score_range) == 2
             ok = ok and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in score_range)
             if not ok or score_range[0] >= score_range[1]:
-                raise ValueError(f"{where}: 'output.score_range' must be [low, high] with low < high")
+                raise BadInputError(f"{where}: 'output.score_range' must be [low, high] with low < high")
             score_range = (float(score_range[0]), float(score_range[1]))
             if labels is not None:
-                raise ValueError(f"{where}: 'output.labels' is only for kind 'label'")
+                raise BadInputError(f"{where}: 'output.labels' is only for kind 'label'")
         else:
             if score_range is not None:
-                raise ValueError(f"{where}: 'output.score_range' is only for kind 'score'")
+                raise BadInputError(f"{where}: 'output.score_range' is only for kind 'score'")
             ok = isinstance(labels, (list, tuple)) and len(labels) in (2, 3) and len(set(labels)) == len(labels)
             if not ok or not all(isinstance(v, str) and v for v in labels):
-                raise ValueError(
+                raise BadInputError(
                     f"{where}: 'output.labels' must be 3 distinct strings (response 1, response 2, tie), or 2 for a "
                     "critic without ties"
                 )
@@ -154,18 +155,18 @@ class OutputSpec:
         overall_key = data.get("overall_key")
         needs_key = fmt in ("score_dict", "comparison_dict")
         if needs_key != (isinstance(overall_key, str) and bool(overall_key)):
-            raise ValueError(f"{where}: 'output.overall_key' is required for dict formats and only for them")
+            raise BadInputError(f"{where}: 'output.overall_key' is required for dict formats and only for them")
         prefix, verdicts = data.get("verdict_prefix"), data.get("verdicts")
         if prefix is not None and (not isinstance(prefix, str) or prefix != prefix.rstrip(" ")):
-            raise ValueError(f"{where}: 'output.verdict_prefix' must be a string without a trailing space")
+            raise BadInputError(f"{where}: 'output.verdict_prefix' must be a string without a trailing space")
         if verdicts is not None:
             ok = prefix is not None and kind == "score" and isinstance(verdicts, list)
             if not ok or len(set(verdicts)) != len(verdicts) or not all(_number(v) is not None for v in verdicts):
-                raise ValueError(
+                raise BadInputError(
                     f"{where}: 'output.verdicts' must list distinct numbers as strings (scores, with a prefix)"
                 )
             if not all(score_range[0] <= _number(v) <= score_range[1] for v in verdicts):
-                raise ValueError(f"{where}: 'output.verdicts' must lie in 'score_range'")
+                raise BadInputError(f"{where}: 'output.verdicts' must lie in 'score_range'")
             verdicts = tuple(verdicts)
         return cls(kind, fmt, score_range, dimensions, overall_key, labels, prefix, verdicts)
 
@@ -235,13 +236,13 @@ class PromptTemplate:
                 was trained on one scale), it grades no scores, or the bounds are not integers with ``low < high``.
         """
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high)) or low >= high:
-            raise ValueError(f"a score range needs integers low < high, got {low!r}, {high!r}")
+            raise BadInputError(f"a score range needs integers low < high, got {low!r}, {high!r}")
         if (float(low), float(high)) == self.output.score_range:
             return self
         if self.output.kind != "score" or not self.scale_configurable:
             fixed = self.output.score_range
             scale = f"a fixed {fixed[0]:g}-{fixed[1]:g} scale" if fixed else "no score scale (it compares)"
-            raise ValueError(
+            raise BadInputError(
                 f"template {self.name!r} has {scale} (its model was trained on it); a {low}-{high} scale needs a "
                 "template with {score_low} / {score_high} placeholders, such as prometheus2's pointwise ones"
             )
@@ -308,12 +309,12 @@ def placeholders(text: str, where: str, key: str) -> set[str]:
     try:
         parsed = list(string.Formatter().parse(text))
     except ValueError as err:  # unbalanced braces
-        raise ValueError(f"{where}: {key!r} is not a valid format string ({err}); double literal braces") from err
+        raise BadInputError(f"{where}: {key!r} is not a valid format string ({err}); double literal braces") from err
     for _, name, spec, conversion in parsed:
         if name is None:
             continue
         if not name.isidentifier() or spec or conversion:
-            raise ValueError(f"{where}: {key!r} has placeholder {{{name}}}; use plain names like {{question}}")
+            raise BadInputError(f"{where}: {key!r} has placeholder {{{name}}}; use plain names like {{question}}")
         names.add(name)
     return names
 
@@ -332,9 +333,9 @@ def template_from_mapping(data: Any, name: str, where: str) -> PromptTemplate:
     output = _check_output(data["output"], setting, fields, defaults, where)
     models, license_ = data.get("models") or [], data.get("license")
     if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
-        raise ValueError(f"{where}: 'models' must be a list of model ids")
+        raise BadInputError(f"{where}: 'models' must be a list of model ids")
     if license_ is not None and not isinstance(license_, str):
-        raise ValueError(f"{where}: 'license' must be a string")
+        raise BadInputError(f"{where}: 'license' must be a string")
     return PromptTemplate(
         name=name,
         version=data["version"],
@@ -360,35 +361,35 @@ def _check_keys(data: Any, where: str) -> Setting:
             type.
     """
     if not isinstance(data, Mapping):
-        raise ValueError(f"{where}: a template file must be a YAML mapping")
+        raise BadInputError(f"{where}: a template file must be a YAML mapping")
     check_keys(data, (*_REQUIRED_KEYS, *_OPTIONAL_KEYS), where, "a template")
     for key in _REQUIRED_KEYS:
         if key not in data:
-            raise ValueError(f"{where}: missing key {key!r}")
+            raise BadInputError(f"{where}: missing key {key!r}")
     for key in ("version", "source", "prompt"):
         if not isinstance(data[key], str) or not data[key].strip():
             hint = ' (quote it: version: "1.0")' if key == "version" else ""
-            raise ValueError(f"{where}: {key!r} must be a non-empty string{hint}")
+            raise BadInputError(f"{where}: {key!r} must be a non-empty string{hint}")
     try:
         setting = Setting.from_name(data["setting"])
     except ValueError as err:
-        raise ValueError(f"{where}: 'setting': {err}") from None
+        raise BadInputError(f"{where}: 'setting': {err}") from None
     if data["language"] not in LANGUAGES:
-        raise ValueError(f"{where}: 'language' must be one of {list(LANGUAGES)}, got {data['language']!r}")
+        raise BadInputError(f"{where}: 'language' must be one of {list(LANGUAGES)}, got {data['language']!r}")
     system = data.get("system")
     if system is not None and not isinstance(system, str):
-        raise ValueError(f"{where}: 'system' must be a string or null")
+        raise BadInputError(f"{where}: 'system' must be a string or null")
     fields = data["fields"]
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields) or len(set(fields)) != len(fields):
-        raise ValueError(f"{where}: 'fields' must be a list of distinct names")
+        raise BadInputError(f"{where}: 'fields' must be a list of distinct names")
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, Mapping) or not all(isinstance(v, str) for v in defaults.values()):
-        raise ValueError(f"{where}: 'defaults' must map field names to strings")
+        raise BadInputError(f"{where}: 'defaults' must map field names to strings")
     required = data.get("required") or []
     if not isinstance(required, list) or not all(isinstance(f, str) for f in required):
-        raise ValueError(f"{where}: 'required' must be a list of distinct field names")
+        raise BadInputError(f"{where}: 'required' must be a list of distinct field names")
     if len(set(required)) != len(required) or set(required) & (set(defaults) | set(setting.fields)):
-        raise ValueError(
+        raise BadInputError(
             f"{where}: 'required' must list distinct fields that have no default and are not the setting's"
         )
     return setting
@@ -414,19 +415,21 @@ def _check_placeholders(
     if system is not None:
         used |= placeholders(system, where, "system")
     if used - set(fields):
-        raise ValueError(
+        raise BadInputError(
             f"{where}: 'prompt' uses placeholder(s) not declared in 'fields': {sorted(used - set(fields))}"
         )
     if set(fields) - used:
-        raise ValueError(f"{where}: 'fields' declares name(s) the prompt never uses: {sorted(set(fields) - used)}")
+        raise BadInputError(f"{where}: 'fields' declares name(s) the prompt never uses: {sorted(set(fields) - used)}")
     absent = [f for f in setting.fields if f not in fields]
     if absent:
-        raise ValueError(f"{where}: 'fields' lacks {absent}, required by setting {setting.name!r}")
+        raise BadInputError(f"{where}: 'fields' lacks {absent}, required by setting {setting.name!r}")
     optional = set(fields) - set(setting.fields) - set(required)
     if set(required) - set(fields):
-        raise ValueError(f"{where}: 'required' names field(s) not in 'fields': {sorted(set(required) - set(fields))}")
+        raise BadInputError(
+            f"{where}: 'required' names field(s) not in 'fields': {sorted(set(required) - set(fields))}"
+        )
     if set(defaults) != optional:
-        raise ValueError(
+        raise BadInputError(
             f"{where}: 'defaults' must give exactly the fields outside setting {setting.name!r} and 'required' "
             f"(here {sorted(optional)}), got {sorted(defaults)}"
         )
@@ -440,11 +443,11 @@ def _check_output(spec: Any, setting: Setting, fields: list[str], defaults: Mapp
     """
     output = OutputSpec.from_dict(spec, where)
     if (output.kind == "score") != (setting.task is Task.POINTWISE):
-        raise ValueError(f"{where}: 'output.kind' {output.kind!r} does not fit setting {setting.name!r}")
+        raise BadInputError(f"{where}: 'output.kind' {output.kind!r} does not fit setting {setting.name!r}")
     if set(SCALE_FIELDS) & set(fields):
         scale = tuple(defaults.get(f) for f in SCALE_FIELDS)
         if output.kind != "score" or scale != tuple(str(int(v)) for v in output.score_range):
-            raise ValueError(
+            raise BadInputError(
                 f"{where}: {list(SCALE_FIELDS)} must both be fields of a score template, with defaults equal to "
                 f"'output.score_range' written as integers"
             )
@@ -456,7 +459,7 @@ def read_yaml(text: str, where: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ValueError(f"{where}: not valid YAML ({err})") from err
+        raise BadInputError(f"{where}: not valid YAML ({err})") from err
 
 
 def parse_template(text: str, name: str, where: str) -> PromptTemplate:

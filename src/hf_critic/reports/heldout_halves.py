@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..io import RecordError
 from ..meta_eval.halves import BENCHMARKS, HALVES, benchmark_keys
 
@@ -55,7 +56,7 @@ def write_half(
         RecordError: a benchmark whose loaded rows do not follow its file's rows one to one.
     """
     if half not in HALVES:
-        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
+        raise BadInputError(f"half must be one of {HALVES}, got {half!r}")
     counts = {}
     for name, (fmt, rel) in BENCHMARKS.items():
         source, target, wanted = Path(data_dir) / rel, Path(out_dir) / rel, set(split[name][half])

@@ -22,6 +22,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from .._version import __version__
+from ..core.errors import BadInputError
 from .figures import Measured, headline
 from .runs import Run
 
@@ -177,7 +178,7 @@ def write_hub_folder(
     """
     run = measured.run
     if not run.row_sets:
-        raise ValueError("no critique rows to publish: give the critiques files (or folders holding critiques/)")
+        raise BadInputError("no critique rows to publish: give the critiques files (or folders holding critiques/)")
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from ..io import write_text
 from ..meta_eval.run_result import RunResult
 from .critic_markdown import render_markdown
@@ -64,7 +65,7 @@ def write_report(
         ValueError: no results; raised before any file is written.
     """
     if not results:
-        raise ValueError("no meta-evaluation results to report")
+        raise BadInputError("no meta-evaluation results to report")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     images = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..core.errors import BadInputError
 from ..selective.risk_coverage import AGREEMENT_LEVELS, COVERAGE_LEVELS
 
 __all__ = ["plot_curves", "plot_risk_coverage", "risk_coverage_markdown"]
@@ -84,7 +85,7 @@ def plot_risk_coverage(panels: dict[str, dict[str, tuple]], path: str | Path) ->
     import matplotlib.pyplot as plt
 
     if not panels:
-        raise ValueError("plot_risk_coverage needs at least one panel")
+        raise BadInputError("plot_risk_coverage needs at least one panel")
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), squeeze=False)
     for ax, (title, curves) in zip(axes[0], panels.items(), strict=True):
         for name, (cov, risk) in curves.items():

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import datasets
 
+from ..core.errors import BadInputError
+
 __all__ = ["Figures", "Run", "RowSet", "load_run", "parse_run_spec", "read_figures"]
 
 #: The suffixes of critique files (what ``save_records`` writes).
@@ -133,7 +135,7 @@ def _load_rows(critic: str, dataset: str, path: Path) -> RowSet:
 
     rows = load_records(str(path))
     if schema.CRITIQUE_LABEL not in rows.column_names and schema.CRITIQUE_SCORE not in rows.column_names:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: no {schema.CRITIQUE_LABEL} or {schema.CRITIQUE_SCORE} column: not a critiques "
             "file of hf-critic grade / compare / calibrate"
         )
@@ -160,11 +162,11 @@ def load_run(specs: list[str]) -> Run:
             figures = read_figures(path)
             rows = _folder_row_files(path)
             if not (figures.images or figures.markdown or rows):
-                raise ValueError(f"{path}: no report.md, plot or critiques/ folder: not an hf-critic output folder")
+                raise BadInputError(f"{path}: no report.md, plot or critiques/ folder: not an hf-critic output folder")
             run.figures.append(figures)
             run.row_sets += [_load_rows(c, d, p) for c, d, p in rows]
         elif not path.is_file():
-            raise ValueError(f"{spec}: no such file or folder")
+            raise BadInputError(f"{spec}: no such file or folder")
         elif (calibration := _is_calibration(path)) is not None:
             run.calibrations.append({"path": str(path), **calibration})
         else:

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, normalize_labels
 
 __all__ = ["OUTCOMES", "PageRows", "disagreements", "row_outcomes", "rows_for_page"]
@@ -105,7 +106,7 @@ def _humans(rows, pairwise: bool, path: str) -> list:
         try:
             scores.append(None if _missing(value) else float(value))
         except (TypeError, ValueError):
-            raise ValueError(f"{path}: row {i}: {HUMAN_SCORE} {value!r} is no number") from None
+            raise BadInputError(f"{path}: row {i}: {HUMAN_SCORE} {value!r} is no number") from None
     return scores
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.errors import BadInputError
+
 __all__ = [
     "CALIBRATION_FORMAT",
     "CalibrationFile",
@@ -66,7 +68,7 @@ def clopper_pearson_upper(k: int, n: int, delta: float) -> float:
     from scipy.stats import binomtest
 
     if n < 1 or not 0 <= k <= n or not 0 < delta <= 0.5:
-        raise ValueError(
+        raise BadInputError(
             f"clopper_pearson_upper needs 0 <= k <= n, n >= 1 and delta in (0, 0.5], got k={k}, n={n}, delta={delta}"
         )
     return float(binomtest(k, n).proportion_ci(confidence_level=1 - 2 * delta, method="exact").high)
@@ -170,9 +172,9 @@ class CalibrationFile:
 
 def _finite_in(value, low: float, high: float, what: str, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{path}: {what} must be a finite number, got {value!r}")
+        raise BadInputError(f"{path}: {what} must be a finite number, got {value!r}")
     if not low <= value <= high:
-        raise ValueError(f"{path}: {what} must lie in [{low}, {high}], got {value}")
+        raise BadInputError(f"{path}: {what} must lie in [{low}, {high}], got {value}")
     return float(value)
 
 
@@ -188,29 +190,29 @@ def read_calibration(path: str | Path) -> CalibrationFile:
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such calibration file (write one with `hf-critic calibrate`)") from None
+        raise BadInputError(f"{path}: no such calibration file (write one with `hf-critic calibrate`)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a calibration file (invalid JSON: {err})") from None
+        raise BadInputError(f"{path}: not a calibration file (invalid JSON: {err})") from None
     if isinstance(raw, dict) and raw.get("format") in OLD_FORMATS:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: a calibration file of format {raw['format'].rsplit('/', 1)[1]}, which does not "
             "carry the rows its thresholds are re-derived from: calibrate again with `hf-critic "
             "calibrate`"
         )
     if not isinstance(raw, dict) or raw.get("format") != CALIBRATION_FORMAT:
-        raise ValueError(f"{path}: not a calibration file of format {CALIBRATION_FORMAT!r}")
+        raise BadInputError(f"{path}: not a calibration file of format {CALIBRATION_FORMAT!r}")
     try:
         critics = [CriticThreshold(**c) for c in raw.pop("critics")]
         calibration = CalibrationFile(**raw, critics=critics)
     except (TypeError, KeyError) as err:
-        raise ValueError(f"{path}: malformed calibration file ({err})") from None
+        raise BadInputError(f"{path}: malformed calibration file ({err})") from None
     _finite_in(calibration.alpha, 0, 1, "alpha", path)
     _finite_in(calibration.delta, 0, 1, "delta", path)
     for i, c in enumerate(calibration.critics):
         if c.threshold is not None:
             _finite_in(c.threshold, 0, 1, f"critics[{i}].threshold", path)
         if c.logistic is not None and (len(c.logistic) != 2 or not all(math.isfinite(x) for x in c.logistic)):
-            raise ValueError(f"{path}: critics[{i}].logistic must be [slope, intercept], finite, got {c.logistic}")
+            raise BadInputError(f"{path}: critics[{i}].logistic must be [slope, intercept], finite, got {c.logistic}")
     return calibration
 
 
@@ -257,7 +259,7 @@ def keepable_confidences(labels: Sequence, confidences: Sequence) -> tuple[list[
         ValueError: the two differ in length.
     """
     if len(labels) != len(confidences):
-        raise ValueError(f"labels ({len(labels)}) and confidences ({len(confidences)}) differ in length")
+        raise BadInputError(f"labels ({len(labels)}) and confidences ({len(confidences)}) differ in length")
     values = as_confidences(confidences)
     out = [
         float(c) if lab in (0, 1, 2) and not isinstance(lab, bool) and not np.isnan(c) else None
@@ -327,11 +329,11 @@ def fixed_sequence_test(
     conf = as_confidences(confidence)
     ok = np.asarray(correct, dtype=bool)
     if conf.shape != ok.shape:
-        raise ValueError(f"confidence ({conf.shape[0]}) and correct ({ok.shape[0]}) differ in length")
+        raise BadInputError(f"confidence ({conf.shape[0]}) and correct ({ok.shape[0]}) differ in length")
     if not 0 < alpha < 1 or not 0 < delta <= 0.5:
-        raise ValueError(f"alpha must lie in (0, 1) and delta in (0, 0.5], got alpha={alpha}, delta={delta}")
+        raise BadInputError(f"alpha must lie in (0, 1) and delta in (0, 0.5], got alpha={alpha}, delta={delta}")
     if bound not in ("exact", "observed"):
-        raise ValueError(f"bound must be 'exact' or 'observed', got {bound!r}")
+        raise BadInputError(f"bound must be 'exact' or 'observed', got {bound!r}")
     lams = _candidates(conf, thresholds)
     kept = ~np.isnan(conf)
     order = np.argsort(-conf[kept], kind="stable")
@@ -413,7 +415,7 @@ def calibrate_cascade(
     remaining = np.ones(len(confidences[0]), dtype=bool)
     shares = [1 / len(confidences)] * len(confidences) if shares is None else list(shares)
     if len(shares) != len(confidences) or abs(sum(shares) - 1) > 1e-9 or min(shares) <= 0:
-        raise ValueError(f"delta shares must be one positive share per critic summing to 1, got {shares}")
+        raise BadInputError(f"delta shares must be one positive share per critic summing to 1, got {shares}")
     deltas = [delta * share for share in shares] if deltas is None else list(deltas)
     out = []
     for conf, ok, part in zip(confidences, corrects, deltas, strict=True):

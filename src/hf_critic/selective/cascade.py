@@ -22,6 +22,7 @@ from pathlib import Path
 import datasets
 
 from ..core import schema
+from ..core.errors import BadInputError, CriticChangedError
 from ..core.labels import swap_label
 from ..core.matching import id_conflicts, name_rows, text_identity
 from ..critic.output import as_dataset
@@ -102,7 +103,7 @@ class RecordedVerdicts(CriticKind):
             if c not in rows.column_names
         ]
         if missing:
-            raise ValueError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
+            raise BadInputError(f"{', '.join(files)}: recorded verdicts need the columns {missing}")
         self.name, self.rows, self.files, self.published = name, rows, list(files), published
         self.keys = _pair_keys(rows)
         self.copies: dict[str, list[int]] = defaultdict(list)  # pair text -> its recorded rows, in order
@@ -120,7 +121,9 @@ class RecordedVerdicts(CriticKind):
             self.ids = dict(zip(ids, range(len(ids)), strict=True))
             if len(self.ids) != len(ids):
                 twice = next(i for i, n in Counter(ids).items() if n > 1)
-                raise ValueError(f"{', '.join(files)}: id {twice!r} is found more than once in the recorded verdicts")
+                raise BadInputError(
+                    f"{', '.join(files)}: id {twice!r} is found more than once in the recorded verdicts"
+                )
         self.reading = ""  # how the files were read (field, label map, benchmark), part of the fingerprint
 
     @classmethod
@@ -156,7 +159,7 @@ class RecordedVerdicts(CriticKind):
                 continue
             verdicts = load_verdict_file(path, "pairwise", field, label_map=label_map)
             if len(verdicts) != len(benchmark):
-                raise ValueError(
+                raise BadInputError(
                     f"{path}: {len(verdicts)} verdicts for the {len(benchmark)} rows of the benchmark "
                     "they were made on: a verdict file has one row per benchmark row, in order"
                 )
@@ -214,7 +217,7 @@ class RecordedVerdicts(CriticKind):
             pairs = [(row, i) for row, i in enumerate(found) if i is not None]
             wrong = [pairs[k][0] for k in id_conflicts(pairs, keys, self.keys)]
             if wrong:
-                raise ValueError(
+                raise BadInputError(
                     f"{files}: {len(wrong)} of the {len(pairs)} ids found in both hold another pair in the "
                     f"recorded verdicts than in the data ({name_rows(wrong, data_ids)}): the ids name "
                     "other rows; give the data and the verdicts the same rows' ids"
@@ -228,7 +231,7 @@ class RecordedVerdicts(CriticKind):
                 found.append(copies[min(occurrence, len(copies) - 1)] if copies else None)
                 continue
             if wanted[key] != len(copies):
-                raise ValueError(
+                raise BadInputError(
                     f"{files}: the pair of data row {row} is recorded {len(copies)} times with different "
                     f"verdicts and found {wanted[key]} times in the data: which verdict is its own "
                     "cannot be told (give both an id column)"
@@ -338,7 +341,7 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
     named = [s.delta_share for s in stages if s.delta_share is not None]
     rest, others = 1.0 - sum(named), len(stages) - len(named)
     if rest < -1e-9 or (others and rest <= 1e-9) or (not others and abs(rest) > 1e-9):
-        raise ValueError(
+        raise BadInputError(
             f"{where}: the critics' delta_share values {named} must sum to 1 when every critic names one, "
             f"else below 1 (the others split the rest)"
         )
@@ -459,18 +462,22 @@ def check_calibration(
     """Refuse a calibration file made for other critics, another template or another setting.
 
     Raises:
-        ValueError: one line naming the file and the first mismatch (and how to make a fitting file).
+        CriticChangedError: a critic (or the cascade's list of critics) differs from the one calibrated: one line
+            naming the file and the critic (and how to make a fitting file).
+        BadInputError: a calibration for another setting.
     """
     again = "calibrate this cascade with `hf-critic calibrate`"
     if calibration.setting != setting.name:
-        raise ValueError(f"{path}: calibrated for {calibration.setting}, the data is {setting.name}: {again}")
+        raise BadInputError(f"{path}: calibrated for {calibration.setting}, the data is {setting.name}: {again}")
     names = [c.name for c in calibration.critics]
     if names != [s.name for s in stages]:
-        raise ValueError(f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}")
+        raise CriticChangedError(
+            f"{path}: calibrated for the cascade {names}, not {[s.name for s in stages]}: {again}"
+        )
     for entry, stage in zip(calibration.critics, stages, strict=True):
         stage.critic.check_calibration(entry.jury, setting, path)  # a jury's changed member is named first
         if entry.fingerprint != critic_fingerprint(stage, setting):
-            raise ValueError(
+            raise CriticChangedError(
                 f"{path}: critic {stage.name!r} differs from the one calibrated (model, template, "
                 f"verdict source, decoding, swap or recorded files changed): {again}"
             )
@@ -591,7 +598,7 @@ def run_cascade(
     """
     dataset = as_dataset(records)
     if schema.RESPONSE_1 not in dataset.column_names:
-        raise ValueError(
+        raise BadInputError(
             f"{source}: a cascade compares pairs (response_1, response_2); pointwise grading has no "
             "human-agreement guarantee here"
         )
@@ -609,7 +616,7 @@ def run_cascade(
             stage.logistic = tuple(entry.logistic)
         run = _judge_stage(stage, dataset.select(remaining), source)
         if run.kind != entry.confidence:
-            raise ValueError(
+            raise BadInputError(
                 f"{calibration_path}: critic {stage.name!r} was calibrated on confidences of kind "
                 f"{entry.confidence!r}, its verdicts now carry {run.kind!r}: calibrate this cascade "
                 "with `hf-critic calibrate`"

@@ -41,6 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from .calibration import (
     CalibrationFile,
     CriticThreshold,
@@ -59,23 +60,23 @@ _TOLERANCE = 1e-9
 
 def _integer(value, what: str, path: str, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{path}: {what} must be an integer >= {low}, got {value!r}")
+        raise BadInputError(f"{path}: {what} must be an integer >= {low}, got {value!r}")
     return value
 
 
 def _number(value, what: str, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{path}: {what} must be a finite number, got {value!r}")
+        raise BadInputError(f"{path}: {what} must be a finite number, got {value!r}")
     return float(value)
 
 
 def _data_rows(calibration: CalibrationFile, path: str) -> int:
     data = calibration.data
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: data must be a mapping with rows and sha256, got {data!r}")
+        raise BadInputError(f"{path}: data must be a mapping with rows and sha256, got {data!r}")
     rows = _integer(data.get("rows"), "data.rows", path, low=1)
     if not isinstance(data.get("sha256"), str) or not re.fullmatch(r"[0-9a-f]{16}", data["sha256"]):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: data.sha256 must be 16 hex digits (the calibration rows' hash), got {data.get('sha256')!r}"
         )
     return rows
@@ -86,29 +87,29 @@ def _check_failed(c: CriticThreshold, where: str, path: str, alpha: float, min_r
     recomputed and above alpha."""
     f = c.failed
     if not isinstance(f, dict) or set(f) != {"threshold", "n", "k", "upper_bound"}:
-        raise ValueError(f"{path}: {where}.failed must be {{threshold, n, k, upper_bound}} or null, got {f!r}")
+        raise BadInputError(f"{path}: {where}.failed must be {{threshold, n, k, upper_bound}} or null, got {f!r}")
     lam = _number(f["threshold"], f"{where}.failed.threshold", path)
     n = _integer(f["n"], f"{where}.failed.n", path, low=max(min_rows, 1))
     k = _integer(f["k"], f"{where}.failed.k", path)
     if not 0 <= lam <= 1 or k > n or n > c.calibration_rows:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.failed (threshold {lam}, n {n}, k {k}) does not fit its "
             f"{c.calibration_rows} calibration rows"
         )
     bound = clopper_pearson_upper(k, n, c.delta)
     if not math.isclose(bound, _number(f["upper_bound"], f"{where}.failed.upper_bound", path), abs_tol=_TOLERANCE):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.failed.upper_bound {f['upper_bound']} is not the exact bound of k={k} "
             f"of n={n} at delta {c.delta:.6g} ({bound:.6g})"
         )
     if bound <= alpha:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}: the candidate {lam:.6g} passes at alpha {alpha:.6g} (bound {bound:.4f}), "
             f"so fixed-sequence testing would not stop at threshold {c.threshold}: the file's alpha or "
             "threshold was changed"
         )
     if c.threshold is not None and not (lam < c.threshold and n > c.n and k >= c.k):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.threshold {c.threshold} is not the one its selection implies: the "
             f"candidate that failed ({lam:.6g}, n {n}, k {k}) must lie below it and keep more rows "
             f"than its n {c.n}"
@@ -118,37 +119,37 @@ def _check_failed(c: CriticThreshold, where: str, path: str, alpha: float, min_r
 def _check_critic(c: CriticThreshold, where: str, path: str, calibration: CalibrationFile, rows: int) -> None:
     alpha = calibration.alpha
     if c.confidence is not None and c.confidence not in confidence_kinds():
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.confidence must be one of {confidence_kinds()} or null, got {c.confidence!r}"
         )
     if not isinstance(c.fingerprint, str) or not c.fingerprint:
-        raise ValueError(f"{path}: {where}.fingerprint must be the critic's fingerprint, got {c.fingerprint!r}")
+        raise BadInputError(f"{path}: {where}.fingerprint must be the critic's fingerprint, got {c.fingerprint!r}")
     n, k = _integer(c.n, f"{where}.n", path), _integer(c.k, f"{where}.k", path)
     if k > n or n > c.calibration_rows:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}: k={k}, n={n} and calibration_rows={c.calibration_rows} must satisfy "
             "k <= n <= calibration_rows"
         )
     if not math.isclose(_number(c.coverage, f"{where}.coverage", path), n / rows, abs_tol=_TOLERANCE):
-        raise ValueError(f"{path}: {where}.coverage {c.coverage} is not n / data.rows = {n} / {rows}")
+        raise BadInputError(f"{path}: {where}.coverage {c.coverage} is not n / data.rows = {n} / {rows}")
     if c.threshold is None:
         if n or k or c.upper_bound is not None:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where} keeps no row (threshold null) but claims n={n}, k={k}, upper_bound={c.upper_bound}"
             )
     else:
         if n < max(calibration.min_rows, 1):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}: n={n} rows at the threshold, fewer than min_rows {calibration.min_rows}"
             )
         bound = clopper_pearson_upper(k, n, c.delta)
         if not math.isclose(bound, _number(c.upper_bound, f"{where}.upper_bound", path), abs_tol=_TOLERANCE):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.upper_bound {c.upper_bound} is not the exact bound of k={k} of n={n} "
                 f"at delta {c.delta:.6g} ({bound:.6g})"
             )
         if bound > alpha + _TOLERANCE:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}: its bound {bound:.4f} exceeds alpha {alpha:.6g} (target agreement "
                 f"{1 - alpha:.4g}): the threshold {c.threshold} carries no guarantee at this target"
             )
@@ -168,26 +169,28 @@ def check_claim(calibration: CalibrationFile, path: str) -> None:
         ValueError: one line naming the file, the field and what it contradicts.
     """
     if calibration.task != "pairwise":
-        raise ValueError(f"{path}: task must be 'pairwise', got {calibration.task!r}")
+        raise BadInputError(f"{path}: task must be 'pairwise', got {calibration.task!r}")
     alpha, delta = calibration.alpha, calibration.delta
     if not 0 < alpha < 1:
-        raise ValueError(f"{path}: alpha must lie in (0, 1) (target agreement 1 - alpha), got {alpha}")
+        raise BadInputError(f"{path}: alpha must lie in (0, 1) (target agreement 1 - alpha), got {alpha}")
     if not 0 < delta <= 0.5:
-        raise ValueError(f"{path}: delta must lie in (0, 0.5] (a guarantee with probability 1 - delta), got {delta}")
+        raise BadInputError(
+            f"{path}: delta must lie in (0, 0.5] (a guarantee with probability 1 - delta), got {delta}"
+        )
     _integer(calibration.min_rows, "min_rows", path, low=1)
     rows = _data_rows(calibration, path)
     if not calibration.critics:
-        raise ValueError(f"{path}: no critics")
+        raise BadInputError(f"{path}: no critics")
     expected_rows = rows
     parts = [_number(c.delta, f"critics[{i}] ({c.name}).delta", path) for i, c in enumerate(calibration.critics)]
     if min(parts) <= 0 or not math.isclose(sum(parts), delta, rel_tol=1e-9):  # a union bound over the critics
-        raise ValueError(
+        raise BadInputError(
             f"{path}: the critics' deltas {parts} must be positive and sum to the cascade's delta {delta}"
         )
     for i, c in enumerate(calibration.critics):
         where = f"critics[{i}] ({c.name})"
         if _integer(c.calibration_rows, f"{where}.calibration_rows", path) != expected_rows:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.calibration_rows {c.calibration_rows} is not the {expected_rows} rows "
                 "its predecessors left (data.rows less the rows each kept)"
             )
@@ -204,7 +207,7 @@ def _stored_rows(calibration: CalibrationFile, path: str) -> list[int]:
         or not isinstance(stored.get("ids"), list)
         or not isinstance(stored.get("human"), list)
     ):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: rows must be {{ids, human}}: the calibration rows every threshold is re-derived "
             f"from, got {_short(stored)}"
         )
@@ -214,12 +217,12 @@ def _stored_rows(calibration: CalibrationFile, path: str) -> list[int]:
         or len(human) != rows
         or not all(h in (0, 1, 2) and h is not True and h is not False for h in human)
     ):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: rows must hold data.rows = {rows} ids and human labels 0 / 1 / 2, got "
             f"{len(stored['ids'])} ids and {len(human)} labels"
         )
     if data_hash(stored["ids"], human) != calibration.data["sha256"]:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: rows (their ids and human labels) do not hash to data.sha256 "
             f"{calibration.data['sha256']}: the rows or the hash were edited"
         )
@@ -244,19 +247,19 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
     where they can be: a reward critic's from its margins, a fitted jury's from its fit and its members' features."""
     v = c.verdicts
     if not isinstance(v, dict) or not isinstance(v.get("labels"), list) or not isinstance(v.get("confidences"), list):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.verdicts must be {{labels, confidences}} on the {rows} calibration rows "
             f"(what its threshold is re-derived from), got {_short(v)}"
         )
     labels, confidences = v["labels"], v["confidences"]
     if len(labels) != rows or len(confidences) != rows:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.verdicts hold {len(labels)} labels and {len(confidences)} confidences for "
             f"the {rows} calibration rows"
         )
     for i, (lab, conf) in enumerate(zip(labels, confidences, strict=True)):
         if not _label(lab) or not _confidence(conf) or (lab is None and conf is not None):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.verdicts row {i}: label {lab!r} with confidence {conf!r} (a label "
                 "0 / 1 / 2 with a confidence in [0, 1] or None; no confidence without a label)"
             )
@@ -280,12 +283,12 @@ def _check_probes(c: CriticThreshold, where: str, path: str, labels: list, confi
         ok = ok and isinstance(probe["row"], dict) and all(isinstance(v, str) for v in probe["row"].values())
         place = probe.get("index") if ok else None
         if not ok or not isinstance(place, int) or isinstance(place, bool) or not 0 <= place < len(labels):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.probes[{k}] must be {{index, row, label, confidence}} with index a "
                 f"calibration row (0 to {len(labels) - 1}) and row its texts, got {_short(probe)}"
             )
         if probe["label"] != labels[place] or probe["confidence"] != confidences[place]:
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.probes[{k}]: label {probe['label']!r}, confidence "
                 f"{probe['confidence']!r} differ from its stored verdict on calibration row {place} "
                 f"({labels[place]!r}, {confidences[place]!r}): the file was edited"
@@ -302,14 +305,14 @@ def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, conf
         or c.logistic is None
         or c.logistic[0] <= 0
     ):
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}: a reward critic's verdicts need margins on every row and a logistic with "
             f"slope > 0 (the margin's ranking), got logistic {c.logistic}"
         )
     for i, (lab, m, conf) in enumerate(zip(labels, margins, confidences, strict=True)):
         made = None if lab is None or m is None else margin_confidence(m, *c.logistic)
         if (made is None) != (conf is None) or (made is not None and not math.isclose(made, conf, abs_tol=1e-9)):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.verdicts row {i}: confidence {conf} is not its margin {m} through "
                 f"logistic {c.logistic} ({made})"
             )
@@ -324,7 +327,7 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
     """A fitted jury: its fit made again from its fit rows, its verdicts again from its members' features."""
     entry = c.jury
     if not isinstance(entry, dict) or entry.get("aggregate") != "fitted":
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}: confidences of a fitted aggregate need its jury entry (aggregate fitted, "
             f"members, fit), got {_short(entry)}"
         )
@@ -332,9 +335,9 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
     try:
         differs = refit_difference(fit)
     except ValueError as err:
-        raise ValueError(f"{path}: {where}.jury.fit: {err}") from None
+        raise BadInputError(f"{path}: {where}.jury.fit: {err}") from None
     if differs:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.jury.fit: {differs}: not the fit its stored fit rows give (the fit or its "
             "rows were edited)"
         )
@@ -343,7 +346,7 @@ def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, 
     except (TypeError, ValueError):
         x = np.zeros(0)
     if x.shape != (len(labels), len(fit.features)) or not np.isfinite(x).all():
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.jury.threshold_features must hold {len(fit.features)} features on each "
             f"of the {len(labels)} calibration rows, finite numbers, got shape {x.shape}"
         )
@@ -369,7 +372,7 @@ def _check_aggregate(c: CriticThreshold, where: str, path: str, labels: list, co
         for m in members.values()
     )
     if not shaped:
-        raise ValueError(
+        raise BadInputError(
             f"{path}: {where}.jury.threshold_members must hold each member's labels and confidences on the "
             f"{len(labels)} calibration rows (aggregate {how}), got {_short(members)}"
         )
@@ -391,7 +394,7 @@ def _compare_verdicts(where, path, labels, confidences, made_labels, made_confid
             or (conf is None) != (made_conf is None)
             or (conf is not None and not math.isclose(conf, made_conf, abs_tol=1e-9))
         ):
-            raise ValueError(
+            raise BadInputError(
                 f"{path}: {where}.verdicts row {i}: label {lab!r}, confidence {conf} is not what {source} gives "
                 f"({made_lab!r}, {made_conf})"
             )
@@ -435,7 +438,7 @@ def rederive(calibration: CalibrationFile, path: str) -> None:
         made = {"threshold": lam, "n": n, "k": k, "upper_bound": upper, "calibration_rows": cal_rows, "failed": failed}
         for name in stored:
             if not _same(stored[name], made[name]):
-                raise ValueError(
+                raise BadInputError(
                     f"{path}: critics[{i}] ({c.name}).{name} {_short(stored[name])} is not what "
                     f"fixed-sequence testing gives on its stored rows ({_short(made[name])}): the file "
                     "was edited; calibrate again with `hf-critic calibrate`"

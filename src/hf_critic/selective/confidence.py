@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES
 from .logistic import fit_logistic
 
@@ -71,7 +72,7 @@ def add_confidence_kind(name: str) -> None:
         ValueError: an empty name.
     """
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a confidence kind needs a non-empty name, got {name!r}")
+        raise BadInputError(f"a confidence kind needs a non-empty name, got {name!r}")
     if name not in CONFIDENCE_KINDS and name not in _ADDED_KINDS:
         _ADDED_KINDS.append(name)
 
@@ -144,7 +145,7 @@ def margin_confidence(margin: float | None, slope: float = 1.0, intercept: float
     if margin is None:
         return None
     if not all(math.isfinite(x) for x in (margin, slope, intercept)):
-        raise ValueError(
+        raise BadInputError(
             f"reward margin confidence needs finite numbers, got margin={margin}, slope={slope}, intercept={intercept}"
         )
     z = slope * abs(margin) + intercept
@@ -177,7 +178,7 @@ def fit_margin_logistic(margins: Sequence[float], correct: Sequence[bool]) -> tu
     x = np.abs(np.asarray(margins, dtype=float))
     y = np.asarray(correct, dtype=float)
     if x.shape != y.shape or not len(x) or not np.isfinite(x).all():
-        raise ValueError("fit_margin_logistic needs equal lengths, at least one row and finite margins")
+        raise BadInputError("fit_margin_logistic needs equal lengths, at least one row and finite margins")
     if y.min() == y.max():
         rate = np.clip(y.mean(), 1e-3, 1 - 1e-3)
         return 1.0, float(math.log(rate / (1 - rate)))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..core.errors import BadInputError
 from .calibration import DEFAULT_MIN_ROWS, as_confidences, calibrate_cascade, cascade_decisions
 
 __all__ = ["selective_figures", "split_protocol"]
@@ -26,7 +27,9 @@ def _arrays(confidences, corrects) -> tuple[np.ndarray, np.ndarray]:
     conf = np.array([as_confidences(row) for row in confidences], dtype=float).reshape(len(confidences), -1)
     ok = np.array(corrects, dtype=bool)
     if conf.shape != ok.shape or conf.ndim != 2 or not conf.shape[1]:
-        raise ValueError(f"confidences {conf.shape} and corrects {ok.shape} must both be (critics, rows), rows >= 1")
+        raise BadInputError(
+            f"confidences {conf.shape} and corrects {ok.shape} must both be (critics, rows), rows >= 1"
+        )
     return conf, ok
 
 
@@ -119,7 +122,7 @@ def split_protocol(
     rows = base_conf.shape[1]
     n_cal = int(round(calibration_fraction * rows))
     if splits < 1 or not 0 < n_cal < rows:
-        raise ValueError(
+        raise BadInputError(
             f"split_protocol needs splits >= 1 and both halves non-empty ({rows} rows, fraction "
             f"{calibration_fraction})"
         )

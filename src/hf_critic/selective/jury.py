@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 from .logistic import fit_logistic
 
@@ -99,7 +100,7 @@ def member_probability(label, confidence) -> float | None:
     if label is None or confidence is None or (isinstance(confidence, float) and math.isnan(confidence)):
         return None
     if not 0 <= confidence <= 1:
-        raise ValueError(f"a member's confidence must lie in [0, 1], got {confidence}")
+        raise BadInputError(f"a member's confidence must lie in [0, 1], got {confidence}")
     if label == RESPONSE_1_WINS:
         return float(confidence)
     if label == RESPONSE_2_WINS:
@@ -184,12 +185,12 @@ def aggregate(
             one for other signals, :func:`apply_fit`).
     """
     if how not in AGGREGATES:
-        raise ValueError(f"jury aggregate must be one of {AGGREGATES}, got {how!r}")
+        raise BadInputError(f"jury aggregate must be one of {AGGREGATES}, got {how!r}")
     if not members:
-        raise ValueError("a jury needs at least one member")
+        raise BadInputError("a jury needs at least one member")
     lengths = {len(c[schema.CRITIQUE_LABEL]) for c in members.values()}
     if len(lengths) != 1:
-        raise ValueError(f"jury members judged different numbers of rows: {sorted(lengths)}")
+        raise BadInputError(f"jury members judged different numbers of rows: {sorted(lengths)}")
     (n,) = lengths
     labels_of = {m: list(c[schema.CRITIQUE_LABEL]) for m, c in members.items()}
     counts = JuryCounts(rows=n, missing={m: sum(v is None for v in labels) for m, labels in labels_of.items()})
@@ -207,7 +208,7 @@ def aggregate(
         out = [_decide(_mean([p[i] for p in probs])) for i in range(n)]
     else:
         if fit is None:
-            raise ValueError("a fitted jury needs its fit: calibrate it with `hf-critic calibrate`")
+            raise BadInputError("a fitted jury needs its fit: calibrate it with `hf-critic calibrate`")
         out = [_decide(float(p)) for p in apply_fit(fit, members)]
     labels, confidences = [o[0] for o in out], [o[1] for o in out]
     counts.undecided = sum(lab is None for lab in labels)
@@ -282,12 +283,12 @@ class JuryFit:
                 fit_rows=data.get("fit_rows"),
             )
         except (KeyError, TypeError) as err:
-            raise ValueError(f"{where}: malformed jury fit ({err})") from None
+            raise BadInputError(f"{where}: malformed jury fit ({err})") from None
         numbers = [fit.intercept, fit.penalty, *fit.weights, *fit.mean, *fit.scale]
         if not len(fit.features) == len(fit.weights) == len(fit.mean) == len(fit.scale) or not all(
             isinstance(x, int | float) and math.isfinite(x) for x in numbers
         ):
-            raise ValueError(f"{where}: a jury fit needs one finite weight, mean and scale per feature")
+            raise BadInputError(f"{where}: a jury fit needs one finite weight, mean and scale per feature")
         return fit
 
 
@@ -359,7 +360,7 @@ def fit_rows(groups: Sequence, share: float = FIT_SHARE, seed: int = 0) -> np.nd
         ValueError: a share outside (0, 1].
     """
     if not 0 < share <= 1:
-        raise ValueError(f"a jury's fit share must lie in (0, 1], got {share}")
+        raise BadInputError(f"a jury's fit share must lie in (0, 1], got {share}")
     if share == 1:
         return np.ones(len(groups), dtype=bool)
     rank, count = _group_ranks(groups, seed)
@@ -378,13 +379,13 @@ def fit_features(
     ``fit_rows`` made again). The fit keeps what it was made from in :attr:`JuryFit.fit_rows`."""
     gold = np.array([-1 if h is None else int(h) for h in human])
     if len(gold) != len(x) or (groups is not None and len(groups) != len(x)):
-        raise ValueError(
+        raise BadInputError(
             f"{len(gold)} human labels and {len(x) if groups is None else len(groups)} groups for {len(x)} jury rows"
         )
     used = (gold == RESPONSE_1_WINS) | (gold == RESPONSE_2_WINS)
     y = (gold[used] == RESPONSE_1_WINS).astype(float)
     if not used.any() or y.min() == y.max():
-        raise ValueError(
+        raise BadInputError(
             "a fitted jury needs calibration rows where humans prefer response 1 and rows where they prefer response 2"
         )
     x = x[used]
@@ -425,17 +426,17 @@ def refit_difference(fit: JuryFit) -> str | None:
     """
     rows = fit.fit_rows
     if not isinstance(rows, dict) or set(rows) != {"features", "human", "folds"}:
-        raise ValueError("the fit carries no fit_rows {features, human, folds} to be made again from")
+        raise BadInputError("the fit carries no fit_rows {features, human, folds} to be made again from")
     x = np.asarray(rows["features"], dtype=float)
     if x.shape != (fit.rows, len(fit.features)) or not len(rows["human"]) == len(rows["folds"]) == fit.rows:
-        raise ValueError(
+        raise BadInputError(
             f"its fit_rows do not hold {fit.rows} rows of {len(fit.features)} features with a human label "
             "and a fold each"
         )
     if not set(rows["human"]) <= {RESPONSE_1_WINS, RESPONSE_2_WINS} or not set(rows["folds"]) <= set(
         range(PENALTY_FOLDS)
     ):
-        raise ValueError(f"its fit_rows' human labels must be 0 / 1 and folds in [0, {PENALTY_FOLDS})")
+        raise BadInputError(f"its fit_rows' human labels must be 0 / 1 and folds in [0, {PENALTY_FOLDS})")
     again = fit_features(fit.features, x, rows["human"], folds=rows["folds"])
     if again.penalty != fit.penalty:
         return f"penalty {fit.penalty} (its fit rows choose {again.penalty})"
@@ -483,6 +484,6 @@ def apply_fit(fit: JuryFit, members: Mapping[str, Mapping[str, Sequence]]) -> np
 
 def _probability(fit: JuryFit, names: list[str], x: np.ndarray) -> np.ndarray:
     if names != fit.features:
-        raise ValueError(f"the jury's signals {names} differ from the fitted ones {fit.features}: calibrate again")
+        raise BadInputError(f"the jury's signals {names} differ from the fitted ones {fit.features}: calibrate again")
     eta = fit.intercept + ((x - np.asarray(fit.mean)) / np.asarray(fit.scale)) @ np.asarray(fit.weights)
     return 0.5 * (1.0 + np.tanh(eta / 2.0))

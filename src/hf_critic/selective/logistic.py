@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from ..core.errors import BadInputError
+
 __all__ = ["fit_logistic"]
 
 
@@ -27,10 +29,10 @@ def _design(features: np.ndarray, outcome: np.ndarray, offset) -> tuple[np.ndarr
     y = np.asarray(outcome, dtype=np.float64)
     f = np.asarray(features, dtype=np.float64).reshape(len(y), -1) if np.size(features) else np.empty((len(y), 0))
     if f.shape[0] != len(y) or y.ndim != 1:
-        raise ValueError(f"features ({f.shape}) and outcome ({y.shape}) need one row per outcome")
+        raise BadInputError(f"features ({f.shape}) and outcome ({y.shape}) need one row per outcome")
     eta0 = np.zeros(len(y)) if offset is None else np.asarray(offset, dtype=np.float64)
     if eta0.shape != y.shape:
-        raise ValueError(f"offset ({eta0.shape}) needs one value per outcome ({y.shape})")
+        raise BadInputError(f"offset ({eta0.shape}) needs one value per outcome ({y.shape})")
     return np.column_stack([np.ones(len(y)), f]), y, eta0
 
 
@@ -64,7 +66,7 @@ def fit_logistic(
         ValueError: a negative penalty, or shapes that do not fit.
     """
     if not penalty >= 0:
-        raise ValueError(f"the ridge penalty must be >= 0, got {penalty}")
+        raise BadInputError(f"the ridge penalty must be >= 0, got {penalty}")
     x, y, eta0 = _design(features, outcome, offset)
     ridge = penalty * np.eye(x.shape[1])
     ridge[0, 0] = 0.0

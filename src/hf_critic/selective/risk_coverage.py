@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.special import digamma
 
+from ..core.errors import BadInputError
 from .calibration import as_confidences
 
 __all__ = [
@@ -52,13 +53,13 @@ def _inputs(
     conf = np.array([np.nan if c is None else c for c in confidence], dtype=float)
     errors = 1.0 - np.array([0.0 if c is None else float(c) for c in credit], dtype=float)
     if conf.shape != errors.shape or conf.ndim != 1:
-        raise ValueError(f"confidence ({conf.shape}) and credit ({errors.shape}) must be 1-D of one length")
+        raise BadInputError(f"confidence ({conf.shape}) and credit ({errors.shape}) must be 1-D of one length")
     if not len(conf):
-        raise ValueError("risk-coverage needs at least one row")
+        raise BadInputError("risk-coverage needs at least one row")
     if ((errors < 0) | (errors > 1)).any() or np.isnan(errors).any():
-        raise ValueError("credit must lie in [0, 1] (1: the verdict agrees with the human label)")
+        raise BadInputError("credit must lie in [0, 1] (1: the verdict agrees with the human label)")
     if np.isinf(conf).any():
-        raise ValueError("confidences must be finite numbers or None")
+        raise BadInputError("confidences must be finite numbers or None")
     return conf, errors
 
 
@@ -76,7 +77,7 @@ def _block_sums(conf, errors, weights) -> tuple[np.ndarray, np.ndarray]:
     block, _ = _blocks(conf)
     w = np.ones((1, len(conf))) if weights is None else np.atleast_2d(np.asarray(weights, dtype=float))
     if w.shape[1] != len(conf) or (w < 0).any():
-        raise ValueError(f"weights must be non-negative with one column per row ({len(conf)}), got {w.shape}")
+        raise BadInputError(f"weights must be non-negative with one column per row ({len(conf)}), got {w.shape}")
     order = np.argsort(block, kind="stable")  # rows grouped by block, so each block's sum is one reduceat segment
     starts = np.flatnonzero(np.r_[True, np.diff(block[order]) > 0])
     w = w[:, order]
@@ -155,7 +156,7 @@ def agreement_at_coverage(
         ValueError: a coverage outside (0, 1], or see :func:`aurc`.
     """
     if any(not 0 < c <= 1 for c in coverages):
-        raise ValueError(f"coverages must lie in (0, 1], got {list(coverages)}")
+        raise BadInputError(f"coverages must lie in (0, 1], got {list(coverages)}")
     cov, risk = risk_coverage_curve(confidence, credit)
     n = len(cov)
     return {float(c): float(1 - risk[max(1, int(np.ceil(c * n - 1e-9))) - 1]) for c in coverages}
@@ -177,7 +178,7 @@ def coverage_at_agreement(
         ValueError: a level outside (0, 1], or see :func:`aurc`.
     """
     if any(not 0 < a <= 1 for a in levels):
-        raise ValueError(f"agreement levels must lie in (0, 1], got {list(levels)}")
+        raise BadInputError(f"agreement levels must lie in (0, 1], got {list(levels)}")
     cov, risk = risk_coverage_curve(confidence, credit)
     out = {}
     for level in levels:
@@ -206,7 +207,7 @@ def agreement_coverage_curve(confidence: Sequence, correct: Sequence[bool]) -> t
     conf = as_confidences(confidence)
     ok = np.asarray(correct, dtype=bool)
     if conf.shape != ok.shape:
-        raise ValueError(f"confidence ({conf.shape}) and correct ({ok.shape}) must be of one length")
+        raise BadInputError(f"confidence ({conf.shape}) and correct ({ok.shape}) must be of one length")
     levels = len(np.unique(conf[~np.isnan(conf)]))
     if not levels:
         return [], []

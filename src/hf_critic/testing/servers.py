@@ -40,6 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..core.errors import BadInputError
 from .server_process import free_port, stop_group, wait_ready
 
 __all__ = [
@@ -342,7 +343,7 @@ class FaultInjectionProxy(_Base):
         port: int = 0,
     ):
         if not 0 <= fault_rate <= 1 or not faults or set(faults) - set(FAULTS + CONTENT_FAULTS):
-            raise ValueError(
+            raise BadInputError(
                 f"fault_rate must be in [0, 1] and faults a non-empty subset of {FAULTS + CONTENT_FAULTS}"
             )
         parts = urlsplit(upstream)

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.errors import BadInputError
+
 if TYPE_CHECKING:  # for the annotations only: the losses need numpy and torch alone
     import datasets
 
@@ -60,7 +62,7 @@ def length_balanced_index(chosen_lengths, rejected_lengths, *, seed: int) -> np.
     longer, shorter = np.flatnonzero(chosen > rejected), np.flatnonzero(chosen < rejected)
     equal = np.flatnonzero(chosen == rejected)
     if not len(longer) or not len(shorter):
-        raise ValueError(
+        raise BadInputError(
             f"length balance needs pairs of both kinds: {len(longer)} where the longer answer wins, "
             f"{len(shorter)} where the shorter one does"
         )

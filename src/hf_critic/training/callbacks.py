@@ -10,6 +10,7 @@ from transformers import TrainerCallback
 from trl import SFTTrainer
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..formats import DEFAULT_FAMILY
 
 __all__ = ["CriticSFTTrainer", "CritiquePearsonCallback", "logged_eval_metrics", "validation_callback"]
@@ -77,12 +78,14 @@ class CritiquePearsonCallback(TrainerCallback):
         from ..critic.verdicts import resolve_verdict
 
         if verdict not in ("text", "probability"):
-            raise ValueError(f"validation verdict must be 'text' or 'probability', got {verdict!r}")
+            raise BadInputError(f"validation verdict must be 'text' or 'probability', got {verdict!r}")
         self.plan = resolve_verdict(verdict, explanation, embedded=False)
         if score_column not in records.column_names:
-            raise ValueError(f"validation records have no {score_column!r} column; they have {records.column_names}")
+            raise BadInputError(
+                f"validation records have no {score_column!r} column; they have {records.column_names}"
+            )
         if len(records) == 0:
-            raise ValueError("validation records are empty")
+            raise BadInputError("validation records are empty")
         from ..critic.decoding import DecodingConfig
 
         self.records, self.trainer = records, trainer
@@ -266,7 +269,7 @@ def validation_callback(validation_args, trainer, *, template: str, language: st
     v = validation_args
     if not v.validation_dataset:
         if (metric_for_best_model or "").endswith(v.validation_metric_name):
-            raise ValueError(f"metric_for_best_model is {metric_for_best_model!r}: set validation_dataset")
+            raise BadInputError(f"metric_for_best_model is {metric_for_best_model!r}: set validation_dataset")
         return None
     records = load_records(
         v.validation_dataset, limit=v.validation_max_examples, split=v.validation_split, config=v.validation_config

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trl import ScriptArguments as TrlScriptArguments
 
+from ..core.errors import BadInputError
 from ..formats import DEFAULT_FAMILY
 
 __all__ = [
@@ -73,7 +74,7 @@ class ScriptArguments(TrlScriptArguments):
         if isinstance(self.dataset_mixture, str):
             self.dataset_mixture = json.loads(self.dataset_mixture)
         if self.dataset_mixture is None and self.dataset_name is None and not self.dry_run:
-            raise ValueError("give dataset_mixture (recommended) or dataset_name")
+            raise BadInputError("give dataset_mixture (recommended) or dataset_name")
 
 
 @dataclass
@@ -144,12 +145,12 @@ def lora_on_top_layers(peft_config, top: int, num_layers: int) -> None:
             cannot restrict those to layers).
     """
     if not 1 <= top <= num_layers:
-        raise ValueError(f"lora_top_layers must be in [1, {num_layers}] (the model's layers), got {top}")
+        raise BadInputError(f"lora_top_layers must be in [1, {num_layers}] (the model's layers), got {top}")
     targets = peft_config.target_modules
     if targets == "all-linear" or (not isinstance(targets, str) and set(targets or ()) == {"all-linear"}):
         peft_config.target_modules = list(_LINEAR_NAMES)
     elif isinstance(targets, str):
-        raise ValueError(f"lora_top_layers needs module names, not the pattern {targets!r}: list the modules")
+        raise BadInputError(f"lora_top_layers needs module names, not the pattern {targets!r}: list the modules")
     peft_config.layers_to_transform = list(range(num_layers - top, num_layers))
 
 
@@ -278,7 +279,7 @@ def _plugin(path: str | os.PathLike, ds: dict, mixed_precision: str):
         }
         unknown = set(ds) - known - {"deepspeed_multinode_launcher"}
         if unknown:
-            raise ValueError(f"{path}: unknown deepspeed_config key(s) {sorted(unknown)}")
+            raise BadInputError(f"{path}: unknown deepspeed_config key(s) {sorted(unknown)}")
         plugin = DeepSpeedPlugin(**{k: v for k, v in ds.items() if k in known})
     plugin.set_mixed_precision(mixed_precision)
     return plugin

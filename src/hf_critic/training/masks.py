@@ -17,6 +17,7 @@ from pathlib import Path
 import datasets
 
 from ..core.control_tokens import control_tokens, encode_chat, encode_with_spans, mark
+from ..core.errors import BadInputError
 from .messages import MESSAGES
 
 __all__ = [
@@ -134,7 +135,7 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
             tokenizer (use ``"completion"``); a conversation whose masks select no token.
     """
     if mode not in LOSS_MODES:
-        raise ValueError(f"loss mode must be one of {LOSS_MODES}, got {mode!r}")
+        raise BadInputError(f"loss mode must be one of {LOSS_MODES}, got {mode!r}")
     messages = [dict(m) for m in messages]
     if mode == "assistant":
         chat_template = None
@@ -145,13 +146,13 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
             try:
                 chat_template = get_training_chat_template(tokenizer)
             except (ValueError, TypeError) as err:
-                raise ValueError(
+                raise BadInputError(
                     "the chat template has no {% generation %} markers and TRL has no training version of it, so "
                     "assistant_only_loss cannot find the critique; supply one (SFTConfig.chat_template_path) or use "
                     f"completion_only_loss ({err})"
                 ) from err
         if not getattr(tokenizer, "is_fast", False):
-            raise ValueError("assistant_only_loss needs a fast tokenizer (char offsets); use completion_only_loss")
+            raise BadInputError("assistant_only_loss needs a fast tokenizer (char offsets); use completion_only_loss")
         from transformers.utils.chat_template_utils import render_jinja_template
 
         # apply_chat_template's assistant mask, with the data's control-token strings kept as text (transformers
@@ -175,7 +176,9 @@ def compute_loss_mask(tokenizer, messages: Sequence[Mapping[str, str]], mode: st
         ids = encode_chat(tokenizer, messages)
         mask = LossMask(ids, [1] * len(ids))
     if not mask.n_trained:
-        raise ValueError("no token of the conversation carries a label; check the chat template's generation markers")
+        raise BadInputError(
+            "no token of the conversation carries a label; check the chat template's generation markers"
+        )
     return mask
 
 

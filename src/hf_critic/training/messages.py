@@ -13,6 +13,7 @@ from typing import Any
 import datasets
 
 from ..core import schema
+from ..core.errors import BadInputError
 from ..formats import DEFAULT_FAMILY
 from ..prompts import PromptTemplate, resolve_template
 
@@ -40,7 +41,7 @@ def critique_messages(record: Mapping[str, Any], template: PromptTemplate, criti
         ValueError: an empty critique.
     """
     if not isinstance(critique, str) or not critique.strip():
-        raise ValueError("the critique (the training target) is empty")
+        raise BadInputError("the critique (the training target) is empty")
     return [*template.render(record), {"role": "assistant", "content": critique}]
 
 
@@ -90,12 +91,12 @@ def ensure_messages(
                 or messages[-1].get("role") != "assistant"
                 or not str(messages[-1].get("content") or "").strip()
             ):
-                raise ValueError(
+                raise BadInputError(
                     f"{source}: row {row}: 'messages' must end with a non-empty assistant turn (the critique)"
                 )
         return dataset
     if critique_column not in dataset.column_names:
-        raise ValueError(
+        raise BadInputError(
             f"{source}: no 'messages' column and no {critique_column!r} column to render one from; "
             f"the data has {dataset.column_names}"
         )
@@ -109,7 +110,7 @@ def ensure_messages(
                 )
             }
         except ValueError as err:
-            raise ValueError(f"{source}: row {index}: {err}") from err
+            raise BadInputError(f"{source}: row {index}: {err}") from err
 
     return dataset.map(render, with_indices=True, desc=f"rendering {source} with {template}")
 

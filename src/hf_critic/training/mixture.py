@@ -15,6 +15,7 @@ from typing import Any
 
 import datasets
 
+from ..core.errors import BadInputError
 from ..io import RecordError, load_records
 from .messages import _MESSAGE_FEATURE, MESSAGES
 
@@ -46,7 +47,9 @@ class DatasetSource:
 
     def __post_init__(self):
         if not isinstance(self.weight, (int, float)) or math.isnan(self.weight) or self.weight < 0:
-            raise ValueError(f"dataset {self.id!r} ({self.config}): weight must be a number >= 0, got {self.weight!r}")
+            raise BadInputError(
+                f"dataset {self.id!r} ({self.config}): weight must be a number >= 0, got {self.weight!r}"
+            )
 
     @property
     def name(self) -> str:
@@ -92,27 +95,27 @@ class DatasetMixture:
                 ``test_split_size``, or a ``test_split_size`` outside (0, 1).
         """
         if not isinstance(spec, Mapping):
-            raise ValueError(f"dataset_mixture must be a mapping, got {type(spec).__name__}")
+            raise BadInputError(f"dataset_mixture must be a mapping, got {type(spec).__name__}")
         unknown = set(spec) - {"datasets", "seed", "test_split", "test_split_size"}
         if unknown:
-            raise ValueError(f"dataset_mixture: unknown key(s) {sorted(unknown)}")
+            raise BadInputError(f"dataset_mixture: unknown key(s) {sorted(unknown)}")
         entries = spec.get("datasets") or []
         if not entries:
-            raise ValueError("dataset_mixture.datasets must list at least one dataset")
+            raise BadInputError("dataset_mixture.datasets must list at least one dataset")
         sources = []
         for i, entry in enumerate(entries):
             if not isinstance(entry, Mapping) or "id" not in entry:
-                raise ValueError(f"dataset_mixture.datasets[{i}] must be a mapping with an 'id'")
+                raise BadInputError(f"dataset_mixture.datasets[{i}] must be a mapping with an 'id'")
             bad = set(entry) - {"id", "config", "split", "weight", "columns"}
             if bad:
-                raise ValueError(f"dataset_mixture.datasets[{i}]: unknown key(s) {sorted(bad)}")
+                raise BadInputError(f"dataset_mixture.datasets[{i}]: unknown key(s) {sorted(bad)}")
             sources.append(DatasetSource(**entry))
         mixture = cls(sources, int(spec.get("seed", 42)), spec.get("test_split"), spec.get("test_split_size"))
         if mixture.test_split and mixture.test_split_size:
-            raise ValueError("dataset_mixture: give test_split or test_split_size, not both")
+            raise BadInputError("dataset_mixture: give test_split or test_split_size, not both")
         size = mixture.test_split_size
         if size is not None and not (isinstance(size, (int, float)) and 0 < size < 1):
-            raise ValueError(f"dataset_mixture.test_split_size must be a fraction in (0, 1), got {size!r}")
+            raise BadInputError(f"dataset_mixture.test_split_size must be a fraction in (0, 1), got {size!r}")
         return mixture
 
 
@@ -148,7 +151,7 @@ def weighted_subset(dataset: datasets.Dataset, weight: float, seed: int) -> data
         ValueError: a negative or NaN weight.
     """
     if math.isnan(weight) or weight < 0:
-        raise ValueError(f"weight must be >= 0, got {weight}")
+        raise BadInputError(f"weight must be >= 0, got {weight}")
     whole, frac = int(weight), weight - int(weight)
     parts = [dataset] * whole
     take = round(frac * len(dataset))
@@ -216,7 +219,7 @@ def load_mixture(
         logger.info("mixture source %s", entry)
     if not train_parts:
         detail = ", ".join(f"{e['name']}: {e['rows']} rows, {e['kept']} kept, {e['used']} used" for e in report)
-        raise ValueError(
+        raise BadInputError(
             f"the dataset mixture has no training rows ({detail}); weights of 0, empty sources, or every example "
             "longer than max_length (dropped, see drop_overlong)?"
         )
@@ -236,7 +239,7 @@ def _select(dataset: datasets.Dataset, source: DatasetSource) -> datasets.Datase
     columns = source.columns or [MESSAGES]
     missing = [c for c in columns if c not in dataset.column_names]
     if missing:
-        raise ValueError(f"{source.name}: column(s) {missing} not found; the data has {dataset.column_names}")
+        raise BadInputError(f"{source.name}: column(s) {missing} not found; the data has {dataset.column_names}")
     dataset = dataset.select_columns(columns)
     if MESSAGES in columns:  # one canonical feature type, so that configs from different files concatenate
         features = dataset.features.copy()
@@ -249,7 +252,7 @@ def _concatenate(parts: list[datasets.Dataset]) -> datasets.Dataset:
     try:
         return datasets.concatenate_datasets(parts) if len(parts) > 1 else parts[0]
     except ValueError as err:
-        raise ValueError(f"mixture sources do not share the same columns / features; set `columns`: {err}") from err
+        raise BadInputError(f"mixture sources do not share the same columns / features; set `columns`: {err}") from err
 
 
 def templates_in(dataset: datasets.Dataset) -> list[dict[str, str]]:

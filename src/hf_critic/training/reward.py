@@ -28,6 +28,7 @@ import numpy as np
 from transformers import TrainerCallback
 from trl import RewardTrainer
 
+from ..core.errors import BadInputError
 from ..core.labels import RESPONSE_1_WINS, RESPONSE_2_WINS
 from ..critics.reward import RewardCalibration, fit_calibration, fit_ids, fit_tie_margin
 from .config import lora_on_top_layers
@@ -133,13 +134,13 @@ def preference_pairs(
     """
     missing = {"question", "response_1", "response_2", "label"} - set(dataset.column_names)
     if missing:
-        raise ValueError(f"{source}: missing column(s) {', '.join(sorted(missing))} for preference pairs")
+        raise BadInputError(f"{source}: missing column(s) {', '.join(sorted(missing))} for preference pairs")
     keep = dataset.filter(
         lambda row: row["label"] in (RESPONSE_1_WINS, RESPONSE_2_WINS) and not row.get("swapped", False),
         desc=f"{source}: dropping ties and swapped copies",
     )
     if len(keep) == 0:
-        raise ValueError(f"{source}: no pair with a winner (ties and swapped copies are dropped)")
+        raise BadInputError(f"{source}: no pair with a winner (ties and swapped copies are dropped)")
 
     def encode(row):
         first = row["label"] == RESPONSE_1_WINS
@@ -347,7 +348,7 @@ def configure_peft(peft_config, script_args: RewardScriptArguments, num_layers: 
     top, full = script_args.lora_top_layers, script_args.full_top_layers
     for name, value in (("lora_top_layers", top), ("full_top_layers", full)):
         if not 0 <= value <= num_layers:
-            raise ValueError(f"{name} must be in [0, {num_layers}] (the model's layers), got {value}")
+            raise BadInputError(f"{name} must be in [0, {num_layers}] (the model's layers), got {value}")
     if script_args.score_head_only or full:
         from peft.utils.constants import DUMMY_TARGET_MODULES  # PEFT's "no LoRA, only modules_to_save"
 
@@ -383,7 +384,7 @@ def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, da
         ("validation", script_args.dataset_test_split, script_args.max_eval_pairs),
     ):
         if split not in data:
-            raise ValueError(f"{folder}: no split {split!r} (it has {', '.join(data)})")
+            raise BadInputError(f"{folder}: no split {split!r} (it has {', '.join(data)})")
         rows = data[split].shuffle(seed=seed)
         if limit is not None:
             unswapped = [i for i, s in enumerate(rows["swapped"]) if not s] if "swapped" in rows.column_names else None

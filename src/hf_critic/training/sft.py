@@ -18,6 +18,7 @@ from typing import Any
 import datasets
 import transformers
 
+from ..core.errors import BadInputError
 from ..io import RecordError
 from .callbacks import logged_eval_metrics
 from .config import lora_on_top_layers
@@ -42,7 +43,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-class RecipeError(RuntimeError):
+class RecipeError(BadInputError):
     """A failure the user can fix (data, model, hardware, recipe); the script prints it as one line and exits 2."""
 
 
@@ -162,7 +163,7 @@ def get_dataset(script_args, training_args, keep=None, *, scripts_dir: Path | No
         raise RecipeError(_data_hint(mixture, err, scripts_dir)) from None
     logger.info(f"training data: {data.dataset}")
     if training_args.eval_strategy != "no" and "test" not in data.dataset:
-        raise ValueError(
+        raise BadInputError(
             f"eval_strategy is {training_args.eval_strategy!r} but the data has no held-out split: set "
             "dataset_mixture.test_split (e.g. validation) or test_split_size, or eval_strategy: no"
         )

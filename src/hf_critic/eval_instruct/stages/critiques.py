@@ -8,6 +8,7 @@ import json
 import datasets
 
 from ...backends.chat import ChatRequest, ChatSource
+from ...core.errors import BadInputError
 from ...core.schema import (
     Setting,
     Task,
@@ -205,7 +206,7 @@ def referenced_to_reference_free(
         ``score_referenced`` / ``label_referenced``.
     """
     if task not in ("pointwise", "pairwise"):
-        raise ValueError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
+        raise BadInputError(f"task must be 'pointwise' or 'pairwise', got {task!r}")
     report = _report(report, stage, "responses" if task == "pointwise" else "pairs")
     filters = filters or FilterConfig()
     template = get_teacher_template("r2rf", Setting(Task(task), False), language)

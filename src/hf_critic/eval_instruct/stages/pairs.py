@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import datasets
 
+from ...core.errors import BadInputError
 from ...core.labels import swap_critique, swap_label
 from ...core.schema import (
     ParseStatus,
@@ -159,7 +160,7 @@ def cross_validate(
     for rows, index, name in ((path1, first, "path1"), (path2, second, "path2")):
         for row in rows:
             if row["pair_id"] in index:
-                raise ValueError(f"cross_validate: pair {row['pair_id']!r} twice in {name}")
+                raise BadInputError(f"cross_validate: pair {row['pair_id']!r} twice in {name}")
             index[row["pair_id"]] = row
     order = list(first) + [p for p in second if p not in first]
     report.items_in = len(order)

@@ -11,6 +11,7 @@ from typing import Any
 import datasets
 
 from ...backends.chat import ChatRequest, ChatSource
+from ...core.errors import BadInputError
 from ...core.schema import (
     CATEGORIES,
     category_name,
@@ -339,7 +340,7 @@ def balance_queries(
         The selected rows; the others are rejected with reason ``balance``.
     """
     if total < 1:
-        raise ValueError("total must be >= 1")
+        raise BadInputError("total must be >= 1")
     report = _report(report, stage, "queries")
     rows = list(queries)
     report.items_in = len(rows)
