@@ -7,6 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
+from ..critics.specs import load_cascade
+from .arguments import add_option
 from .calibrate_report import (
     calibration_risk_coverage,
     check_fit_shares,
@@ -17,7 +19,7 @@ from .calibrate_report import (
     question_keys,
     threshold_rows,
 )
-from .cascades import load_cascade
+from .option_groups import CascadeOptions, FigureOptions, HumanOptions
 from .options import add_data_args, add_gold_args
 
 EPILOG = """\
@@ -72,12 +74,12 @@ def register(subparsers) -> None:
     (output,) = [a for a in data._group_actions if a.dest == "output"]
     output.help = "where to write the calibration file (.json): each critic's threshold, its bound and the data's hash"
     add_gold_args(data)
-    data.add_argument("--human-label", help="column of human labels 0/1/2 (default: label)")
+    add_option(data, HumanOptions, "human_label", help="column of human labels 0/1/2 (default: label)")
     data.add_argument(
         "--drop-tie", action="store_true", help="leave out the pairs whose human label is a tie (two-way data)"
     )
     guarantee = parser.add_argument_group("guarantee")
-    guarantee.add_argument("--cascade", required=True, metavar="FILE", help="the cascade file (YAML, cheapest first)")
+    add_option(guarantee, CascadeOptions, "cascade", required=True, help="the cascade file (YAML, cheapest first)")
     guarantee.add_argument(
         "--target-agreement", type=_fraction, required=True, help="1 - alpha: the agreement with humans to guarantee"
     )
@@ -100,13 +102,10 @@ def register(subparsers) -> None:
     )
     report.add_argument("--levels", type=_levels, help="target agreements to measure (default: --target-agreement)")
     report.add_argument("--seed", type=int, default=0, help="seed of the splits and the bootstrap (default 0)")
-    report.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        help="bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default "
-        "1000)",
+    resamples = (
+        "bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default 1000)"
     )
+    add_option(report, FigureOptions, "bootstrap", default=1000, help=resamples, metavar=None)
     parser.set_defaults(func=run_calibrate)
 
 
@@ -444,7 +443,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from .. import schema
     from ..io import check_output, write_text
     from ..selective import check_claim
-    from .critique import compare_parser, load_rows
+    from .critique import load_rows
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
     from ..meta_eval.bootstrap import check_resamples
@@ -459,7 +458,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     _check_splits(args, len(records))
     referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names
     setting = schema.Setting(schema.Task.PAIRWISE, referenced)
-    stages = load_cascade(args.cascade, compare_parser(), rows=len(records))
+    stages = load_cascade(args.cascade, rows=len(records))
     judged, human = _judged(args, stages, records)
     held = threshold_rows(stages, len(records)).tolist()
     calibration = _calibration(args, stages, judged, records, setting, held, human)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..critic.config import add_dataclass_args
+from .arguments import add_dataclass_args, add_option
 from .exit_status import BAD_INPUT, DONE, NO_ROWS, PARTLY_FAILED, exit_status_text
-from .option_groups import DataOptions, ModelOptions
+from .option_groups import DataOptions, ModelOptions, ReportOptions
 from .options import add_cache_args
 
 EPILOG = """\
@@ -34,10 +34,10 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
-    parser.add_argument("--output-dir", help="override the recipe's output_dir")
+    add_option(parser, ReportOptions, "output_dir", help="override the recipe's output_dir")
     add_dataclass_args(parser, DataOptions, only=["overwrite"])
     add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)
-    parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the datasets and card to this Hub repository")
+    add_option(parser, ReportOptions, "push_to_hub")
     progress = {"default": None, "help": "progress bars (default: the recipe's)"}
     add_dataclass_args(parser, ModelOptions, only=["progress"], overrides={"progress": progress})
     parser.set_defaults(func=run)

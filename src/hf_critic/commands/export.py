@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from .arguments import add_option
+from .option_groups import DataOptions
+
 EPILOG = """\
 The folder holds the merged weights (float32), the tokenizer with its chat template, the critic's calibration
 (hf_critic_reward.json: pointwise map, tie band, context) and its model card. Serve it under the printed
@@ -28,8 +31,9 @@ def register(subparsers) -> None:
         metavar="MODEL",
         help="smollm2-135m-critic, a reward-critic folder, or smollm2-135m-instruct (the embedded critic)",
     )
-    parser.add_argument("--output", help="the folder to write (not needed for the embedded critic)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
+    output = "the folder to write (not needed for the embedded critic)"
+    add_option(parser, DataOptions, "output", required=False, default=None, help=output)
+    add_option(parser, DataOptions, "overwrite", help="replace an existing --output folder")
     parser.add_argument("--port", type=int, default=8000, help="the port in the printed commands (default: 8000)")
     parser.set_defaults(func=run)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..critic.config import add_dataclass_args
-from .option_groups import DataOptions, ModelOptions
+from .arguments import add_dataclass_args, add_option
+from .option_groups import BenchmarkOptions, DataOptions, ModelOptions, ReportOptions
 from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
 EPILOG = """\
@@ -49,8 +49,14 @@ def register(subparsers) -> None:
             }
         },
     )
-    data.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for --format fastchat (default: 1)")
-    data.add_argument("--category", default="category", help="column of the table's categories (default: category)")
+    add_option(data, BenchmarkOptions, "turn", help="for --format fastchat (default: 1)")
+    add_option(
+        data,
+        BenchmarkOptions,
+        "category",
+        default="category",
+        help="column of the table's categories (default: category)",
+    )
 
     roles = parser.add_argument_group("critics, generator and judge")
     roles.add_argument(
@@ -90,9 +96,11 @@ def register(subparsers) -> None:
     add_decoding_args(parser)
 
     out = parser.add_argument_group("report")
-    out.add_argument("--output-dir", required=True, help="folder for rows.jsonl, report.md and report.json")
+    add_option(
+        out, ReportOptions, "output_dir", required=True, help="folder for rows.jsonl, report.md and report.json"
+    )
     add_dataclass_args(out, DataOptions, only=["overwrite"])
-    out.add_argument("--title", default="Critiques as feedback", help="title of report.md")
+    add_option(out, ReportOptions, "title", default="Critiques as feedback")
     parser.set_defaults(func=run_refine)
 
 

@@ -43,6 +43,8 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.commands": "options",
     "hf_critic.keys": "options",
     "hf_critic.critic": "options",
+    "hf_critic.critics.computed": "options",
+    "hf_critic.critics.options": "cascade-files",  # a critic spec's options (the command line parses its own)
     "hf_critic.backends.load_backend": "options",
     "hf_critic.commands.options.require_extra": "missing-extra",
     "hf_critic.threads": "threads",
@@ -68,11 +70,12 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     # cascades, their calibration, juries
     "hf_critic.cascade": "cascade-files",
     "hf_critic.commands.cascades": "cascade-files",
+    "hf_critic.critics.specs": "cascade-files",
     "hf_critic.cascade.delta_shares": "delta-share",
-    "hf_critic.commands.cascades._delta_share": "delta-share",
+    "hf_critic.critics.specs._delta_share": "delta-share",
     "hf_critic.jury": "juries",
     "hf_critic.selective.jury": "juries",
-    "hf_critic.commands.cascades._fit_share": "fit-share",
+    "hf_critic.critics.specs._fit_share": "fit-share",
     "hf_critic.selective.jury.fit_rows": "fit-share",
     "hf_critic.selective": "calibration",
     "hf_critic.cascade.check_calibration": "calibration",

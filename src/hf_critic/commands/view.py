@@ -6,6 +6,9 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from .arguments import add_option
+from .option_groups import DataOptions, FigureOptions, ReportOptions
+
 EPILOG = """\
 RUN is any output of hf-critic, each optionally named [CRITIC/DATASET=]PATH (as meta-eval --critiques):
   a critiques file of grade / compare (with --swap or --cascade): outputs/compared.jsonl
@@ -57,23 +60,15 @@ def register(subparsers) -> None:
         "folder of meta-eval / calibrate, or a calibration file",
     )
     page = parser.add_argument_group("the page")
-    page.add_argument("--output", metavar="FILE.html", help="where to write the page (.html)")
-    page.add_argument("--overwrite", action="store_true", help="replace an existing --output / --save-hub-folder")
-    page.add_argument(
-        "--title", default="hf-critic run", help="the page's and the card's title (default: hf-critic run)"
-    )
-    page.add_argument(
-        "--bootstrap",
-        type=int,
-        default=200,
-        help="bootstrap resamples of the intervals of critique "
-        "files measured here (0: none; else at least 100; default 200)",
-    )
-    page.add_argument(
-        "--no-plots",
-        action="store_true",
-        help="draw no plot for critique files (no matplotlib needed); a folder's PNGs are shown all the same",
-    )
+    output = {"required": False, "default": None, "metavar": "FILE.html", "help": "where to write the page (.html)"}
+    add_option(page, DataOptions, "output", **output)
+    add_option(page, DataOptions, "overwrite", help="replace an existing --output / --save-hub-folder")
+    title = "the page's and the card's title (default: hf-critic run)"
+    add_option(page, ReportOptions, "title", default="hf-critic run", help=title)
+    resamples = "bootstrap resamples of the intervals of critique files measured here (0: none; else at least 100; default 200)"
+    add_option(page, FigureOptions, "bootstrap", default=200, metavar=None, help=resamples)
+    plots = "draw no plot for critique files (no matplotlib needed); a folder's PNGs are shown all the same"
+    add_option(page, ReportOptions, "no_plots", help=plots)
     page.add_argument(
         "--tolerance",
         type=_non_negative,
@@ -81,11 +76,8 @@ def register(subparsers) -> None:
         help="pointwise: a score at most this far from the human score is right (default 1.0)",
     )
     hub = parser.add_argument_group("the run on the Hub")
-    hub.add_argument(
-        "--push-to-hub",
-        metavar="ORG/NAME",
-        help="upload the rows, report and card to this dataset repository (created private unless --public)",
-    )
+    push = "upload the rows, report and card to this dataset repository (created private unless --public)"
+    add_option(hub, ReportOptions, "push_to_hub", help=push)
     hub.add_argument(
         "--save-hub-folder",
         metavar="DIR",
