@@ -103,7 +103,7 @@ def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], sh
         kwargs["action"] = meta.pop("action")
     elif convert is None:
         kwargs["action"] = argparse.BooleanOptionalAction
-    else:
+    if convert is not None:
         kwargs["type"] = argparse_type(convert)
     kwargs.update((k, v) for k, v in meta.items() if v is not None)
     return kwargs

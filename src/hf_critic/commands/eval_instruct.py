@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
+from ..critic.config import option_field
 from .arguments import add_dataclass_args, add_option
 from .exit_status import BAD_INPUT, DONE, NO_ROWS, PARTLY_FAILED, exit_status_text
 from .option_groups import DataOptions, ModelOptions, ReportOptions
@@ -23,6 +25,13 @@ environment variable the recipe names (api_key_env, default OPENAI_API_KEY), nev
 """ + exit_status_text()
 
 
+@dataclass
+class RecipeOptions:
+    """The Eval-Instruct recipe to run: ``--config``."""
+
+    config: str = option_field("recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
+
+
 def register(subparsers) -> None:
     """Add the ``eval-instruct`` sub-command (handler: :func:`run`)."""
     parser = subparsers.add_parser(
@@ -33,7 +42,7 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
+    add_dataclass_args(parser, RecipeOptions)
     add_option(parser, ReportOptions, "output_dir", help="override the recipe's output_dir")
     add_dataclass_args(parser, DataOptions, only=["overwrite"])
     add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)

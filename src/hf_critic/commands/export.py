@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from .arguments import add_option
+from ..critic.config import option_field
+from .arguments import add_dataclass_args, add_option
 from .option_groups import DataOptions
 
 EPILOG = """\
@@ -14,6 +16,13 @@ The folder holds the merged weights (float32), the tokenizer with its chat templ
 inputs to the critic's context as the in-process critic does. `export-critic smollm2-135m-instruct` prints the lines
 for the embedded critic's own folder, which vLLM serves as it is.
 """
+
+
+@dataclass
+class ExportOptions:
+    """How the printed serving commands look: ``--port``."""
+
+    port: int = option_field("the port in the printed commands (default: 8000)", 8000)
 
 
 def register(subparsers) -> None:
@@ -34,7 +43,7 @@ def register(subparsers) -> None:
     output = "the folder to write (not needed for the embedded critic)"
     add_option(parser, DataOptions, "output", required=False, default=None, help=output)
     add_option(parser, DataOptions, "overwrite", help="replace an existing --output folder")
-    parser.add_argument("--port", type=int, default=8000, help="the port in the printed commands (default: 8000)")
+    add_dataclass_args(parser, ExportOptions)
     parser.set_defaults(func=run)
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..critic.config import option_field
 from ..critics.computed import check_template
 from ..loaders import name_and_value, parse_benchmark
 from .arguments import add_dataclass_args, add_option
@@ -78,6 +80,30 @@ accuracy where the human labels have no tie, parse failures, per-category tables
 """
 
 
+@dataclass
+class MetaEvalInputs:
+    """What ``meta-eval`` measures: ``--critiques``, ``--benchmark``, ``--predictions``, ``--task``, ``--attacks``."""
+
+    critiques: list[str] = option_field("existing critique file", [], action="append", metavar="[CRITIC/DATASET=]FILE")
+    benchmark: list[str] = option_field(
+        "benchmark to run critics on", [], action="append", metavar="[NAME=]FORMAT:PATH"
+    )
+    predictions: list[str] = option_field(
+        "CriticEval-format prediction folder to score on the criticbench --benchmark",
+        [],
+        action="append",
+        metavar="[NAME=]DIR",
+    )
+    task: str | None = option_field("for --benchmark generic:...", None, choices=["pointwise", "pairwise"])
+    attacks: str | None = option_field(
+        "robustness to judge attacks (hf_critic.meta_eval.attacks): all, groups (master-key, verdict, turn, "
+        "authority, padding, position) or names, comma-separated; the worse answer of each pair is attacked "
+        "(pointwise with references: content-free answers against the reference); writes attacks.md / attacks.json",
+        None,
+        metavar="NAMES",
+    )
+
+
 def register(subparsers) -> None:
     """Add the ``meta-eval`` sub-command."""
     parser = subparsers.add_parser(
@@ -89,20 +115,9 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inputs = parser.add_argument_group("inputs")
-    inputs.add_argument(
-        "--critiques", action="append", default=[], metavar="[CRITIC/DATASET=]FILE", help="existing critique file"
-    )
-    inputs.add_argument(
-        "--benchmark", action="append", default=[], metavar="[NAME=]FORMAT:PATH", help="benchmark to run critics on"
-    )
+    add_dataclass_args(inputs, MetaEvalInputs, only=["critiques", "benchmark"])
     add_verdict_args(inputs)
-    inputs.add_argument(
-        "--predictions",
-        action="append",
-        default=[],
-        metavar="[NAME=]DIR",
-        help="CriticEval-format prediction folder to score on the criticbench --benchmark",
-    )
+    add_option(inputs, MetaEvalInputs, "predictions")
     add_dataclass_args(
         inputs,
         DataOptions,
@@ -114,7 +129,7 @@ def register(subparsers) -> None:
         },
     )
     add_gold_args(inputs)
-    inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
+    add_option(inputs, MetaEvalInputs, "task")
     add_option(inputs, BenchmarkOptions, "turn")
     add_option(
         inputs, HumanOptions, "human_score", default="human_score", help="human score column (default: human_score)"
@@ -127,13 +142,7 @@ def register(subparsers) -> None:
     add_critic_args(critics)
     swap = {"action": argparse.BooleanOptionalAction, "default": True, "help": "judge both orders (default: on)"}
     add_dataclass_args(critics, PairOptions, overrides={"swap": swap})
-    critics.add_argument(
-        "--attacks",
-        metavar="NAMES",
-        help="robustness to judge attacks (hf_critic.meta_eval.attacks): all, groups (master-key, verdict, turn, "
-        "authority, padding, position) or names, comma-separated; the worse answer of each pair is attacked "
-        "(pointwise with references: content-free answers against the reference); writes attacks.md / attacks.json",
-    )
+    add_option(critics, MetaEvalInputs, "attacks")
     add_cache_args(critics)
     add_decoding_args(parser)
 

@@ -205,7 +205,7 @@ class ComparisonOptions:
 @dataclass
 class HumanOptions:
     """The human judgement a command measures its critics against: ``--human-score``, ``--human-label``,
-    ``--two-way``."""
+    ``--drop-tie``, ``--two-way``."""
 
     human_score: str | None = _opt(
         "column of human (or GPT-4) scores to correlate with (default: human_score if present)", None
@@ -213,6 +213,7 @@ class HumanOptions:
     human_label: str | None = _opt(
         "column of human labels 0/1/2 to measure agreement (default: label if present)", None
     )
+    drop_tie: bool = _opt("leave out the pairs whose human label is a tie (two-way data)", False, action="store_true")
     two_way: str = _opt(
         "two-way accuracy in the printed figures: the choice between response 1 and response 2 alone (the tie "
         "option dropped from the verdict distribution; a text tie counts half); auto (default): when the human "

@@ -222,18 +222,25 @@ def _plain(kind):
     return kind
 
 
+#: The argparse actions of an option that takes no value.
+_SWITCHES = ("store_true", "store_false", "store_const")
+
+
 def field_converter(f: dataclasses.Field, hint) -> Callable[[str], Any] | None:
     """How an option's text becomes the value of the dataclass field ``f`` (annotation ``hint``): the field's
     ``metadata["type"]``, else :func:`finite_float` for a float, else the annotation itself (``int``, ``str``); None
-    for a switch (a bool field, or one whose metadata names an ``action``), which takes no text.
+    for a switch (a bool field, or a ``store_true`` / ``store_false`` / ``store_const`` action), which takes no text;
+    for a repeated option (a ``list[X]`` field), how one value is read.
 
     The command line (:func:`hf_critic.commands.arguments.add_dataclass_args`) and a critic spec
     (:func:`hf_critic.critics.options.critic_options`) convert through this one function, so a value means the same
     in both.
     """
     kind = _plain(hint)
-    if "action" in f.metadata or kind is bool:
+    if kind is bool or f.metadata.get("action") in _SWITCHES:
         return None
+    if typing.get_origin(kind) is list:  # a repeated option (``action="append"``): the type of one value
+        kind = typing.get_args(kind)[0]
     return f.metadata.get("type") or (finite_float if kind is float else kind)
 
 
