@@ -18,7 +18,8 @@ __all__ = ["add_cascade_args", "refuse_critic_options", "run_cascade_command"]
 
 
 def add_cascade_args(parser: argparse.ArgumentParser) -> None:
-    """``--cascade FILE`` and ``--calibration FILE`` (``compare``; :class:`~hf_critic.commands.option_groups.CascadeOptions`)."""
+    """``--cascade FILE`` and ``--calibration FILE`` (``compare``;
+    :class:`~hf_critic.commands.option_groups.CascadeOptions`)."""
     group = parser.add_argument_group("selective judging (a cascade of critics)")
     add_dataclass_args(group, CascadeOptions)
 

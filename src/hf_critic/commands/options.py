@@ -278,8 +278,8 @@ def critic_options_from_args(args: argparse.Namespace, model: str | None) -> Cri
 
 def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
-    endpoint, critic, cache and decoding options, built by :func:`hf_critic.critics.computed.build_computed` (as a critic
-    of a cascade file is): on the server at ``--base-url`` when given, else locally on ``--engine``.
+    endpoint, critic, cache and decoding options, built by :func:`hf_critic.critics.computed.build_computed` (as a
+    critic of a cascade file is): on the server at ``--base-url`` when given, else locally on ``--engine``.
 
     ``inputs`` (the number of prompts the run will generate for, when known) caps the batch size, so ``--dtype
     auto`` / ``--engine auto`` decide for the batches that will really run (one record: batch 1).

@@ -21,8 +21,8 @@ Example:
 
 @dataclass
 class FeatureOptions:
-    """The glass-box features and how they are scored (glass-box self-evaluation, §2-§3): ``--features``, ``--turn``,
-    ``--illustration``, ``--calibrate``, ``--combo-normalization``, ``--combo-var``, ``--combo-ent-sign``,
+    """The glass-box features and how they are scored (glass-box self-evaluation, §2-§3): ``--features``,
+    ``--turn``, ``--illustration``, ``--calibrate``, ``--combo-normalization``, ``--combo-var``, ``--combo-ent-sign``,
     ``--no-end-token``."""
 
     features: list[str] | None = option_field(
@@ -60,7 +60,8 @@ class FeatureOptions:
 
 @dataclass
 class EnsembleOptions:
-    """The uncertainty ensembles (glass-box self-evaluation, §2.2): ``--ensemble-size``, ``--prompt-ensemble-size``, ``--top-k``."""
+    """The uncertainty ensembles (glass-box self-evaluation, §2.2): ``--ensemble-size``, ``--prompt-ensemble-size``,
+    ``--top-k``."""
 
     ensemble_size: int = option_field("sampled passes of the decoding ensemble (default: 10)", 10)
     prompt_ensemble_size: int | None = option_field(

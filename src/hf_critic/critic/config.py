@@ -1,10 +1,11 @@
-"""How a critic is prompted and how its verdicts are read, as one dataclass the command line is generated from.
+"""How a critic is prompted and how its verdicts are read, as one dataclass the command line is generated from, and
+the types every option's value is read with (:func:`positive_int`, :func:`fraction` ...; :func:`field_converter`).
 
 :class:`CriticConfig` holds the critic's options (the CritiqueLLM v2 §3.1 template and language, a rubric and its
 scale, the truncation policy, and the verdict read-out of :mod:`hf_critic.critic.verdicts`); each field's metadata is the
 help text of its option, so ``hf-critic grade / compare / refine / meta-eval`` build their ``--template`` ...
-``--min-verdict-mass`` options from the fields (:func:`~hf_critic.commands.arguments.add_dataclass_args`, as TRL builds its parsers from
-dataclasses), and :meth:`CriticConfig.critic_kwargs` turns the parsed values into
+``--min-verdict-mass`` options from the fields (:func:`~hf_critic.commands.arguments.add_dataclass_args`, as TRL
+builds its parsers from dataclasses), and :meth:`CriticConfig.critic_kwargs` turns the parsed values into
 :class:`~hf_critic.critic.Critic`'s keyword arguments. A new critic option is a new field.
 """
 

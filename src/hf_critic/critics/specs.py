@@ -1,8 +1,8 @@
 """Critics from specs, without the command line: a critic spec (the mapping a cascade file holds for one critic) read
 into a :class:`CriticSpec` and built by :func:`build_critic`; a whole cascade file by :func:`load_cascade`.
 
-A cascade file lists the critics, cheapest first (Trust or Escalate, Jung et al. 2024, §3); each is computed, with
-the options ``hf-critic compare`` would take for it, or recorded (verdicts read from files)::
+A cascade file lists the critics, cheapest first (Trust or Escalate, Jung, Brahman, Choi, ICLR 2025, §3); each is
+computed, with the options ``hf-critic compare`` would take for it, or recorded (verdicts read from files)::
 
     critics:
       - name: smollm2-135m-critic
@@ -37,8 +37,8 @@ A critic may also be ``baseline: longer-wins`` (the longer response wins, with a
 
 A computed critic's ``options:`` are read into the dataclasses the command line is generated from
 (:func:`hf_critic.critics.options.critic_options`), and :func:`~hf_critic.critics.computed.build_computed` builds the
-critic from them, as
-``hf-critic compare`` does from its flags: a spec and a command line with the same options build the same critic.
+critic from them, as ``hf-critic compare`` does from its flags: a spec and a command line with the same options build
+the same critic.
 Every spec of a file is read and checked before any critic is built (no model loads before a typo is found).
 """
 
