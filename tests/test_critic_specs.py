@@ -23,9 +23,9 @@ PAIRWISE = schema.Setting(schema.Task.PAIRWISE, False)
 
 
 def _compare_args(argv: list[str]):
-    from hf_critic.commands.critique import compare_parser
+    from hf_critic.cli import build_parser
 
-    return compare_parser().parse_args(["--data", "d.jsonl", "--output", "o.jsonl", *argv])
+    return build_parser().parse_args(["compare", "--data", "d.jsonl", "--output", "o.jsonl", *argv])
 
 
 def _fingerprint(critic, swap: bool) -> str:

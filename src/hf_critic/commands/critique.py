@@ -70,14 +70,6 @@ def register(subparsers) -> None:
     compare.set_defaults(func=run, task="compare")
 
 
-def compare_parser() -> argparse.ArgumentParser:
-    """A fresh ``hf-critic compare`` parser (it reads the options of each critic of a cascade file)."""
-    parser = argparse.ArgumentParser(prog="hf-critic", add_help=False)
-    register(parser.add_subparsers(dest="command"))
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return action.choices["compare"]
-
-
 def load_rows(args: argparse.Namespace, task: str):
     """The rows to judge as the data options say (``--data`` read directly or with a ``--format`` loader, ``--columns``,
     ``--limit`` / ``--sample``), with the gold column read as the gold options say; ``task`` is ``"grade"`` or
