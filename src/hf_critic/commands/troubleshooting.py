@@ -84,6 +84,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     # the other commands
     "hf_critic.meta_eval": "meta-eval",
     "hf_critic.commands.meta_eval": "meta-eval",
+    "hf_critic.loaders.parse_benchmark": "meta-eval",  # a [NAME=]FORMAT:PATH benchmark (meta-eval's, a recorded critic's)
     "hf_critic.criticbench": "meta-eval",
     "hf_critic.judgments": "meta-eval",
     "hf_critic.sandbox": "meta-eval",  # CriticBench's code answers run in it
