@@ -64,7 +64,7 @@ FLOORS: dict[str, int] = {
     # engines' read-outs
     "critic.grammars": 4,
     "critic.identity": 4,  # the options that change a critic's verdicts: the parts of a calibration's fingerprint
-    "critic.config": 4,  # the critic's options, as a dataclass the command line is generated from
+    "critic.config": 4,  # the critic's options, as a dataclass the command line is generated from; option value types
     "critic.rewards": 4,
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
     "critic.readout": 4,  # the engines' verdict read-outs through the cache (probabilities, forced verdicts)
@@ -72,6 +72,7 @@ FLOORS: dict[str, int] = {
     "backends.serving": 4,  # a project critic as a checkpoint vLLM serves (merged adapter, calibration), its commands
     # 5. the critic and the Eval-Instruct pipeline
     "critic.core": 5,  # the Critic class
+    "critics.options": 5,  # the options of one computed critic, declared once (model, server, cache, pair)
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
     "critics.jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
     "eval_instruct": 5,
@@ -79,13 +80,16 @@ FLOORS: dict[str, int] = {
     "judgments": 6,
     "refine": 6,
     "selective.cascade": 6,  # critics in a cascade: escalate what one is unsure of, abstain where none is sure
+    "critics.computed": 6,  # a computed critic built from its options (the command line's and a spec's one builder)
     "training": 6,
     "reports": 6,  # report writers: a run as one HTML page (the run viewer) and as a Hub dataset folder with its card
-    # 7. the command line
-    "commands": 7,
-    "cli": 8,
-    # the package root: the public names (hf_critic.Critic, metric_path), above everything
-    "hf_critic": 9,
+    # 7. critics from specs: a cascade file's critics (computed, recorded, baseline, jury) built without the command line
+    "critics.specs": 7,
+    # 8. the command line
+    "commands": 8,
+    "cli": 9,
+    # the package root: the public names (hf_critic.Critic, load_cascade, metric_path), above everything
+    "hf_critic": 10,
 }
 
 

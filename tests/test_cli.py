@@ -10,9 +10,9 @@ import pytest
 
 from hf_critic.cli import build_parser, main
 from hf_critic.commands import option_groups
+from hf_critic.commands.arguments import add_dataclass_args
 from hf_critic.commands.options import decoding_from_args
 from hf_critic.core import schema
-from hf_critic.critic.config import add_dataclass_args
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.io import RecordError, load_records, parse_columns
 
@@ -104,7 +104,7 @@ def test_shared_options_keep_each_commands_defaults():
 
 def test_options_are_declared_with_help_and_overrides_must_match():
     groups = [getattr(option_groups, name) for name in option_groups.__all__ if name.endswith("Options")]
-    assert len(groups) == 8
+    assert len(groups) == 13
     assert all(f.metadata.get("help") for cls in groups for f in dataclasses.fields(cls))
     parser = argparse.ArgumentParser()
     with pytest.raises(KeyError, match="not added"):

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from hf_critic.critic.config import CriticConfig, add_dataclass_args, parse_score_range
+from hf_critic.commands.arguments import add_dataclass_args, dataclass_from_args
+from hf_critic.critic.config import CriticConfig, parse_score_range
 from hf_critic.critic.verdicts import DEFAULT_MIN_VERDICT_MASS
 
 
@@ -25,12 +26,12 @@ def test_every_field_is_an_option_and_reads_back_into_the_config(tmp_path):
     argv = ["--template", "prometheus2", "--rubric", str(rubric), "--score-range", "1,3", "--language", "zh"]
     argv += ["--truncate", "skip", "--constrain-verdict", "--verdict", "both", "--explanation", "none"]
     argv += ["--min-verdict-mass", "0.2"]
-    config = CriticConfig.from_args(_parser().parse_args(argv))
+    config = dataclass_from_args(CriticConfig, _parser().parse_args(argv))
     assert config == CriticConfig("prometheus2", str(rubric), "1,3", "zh", "skip", True, "both", "none", 0.2)
     kwargs = config.critic_kwargs()
     assert kwargs["score_range"] == (1, 3) and kwargs["rubric"].criteria == "Is it helpful?"
     assert (kwargs["verdict"], kwargs["explanation"], kwargs["min_verdict_mass"]) == ("both", "none", 0.2)
-    defaults = CriticConfig.from_args(_parser().parse_args([]))
+    defaults = dataclass_from_args(CriticConfig, _parser().parse_args([]))
     assert defaults == CriticConfig() and defaults.critic_kwargs()["min_verdict_mass"] == DEFAULT_MIN_VERDICT_MASS
     with pytest.raises(SystemExit):  # choices come from the field's metadata
         _parser().parse_args(["--verdict", "logits"])
@@ -42,7 +43,7 @@ def test_a_new_field_is_a_new_option():
         seed_words: int = dataclasses.field(default=3, metadata={"help": "words of context"})
 
     args = _parser(Wider).parse_args(["--seed-words", "5", "--verdict", "text"])
-    assert Wider.from_args(args) == Wider(verdict="text", seed_words=5)
+    assert dataclass_from_args(Wider, args) == Wider(verdict="text", seed_words=5)
 
 
 def test_bad_rubric_and_scale_are_one_line_errors(tmp_path):

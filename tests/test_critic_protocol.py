@@ -13,6 +13,7 @@ import pytest
 
 from hf_critic.cli import main
 from hf_critic.core import schema
+from hf_critic.core.errors import BadInputError
 from hf_critic.critics.protocol import CriticKind, Critiques, setting_of
 from hf_critic.critics.registry import critic_class, kinds, register
 
@@ -33,7 +34,7 @@ class DistinctWords(CriticKind):
     def from_spec(cls, options: dict, where: str) -> DistinctWords:
         unknown = sorted(set(options) - {"lowercase"})
         if unknown:
-            raise ValueError(f"{where}: distinct-words takes lowercase only, got {unknown}")
+            raise BadInputError(f"{where}: distinct-words takes lowercase only, got {unknown}")
         return cls(**options)
 
     def count(self, text: str) -> int:

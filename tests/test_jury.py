@@ -258,9 +258,8 @@ def calibrate(data, cascade, out, *extra):
 
 
 def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
+    from hf_critic import load_cascade
     from hf_critic.commands.calibrate_report import jury_refits, question_keys
-    from hf_critic.commands.cascades import load_cascade
-    from hf_critic.commands.critique import compare_parser
     from hf_critic.io import load_records
     from hf_critic.selective import load_calibration
     from hf_critic.selective.cascade import judge_all
@@ -274,7 +273,7 @@ def test_a_fitted_jury_is_fitted_on_its_calibration_rows_only(tmp_path, capsys):
         "longer-wins",
     ]
     records = load_records(str(data))
-    (stage,) = load_cascade(str(cascade), compare_parser())
+    (stage,) = load_cascade(str(cascade))
     with pytest.raises(ValueError, match="a fitted jury needs a calibration file"):  # no labels, no fit: refused
         judge_all([stage], records)  # (after its members judged: their columns are kept)
     # the stored fit is the fit on half the calibration questions; the thresholds are set on the other rows only

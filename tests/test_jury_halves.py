@@ -55,10 +55,9 @@ def _halves(tmp_path):
 
 
 def _stage(cascade):
-    from hf_critic.commands.cascades import load_cascade
-    from hf_critic.commands.critique import compare_parser
+    from hf_critic import load_cascade
 
-    (stage,) = load_cascade(str(cascade), compare_parser())
+    (stage,) = load_cascade(str(cascade))
     return stage
 
 

@@ -18,14 +18,13 @@ from hf_critic.cli import main
 # --------------------------------------------------------------------------------------------------
 def _load(tmp_path, spec, monkeypatch):
     """``load_cascade`` of ``spec`` with critics built by a stand-in (a typo must not reach a model load)."""
-    from hf_critic.commands import options
-    from hf_critic.commands.cascades import load_cascade
-    from hf_critic.commands.critique import compare_parser
+    from hf_critic import load_cascade
+    from hf_critic.critics import specs
 
-    monkeypatch.setattr(options, "critic_from_args", lambda args, model, inputs=None: object())
+    monkeypatch.setitem(specs.BUILDERS, "computed", lambda spec, rows: object())
     path = tmp_path / "cascade.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return load_cascade(str(path), compare_parser()), str(path)
+    return load_cascade(str(path)), str(path)
 
 
 SERVED = {"base_url": "http://127.0.0.1:1/v1", "model": "judge"}
@@ -368,7 +367,7 @@ def test_min_verdict_mass_outside_zero_one_is_refused_by_the_option_parser(tmp_p
             ["--constrain-verdict"],
             "--constrain-verdict needs grammar-constrained decoding, which transformers lacks",
         ),
-        (["--tie-margin", "0.5"], "--tie-margin: only a reward critic (a reward model) has a tie band"),
+        (["--tie-margin", "0.5"], "--tie-margin 0.5: only a reward critic (a reward model) has a tie band"),
     ],
 )
 def test_an_option_the_engine_cannot_honour_is_refused_before_the_model_loads(tmp_path, capsys, option, says):

@@ -269,8 +269,7 @@ def test_a_cascade_sends_only_the_unkept_rows_onward_and_abstains_where_no_criti
 
 
 def test_only_unkept_rows_reach_the_next_critic_without_a_cache_and_abstained_rows_get_no_verdict(tmp_path):
-    from hf_critic.commands.cascades import load_cascade
-    from hf_critic.commands.critique import compare_parser
+    from hf_critic import load_cascade
     from hf_critic.selective import CalibrationFile, CriticThreshold
     from hf_critic.selective.cascade import CascadeStage, critic_fingerprint, run_cascade
 
@@ -282,7 +281,7 @@ def test_only_unkept_rows_reach_the_next_critic_without_a_cache_and_abstained_ro
             critic["options"]["no_cache"] = True
         path = tmp_path / "nocache.yaml"
         path.write_text(json.dumps(spec), encoding="utf-8")
-        stages: list[CascadeStage] = load_cascade(str(path), compare_parser())
+        stages: list[CascadeStage] = load_cascade(str(path))
         setting = schema.Setting(schema.Task.PAIRWISE, False)
         entries = [
             CriticThreshold(s.name, critic_fingerprint(s, setting), "votes", 1.0, 6, 0, 0.1, 0.05, 12, 0.5)

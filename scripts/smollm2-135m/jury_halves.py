@@ -374,8 +374,7 @@ def main(argv=None) -> int:
     args = _parse_args(argv)
     benchmarks = [b.strip() for b in args.benchmarks.split(",") if b.strip()]
 
-    from hf_critic.commands.cascades import load_cascade
-    from hf_critic.commands.critique import compare_parser
+    from hf_critic import load_cascade
     from hf_critic.io import RecordError
     from hf_critic.meta_eval.halves import load_split
     from hf_critic.reports.heldout_halves import write_half
@@ -399,7 +398,7 @@ def main(argv=None) -> int:
         for bench in benchmarks:
             t0 = time.perf_counter()
             dev, test = halves["dev"][bench], halves["test"][bench]
-            stages = load_cascade(args.cascade, compare_parser(), rows=max(len(dev), len(test)))
+            stages = load_cascade(args.cascade, rows=max(len(dev), len(test)))
             result = measure(stages[0], dev, test, resamples=args.bootstrap)
             result["wall_s"] = round(time.perf_counter() - t0, 1)
             results[bench] = result

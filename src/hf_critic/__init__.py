@@ -1,7 +1,8 @@
 """hf-critic: LLM-as-critic evaluation in the Hugging Face ecosystem.
 
 ``import hf_critic`` stays cheap (standard library only): :class:`~hf_critic.critic.Critic` is imported on first use,
-so ``from hf_critic import Critic`` works without loading torch and transformers for ``hf_critic.__version__``.
+so ``from hf_critic import Critic`` works without loading torch and transformers for ``hf_critic.__version__``;
+:func:`~hf_critic.critics.specs.load_cascade` reads a cascade file into its critics, without the command line.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from ._lazy import lazy_names
 from ._version import __version__
 from .meta_eval.modules import metric_path  # stdlib-only module: cheap to import
 
-__all__ = ["Critic", "__version__", "install_metrics", "metric_path"]
+__all__ = ["Critic", "__version__", "install_metrics", "load_cascade", "metric_path"]
 
 # Public names imported on first access (PEP 562): name -> module that defines it.
-_LAZY = {"Critic": ".critic", "install_metrics": ".reports.metric_modules"}
+_LAZY = {
+    "Critic": ".critic",
+    "install_metrics": ".reports.metric_modules",
+    "load_cascade": ".critics.specs",
+}
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

@@ -4,9 +4,13 @@ measured over random calibration / test splits (Jung, Brahman, Choi, "Trust or E
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import BadInputError
+from ..critic.config import fraction, option_field, positive_int
+from ..critics.specs import load_cascade
+from .arguments import add_dataclass_args, add_option
 from .calibrate_report import (
     calibration_risk_coverage,
     check_fit_shares,
@@ -17,8 +21,8 @@ from .calibrate_report import (
     question_keys,
     threshold_rows,
 )
-from .cascades import load_cascade
 from .exit_status import DONE
+from .option_groups import CascadeOptions, FigureOptions, HumanOptions
 from .options import add_data_args, add_gold_args
 
 EPILOG = """\
@@ -40,22 +44,43 @@ calibration half under --splits), and its fit is stored in the calibration file 
 """
 
 
-def _fraction(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text}")
-    return value
-
-
 def _levels(text: str) -> list[float]:
-    return [_fraction(t) for t in text.split(",") if t.strip()]
+    """``--levels``: comma-separated target agreements, each in (0, 1).
+
+    Raises:
+        OptionValueError: a level outside (0, 1) (ValueError: not a number).
+    """
+    return [fraction(t) for t in text.split(",") if t.strip()]
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
-    return value
+@dataclass
+class GuaranteeOptions:
+    """The guarantee to calibrate for (Trust or Escalate §3): ``--target-agreement``, ``--delta``, ``--min-rows``."""
+
+    target_agreement: float = option_field("1 - alpha: the agreement with humans to guarantee", type=fraction)
+    delta: float = option_field("the guarantee fails with probability at most delta (default 0.1)", 0.1, type=fraction)
+    min_rows: int = option_field(
+        "rows at or above a threshold before it is tested (default 30)", 30, type=positive_int
+    )
+
+
+@dataclass
+class SplitOptions:
+    """The guarantee measured over random calibration / test splits (Trust or Escalate §4.1): ``--report-dir``,
+    ``--splits``, ``--calibration-fraction``, ``--levels``, ``--seed``."""
+
+    report_dir: str | None = option_field(
+        "write each critic's critiques, its risk-coverage (AURC with a bootstrap interval over questions, "
+        "agreement at coverage, coverage at agreement; beside longer-wins and the label prior) in report.md, "
+        "report.json and risk_coverage.png, and with --splits the guarantee's report and agreement_coverage.png",
+        None,
+    )
+    splits: int = option_field("R random splits (Trust or Escalate §4.1; 0: none)", 0)
+    calibration_fraction: float = option_field("share of rows calibrated on per split (0.5)", 0.5, type=fraction)
+    levels: list[float] | None = option_field(
+        "target agreements to measure (default: --target-agreement)", None, type=_levels
+    )
+    seed: int = option_field("seed of the splits and the bootstrap (default 0)", 0)
 
 
 def register(subparsers) -> None:
@@ -73,41 +98,17 @@ def register(subparsers) -> None:
     (output,) = [a for a in data._group_actions if a.dest == "output"]
     output.help = "where to write the calibration file (.json): each critic's threshold, its bound and the data's hash"
     add_gold_args(data)
-    data.add_argument("--human-label", help="column of human labels 0/1/2 (default: label)")
-    data.add_argument(
-        "--drop-tie", action="store_true", help="leave out the pairs whose human label is a tie (two-way data)"
-    )
+    add_option(data, HumanOptions, "human_label", help="column of human labels 0/1/2 (default: label)")
+    add_option(data, HumanOptions, "drop_tie")
     guarantee = parser.add_argument_group("guarantee")
-    guarantee.add_argument("--cascade", required=True, metavar="FILE", help="the cascade file (YAML, cheapest first)")
-    guarantee.add_argument(
-        "--target-agreement", type=_fraction, required=True, help="1 - alpha: the agreement with humans to guarantee"
-    )
-    guarantee.add_argument(
-        "--delta", type=_fraction, default=0.1, help="the guarantee fails with probability at most delta (default 0.1)"
-    )
-    guarantee.add_argument(
-        "--min-rows", type=_positive, default=30, help="rows at or above a threshold before it is tested (default 30)"
-    )
+    add_option(guarantee, CascadeOptions, "cascade", required=True, help="the cascade file (YAML, cheapest first)")
+    add_dataclass_args(guarantee, GuaranteeOptions)
     report = parser.add_argument_group("measuring the guarantee (random calibration / test splits)")
-    report.add_argument(
-        "--report-dir",
-        help="write each critic's critiques, its risk-coverage (AURC with a bootstrap interval over questions, "
-        "agreement at coverage, coverage at agreement; beside longer-wins and the label prior) in report.md, "
-        "report.json and risk_coverage.png, and with --splits the guarantee's report and agreement_coverage.png",
+    add_dataclass_args(report, SplitOptions)
+    resamples = (
+        "bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default 1000)"
     )
-    report.add_argument("--splits", type=int, default=0, help="R random splits (Trust or Escalate §4.1; 0: none)")
-    report.add_argument(
-        "--calibration-fraction", type=_fraction, default=0.5, help="share of rows calibrated on per split (0.5)"
-    )
-    report.add_argument("--levels", type=_levels, help="target agreements to measure (default: --target-agreement)")
-    report.add_argument("--seed", type=int, default=0, help="seed of the splits and the bootstrap (default 0)")
-    report.add_argument(
-        "--bootstrap",
-        type=int,
-        default=1000,
-        help="bootstrap resamples (over questions) of each critic's AURC interval in the report (0: none; default "
-        "1000)",
-    )
+    add_option(report, FigureOptions, "bootstrap", default=1000, help=resamples, metavar=None)
     parser.set_defaults(func=run_calibrate)
 
 
@@ -447,7 +448,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from ..core import schema
     from ..io import check_output, write_text
     from ..selective import check_claim
-    from .critique import compare_parser, load_rows
+    from .critique import load_rows
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite, suffixes=(".json",))
     from ..meta_eval.bootstrap import check_resamples
@@ -462,7 +463,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     _check_splits(args, len(records))
     referenced = args.referenced if args.referenced is not None else schema.REFERENCE in records.column_names
     setting = schema.Setting(schema.Task.PAIRWISE, referenced)
-    stages = load_cascade(args.cascade, compare_parser(), rows=len(records))
+    stages = load_cascade(args.cascade, rows=len(records))
     judged, human = _judged(args, stages, records)
     held = threshold_rows(stages, len(records)).tolist()
     calibration = _calibration(args, stages, judged, records, setting, held, human)

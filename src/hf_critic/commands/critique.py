@@ -6,8 +6,10 @@ import argparse
 import time
 
 from ..core.errors import BadInputError
+from .arguments import add_dataclass_args, add_option
 from .cascades import add_cascade_args, run_cascade_command
 from .exit_status import DONE
+from .option_groups import HumanOptions, PairOptions
 from .options import (
     add_cache_args,
     add_critic_args,
@@ -51,9 +53,7 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _common(grade).add_argument(
-        "--human-score", help="column of human (or GPT-4) scores to correlate with (default: human_score if present)"
-    )
+    add_option(_common(grade), HumanOptions, "human_score")
     grade.set_defaults(func=run, task="grade")
 
     compare = subparsers.add_parser(
@@ -65,28 +65,11 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     data = _common(compare)
-    compare.add_argument("--swap", action="store_true", help="judge both orders and record whether the verdicts agree")
-    compare.add_argument(
-        "--two-way",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="two-way accuracy in the printed figures: the choice between response 1 and response 2 alone (the tie "
-        "option dropped from the verdict distribution; a text tie counts half); auto (default): when the human "
-        "labels have no tie",
-    )
-    data.add_argument(
-        "--human-label", help="column of human labels 0/1/2 to measure agreement (default: label if present)"
-    )
+    add_dataclass_args(compare, PairOptions)
+    add_option(compare, HumanOptions, "two_way")
+    add_option(data, HumanOptions, "human_label")
     add_cascade_args(compare)
     compare.set_defaults(func=run, task="compare")
-
-
-def compare_parser() -> argparse.ArgumentParser:
-    """A fresh ``hf-critic compare`` parser (it reads the options of each critic of a cascade file)."""
-    parser = argparse.ArgumentParser(prog="hf-critic", add_help=False)
-    register(parser.add_subparsers(dest="command"))
-    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return action.choices["compare"]
 
 
 def load_rows(args: argparse.Namespace, task: str):
@@ -126,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_output(args.output, inputs=[args.data], overwrite=args.overwrite)  # before any model loads
     if getattr(args, "cascade", None):
-        return run_cascade_command(args, load_rows(args, args.task), compare_parser())
+        return run_cascade_command(args, load_rows(args, args.task))
     if getattr(args, "calibration", None):
         raise BadInputError("--calibration holds a cascade's thresholds: give the cascade too (--cascade FILE)")
     records = load_rows(args, args.task)

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from ..core.errors import BadInputError
-from ..critic.config import add_dataclass_args
+from ..critic.config import option_field
+from .arguments import add_dataclass_args, add_option
 from .exit_status import DONE, PARTLY_FAILED, exit_status_text
-from .option_groups import DataOptions, ModelOptions
+from .option_groups import DataOptions, ModelOptions, ReportOptions
 from .options import add_cache_args
 
 EPILOG = """\
@@ -22,6 +24,13 @@ again asks only for what is missing, and a rerun of the same recipe makes no req
 environment variable the recipe names (api_key_env, default OPENAI_API_KEY), never from the recipe.
 
 """ + exit_status_text()
+
+
+@dataclass
+class RecipeOptions:
+    """The Eval-Instruct recipe to run: ``--config``."""
+
+    config: str = option_field("recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
 
 
 def register(subparsers) -> None:
@@ -34,11 +43,11 @@ def register(subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--config", required=True, help="recipe YAML, e.g. recipes/eval_instruct/local_server.yaml")
-    parser.add_argument("--output-dir", help="override the recipe's output_dir")
+    add_dataclass_args(parser, RecipeOptions)
+    add_option(parser, ReportOptions, "output_dir", help="override the recipe's output_dir")
     add_dataclass_args(parser, DataOptions, only=["overwrite"])
     add_cache_args(parser, default="the recipe's cache, else <output_dir>/cache.sqlite", can_disable=False)
-    parser.add_argument("--push-to-hub", metavar="ORG/NAME", help="push the datasets and card to this Hub repository")
+    add_option(parser, ReportOptions, "push_to_hub")
     progress = {"default": None, "help": "progress bars (default: the recipe's)"}
     add_dataclass_args(parser, ModelOptions, only=["progress"], overrides={"progress": progress})
     parser.set_defaults(func=run)

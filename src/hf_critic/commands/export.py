@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
+from ..critic.config import option_field
+from .arguments import add_dataclass_args, add_option
 from .exit_status import DONE
+from .option_groups import DataOptions
 
 EPILOG = """\
 The folder holds the merged weights (float32), the tokenizer with its chat template, the critic's calibration
@@ -13,6 +17,13 @@ The folder holds the merged weights (float32), the tokenizer with its chat templ
 inputs to the critic's context as the in-process critic does. `export-critic smollm2-135m-instruct` prints the lines
 for the embedded critic's own folder, which vLLM serves as it is.
 """
+
+
+@dataclass
+class ExportOptions:
+    """How the printed serving commands look: ``--port``."""
+
+    port: int = option_field("the port in the printed commands (default: 8000)", 8000)
 
 
 def register(subparsers) -> None:
@@ -30,9 +41,10 @@ def register(subparsers) -> None:
         metavar="MODEL",
         help="smollm2-135m-critic, a reward-critic folder, or smollm2-135m-instruct (the embedded critic)",
     )
-    parser.add_argument("--output", help="the folder to write (not needed for the embedded critic)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --output folder")
-    parser.add_argument("--port", type=int, default=8000, help="the port in the printed commands (default: 8000)")
+    output = "the folder to write (not needed for the embedded critic)"
+    add_option(parser, DataOptions, "output", required=False, default=None, help=output)
+    add_option(parser, DataOptions, "overwrite", help="replace an existing --output folder")
+    add_dataclass_args(parser, ExportOptions)
     parser.set_defaults(func=run)
 
 

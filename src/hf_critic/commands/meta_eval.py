@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import BadInputError
-from ..critic.config import add_dataclass_args
+from ..critic.config import option_field
+from ..critics.computed import check_template
+from ..loaders import name_and_value, parse_benchmark
+from .arguments import add_dataclass_args, add_option
 from .exit_status import DONE
-from .option_groups import DataOptions, option_help
+from .option_groups import BenchmarkOptions, DataOptions, HumanOptions, PairOptions, ReportOptions, option_help
 from .options import (
     add_cache_args,
     add_comparison_args,
@@ -20,7 +24,6 @@ from .options import (
     add_gold_args,
     add_model_args,
     add_verdict_args,
-    check_template_option,
     critic_from_args,
     require_extra,
     select_rows,
@@ -79,6 +82,30 @@ accuracy where the human labels have no tie, parse failures, per-category tables
 """
 
 
+@dataclass
+class MetaEvalInputs:
+    """What ``meta-eval`` measures: ``--critiques``, ``--benchmark``, ``--predictions``, ``--task``, ``--attacks``."""
+
+    critiques: list[str] = option_field("existing critique file", [], action="append", metavar="[CRITIC/DATASET=]FILE")
+    benchmark: list[str] = option_field(
+        "benchmark to run critics on", [], action="append", metavar="[NAME=]FORMAT:PATH"
+    )
+    predictions: list[str] = option_field(
+        "CriticEval-format prediction folder to score on the criticbench --benchmark",
+        [],
+        action="append",
+        metavar="[NAME=]DIR",
+    )
+    task: str | None = option_field("for --benchmark generic:...", None, choices=["pointwise", "pairwise"])
+    attacks: str | None = option_field(
+        "robustness to judge attacks (hf_critic.meta_eval.attacks): all, groups (master-key, verdict, turn, "
+        "authority, padding, position) or names, comma-separated; the worse answer of each pair is attacked "
+        "(pointwise with references: content-free answers against the reference); writes attacks.md / attacks.json",
+        None,
+        metavar="NAMES",
+    )
+
+
 def register(subparsers) -> None:
     """Add the ``meta-eval`` sub-command."""
     parser = subparsers.add_parser(
@@ -90,20 +117,9 @@ def register(subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     inputs = parser.add_argument_group("inputs")
-    inputs.add_argument(
-        "--critiques", action="append", default=[], metavar="[CRITIC/DATASET=]FILE", help="existing critique file"
-    )
-    inputs.add_argument(
-        "--benchmark", action="append", default=[], metavar="[NAME=]FORMAT:PATH", help="benchmark to run critics on"
-    )
+    add_dataclass_args(inputs, MetaEvalInputs, only=["critiques", "benchmark"])
     add_verdict_args(inputs)
-    inputs.add_argument(
-        "--predictions",
-        action="append",
-        default=[],
-        metavar="[NAME=]DIR",
-        help="CriticEval-format prediction folder to score on the criticbench --benchmark",
-    )
+    add_option(inputs, MetaEvalInputs, "predictions")
     add_dataclass_args(
         inputs,
         DataOptions,
@@ -115,69 +131,43 @@ def register(subparsers) -> None:
         },
     )
     add_gold_args(inputs)
-    inputs.add_argument("--task", choices=["pointwise", "pairwise"], help="for --benchmark generic:...")
-    inputs.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for fastchat benchmarks (default: 1)")
-    inputs.add_argument("--human-score", default="human_score", help="human score column (default: human_score)")
-    inputs.add_argument("--human-label", default="label", help="human label column (default: label)")
-    inputs.add_argument("--category", help="column for the per-category breakdown (default: category, if present)")
+    add_option(inputs, MetaEvalInputs, "task")
+    add_option(inputs, BenchmarkOptions, "turn")
+    add_option(
+        inputs, HumanOptions, "human_score", default="human_score", help="human score column (default: human_score)"
+    )
+    add_option(inputs, HumanOptions, "human_label", default="label", help="human label column (default: label)")
+    add_option(inputs, BenchmarkOptions, "category")
 
     critics = add_model_args(parser, title="critics run here (on each --benchmark)", several=True)
     add_endpoint_args(parser)
     add_critic_args(critics)
-    critics.add_argument(
-        "--swap", action=argparse.BooleanOptionalAction, default=True, help="judge both orders (default: on)"
-    )
-    critics.add_argument(
-        "--attacks",
-        metavar="NAMES",
-        help="robustness to judge attacks (hf_critic.meta_eval.attacks): all, groups (master-key, verdict, turn, "
-        "authority, padding, position) or names, comma-separated; the worse answer of each pair is attacked "
-        "(pointwise with references: content-free answers against the reference); writes attacks.md / attacks.json",
-    )
+    swap = {"action": argparse.BooleanOptionalAction, "default": True, "help": "judge both orders (default: on)"}
+    add_dataclass_args(critics, PairOptions, overrides={"swap": swap})
+    add_option(critics, MetaEvalInputs, "attacks")
     add_cache_args(critics)
     add_decoding_args(parser)
 
     out = parser.add_argument_group("report")
-    out.add_argument("--output-dir", required=True, help="folder for report.md, report.json and the plots")
+    add_option(out, ReportOptions, "output_dir", required=True)
     add_dataclass_args(out, DataOptions, only=["overwrite"])
-    out.add_argument("--title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)")
-    out.add_argument("--no-plots", action="store_true", help="skip the PNG plots (no matplotlib needed)")
+    add_option(
+        out, ReportOptions, "title", default="Meta-evaluation", help="title of report.md (default: Meta-evaluation)"
+    )
+    add_option(out, ReportOptions, "no_plots")
     add_figure_args(out)
     add_comparison_args(out)
-    out.add_argument(
-        "--two-way",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="pairwise two-way accuracy: the critic's choice between response 1 and response 2 alone (the tie "
-        "option dropped from its verdict distribution; a text tie counts half), beside the three-way figures; "
-        "auto (default): when the human labels have no tie (chosen / rejected data such as HHH)",
+    two_way = (
+        "pairwise two-way accuracy: the critic's choice between response 1 and response 2 alone (the tie option "
+        "dropped from its verdict distribution; a text tie counts half), beside the three-way figures; auto (default): "
+        "when the human labels have no tie (chosen / rejected data such as HHH)"
     )
+    add_option(out, HumanOptions, "two_way", help=two_way)
     parser.set_defaults(func=run_meta_eval)
-
-
-def _name_and_value(spec: str) -> tuple[str | None, str]:
-    name, sep, value = spec.partition("=")
-    return (name.strip(), value.strip()) if sep and value else (None, spec.strip())
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "critic"
-
-
-def parse_benchmark(spec: str) -> tuple[str, str, str]:
-    """``[NAME=]FORMAT:PATH`` -> (name, format, path); the name defaults to the file stem (or folder name).
-
-    Raises:
-        ValueError: no ``FORMAT:`` prefix or an unknown format.
-    """
-    from ..loaders import FORMATS
-
-    name, rest = _name_and_value(spec)
-    fmt, sep, path = rest.partition(":")
-    formats = sorted([*FORMATS, "criticbench"])
-    if not sep or fmt not in formats:
-        raise BadInputError(f"--benchmark {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
-    return name or Path(path).stem or Path(path).name, fmt, path
 
 
 def _load_benchmark(args, fmt: str, path: str):
@@ -226,7 +216,7 @@ def _verdict_parser(args, data):
 
     if not args.verdict_parser:
         return None
-    check_template_option(args.verdict_parser, "--verdict-parser")  # a missing file was a FileNotFoundError traceback
+    check_template(args.verdict_parser, "--verdict-parser")  # a missing file was a FileNotFoundError traceback
     task = schema.Task.PAIRWISE if "response_1" in data.column_names else schema.Task.POINTWISE
     setting = schema.Setting(task, "reference" in data.column_names)
     if args.verdict_parser in list_families():
@@ -257,7 +247,7 @@ def _verdict_runs(args, benchmarks):
     parser = _verdict_parser(args, data)
     runs = []
     for spec in args.verdicts:
-        critic, files = _name_and_value(spec)
+        critic, files = name_and_value(spec)
         first_spec, _, swapped_spec = files.partition(",")
         if swapped_spec and task != "pairwise":
             raise BadInputError(f"--verdicts {spec}: a swapped-order file is for pairwise benchmarks")
@@ -482,7 +472,7 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     gold = golds[0] if golds else None
     reports = {}
     for spec in args.predictions:
-        name, folder = _name_and_value(spec)
+        name, folder = name_and_value(spec)
         reports[name or Path(folder).name] = criticbench_report(load_criticbench_predictions(folder), gold)
     for model in args.model or ([None] if not args.predictions else []):
         critic_name = "default-critic" if model is None else Path(model).name or model
@@ -563,7 +553,7 @@ def run_meta_eval(args: argparse.Namespace) -> int:
     check_output_dir(args.output_dir, outputs=reports, overwrite=args.overwrite)  # before any model loads
     runs, files = [], {}
     for spec in args.critiques:
-        name, path = _name_and_value(spec)
+        name, path = name_and_value(spec)
         critic, _, dataset = (name or "").partition("/")
         runs.append((critic or Path(path).resolve().parent.name, dataset or Path(path).stem, load_records(path)))
         files[len(runs) - 1] = path

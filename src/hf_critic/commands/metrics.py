@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
+from ..critic.config import option_field
+from .arguments import add_dataclass_args
 from .exit_status import DONE
 
 EPILOG = """\
@@ -13,6 +16,15 @@ module cache ($HF_MODULES_CACHE/evaluate_modules/metrics/evaluate-metric--<name>
 evaluate looks for a bare name. Run it again after upgrading hf-critic. Without installing,
 `evaluate.load(hf_critic.metric_path("critique_correlation"))` always works.
 """
+
+
+@dataclass
+class InstallOptions:
+    """Where ``metrics install`` writes the modules: ``--modules-cache``."""
+
+    modules_cache: str | None = option_field(
+        "HF_MODULES_CACHE to write to (default: evaluate's, from the environment)", None
+    )
 
 
 def register(subparsers) -> None:
@@ -31,9 +43,7 @@ def register(subparsers) -> None:
 
     install = actions.add_parser("install", help="make evaluate.load('<name>') resolve offline")
     install.add_argument("names", nargs="*", metavar="NAME", help=f"any of {', '.join(METRIC_NAMES)} (default: all)")
-    install.add_argument(
-        "--modules-cache", help="HF_MODULES_CACHE to write to (default: evaluate's, from the environment)"
-    )
+    add_dataclass_args(install, InstallOptions)
     install.set_defaults(func=run_install)
 
     path = actions.add_parser("path", help="print the folder of a metric module (for evaluate.load(path))")

@@ -23,9 +23,12 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..core.errors import BadInputError, MissingExtraError
-from ..critic.config import CriticConfig, add_dataclass_args, dataclass_from_args
+from ..core.errors import MissingExtraError
+from ..critic.config import CriticConfig
 from ..critic.decoding import DecodingConfig
+from ..critics.computed import build_computed, resolve_template
+from ..critics.options import GROUPS, CriticOptions
+from .arguments import add_dataclass_args, dataclass_from_args
 from .option_groups import (
     DEFAULT_CACHE,
     CacheOptions,
@@ -100,7 +103,7 @@ def add_comparison_args(parser) -> None:
 def add_model_args(
     parser: argparse.ArgumentParser, *, title: str = "model", several: bool = False, dtype: bool = True
 ):
-    """The model group (:class:`~hf_critic.commands.option_groups.ModelOptions`): ``--model``, ``--engine``,
+    """The model group (:class:`~hf_critic.critics.options.ModelOptions`): ``--model``, ``--engine``,
     ``--trust-remote-code``, ``--batch-size``, ``--threads``, [``--dtype``], ``--gguf-recode``, ``--progress``.
 
     Args:
@@ -124,7 +127,7 @@ def add_model_args(
 
 
 def add_endpoint_args(parser: argparse.ArgumentParser):
-    """The server group (:class:`~hf_critic.commands.option_groups.EndpointOptions`): ``--base-url``, ``--pooling``,
+    """The server group (:class:`~hf_critic.critics.options.EndpointOptions`): ``--base-url``, ``--pooling``,
     ``--api-key-env``, ``--concurrency``, ``--request-timeout``, ``--max-retries``: the critic behind an
     OpenAI-compatible server (read by :func:`critic_from_args`).
 
@@ -146,7 +149,7 @@ def add_critic_args(parser) -> None:
 
 def add_cache_args(parser, *, default: str = DEFAULT_CACHE, can_disable: bool = True) -> None:
     """``--cache FILE`` and, with ``can_disable``, ``--no-cache``
-    (:class:`~hf_critic.commands.option_groups.CacheOptions`).
+    (:class:`~hf_critic.critics.options.CacheOptions`).
 
     Args:
         parser: a parser or group.
@@ -236,17 +239,13 @@ def decoding_from_args(args: argparse.Namespace) -> DecodingConfig:
     Raises:
         ValueError: values the dataclass rejects (e.g. ``--temperature 0``).
     """
-    names = [f.name for f in dataclasses.fields(DecodingConfig)]
-    return DecodingConfig(**{n: getattr(args, n) for n in names if hasattr(args, n)})
+    return dataclass_from_args(DecodingConfig, args)
 
 
 def cache_from_args(args: argparse.Namespace) -> Path | None:
-    """The generation cache file: ``--cache``, else the default under hf-critic's cache; None with ``--no-cache``."""
-    from ..backends.models import cache_dir
-
-    if args.no_cache:
-        return None
-    return Path(args.cache) if args.cache else cache_dir() / "generations.sqlite"
+    """The generation cache file: ``--cache``, else the default under hf-critic's cache; None with ``--no-cache``
+    (:meth:`~hf_critic.critics.options.CacheOptions.path`)."""
+    return dataclass_from_args(CacheOptions, args).path()
 
 
 def check_shared_settings(args: argparse.Namespace) -> None:
@@ -269,11 +268,19 @@ def check_shared_settings(args: argparse.Namespace) -> None:
         check_cache_path(args.cache, "--cache")
 
 
+def critic_options_from_args(args: argparse.Namespace, model: str | None) -> CriticOptions:
+    """The :class:`~hf_critic.critics.options.CriticOptions` of the parsed model, endpoint, critic, cache, decoding and
+    pair options, with ``model`` as the model (a command with several ``--model`` builds one critic each); an option
+    the command does not offer keeps its default."""
+    groups = {name: dataclass_from_args(cls, args) for name, cls in GROUPS.items() if name != "model"}
+    local = dataclass_from_args(ModelOptions, args, model=model)
+    return CriticOptions(model=local, **groups)
+
+
 def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
     """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
-    endpoint, critic, cache and decoding options: on the server at ``--base-url`` when given (through
-    :class:`~hf_critic.backends.openai_client.OpenAIClient`: retries, timeouts, a per-request cache in the same file),
-    else locally on ``--engine``.
+    endpoint, critic, cache and decoding options, built by :func:`hf_critic.critics.computed.build_computed` (as a
+    critic of a cascade file is): on the server at ``--base-url`` when given, else locally on ``--engine``.
 
     ``inputs`` (the number of prompts the run will generate for, when known) caps the batch size, so ``--dtype
     auto`` / ``--engine auto`` decide for the batches that will really run (one record: batch 1).
@@ -283,7 +290,6 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
         hf_critic.backends.retry.EndpointError: the server is down or does not serve ``model``.
     """
     from ..backends.models import DEFAULT_MODEL_NAME
-    from ..critic import Critic
 
     # Say what is about to load before the (slow) load, and how to choose another.
     if model is None and not getattr(args, "base_url", None):
@@ -293,145 +299,17 @@ def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | 
             + (", or --verdicts to score a judge's file" if hasattr(args, "verdicts") else ""),
             flush=True,
         )
-
-    cache = cache_from_args(args)
-    template, language = template_from_args(args, model)
-    config = CriticConfig.from_args(args, template=template, language=language)
-    options = {
-        **config.critic_kwargs(),
-        "template": template,
-        "decoding": decoding_from_args(args),
-        "cache_path": cache,
-    }
-    if getattr(args, "pooling", False):
-        return Critic(None, reward=pooling_scorer(args, model), **options)
-    if getattr(args, "base_url", None):
-        return Critic(endpoint_backend(args, model, cache), **options)
-    return Critic.from_pretrained(
-        model,
-        engine=getattr(args, "engine", "auto"),
-        trust_remote_code=args.trust_remote_code,
-        batch_size=max(1, min(args.batch_size, inputs)) if inputs else args.batch_size,
-        num_threads=args.threads,
-        dtype=args.dtype,
-        progress=args.progress,
-        gguf_recode=getattr(args, "gguf_recode", "auto"),
-        **options,
-    )
+    return build_computed(critic_options_from_args(args, model), inputs=inputs)
 
 
 def template_from_args(args: argparse.Namespace, model: str | None) -> tuple[str, str]:
-    """The template spec and critique language of ``--template`` / ``--language``; ``--template auto`` picks the family
-    of a known published critic from ``model`` (:func:`hf_critic.formats.pick_family`), else the default family, and
-    prints which it picked (to stderr). A family written in one language only (critiquellm_6b: zh) switches
-    ``--language`` to it, saying so.
+    """The template spec and critique language of ``--template`` / ``--language`` for ``model``
+    (:func:`hf_critic.critics.computed.resolve_template`: ``--template auto`` picks a family from the model's name).
 
     Returns:
         ``(template spec, language)``.
     """
-    import sys
-
-    from ..formats import AUTO, DEFAULT_FAMILY, pick_family
-
-    template, language = getattr(args, "template", None) or DEFAULT_FAMILY, getattr(args, "language", "en")
-    if template != AUTO:
-        check_template_option(template)
-        return template, language
-    pick = pick_family(model, language)
-    print(pick.message, file=sys.stderr)
-    return pick.family, pick.language
-
-
-def check_template_option(spec: str, option: str = "--template") -> None:
-    """A template option (``--template``, ``--verdict-parser``) checked before any work: a template family, a built-in
-    template name, or a YAML template file that exists and parses.
-
-    Raises:
-        ValueError: one line naming ``option`` and the value (a template file's own errors name the file and key).
-    """
-    from ..prompts import list_families, list_templates, load_template
-
-    if spec in list_families() or spec in list_templates():
-        return
-    if Path(spec).suffix not in (".yaml", ".yml"):
-        raise BadInputError(
-            f"{option} {spec!r}: no template family ({', '.join(list_families())}), built-in template name or "
-            "YAML file (.yaml)"
-        )
-    if not Path(spec).is_file():
-        raise BadInputError(f"{option} {spec}: no such file")
-    load_template(spec)
-
-
-def pooling_scorer(args: argparse.Namespace, model: str | None):
-    """The :class:`~hf_critic.critic.rewards.ServedRewardModel` of ``--base-url --pooling`` (checked first).
-
-    Raises:
-        ValueError: ``--pooling`` without ``--base-url``, or a local-engine option given with it.
-        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.pooling.PoolingRewardClient.check`.
-    """
-    from ..backends.pooling import PoolingRewardClient
-    from ..critic.rewards import ServedRewardModel
-
-    if not getattr(args, "base_url", None):
-        raise BadInputError("--pooling needs --base-url: the vLLM server serving the reward model")
-    refuse_local_engine_options(args)
-    from ..backends.retry import RetryPolicy
-
-    client = PoolingRewardClient(
-        args.base_url,
-        model,
-        api_key_env=args.api_key_env,
-        timeout=args.request_timeout,
-        batch_size=args.concurrency,
-        policy=RetryPolicy(max_retries=args.max_retries),
-        cache_path=cache_from_args(args),
-    )
-    client.check()
-    return ServedRewardModel.for_client(client)
-
-
-def refuse_local_engine_options(args: argparse.Namespace) -> None:
-    """Refuse ``--engine``, ``--dtype`` and ``--gguf-recode`` (how a local model runs) beside ``--base-url``.
-
-    Raises:
-        ValueError: one of them is not ``auto``.
-    """
-    given = [
-        f"--{name.replace('_', '-')}"
-        for name in ("engine", "dtype", "gguf_recode")
-        if getattr(args, name, "auto") != "auto"
-    ]
-    if given:
-        raise BadInputError(
-            f"{' and '.join(given)} choose how a local model runs; the server at --base-url decides that"
-        )
-
-
-def endpoint_backend(args: argparse.Namespace, model: str | None, cache: Path | None):
-    """The :class:`~hf_critic.backends.openai.OpenAIBackend` of ``--base-url`` serving ``model``, checked first
-    (:meth:`~hf_critic.backends.openai.OpenAIBackend.connect`).
-
-    Raises:
-        ValueError: no ``--model``, or a local-engine option (``--engine``, ``--dtype``, ``--gguf-recode``) given with
-            ``--base-url``.
-        hf_critic.backends.retry.EndpointError: see :meth:`~hf_critic.backends.openai_client.OpenAIClient.check`.
-    """
-    from ..backends.openai import OpenAIBackend
-
-    if not model:
-        raise BadInputError("--base-url needs --model: the name of the model the server serves")
-    refuse_local_engine_options(args)
-    return OpenAIBackend.connect(
-        args.base_url,
-        model,
-        api_key_env=args.api_key_env,
-        concurrency=args.concurrency,
-        timeout=args.request_timeout,
-        max_retries=args.max_retries,
-        cache_path=cache,
-        progress=args.progress,
-    )
+    return resolve_template(getattr(args, "template", None), getattr(args, "language", "en"), model)
 
 
 def require_extra(module: str, extra: str, needed_by: str, instead: str = "") -> None:

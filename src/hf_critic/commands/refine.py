@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import BadInputError
-from ..critic.config import add_dataclass_args
+from ..critic.config import option_field
+from .arguments import add_dataclass_args, add_option
 from .exit_status import DONE
-from .option_groups import DataOptions, ModelOptions
+from .option_groups import BenchmarkOptions, DataOptions, ModelOptions, ReportOptions
 from .options import add_cache_args, add_critic_args, add_decoding_args, add_endpoint_args, critic_from_args
 
 EPILOG = """\
@@ -27,6 +29,39 @@ Examples:
 Writes rows.jsonl (one row per record, critic and round: critique, rewrite, judge verdict), report.md (the Table 4
 layout, win / tie / lose against the original, the judge's parse rate, cache hits, wall time) and report.json.
 """
+
+
+@dataclass
+class RefineRoles:
+    """Who critiques, rewrites and judges (CritiqueLLM v2 §4.6): ``--critic``, ``--generator``, ``--judge``,
+    ``--rounds``, ``--rewrite-prompt``, ``--rewrite-max-new-tokens``, ``--judge-verdict``, ``--judge-explanation``."""
+
+    critic: list[str] = option_field(
+        "a critic whose critiques feed the rewrite; repeat for several side by side (default: one, the "
+        "embedded model, named 'embedded')",
+        [],
+        action="append",
+        metavar="NAME[=MODEL]",
+    )
+    generator: str | None = option_field("the model that rewrites (default: the embedded model)", None)
+    judge: str | None = option_field(
+        "the model that grades originals and rewrites (default: the embedded model)", None
+    )
+    rounds: int = option_field("critique -> rewrite iterations (default: 1)", 1)
+    rewrite_prompt: str | None = option_field(
+        "the rewrite prompt: en, zh or your own YAML file (default: the --language of the critiques)", None
+    )
+    rewrite_max_new_tokens: int = option_field("token budget of a rewrite (default: 512)", 512)
+    judge_verdict: str | None = option_field(
+        "the judge's verdict source (default: --verdict); the critics' verdicts are only reported",
+        None,
+        choices=["auto", "text", "probability", "both"],
+    )
+    judge_explanation: str | None = option_field(
+        "the judge's --explanation (default: --explanation); none = one prefill per verdict, no text",
+        None,
+        choices=["none", "first"],
+    )
 
 
 def register(subparsers) -> None:
@@ -51,38 +86,17 @@ def register(subparsers) -> None:
             }
         },
     )
-    data.add_argument("--turn", type=int, default=1, choices=[1, 2], help="for --format fastchat (default: 1)")
-    data.add_argument("--category", default="category", help="column of the table's categories (default: category)")
+    add_option(data, BenchmarkOptions, "turn", help="for --format fastchat (default: 1)")
+    add_option(
+        data,
+        BenchmarkOptions,
+        "category",
+        default="category",
+        help="column of the table's categories (default: category)",
+    )
 
     roles = parser.add_argument_group("critics, generator and judge")
-    roles.add_argument(
-        "--critic",
-        action="append",
-        default=[],
-        metavar="NAME[=MODEL]",
-        help="a critic whose critiques feed the rewrite; repeat for several side by side (default: one, the "
-        "embedded model, named 'embedded')",
-    )
-    roles.add_argument("--generator", help="the model that rewrites (default: the embedded model)")
-    roles.add_argument("--judge", help="the model that grades originals and rewrites (default: the embedded model)")
-    roles.add_argument("--rounds", type=int, default=1, help="critique -> rewrite iterations (default: 1)")
-    roles.add_argument(
-        "--rewrite-prompt",
-        help="the rewrite prompt: en, zh or your own YAML file (default: the --language of the critiques)",
-    )
-    roles.add_argument(
-        "--rewrite-max-new-tokens", type=int, default=512, help="token budget of a rewrite (default: 512)"
-    )
-    roles.add_argument(
-        "--judge-verdict",
-        choices=["auto", "text", "probability", "both"],
-        help="the judge's verdict source (default: --verdict); the critics' verdicts are only reported",
-    )
-    roles.add_argument(
-        "--judge-explanation",
-        choices=["none", "first"],
-        help="the judge's --explanation (default: --explanation); none = one prefill per verdict, no text",
-    )
+    add_dataclass_args(roles, RefineRoles)
     add_dataclass_args(
         roles, ModelOptions, only=["engine", "trust_remote_code", "batch_size", "threads", "dtype", "progress"]
     )
@@ -92,9 +106,11 @@ def register(subparsers) -> None:
     add_decoding_args(parser)
 
     out = parser.add_argument_group("report")
-    out.add_argument("--output-dir", required=True, help="folder for rows.jsonl, report.md and report.json")
+    add_option(
+        out, ReportOptions, "output_dir", required=True, help="folder for rows.jsonl, report.md and report.json"
+    )
     add_dataclass_args(out, DataOptions, only=["overwrite"])
-    out.add_argument("--title", default="Critiques as feedback", help="title of report.md")
+    add_option(out, ReportOptions, "title", default="Critiques as feedback")
     parser.set_defaults(func=run_refine)
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from ..core.errors import BadInputError
+from ..critic.config import option_field
 from ..glassbox.features import epilog
+from .arguments import add_dataclass_args
 from .exit_status import DONE
 from .options import add_data_args, add_decoding_args, add_model_args
 
@@ -16,6 +19,57 @@ Example:
   hf-critic self-eval --data answers.jsonl --output scored.jsonl --features sent_prob softmax_ent softmax_var
 """
 )
+
+
+@dataclass
+class FeatureOptions:
+    """The glass-box features and how they are scored (glass-box self-evaluation, §2-§3): ``--features``,
+    ``--turn``, ``--illustration``, ``--calibrate``, ``--combo-normalization``, ``--combo-var``, ``--combo-ent-sign``,
+    ``--no-end-token``."""
+
+    features: list[str] | None = option_field(
+        "feature names, space- or comma-separated (default: sent_prob softmax_ent softmax_var)", None, nargs="+"
+    )
+    turn: str = option_field(
+        "assistant turn(s) to score: last, all (one value per turn) or a 1-based number (default: last)", "last"
+    )
+    illustration: bool = option_field(
+        "prepend the question and its reference as a prior exchange (§3.1, Appendix A.2)", False, action="store_true"
+    )
+    calibrate: bool = option_field(
+        "also score the reference and add <feature>_calibrated = feature(response) - feature(reference) (§3.2)",
+        False,
+        action="store_true",
+    )
+    combo_normalization: str | None = option_field(
+        "JSON file with a Softmax-combo normalisation to apply (default: fit min-max on this data; the "
+        "fitted one is written to OUTPUT.combo.json)",
+        None,
+    )
+    combo_var: str = option_field(
+        "Softmax-Var variant inside Softmax-combo when fitting (default: softmax_var_vocab, as behind Table 1)",
+        "softmax_var_vocab",
+    )
+    combo_ent_sign: int = option_field(
+        "sign of Softmax-Ent inside Softmax-combo: 1 = the paper's plain sum (default), -1 = low entropy scores high",
+        1,
+        choices=[1, -1],
+    )
+    no_end_token: bool = option_field(
+        "score the response text only, not the end-of-turn token that follows it", False, action="store_true"
+    )
+
+
+@dataclass
+class EnsembleOptions:
+    """The uncertainty ensembles (glass-box self-evaluation, §2.2): ``--ensemble-size``, ``--prompt-ensemble-size``,
+    ``--top-k``."""
+
+    ensemble_size: int = option_field("sampled passes of the decoding ensemble (default: 10)", 10)
+    prompt_ensemble_size: int | None = option_field(
+        "prompts drawn at random for the prompt ensemble (default: each of the 7 pool prompts once)", None
+    )
+    top_k: int = option_field("top-k of the decoding ensemble (default: 50)", 50)
 
 
 def register(subparsers) -> None:
@@ -31,49 +85,7 @@ def register(subparsers) -> None:
     add_data_args(parser, output="feature columns")
 
     feats = parser.add_argument_group("features")
-    feats.add_argument(
-        "--features",
-        nargs="+",
-        default=None,
-        help="feature names, space- or comma-separated (default: sent_prob softmax_ent softmax_var)",
-    )
-    feats.add_argument(
-        "--turn",
-        default="last",
-        help="assistant turn(s) to score: last, all (one value per turn) or a 1-based number (default: last)",
-    )
-    feats.add_argument(
-        "--illustration",
-        action="store_true",
-        help="prepend the question and its reference as a prior exchange (§3.1, Appendix A.2)",
-    )
-    feats.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="also score the reference and add <feature>_calibrated = feature(response) - feature(reference) (§3.2)",
-    )
-    feats.add_argument(
-        "--combo-normalization",
-        help="JSON file with a Softmax-combo normalisation to apply (default: fit min-max on this data; the "
-        "fitted one is written to OUTPUT.combo.json)",
-    )
-    feats.add_argument(
-        "--combo-var",
-        default="softmax_var_vocab",
-        help="Softmax-Var variant inside Softmax-combo when fitting (default: softmax_var_vocab, as behind Table 1)",
-    )
-    feats.add_argument(
-        "--combo-ent-sign",
-        type=int,
-        choices=[1, -1],
-        default=1,
-        help="sign of Softmax-Ent inside Softmax-combo: 1 = the paper's plain sum (default), -1 = low entropy scores high",
-    )
-    feats.add_argument(
-        "--no-end-token",
-        action="store_true",
-        help="score the response text only, not the end-of-turn token that follows it",
-    )
+    add_dataclass_args(feats, FeatureOptions)
 
     ens = add_decoding_args(
         parser,
@@ -81,15 +93,7 @@ def register(subparsers) -> None:
         only=("max_new_tokens", "temperature", "seed"),
         defaults={"max_new_tokens": 256, "temperature": 0.7},
     )
-    ens.add_argument(
-        "--ensemble-size", type=int, default=10, help="sampled passes of the decoding ensemble (default: 10)"
-    )
-    ens.add_argument(
-        "--prompt-ensemble-size",
-        type=int,
-        help="prompts drawn at random for the prompt ensemble (default: each of the 7 pool prompts once)",
-    )
-    ens.add_argument("--top-k", type=int, default=50, help="top-k of the decoding ensemble (default: 50)")
+    add_dataclass_args(ens, EnsembleOptions)
 
     add_model_args(parser, dtype=False)  # features are computed in float32 (see run)
     parser.set_defaults(func=run)

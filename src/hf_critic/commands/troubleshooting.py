@@ -45,6 +45,8 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.commands": "options",
     "hf_critic.core.keys": "options",
     "hf_critic.critic": "options",
+    "hf_critic.critics.computed": "options",
+    "hf_critic.critics.options": "cascade-files",  # a critic spec's options (the command line parses its own)
     "hf_critic.backends.load_backend": "options",
     "hf_critic.commands.options.require_extra": "missing-extra",
     "hf_critic.backends.threads": "threads",
@@ -71,11 +73,12 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.selective.cascade": "cascade-files",
     "hf_critic.commands.cascades": "cascade-files",
     "hf_critic.critics": "cascade-files",
+    "hf_critic.critics.specs": "cascade-files",
     "hf_critic.selective.cascade.delta_shares": "delta-share",
-    "hf_critic.commands.cascades._delta_share": "delta-share",
+    "hf_critic.critics.specs._delta_share": "delta-share",
     "hf_critic.critics.jury": "juries",
     "hf_critic.selective.jury": "juries",
-    "hf_critic.commands.cascades._fit_share": "fit-share",
+    "hf_critic.critics.specs._fit_share": "fit-share",
     "hf_critic.selective.jury.fit_rows": "fit-share",
     "hf_critic.selective": "calibration",
     "hf_critic.selective.cascade.check_calibration": "calibration",
@@ -84,6 +87,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     # the other commands
     "hf_critic.meta_eval": "meta-eval",
     "hf_critic.commands.meta_eval": "meta-eval",
+    "hf_critic.loaders.parse_benchmark": "meta-eval",  # a [NAME=]FORMAT:PATH benchmark (meta-eval's, a recorded critic's)
     "hf_critic.criticbench": "meta-eval",
     "hf_critic.judgments": "meta-eval",
     "hf_critic.criticbench.sandbox": "meta-eval",  # CriticBench's code answers run in it

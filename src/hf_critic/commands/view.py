@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import BadInputError
+from ..critic.config import OptionValueError, option_field
+from .arguments import add_dataclass_args, add_option
 from .exit_status import DONE
+from .option_groups import DataOptions, FigureOptions, ReportOptions
 
 EPILOG = """\
 RUN is any output of hf-critic, each optionally named [CRITIC/DATASET=]PATH (as meta-eval --critiques):
@@ -28,17 +32,54 @@ text, never run as HTML. A link to page.html#outcome=wrong&sort=conf-desc opens 
 
 
 def _option(text: str) -> tuple[str, str]:
+    """``--card-option``: ``KEY=VALUE`` as ``(key, value)``.
+
+    Raises:
+        OptionValueError: no ``=`` or an empty key.
+    """
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+        raise OptionValueError(f"expected KEY=VALUE, got {text!r}")
     return key.strip(), value.strip()
 
 
 def _non_negative(text: str) -> float:
+    """``--tolerance``: a number >= 0.
+
+    Raises:
+        OptionValueError: a negative number or NaN (ValueError: not a number).
+    """
     value = float(text)
     if not value >= 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+        raise OptionValueError(f"expected a number >= 0, got {text}")
     return value
+
+
+@dataclass
+class ViewOptions:
+    """The page's and the Hub upload's own options: ``--tolerance``, ``--save-hub-folder``, ``--license``,
+    ``--card-option``, ``--public``."""
+
+    tolerance: float = option_field(
+        "pointwise: a score at most this far from the human score is right (default 1.0)", 1.0, type=_non_negative
+    )
+    save_hub_folder: str | None = option_field(
+        "write the folder the upload sends (README.md card, data/<config>/*.parquet, report/) here; load it with "
+        "datasets.load_dataset(DIR, CONFIG)",
+        None,
+        metavar="DIR",
+    )
+    license: str = option_field(
+        "licence of the judged data, for the card (a Hub licence id such as cc-by-4.0; default: unknown)", "unknown"
+    )
+    card_option: list[tuple[str, str]] = option_field(
+        "an option of the run to record in the card (critic model, template, decoding); repeatable",
+        [],
+        action="append",
+        type=_option,
+        metavar="KEY=VALUE",
+    )
+    public: bool = option_field("create the Hub repository public (default: private)", False, action="store_true")
 
 
 def register(subparsers) -> None:
@@ -60,55 +101,20 @@ def register(subparsers) -> None:
         "folder of meta-eval / calibrate, or a calibration file",
     )
     page = parser.add_argument_group("the page")
-    page.add_argument("--output", metavar="FILE.html", help="where to write the page (.html)")
-    page.add_argument("--overwrite", action="store_true", help="replace an existing --output / --save-hub-folder")
-    page.add_argument(
-        "--title", default="hf-critic run", help="the page's and the card's title (default: hf-critic run)"
-    )
-    page.add_argument(
-        "--bootstrap",
-        type=int,
-        default=200,
-        help="bootstrap resamples of the intervals of critique "
-        "files measured here (0: none; else at least 100; default 200)",
-    )
-    page.add_argument(
-        "--no-plots",
-        action="store_true",
-        help="draw no plot for critique files (no matplotlib needed); a folder's PNGs are shown all the same",
-    )
-    page.add_argument(
-        "--tolerance",
-        type=_non_negative,
-        default=1.0,
-        help="pointwise: a score at most this far from the human score is right (default 1.0)",
-    )
+    output = {"required": False, "default": None, "metavar": "FILE.html", "help": "where to write the page (.html)"}
+    add_option(page, DataOptions, "output", **output)
+    add_option(page, DataOptions, "overwrite", help="replace an existing --output / --save-hub-folder")
+    title = "the page's and the card's title (default: hf-critic run)"
+    add_option(page, ReportOptions, "title", default="hf-critic run", help=title)
+    resamples = "bootstrap resamples of the intervals of critique files measured here (0: none; else at least 100; default 200)"
+    add_option(page, FigureOptions, "bootstrap", default=200, metavar=None, help=resamples)
+    plots = "draw no plot for critique files (no matplotlib needed); a folder's PNGs are shown all the same"
+    add_option(page, ReportOptions, "no_plots", help=plots)
+    add_option(page, ViewOptions, "tolerance")
     hub = parser.add_argument_group("the run on the Hub")
-    hub.add_argument(
-        "--push-to-hub",
-        metavar="ORG/NAME",
-        help="upload the rows, report and card to this dataset repository (created private unless --public)",
-    )
-    hub.add_argument(
-        "--save-hub-folder",
-        metavar="DIR",
-        help="write the folder the upload sends (README.md card, "
-        "data/<config>/*.parquet, report/) here; load it with datasets.load_dataset(DIR, CONFIG)",
-    )
-    hub.add_argument(
-        "--license",
-        default="unknown",
-        help="licence of the judged data, for the card (a Hub licence id such as cc-by-4.0; default: unknown)",
-    )
-    hub.add_argument(
-        "--card-option",
-        action="append",
-        default=[],
-        type=_option,
-        metavar="KEY=VALUE",
-        help="an option of the run to record in the card (critic model, template, decoding); repeatable",
-    )
-    hub.add_argument("--public", action="store_true", help="create the Hub repository public (default: private)")
+    push = "upload the rows, report and card to this dataset repository (created private unless --public)"
+    add_option(hub, ReportOptions, "push_to_hub", help=push)
+    add_dataclass_args(hub, ViewOptions, only=["save_hub_folder", "license", "card_option", "public"])
     parser.set_defaults(func=run_view)
 
 

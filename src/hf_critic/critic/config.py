@@ -1,22 +1,22 @@
-"""How a critic is prompted and how its verdicts are read, as one dataclass the command line is generated from.
+"""How a critic is prompted and how its verdicts are read, as one dataclass the command line is generated from, and
+the types every option's value is read with (:func:`positive_int`, :func:`fraction` ...; :func:`field_converter`).
 
 :class:`CriticConfig` holds the critic's options (the CritiqueLLM v2 §3.1 template and language, a rubric and its
 scale, the truncation policy, and the verdict read-out of :mod:`hf_critic.critic.verdicts`); each field's metadata is the
 help text of its option, so ``hf-critic grade / compare / refine / meta-eval`` build their ``--template`` ...
-``--min-verdict-mass`` options from the fields (:func:`add_dataclass_args`, as TRL builds its parsers from
-dataclasses), and :meth:`CriticConfig.critic_kwargs` turns the parsed values into
+``--min-verdict-mass`` options from the fields (:func:`~hf_critic.commands.arguments.add_dataclass_args`, as TRL
+builds its parsers from dataclasses), and :meth:`CriticConfig.critic_kwargs` turns the parsed values into
 :class:`~hf_critic.critic.Critic`'s keyword arguments. A new critic option is a new field.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import math
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,10 +28,18 @@ from .verdicts import DEFAULT_MIN_VERDICT_MASS, VerdictMode, VerdictPlan
 
 __all__ = [
     "CriticConfig",
-    "add_dataclass_args",
+    "OptionValueError",
     "check_plan_options",
-    "dataclass_from_args",
+    "field_converter",
+    "finite_float",
+    "fraction",
+    "non_negative_int",
+    "option_field",
+    "option_help",
     "parse_score_range",
+    "positive_float",
+    "positive_int",
+    "probability",
 ]
 
 logger = logging.getLogger(__name__)
@@ -45,11 +53,11 @@ def probability(text: str) -> float:
     """An option's probability: a finite number in [0, 1] (``--min-verdict-mass``).
 
     Raises:
-        argparse.ArgumentTypeError: not a number, not finite, or outside [0, 1].
+        OptionValueError: not a number, not finite, or outside [0, 1].
     """
     value = finite_float(text)
     if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must lie in [0, 1], got {text}")
+        raise OptionValueError(f"must lie in [0, 1], got {text}")
     return value
 
 
@@ -147,11 +155,6 @@ class CriticConfig:
         ),
     )
 
-    @classmethod
-    def from_args(cls, args: argparse.Namespace, **replace: Any) -> CriticConfig:
-        """The config of the parsed options (an option a command does not offer keeps its default)."""
-        return dataclass_from_args(cls, args, **replace)
-
     def critic_kwargs(self) -> dict[str, Any]:
         """:class:`~hf_critic.critic.Critic`'s keyword arguments: the rubric loaded, the scale parsed, the default
         verdict mass filled in (``template`` is left to the caller, which may resolve ``auto``).
@@ -221,108 +224,113 @@ def _plain(kind):
     return kind
 
 
-def add_dataclass_args(
-    parser,
-    cls: type,
-    *,
-    only: Iterable[str] | None = None,
-    defaults: Mapping[str, object] | None = None,
-    overrides: Mapping[str, Mapping[str, Any]] | None = None,
-    show_default: bool = False,
-) -> None:
-    """One option per field of the dataclass ``cls``, generated from the fields (as TRL's parser does).
+#: The argparse actions of an option that takes no value.
+_SWITCHES = ("store_true", "store_false", "store_const")
 
-    The flag is ``--<field-name>`` (or ``metadata["flag"]``); the help, ``choices``, ``metavar``, ``type`` and
-    ``action`` come from the field's metadata; a bool field without an ``action`` becomes a
-    ``BooleanOptionalAction``; otherwise the type is the field's annotation (``X | None`` reads as ``X``). A field
-    without a default is a required option; a ``default_factory`` gives each parse its own default.
-    ``args.<field_name>`` holds the value. Options are added in the order of the fields.
 
-    Args:
-        parser: a parser or argument group.
-        cls: the dataclass.
-        only: field names to offer (default: all).
-        defaults: per field name, a default replacing the dataclass's.
-        overrides: per field name, ``add_argument`` keyword arguments replacing the generated ones (a command's own
-            help text, ``action="append"``).
-        show_default: append ``(default: %(default)s)`` to each help text.
+def field_converter(f: dataclasses.Field, hint) -> Callable[[str], Any] | None:
+    """How an option's text becomes the value of the dataclass field ``f`` (annotation ``hint``): the field's
+    ``metadata["type"]``, else :func:`finite_float` for a float, else the annotation itself (``int``, ``str``); None
+    for a switch (a bool field, or a ``store_true`` / ``store_false`` / ``store_const`` action), which takes no text;
+    for a repeated option (a ``list[X]`` field), how one value is read.
 
-    Raises:
-        KeyError: a name in ``only``, ``defaults`` or ``overrides`` that is not a field, or an override for a field
-            not offered.
-        ValueError: a field without help text, or with ``type=bool`` (it would read "False" as True).
+    The command line (:func:`hf_critic.commands.arguments.add_dataclass_args`) and a critic spec
+    (:func:`hf_critic.critics.options.critic_options`) convert through this one function, so a value means the same
+    in both.
     """
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = (set(only or ()) | set(defaults or {}) | set(overrides or {})) - set(fields)
-    if unknown:
-        raise KeyError(f"not {cls.__name__} fields: {sorted(unknown)}")
-    if only is not None and set(overrides or {}) - set(only):
-        raise KeyError(f"overrides for options not added: {sorted(set(overrides) - set(only))}")
-    hints = typing.get_type_hints(cls)
-    for name, f in fields.items():
-        if only is None or name in only:
-            kwargs = _field_kwargs(f, hints[name], defaults or {}, show_default)
-            kwargs.update((overrides or {}).get(name, {}))
-            flag = f.metadata.get("flag", "--" + name.replace("_", "-"))
-            parser.add_argument(flag, **kwargs)
-
-
-def _field_kwargs(f: dataclasses.Field, hint, defaults: Mapping[str, object], show_default: bool) -> dict[str, Any]:
-    """``add_argument`` keyword arguments of one dataclass field (see :func:`add_dataclass_args`).
-
-    Raises:
-        ValueError: no help text in the metadata, or ``type=bool``.
-    """
-    meta = {k: v for k, v in f.metadata.items() if k != "flag"}
-    if not meta.get("help"):
-        raise BadInputError(f"field {f.name!r} needs help text in its metadata")
-    if meta.get("type") is bool:
-        raise BadInputError(f"field {f.name!r}: type=bool reads 'False' as True; use a bool annotation")
-    kwargs: dict[str, Any] = {"dest": f.name}
-    kwargs["help"] = meta.pop("help") + (" (default: %(default)s)" if show_default else "")
-    if f.name in defaults:
-        kwargs["default"] = defaults[f.name]
-    elif f.default is not dataclasses.MISSING:
-        kwargs["default"] = f.default
-    elif f.default_factory is not dataclasses.MISSING:
-        kwargs["default"] = f.default_factory()
-    else:
-        kwargs["required"] = True
     kind = _plain(hint)
-    if "action" in meta:
-        kwargs["action"] = meta.pop("action")
-    elif kind is bool:
-        kwargs["action"] = argparse.BooleanOptionalAction
-    else:
-        kwargs["type"] = finite_float if kind is float else kind
-    kwargs.update((k, v) for k, v in meta.items() if v is not None)
-    return kwargs
+    if kind is bool or f.metadata.get("action") in _SWITCHES:
+        return None
+    if typing.get_origin(kind) is list:  # a repeated option (``action="append"``): the type of one value
+        kind = typing.get_args(kind)[0]
+    return f.metadata.get("type") or (finite_float if kind is float else kind)
+
+
+class OptionValueError(BadInputError):
+    """An option's value outside its range (the message says the range and the value, e.g. "must be at least 1, got
+    0"); the command line reports it after the flag, a critic spec after the file, the critic and the key."""
 
 
 def finite_float(text: str) -> float:
     """An option's number: any finite float (``nan``, ``inf`` refused where they enter).
 
     Raises:
-        argparse.ArgumentTypeError: not a number, or not finite.
+        OptionValueError: not a number, or not finite.
     """
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise OptionValueError(f"not a number: {text!r}") from None
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        raise OptionValueError(f"not a finite number: {text!r}")
     return value
 
 
-def dataclass_from_args(cls: type, args: argparse.Namespace, **replace: Any):
-    """An instance of the dataclass ``cls`` from the parsed options of :func:`add_dataclass_args` (a field the command
-    does not offer keeps its default; ``replace`` sets fields outright).
+def _count(text: str, low: int) -> int:
+    value = int(text)
+    if value < low:
+        raise OptionValueError(f"must be {'at least 1' if low == 1 else f'{low} or more'}, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An option's count that must be at least 1 (``--limit 0`` would judge nothing after loading a model).
 
     Raises:
-        TypeError: a field without a default that neither ``args`` nor ``replace`` gives.
+        OptionValueError: a number below 1 (ValueError: not an integer).
     """
-    values = {f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)}
-    return cls(**{**values, **replace})
+    return _count(text, 1)
+
+
+def non_negative_int(text: str) -> int:
+    """An option's count that may be 0 (``--max-retries 0``: no retry).
+
+    Raises:
+        OptionValueError: a negative number (ValueError: not an integer).
+    """
+    return _count(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """An option's finite number above 0 (seconds).
+
+    Raises:
+        OptionValueError: 0, a negative number, NaN or infinity.
+    """
+    value = finite_float(text)
+    if value <= 0:
+        raise OptionValueError(f"must be above 0, got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """An option's share strictly between 0 and 1 (``--human-subset 0.1``).
+
+    Raises:
+        OptionValueError: a number outside (0, 1) (ValueError: not a number).
+    """
+    value = float(text)
+    if not 0 < value < 1:
+        raise OptionValueError(f"must be a fraction in (0, 1), got {value}")
+    return value
+
+
+def option_field(text: str, default: Any = dataclasses.MISSING, **more: Any) -> Any:
+    """A dataclass field declaring one option: help ``text``, ``default`` (none: a required option; a list default
+    becomes a factory) and the settings ``more`` (``choices``, ``metavar``, ``type``, ``action``, ``flag``)."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": text, **more})
+    return field(default=default, metadata={"help": text, **more})
+
+
+def option_help(cls: type, name: str) -> str:
+    """The help text of the option of field ``name`` of ``cls`` (for a command that adds to it).
+
+    Raises:
+        KeyError: ``name`` is not a field of ``cls``.
+    """
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    return fields[name].metadata["help"]
 
 
 def check_plan_options(plan: VerdictPlan, explanation, min_verdict_mass: float, decoding) -> None:

@@ -1,7 +1,7 @@
 """Critics that combine or need no model: a jury of critics judged as one critic, and "longer wins" as a critic with
 a confidence.
 
-A cascade file's stage may be a jury (:mod:`hf_critic.commands.cascades`)::
+A cascade file's stage may be a jury (:mod:`hf_critic.critics.specs`)::
 
     - name: local-jury
       jury:

@@ -22,6 +22,7 @@ or ``response_1``, ``response_2``, ``label`` (pairwise comparison: 0 = response 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -46,6 +47,8 @@ __all__ = [
     "load_prometheus",
     "load_scenario_groups",
     "load_verdicts",
+    "name_and_value",
+    "parse_benchmark",
 ]
 
 #: Format name -> loader.
@@ -70,3 +73,28 @@ def load_benchmark(fmt: str, source: str | os.PathLike, **kwargs: Any) -> datase
     if fmt not in FORMATS:
         raise BadInputError(f"unknown benchmark format {fmt!r}; use one of {sorted(FORMATS)}")
     return FORMATS[fmt](source, **kwargs)
+
+
+def name_and_value(spec: str) -> tuple[str | None, str]:
+    """``NAME=VALUE`` -> ``(NAME, VALUE)``; a spec without a name (or with an empty value) -> ``(None, spec)``."""
+    name, sep, value = spec.partition("=")
+    return (name.strip(), value.strip()) if sep and value else (None, spec.strip())
+
+
+def parse_benchmark(spec: str, what: str = "--benchmark") -> tuple[str, str, str]:
+    """``[NAME=]FORMAT:PATH`` -> (name, format, path); the name defaults to the file stem (or folder name); FORMAT is
+    a key of :data:`FORMATS` or ``criticbench``.
+
+    Args:
+        spec: the benchmark as written.
+        what: where it was written, for the message (an option, or a file and key).
+
+    Raises:
+        ValueError: no ``FORMAT:`` prefix or an unknown format (naming ``what`` and ``spec``).
+    """
+    name, rest = name_and_value(spec)
+    fmt, sep, path = rest.partition(":")
+    formats = sorted([*FORMATS, "criticbench"])
+    if not sep or fmt not in formats:
+        raise BadInputError(f"{what} {spec!r}: expected [NAME=]FORMAT:PATH with FORMAT one of {formats}")
+    return name or Path(path).stem or Path(path).name, fmt, path
