@@ -1,8 +1,37 @@
 """hf-critic: LLM-as-critic evaluation in the Hugging Face ecosystem.
 
-``import hf_critic`` stays cheap (standard library only): :class:`~hf_critic.critic.Critic` is imported on first use,
-so ``from hf_critic import Critic`` works without loading torch and transformers for ``hf_critic.__version__``;
-:func:`~hf_critic.critics.specs.load_cascade` reads a cascade file into its critics, without the command line.
+``import hf_critic`` stays cheap (standard library only): every public name below is imported on first use, so
+``from hf_critic import Critic`` works without loading torch and transformers for ``hf_critic.__version__``.
+Everything else is reached through its package (e.g. :mod:`hf_critic.selective`).
+
+Critics, every kind behind one protocol (``judge(records, swap=...) -> Critiques``):
+
+* ``Critic``: :class:`~hf_critic.critic.core.Critic`, a generative critic (text critiques or the probability
+  read-out, local or served) or a reward model;
+* ``RewardModel``: :class:`~hf_critic.critics.reward.RewardModel`; ``ServedRewardModel``:
+  :class:`~hf_critic.critic.rewards.ServedRewardModel` (behind vLLM's pooling endpoint);
+* ``RecordedVerdicts``: :class:`~hf_critic.selective.cascade.RecordedVerdicts`; ``Jury``:
+  :class:`~hf_critic.critics.jury.Jury`; ``LongerWins``: :class:`~hf_critic.critics.jury.LongerWins`;
+* ``CriticKind`` and ``Critiques``: :class:`~hf_critic.critics.protocol.CriticKind` (the protocol),
+  :class:`~hf_critic.critics.protocol.Critiques` (what a critic returns); ``register_critic``:
+  :func:`~hf_critic.critics.registry.register` (a kind of your own, by name).
+
+Selective judging: ``load_cascade`` (:func:`~hf_critic.critics.specs.load_cascade`), ``calibrate_cascade``
+(:func:`~hf_critic.selective.calibration.calibrate_cascade`), ``CalibrationFile``
+(:class:`~hf_critic.selective.calibration.CalibrationFile`), ``run_cascade``
+(:func:`~hf_critic.selective.cascade.run_cascade`).
+
+Meta-evaluation: ``evaluate_critiques`` (:func:`~hf_critic.meta_eval.critic_figures.evaluate_critiques`),
+``critique_correlation`` (:func:`~hf_critic.meta_eval.correlation.critique_correlation`), ``pairwise_agreement``
+(:func:`~hf_critic.meta_eval.agreement.pairwise_agreement`), ``metric_path`` and ``install_metrics``
+(:func:`~hf_critic.meta_eval.modules.metric_path`, :func:`~hf_critic.reports.metric_modules.install_metrics`: the
+``evaluate`` modules).
+
+Data and feedback: ``load_benchmark`` (:func:`~hf_critic.loaders.load_benchmark`: published benchmark formats as
+records), ``refine`` (:func:`~hf_critic.refine.refine`: critiques as feedback for a rewrite).
+
+Errors: ``HfCriticError`` (:class:`~hf_critic.core.errors.HfCriticError`, the base of every error hf-critic raises on
+purpose) and ``BadInputError`` (:class:`~hf_critic.core.errors.BadInputError`).
 """
 
 from __future__ import annotations
@@ -18,12 +47,30 @@ from ._lazy import lazy_names
 from ._version import __version__
 from .meta_eval.modules import metric_path  # stdlib-only module: cheap to import
 
-__all__ = ["Critic", "__version__", "install_metrics", "load_cascade", "metric_path"]
-
-# Public names imported on first access (PEP 562): name -> module that defines it.
+# Public names imported on first access (PEP 562): name -> module that defines it (``module:attribute`` where the
+# public name differs).
 _LAZY = {
     "Critic": ".critic",
-    "install_metrics": ".reports.metric_modules",
+    "RewardModel": ".critics.reward",
+    "ServedRewardModel": ".critic.rewards",
+    "RecordedVerdicts": ".selective.cascade",
+    "Jury": ".critics.jury",
+    "LongerWins": ".critics.jury",
+    "CriticKind": ".critics.protocol",
+    "Critiques": ".critics.protocol",
+    "register_critic": ".critics.registry:register",
     "load_cascade": ".critics.specs",
+    "calibrate_cascade": ".selective.calibration",
+    "CalibrationFile": ".selective.calibration",
+    "run_cascade": ".selective.cascade",
+    "evaluate_critiques": ".meta_eval",
+    "critique_correlation": ".meta_eval.correlation",
+    "pairwise_agreement": ".meta_eval.agreement",
+    "install_metrics": ".reports.metric_modules",
+    "load_benchmark": ".loaders",
+    "refine": ".refine",
+    "HfCriticError": ".core.errors",
+    "BadInputError": ".core.errors",
 }
+__all__ = ["__version__", "metric_path", *_LAZY]
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

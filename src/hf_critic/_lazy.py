@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 def lazy_names(package: str, names: dict[str, str], namespace: dict) -> tuple[Callable, Callable]:
     """The module ``__getattr__`` and ``__dir__`` of ``package`` whose ``names`` (name -> module that defines it,
-    relative to ``package``) are imported on first access and then kept in ``namespace`` (the package's globals).
+    relative to ``package``, or ``module:attribute`` where the public name differs from the defined one) are imported
+    on first access and then kept in ``namespace`` (the package's globals).
 
     Example:
         >>> __getattr__, __dir__ = lazy_names(__name__, {"Critic": ".core"}, globals())  # doctest: +SKIP
@@ -23,7 +24,8 @@ def lazy_names(package: str, names: dict[str, str], namespace: dict) -> tuple[Ca
             AttributeError: any other unknown name.
         """
         if name in names:
-            value = getattr(importlib.import_module(names[name], package), name)
+            module, _, attribute = names[name].partition(":")
+            value = getattr(importlib.import_module(module, package), attribute or name)
             namespace[name] = value  # later accesses skip this function
             return value
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
