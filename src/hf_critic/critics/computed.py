@@ -135,11 +135,7 @@ def _refuse_local_engine_options(options: CriticOptions) -> None:
     Raises:
         ValueError: one of them is not ``auto``.
     """
-    given = [
-        f"{name}="
-        for name in ("engine", "dtype", "gguf_recode")
-        if getattr(options.model, name) != "auto"
-    ]
+    given = [f"{name}=" for name in ("engine", "dtype", "gguf_recode") if getattr(options.model, name) != "auto"]
     if given:
         raise BadInputError(
             f"{' and '.join(given)} choose how a local model runs; the server at base_url= decides that"
