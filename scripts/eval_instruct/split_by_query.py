@@ -25,6 +25,7 @@ from pathlib import Path
 
 import datasets
 
+from hf_critic.core.errors import command_line_message
 from hf_critic.io import OutputError, RecordError, check_output_dir, load_saved
 from hf_critic.judgments import split_by_question
 
@@ -109,11 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         splits = split_configs(
             dataset, validation_fraction=args.validation_fraction, test_fraction=args.test_fraction, seed=args.seed
         )
-    except (OutputError, RecordError) as err:  # names the output, or the input
-        print(err, file=sys.stderr)
+    except (OutputError, RecordError) as err:  # names the output, or the input (its arguments written as flags)
+        print(command_line_message(err, parser), file=sys.stderr)
         return 2
     except ValueError as err:
-        print(f"{args.dataset}: {err}", file=sys.stderr)
+        print(f"{args.dataset}: {command_line_message(err, parser)}", file=sys.stderr)
         return 2
     for config, parts in splits.items():
         target = Path(args.output) / config
