@@ -185,15 +185,16 @@ def read_spec(entry: Any, where: str, in_jury: bool = False) -> CriticSpec:
     name = entry["name"].strip()
     # `threshold:`, `weight:` or a typo (`option:`, `recroded:`) would otherwise leave the embedded default critic
     check_keys(entry, CRITIC_KEYS, f"{where} ({name})", "a critic")
-    if "kind" in entry:
-        return _read_registered(entry, where, name)
     kinds = [k for k in _KIND_KEYS if k in entry]
-    if len(kinds) > 1:
+    if "kind" in entry:
+        kind, settings = "registered", _read_registered(entry, where, name)
+    elif len(kinds) > 1:
         raise BadInputError(
             f"{where}: a critic is one of computed (options), recorded, jury or baseline, not {' and '.join(kinds)}"
         )
-    kind = _KIND_KEYS[kinds[0]] if kinds else "computed"
-    settings = _READERS[kind](entry.get(kinds[0]) if kinds else None, where, name, in_jury)
+    else:
+        kind = _KIND_KEYS[kinds[0]] if kinds else "computed"
+        settings = _READERS[kind](entry.get(kinds[0]) if kinds else None, where, name, in_jury)
     share = _delta_share(entry.get("delta_share"), f"{where} ({name})")
     return CriticSpec(name, kind, settings, where, _price(entry.get("price_per_call"), where), share)
 
@@ -214,11 +215,10 @@ def read_specs(entries: list, where: str, in_jury: bool = False) -> list[CriticS
     return specs
 
 
-def _read_registered(entry: dict, where: str, name: str) -> CriticSpec:
-    """A ``kind: NAME`` entry: a kind of :mod:`hf_critic.critics.registry` (looked up now, so an unknown kind is
-    named before anything is built) with its ``options:`` mapping, which the kind's ``from_spec`` checks."""
-    from .registry import critic_class
-
+def _read_registered(entry: dict, where: str, name: str) -> tuple[str, dict]:
+    """A ``kind: NAME`` entry's settings, ``(NAME, options)``: a kind of :mod:`hf_critic.critics.registry` (looked up
+    now, so an unknown kind is named before anything is built) with its ``options:`` mapping, which the kind's
+    ``from_spec`` checks when it is built."""
     others = [k for k in _KIND_KEYS if k in entry and k != "options"]
     if others:
         raise BadInputError(f"{where}: a critic of kind: {entry['kind']!r} takes options:, not {' and '.join(others)}")
@@ -226,9 +226,7 @@ def _read_registered(entry: dict, where: str, name: str) -> CriticSpec:
     options = entry.get("options") or {}
     if not isinstance(options, dict):
         raise BadInputError(f"{where} ({name}): options must be a mapping, got {type(options).__name__}")
-    share = _delta_share(entry.get("delta_share"), f"{where} ({name})")
-    settings = (str(entry["kind"]), dict(options))
-    return CriticSpec(name, "registered", settings, where, _price(entry.get("price_per_call"), where), share)
+    return str(entry["kind"]), dict(options)
 
 
 def _read_computed(options, where: str, name: str, in_jury: bool) -> CriticOptions:
