@@ -30,9 +30,9 @@ FLOORS: dict[str, int] = {
     "core.control_tokens": 0,  # judged text stays text: control-token strings in data are encoded as text
     "core.redaction": 0,  # API keys kept out of URLs, logs and errors
     "core.progress": 0,  # one bar for a chunked run: rows/s, tokens/s, time to finish
+    "core.identity": 0,  # a critic's identity, by content: the one module that computes it
     "io": 0,
     "backends.cache": 0,  # the persistent generation cache
-    "backends.weights": 0,  # a local model known by the content of its files, never its path
     "backends.threads": 0,  # the CPU threads of a run: usable CPUs, OMP_NUM_THREADS, the default count
     "backends.checkpoints": 0,  # model folders as plain checkpoints (a GGUF-converted folder's stale quantization entry)
     "criticbench.sandbox": 0,  # model-written code run in a subprocess sandbox
@@ -63,7 +63,6 @@ FLOORS: dict[str, int] = {
     # 4. critiques from rewards (reward models, local or served); what reads a template: verdict grammars, options, the
     # engines' read-outs
     "critic.grammars": 4,
-    "critic.identity": 4,  # the options that change a critic's verdicts: the parts of a calibration's fingerprint
     "critic.config": 4,  # the critic's options, as a dataclass the command line is generated from; option value types
     "critic.rewards": 4,
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
@@ -116,7 +115,7 @@ SPLIT_PACKAGES = ("critic", "critics", "core")
 
 def _unit(module: str) -> str:
     """A module's unit: its subpackage, or the module itself where FLOORS gives it a floor apart from its package's
-    (``backends.weights`` stands below the engines that read it) or its package is split (``critic``)."""
+    (``backends.serving`` stands above the engines it exports) or its package is split (``critic``)."""
     parts = module.split(".")
     if len(parts) > 2 and (parts[1] in SPLIT_PACKAGES or f"{parts[1]}.{parts[2]}" in FLOORS):
         return f"{parts[1]}.{parts[2]}"
@@ -300,6 +299,46 @@ def test_the_check_finds_isinstance_on_a_critic_kind():
         "hf_critic/elsewhere.py:6 isinstance(..., LongerWins)",
         "hf_critic/elsewhere.py:6 isinstance(..., Mine)",
     ]
+
+
+#: The modules that may hash, and what they hash: a critic's identity only in ``core/identity.py``; the others hash
+#: rows, requests or files that are no critic (a cache key holds the critic's identity as one of its parts).
+HASHING_MODULES = {
+    "hf_critic/core/identity.py": "a critic's identity: model files, options, recorded verdicts, juries",
+    "hf_critic/backends/cache.py": "a request's cache key",
+    "hf_critic/backends/transformers.py": "a batch's sampling seed, from its texts",
+    "hf_critic/core/matching.py": "a row's identity by its texts",
+    "hf_critic/core/schema.py": "a question's id",
+    "hf_critic/selective/calibration.py": "the calibration rows and their human labels",
+    "hf_critic/reports/metric_modules.py": "an evaluate module's script, as evaluate's cache names it",
+}
+
+
+def hashing_modules(trees: dict[str, ast.Module]) -> list[str]:
+    """The modules that import ``hashlib`` (``import hashlib`` or ``from hashlib import ...``), sorted."""
+
+    def hashes(tree: ast.Module) -> bool:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import) and any(a.name == "hashlib" for a in node.names):
+                return True
+            if isinstance(node, ast.ImportFrom) and node.module == "hashlib":
+                return True
+        return False
+
+    return sorted(path for path, tree in trees.items() if hashes(tree))
+
+
+def test_a_critics_identity_is_computed_in_one_module():
+    """Every kind names what changes its verdicts with :mod:`hf_critic.core.identity`, which alone digests them: no
+    other module hashes a model, an option or a verdict file."""
+    assert hashing_modules(_trees()) == sorted(HASHING_MODULES)
+
+
+def test_the_identity_check_finds_a_digest_elsewhere():
+    """The check can fail: a kind that hashes its own files is found, whichever import it uses."""
+    code = "from hashlib import sha256\ndef parts(files):\n    return sha256(files).hexdigest()\n"
+    trees = {**_trees(), "hf_critic/critics/mine.py": ast.parse(code), "hf_critic/x.py": ast.parse("import hashlib")}
+    assert hashing_modules(trees) == sorted([*HASHING_MODULES, "hf_critic/critics/mine.py", "hf_critic/x.py"])
 
 
 #: The module of the exception tree, and the one of the exit codes.

@@ -3,6 +3,7 @@ the digest of their files; a calibration's fingerprint holds every option that c
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -98,7 +99,7 @@ def _request():
 def test_local_weights_are_known_by_their_bytes_and_hashed_once(tmp_path, monkeypatch):
     import hashlib
 
-    from hf_critic.backends import weights
+    from hf_critic.core import identity
 
     a, b = tmp_path / "a" / "critic", tmp_path / "b" / "critic"
     for folder, byte in ((a, b"\x01"), (b, b"\x02")):
@@ -112,14 +113,14 @@ def test_local_weights_are_known_by_their_bytes_and_hashed_once(tmp_path, monkey
     reads = []
     real = hashlib.file_digest
     monkeypatch.setattr(hashlib, "file_digest", lambda f, name: reads.append(f.name) or real(f, name))
-    assert weights.weights_digest(a, store) != weights.weights_digest(b, store)
+    assert identity.weights_digest(a, store) != identity.weights_digest(b, store)
     assert len(reads) == 4  # config.json and the weights of each folder
-    weights._MEMORY.clear()  # a new process: the store answers, nothing is read again
-    weights.weights_digest(a, store)
+    identity._MEMORY.clear()  # a new process: the store answers, nothing is read again
+    identity.weights_digest(a, store)
     assert len(reads) == 4 and len(json.loads(store.read_text())) == 4
     (a / "model.safetensors").write_bytes(b"\x03" * 1024)  # retrained in place: size kept, mtime moves
-    first = weights.weights_digest(b, store)
-    assert weights.weights_digest(a, store) != first and len(reads) == 5
+    first = identity.weights_digest(b, store)
+    assert identity.weights_digest(a, store) != first and len(reads) == 5
 
 
 def test_the_transformers_backend_name_holds_the_weights_digest(tmp_path):
@@ -213,10 +214,10 @@ def test_recorded_verdicts_are_known_by_their_files_field_label_map_and_benchmar
 # One identity, by content: what changes a reward critic's verdicts changes it; a copy elsewhere does not
 # --------------------------------------------------------------------------------------------------
 def _reward_fingerprint(folder) -> str:
-    from hf_critic.backends import weights
+    from hf_critic.core import identity
     from hf_critic.critics.reward import RewardModel
 
-    weights._MEMORY.clear()  # a new process: only the store and the files themselves answer
+    identity._MEMORY.clear()  # a new process: only the store and the files themselves answer
     reward = RewardModel.from_pretrained(str(folder), dtype="float32", progress=False)
     return critic_fingerprint(CascadeStage("rm", Critic(None, reward=reward)), PAIRWISE)
 
@@ -291,3 +292,30 @@ def test_a_byte_identical_copy_at_another_path_is_the_same_critic(reward_folder,
     ]
     assert backends[0].name != backends[1].name  # messages still name the folder
     assert backends[0].identity == backends[1].identity
+
+
+# --------------------------------------------------------------------------------------------------
+# The one module's identity strings: the format earlier caches and calibration files were keyed by
+# --------------------------------------------------------------------------------------------------
+def test_identity_strings_keep_the_format_caches_and_calibrations_were_written_with(tmp_path):
+    from hf_critic.core.identity import (
+        identity_digest,
+        jury_identity,
+        model_identity,
+        recorded_identity,
+        value_digest,
+    )
+
+    chat, calibration = "{{ messages }}", {"tie_margin": 0.5}
+    assert model_identity("abc", chat_template=chat) == f"abc|chat_template:{value_digest(chat)}"
+    assert model_identity("reward|abc", context=256, chat_template=chat, calibration=calibration) == (
+        f"reward|abc|context:256|chat_template:{value_digest(chat)}|calibration:{value_digest(calibration)}"
+    )
+    assert jury_identity("vote", [("a", "1"), ("b", "2")]) == "jury|vote|a=1,b=2"
+    assert identity_digest(PAIRWISE, ["x", 1]) == hashlib.sha256(f"{PAIRWISE.name}|x|1".encode()).hexdigest()[:16]
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text('{"label": 0}\n')
+    first = recorded_identity([verdicts], published=True, reading="field=label")
+    assert first.startswith("recorded|published|") and first.endswith("|field=label")
+    verdicts.write_text('{"label": 1}\n')  # edited in place: read again, never kept
+    assert recorded_identity([verdicts], published=True, reading="field=label") != first

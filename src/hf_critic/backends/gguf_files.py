@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ..core.errors import BadInputError
-from .weights import file_digest
+from ..core.identity import file_digest
 
 __all__ = [
     "AUTO_MAX_PARAMETERS",
@@ -113,7 +113,7 @@ def fingerprint(path: str | os.PathLike) -> str:
     """SHA-256 prefix (16 hex digits) of the whole file: two files share it only when their bytes are equal.
 
     A name, size and first MiB are all metadata for a small model, so two checkpoints could share them: every byte is
-    hashed (:func:`hf_critic.backends.weights.file_digest`, once per process for a file unchanged since).
+    hashed (:func:`hf_critic.core.identity.file_digest`, once per process for a file unchanged since).
     """
     return file_digest(path)
 

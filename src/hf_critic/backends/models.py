@@ -112,9 +112,9 @@ def check_cache_dir() -> Path:
 
 
 def model_digest(path: str | os.PathLike) -> str:
-    """The content digest of a local model folder or file (:func:`hf_critic.backends.weights.weights_digest`), each file's
+    """The content digest of a local model folder or file (:func:`hf_critic.core.identity.weights_digest`), each file's
     digest kept in ``cache_dir()/weight_digests.json`` by path, size and modification time (hashed once)."""
-    from .weights import weights_digest
+    from ..core.identity import weights_digest
 
     return weights_digest(path, cache_dir() / "weight_digests.json")
 

@@ -14,6 +14,7 @@ from transformers import DynamicCache, GenerationConfig
 
 from ..core.control_tokens import control_tokens, encode_rendered, encode_text, render_chat
 from ..core.errors import BadInputError
+from ..core.identity import model_identity
 from ..critic.decoding import DecodingConfig
 from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
 from ..formats import published_chat_format
@@ -29,7 +30,6 @@ from .prefill import (
     takes_prefilled_cache,
 )
 from .threads import num_threads_or_default
-from .weights import value_digest
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class TransformersBackend(Backend):
             tokenizer.pad_token = tokenizer.eos_token
         self.model, self.tokenizer, self.name = model, tokenizer, name
         # the chat template the prompts are rendered with, wherever it came from (file, published format, code)
-        self._identity = f"{identity or name}|chat_template:{value_digest(tokenizer.chat_template)}"
+        self._identity = model_identity(identity or name, chat_template=tokenizer.chat_template)
         self.batch_size, self.progress = batch_size, progress
         self.max_batch_tokens = batch_token_budget(max_batch_tokens, model.device.type)
         self.context_length = getattr(model.config, "max_position_embeddings", None)

@@ -1,7 +1,7 @@
 """What a calibration of a served critic can re-check at run time: a few of its calibration rows, judged again.
 
 A critic behind ``--base-url`` is known to its calibration by the server's URL, the model name and what the server
-reports of the model (:func:`hf_critic.critic.identity.verdict_options`); another model served under the same URL and
+reports of the model (:func:`hf_critic.core.identity.verdict_options`); another model served under the same URL and
 name looks the same from outside. So ``hf-critic calibrate`` records, for each served critic of the cascade,
 :data:`PROBES` calibration rows (spread over its confidences, highest first) with the verdict and confidence it gave
 (a calibration file's ``probes``), and ``compare --cascade`` judges them again, past every cache, before it trusts the

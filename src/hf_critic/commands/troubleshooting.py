@@ -54,7 +54,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.backends.models.check_cache_dir": "cache",
     # models, engines, servers
     "hf_critic.backends.models": "models",
-    "hf_critic.backends.weights": "models",
+    "hf_critic.core.identity": "models",
     "hf_critic.critics.reward": "models",
     "hf_critic.critic.rewards": "models",
     "hf_critic.critic.rewards.refuse_for_reward": "options",

@@ -208,9 +208,12 @@ class Critic(CriticKind):
         )
 
     def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
-        """What changes its verdicts (:func:`~hf_critic.critic.identity.verdict_options`) and ``swap``."""
-        from .identity import verdict_options
+        """What changes its verdicts (:func:`~hf_critic.core.identity.verdict_options`, a reward critic's
+        :func:`~hf_critic.core.identity.reward_options`) and ``swap``."""
+        from ..core.identity import reward_options, verdict_options
 
+        if self.reward is not None:
+            return [*reward_options(self.reward, self.truncate), f"swap={swap}"]
         return [*verdict_options(self, setting), f"swap={swap}"]
 
     @classmethod

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..backends.cache import GenerationCache, cache_key
-from ..backends.weights import value_digest
 from ..core import schema
 from ..core.errors import BadInputError
+from ..core.identity import model_identity
 from ..core.progress import RunBar
 from ..critics.reward import RewardCalibration, fit_ids, pairwise_verdict, reward_conversation
 from .decoding import DecodingConfig
@@ -300,11 +300,11 @@ class ServedRewardModel:
         """Identity in cache keys and calibration fingerprints: :attr:`name`, the calibration applied to the
         server's rewards (its pointwise map and tie band) and, where the critic's own tokenizer cuts the inputs, its
         context and chat template."""
-        calibration = value_digest(dataclasses.asdict(self.calibration))
+        calibration = dataclasses.asdict(self.calibration)
         if self.tokenizer is None:
-            return f"{self.name}|calibration:{calibration}"
-        chat = value_digest(self.tokenizer.chat_template)
-        return f"{self.name}|calibration:{calibration}|context:{self.context_length}|chat_template:{chat}"
+            return model_identity(self.name, calibration=calibration)
+        chat = self.tokenizer.chat_template
+        return model_identity(self.name, calibration=calibration, context=self.context_length, chat_template=chat)
 
     def fit(self, question: str, response: str, truncate: str) -> tuple[Any, bool]:
         """The token ids within the critic's context (:func:`fit_ids`) when its tokenizer is known; else the

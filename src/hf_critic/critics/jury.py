@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core import schema
 from ..core.errors import BadInputError, CriticChangedError
+from ..core.identity import jury_identity
 from ..core.labels import LABEL_NAMES
 from ..critic.output import as_dataset
 from ..meta_eval.length import longer_wins
@@ -132,8 +133,8 @@ class Jury(CriticKind):
 
     def fingerprint_source(self, member_fingerprints: list[str]) -> str:
         """What identifies the jury: its aggregate and its members' names and fingerprints, in order."""
-        members = ",".join(f"{m.name}={f}" for m, f in zip(self.members, member_fingerprints, strict=True))
-        return f"jury|{self.how}|{members}"
+        names = [m.name for m in self.members]
+        return jury_identity(self.how, list(zip(names, member_fingerprints, strict=True)))
 
     def member_identities(self, setting: schema.Setting) -> list[str]:
         """Each member's identity in ``setting`` (with its own swap), in order."""

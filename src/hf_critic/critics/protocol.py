@@ -13,7 +13,6 @@ answers those that apply to it. Kinds are named in :mod:`hf_critic.critics.regis
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,9 +22,10 @@ import datasets
 
 from ..core import schema
 from ..core.errors import BadInputError
+from ..core.identity import identity_digest
 from ..selective import keepable_confidences
 
-__all__ = ["CriticKind", "Critiques", "identity_digest", "setting_of"]
+__all__ = ["CriticKind", "Critiques", "setting_of"]
 
 
 def setting_of(records: datasets.Dataset, referenced: bool | None = None) -> schema.Setting:
@@ -34,12 +34,6 @@ def setting_of(records: datasets.Dataset, referenced: bool | None = None) -> sch
     task = schema.Task.PAIRWISE if schema.RESPONSE_1 in records.column_names else schema.Task.POINTWISE
     has_reference = schema.REFERENCE in records.column_names if referenced is None else referenced
     return schema.Setting(task, has_reference)
-
-
-def identity_digest(setting: schema.Setting, parts: Sequence) -> str:
-    """A critic's identity for ``setting``: 16 hex digits of SHA-256 over the setting's name and ``parts`` (what
-    changes its verdicts, :meth:`CriticKind.identity_parts`), joined by ``|``."""
-    return hashlib.sha256("|".join([setting.name, *map(str, parts)]).encode("utf-8")).hexdigest()[:16]
 
 
 @dataclass
@@ -147,7 +141,7 @@ class CriticKind(ABC):
         strings; nothing that does not (a path, a batch size)."""
 
     def identity(self, setting: schema.Setting, *, swap: bool = False) -> str:
-        """Its identity in ``setting`` (:func:`identity_digest` of :meth:`identity_parts`): what a calibration file
+        """Its identity in ``setting`` (:func:`~hf_critic.core.identity.identity_digest` of :meth:`identity_parts`): what a calibration file
         and a jury's entry record, and what refuses a critic that changed."""
         return identity_digest(setting, self.identity_parts(setting, swap=swap))
 

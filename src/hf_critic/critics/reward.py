@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends.models import batch_token_budget
-from ..backends.weights import value_digest
 from ..core.control_tokens import encode_chat, encode_text
 from ..core.errors import BadInputError
+from ..core.identity import model_identity
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE
 
 if TYPE_CHECKING:
@@ -505,9 +505,12 @@ class RewardModel:
         """What its rewards and verdicts depend on, by content and never by path: the weights (and an adapter's base),
         dtype, the chat template its inputs are written with, the context inputs are cut to and the calibration (its
         pointwise map and tie band); part of every cache key and calibration fingerprint."""
-        chat = value_digest(self.tokenizer.chat_template)
-        calibration = value_digest(asdict(self.calibration))
-        return f"reward|{self.content}|context:{self.context_length}|chat_template:{chat}|calibration:{calibration}"
+        return model_identity(
+            f"reward|{self.content}",
+            context=self.context_length,
+            chat_template=self.tokenizer.chat_template,
+            calibration=asdict(self.calibration),
+        )
 
     @classmethod
     def from_pretrained(

@@ -12,17 +12,16 @@ cascade itself.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import datasets
 
 from ..core import schema
 from ..core.errors import BadInputError, CriticChangedError
+from ..core.identity import recorded_identity, text_digest
 from ..core.labels import swap_label
 from ..core.matching import id_conflicts, name_rows, text_identity
 from ..critic.output import as_dataset
@@ -56,13 +55,6 @@ def pair_key(question: str, response_1: str, response_2: str) -> str:
     """The identity of a pairwise row by its text (:func:`hf_critic.core.matching.text_identity`: whitespace normalised,
     nothing folded): how recorded verdicts find their rows."""
     return text_identity(question, response_1, response_2)
-
-
-def _file_digest(paths: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for path in paths:
-        digest.update(Path(path).read_bytes())
-    return digest.hexdigest()[:16]
 
 
 def _canonical(value) -> str:
@@ -176,7 +168,7 @@ class RecordedVerdicts(CriticKind):
             rows = rows.add_column(column, values)
         recorded = cls(name, rows, [p for p in (first, swapped) if p], published=True)
         # the verdicts' meaning: their field, label convention and the benchmark rows (in order) they follow
-        order = hashlib.sha256("\n".join(recorded.keys).encode("utf-8")).hexdigest()[:16]
+        order = text_digest("\n".join(recorded.keys))
         recorded.reading = f"field={field}|label_map={_canonical(label_map)}|benchmark={order}"
         return recorded
 
@@ -195,7 +187,7 @@ class RecordedVerdicts(CriticKind):
     def fingerprint_source(self) -> str:
         """What identifies these verdicts: the digest of their files' content, and how they were read (field, label map,
         the benchmark rows in order)."""
-        return f"recorded|{'published' if self.published else 'critiques'}|{_file_digest(self.files)}|{self.reading}"
+        return recorded_identity(self.files, published=self.published, reading=self.reading)
 
     def match(self, records: datasets.Dataset) -> tuple[list[int | None], list[int]]:
         """The recorded row of each row of ``records`` (class docstring): by id, else by (text, occurrence).
@@ -350,7 +342,7 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     """The identity of a stage's critic for a setting (:meth:`~hf_critic.critics.protocol.CriticKind.identity`: every
-    option that changes its verdicts and nothing else, :func:`hf_critic.critic.identity.verdict_options`, and swap;
+    option that changes its verdicts and nothing else, :func:`hf_critic.core.identity.verdict_options`, and swap;
     or its recorded files' content, field, label map and the benchmark rows they follow; a jury's aggregate and its
     members' identities); 16 hex digits of SHA-256."""
     return stage.critic.identity(setting, swap=stage.swap)
