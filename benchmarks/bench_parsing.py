@@ -1,4 +1,4 @@
-"""Worst parse time over the fuzz set of ``tests/test_parser_fuzz.py``, against a typical critique.
+"""Worst parse time over the fuzz set of ``tests/parsing/test_parser_fuzz.py``, against a typical critique.
 
 Run: ``python benchmarks/bench_parsing.py [--examples 10000]``.
 

@@ -1,1 +1,1 @@
-"""The test suite, a package so that tests import their shared helpers (``from ._eval_instruct_support import …``)."""
+"""The test suite, a package so that tests import their shared helpers (``from tests._eval_instruct_support import …``)."""

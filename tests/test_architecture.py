@@ -835,3 +835,44 @@ def test_the_issue_number_check_finds_one(tmp_path):
     (tmp_path / "b.md").write_text(f"Fixed ({hash_}12); https://github.com/o/r/{word}s/123; test_the_{word}s_shapes\n")
     found = issue_numbers([tmp_path], tmp_path)
     assert found == [f"a.py:1: '{word} 29'", f"a.py:2: '{word}\\n#: 40'", f"b.md:1: '({hash_}12)'"]
+
+
+#: The test modules at the top of tests/: what spans the whole project (its house rules, public API, documentation,
+#: scripts, benchmarks) and the top-level module ``refine``; every other test module lives in the folder of the
+#: package it tests (tests/critics/ for hf_critic.critics, ...).
+TOP_LEVEL_TESTS = {
+    "test_architecture.py",
+    "test_public_api.py",
+    "test_docs.py",
+    "test_scripts.py",
+    "test_script_inputs.py",
+    "test_roofline.py",
+    "test_refine.py",
+}
+
+
+def misplaced_tests(tests: Path, src: Path) -> list[str]:
+    """Test modules that are not laid out like the packages: at the top of ``tests`` and not in
+    :data:`TOP_LEVEL_TESTS`, or in a folder that names no package of ``src/hf_critic``."""
+    packages = {p.name for p in (src / "hf_critic").iterdir() if (p / "__init__.py").is_file()}
+    found = []
+    for path in sorted(tests.rglob("test_*.py")):
+        folder = path.parent.relative_to(tests).parts
+        if (not folder and path.name not in TOP_LEVEL_TESTS) or (folder and folder[0] not in packages):
+            found.append(path.relative_to(tests).as_posix())
+    return found
+
+
+def test_tests_are_laid_out_like_the_packages():
+    """A package's tests are found where its code is: tests/<package>/ mirrors src/hf_critic/<package>/."""
+    assert misplaced_tests(REPO / "tests", SRC) == []
+
+
+def test_the_layout_check_finds_a_misplaced_test(tmp_path):
+    """The check can fail: a package's test at the top and one in a folder that names no package are found."""
+    (tmp_path / "src" / "hf_critic" / "critics").mkdir(parents=True)
+    (tmp_path / "src" / "hf_critic" / "critics" / "__init__.py").write_text("")
+    for name in ("test_architecture.py", "test_jury.py", "critics/test_kinds.py", "widgets/test_widget.py"):
+        (tmp_path / "tests" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "tests" / name).write_text("")
+    assert misplaced_tests(tmp_path / "tests", tmp_path / "src") == ["test_jury.py", "widgets/test_widget.py"]

@@ -300,7 +300,7 @@ LAUNCH_LINES = [(b, a) for b, a in SHELL_COMMANDS if a[:2] == ["accelerate", "la
 
 @pytest.mark.parametrize("block,args", [pytest.param(b, a, id=f"{b.id}:launch") for b, a in LAUNCH_LINES])
 def test_recipe_launch_line_parses_with_the_recipe_parser(block, args):
-    """As tests/test_training.py checks the recipes' READMEs: the script and its config exist and the recipe's own
+    """As tests/training/test_training.py checks the recipes' READMEs: the script and its config exist and the recipe's own
     TrlParser accepts the line's arguments (on a CPU-only machine with --use_cpu true, as the GPU recipes' bf16
     needs)."""
     import torch

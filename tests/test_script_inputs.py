@@ -18,7 +18,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from tests import test_published_judgments as published
+from tests.judgments import test_published_judgments as published
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = {

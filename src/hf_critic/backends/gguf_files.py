@@ -19,7 +19,7 @@ against 16.1-16.9 s and 16.3 s from the Q4_1 file: a 135M model decodes at its c
 larger file costs nothing there. So ``recode="auto"`` re-encodes Q4_1 to Q8_0 for models up to
 :data:`AUTO_MAX_PARAMETERS` (larger ones decode bound by memory bandwidth, where Q8_0's 8.5 bits a weight read 1.7x
 the bytes of Q4_1's 5: not measured here, left as they are). Verdict probabilities move by at most 0.06 (the Q4_1
-file's own distance to transformers float32 is 0.035-0.038 on the same rows; ``tests/test_llamacpp.py``).
+file's own distance to transformers float32 is 0.035-0.038 on the same rows; ``tests/backends/test_llamacpp.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ copied to the rows that continue it (vLLM's automatic prefix caching, within one
 sharing a longer prefix (the two orders of a pair, the responses to one question). :class:`PrefixCaches` holds the
 caches and lays out a batch as ``prefix + padding + own tokens`` with a mask that zeroes the padding and positions
 that follow the mask, so every row sees exactly its own prompt (outputs equal to plain batches up to float rounding;
-``tests/test_prefill.py``).
+``tests/backends/test_prefill.py``).
 """
 
 from __future__ import annotations

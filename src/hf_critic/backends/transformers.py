@@ -179,7 +179,7 @@ class TransformersBackend(Backend):
         records) is prefilled once per call and its KV cache copied into every batch (prefix caching, as vLLM's
         automatic prefix caching does across requests), so each batch prefills only its rows' own tokens. Outputs
         are those of the plain batches up to floating-point rounding (float32: identical on the demo prompts;
-        ``tests/test_models.py``).
+        ``tests/backends/test_models.py``).
 
         Each batch is seeded from ``config.seed`` and the batch's own prompts, so sampling is reproducible
         for the same inputs and batch size, including after a resumed run.

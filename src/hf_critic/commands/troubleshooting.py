@@ -4,7 +4,7 @@ An error's section is found from what it is and where it was raised, so that a n
 its class first (:data:`SECTIONS_BY_ERROR`: a missing package, a server, a model, an output file), else the innermost
 frame of hf_critic that raised it, as ``module.qualname`` (``hf_critic.backends.cache.GenerationCache.__init__``), matched against
 :data:`SECTIONS_BY_PLACE` by the longest dotted prefix (a function's own entry wins over its module's, a module's over
-its package's). ``tests/test_troubleshooting.py`` reads every raise site the command line can reach and checks that
+its package's). ``tests/commands/test_troubleshooting.py`` reads every raise site the command line can reach and checks that
 each one has a section here and that the page has each section's anchor (``## Title {#anchor}``).
 """
 

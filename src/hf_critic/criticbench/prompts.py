@@ -3,7 +3,7 @@
 The texts live in ``prompts/criticbench/criticbench_v1.3.yaml``: for every evaluation variant and task a ``prefix``
 and a ``post``, and for every dimension and task a ``body`` (the record's fields laid out with :meth:`str.format`).
 The user message is ``prefix + body.format(**fields) + post``, byte for byte the ``origin_prompt`` the benchmark's
-own inference wrote (checked against all 6,289 shared DeepSeek-67B prompts by ``tests/test_criticbench.py``).
+own inference wrote (checked against all 6,289 shared DeepSeek-67B prompts by ``tests/criticbench/test_criticbench.py``).
 
 Variants (CriticBench §3: objective "obj" and subjective "sub" evaluation):
 

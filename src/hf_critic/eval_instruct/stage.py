@@ -5,7 +5,7 @@ CritiqueLLM v2 §3.2 and v1 §3.2); the run order, the progress count, the teach
 report's rows all come from that list. A stage reads named datasets (``"seeds"`` to begin with) and writes one,
 which later stages read and which, when it is named after a CritiqueLLM setting (``"pointwise_referenced"``, ...),
 becomes that config of the output. A new stage is one declaration (and its prompt YAML); see
-``tests/test_eval_instruct_stages.py::test_a_new_stage_is_one_declaration``.
+``tests/eval_instruct/test_eval_instruct_stages.py::test_a_new_stage_is_one_declaration``.
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def parse_prometheus(text: str, output) -> ParsedCritique:
     Implements the output format of the Prometheus 2 prompts (Kim et al., 2024; prometheus-eval README, "Direct
     Assessment Output Format" / "Pairwise Ranking Output Format": ``{orig_feedback} [RESULT] {orig_score}``), and the
     other spellings whose verdict is unambiguous, as prometheus-eval's own parser tests list them
-    (``tests/test_families.py::PROMETHEUS_EVAL_CASES``):
+    (``tests/formats/test_families.py::PROMETHEUS_EVAL_CASES``):
 
     * the last tag of the text outside quotations (``'[RESULT] 5'`` quoted from the rubric is not the critic's), in any
       case, with spaces or parentheses (``[RESULT]``, ``[Result]``, ``[ RESULT ]``,

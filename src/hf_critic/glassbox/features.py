@@ -2,7 +2,7 @@
 
 :data:`FEATURES` is the one list of features (Huang et al., seed ``001_…``, §2 and Table 1). The ``self-eval``
 epilog (:func:`epilog`) and the feature table of ``docs/glassbox.md`` (:func:`markdown_table`) are generated from it;
-``tests/test_glassbox.py`` checks the docs table and ``python -m hf_critic.glassbox docs/glassbox.md``
+``tests/glassbox/test_glassbox.py`` checks the docs table and ``python -m hf_critic.glassbox docs/glassbox.md``
 rewrites it. Light on purpose (no torch): the CLI reads it to build its help.
 """
 

@@ -22,7 +22,7 @@ from ._rows import as_dataset, field
 __all__ = ["load_prometheus", "split_prometheus_prompt"]
 
 # Sections are separated by exactly one blank line, so the fields come out exactly as inserted (a response ending in
-# a newline keeps it) and the prometheus2 templates render the shipped prompts byte for byte (tests/test_families.py).
+# a newline keeps it) and the prometheus2 templates render the shipped prompts byte for byte (tests/formats/test_families.py).
 _PROMPT = re.compile(
     r"###The instruction to evaluate:\n(?P<question>.*?)\n\n###Response to evaluate:\n(?P<response>.*?)\n\n"
     r"(?:###Reference Answer \(Score 5\):\n(?P<reference>.*?)\n\n)?###Score Rubrics:\n(?P<rubric>.*?)\n\n###Feedback:\s*$",

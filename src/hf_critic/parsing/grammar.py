@@ -49,14 +49,14 @@ final verdict is '[[A]]'``): the critic's own verdict, quoted.
 
 **Linear time.** No pattern nests quantifiers over the same characters (a whitespace run cannot be split in many
 ways), dict bodies are read by a one-pass tokenizer (:mod:`.dicts`), and generic keywords are found at line starts in one pass:
-100k-character runaway outputs parse in milliseconds (``tests/test_parser_fuzz.py``, ``benchmarks/bench_parsing.py``).
+100k-character runaway outputs parse in milliseconds (``tests/parsing/test_parser_fuzz.py``, ``benchmarks/bench_parsing.py``).
 
 **Never a default.** When nothing is found the status is ``UNPARSED`` and score / label are None; a score
 outside the template's range gives ``OUT_OF_RANGE`` with score None. Nothing is ever turned into a middle
 score or a tie.
 
 Regexes are compiled once at import; there is no ``eval``. 100k critiques parse in a few seconds on
-one CPU core (see ``tests/test_parsing.py::test_speed``).
+one CPU core (see ``tests/parsing/test_parsing.py::test_speed``).
 """
 
 from __future__ import annotations
