@@ -3,7 +3,8 @@
 A calibration (:mod:`hf_critic.selective.calibration`) holds for the critic it was made with. Its fingerprint
 (:func:`hf_critic.selective.cascade.critic_fingerprint`) must change with every option that changes a verdict, or a cascade would
 apply thresholds to a critic they were not chosen for, and must not change with an option that changes nothing, or a
-harmless rerun is refused. :func:`verdict_options` lists those options for a computed critic:
+harmless rerun is refused. :func:`verdict_options` lists those options for a generative critic, :func:`reward_options`
+for a reward critic:
 
 * the model, by content and never by path: a backend's or reward model's ``identity`` (the digest of the files that
   decide its outputs, :func:`hf_critic.backends.weights.weights_digest`: weights, configuration, tokenizer, chat template and a
@@ -21,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-__all__ = ["decoding_identity", "verdict_options"]
+__all__ = ["decoding_identity", "reward_options", "verdict_options"]
 
 #: The decoding fields each strategy reads (besides ``strategy`` and ``max_new_tokens``).
 _STRATEGY_FIELDS = {
@@ -55,8 +56,23 @@ def _rubric_digest(rubric) -> str | None:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
+def reward_options(scorer, truncate: str) -> list[str]:
+    """The options of a reward critic that change its verdicts (in every setting): the scorer by content, the input
+    cut and the tie band, as strings (fingerprint parts).
+
+    Args:
+        scorer: its :class:`~hf_critic.critic.rewards.RewardScorer` (``identity``, ``calibration.tie_margin``).
+        truncate: its truncation policy.
+
+    Returns:
+        ``["model=...", "verdict=reward", "truncate=...", "tie_margin=..."]``, in that order.
+    """
+    tie = getattr(scorer.calibration, "tie_margin", None)
+    return [f"model={scorer.identity}", "verdict=reward", f"truncate={truncate}", f"tie_margin={tie}"]
+
+
 def verdict_options(critic, setting) -> list[str]:
-    """The options of a computed critic that change its verdicts in ``setting``, as strings (fingerprint parts).
+    """The options of a generative critic that change its verdicts in ``setting``, as strings (fingerprint parts).
 
     Args:
         critic: a :class:`~hf_critic.critic.Critic`.
@@ -65,14 +81,6 @@ def verdict_options(critic, setting) -> list[str]:
     Returns:
         ``["model=...", "template=...", ...]``: one ``key=value`` per option, in a fixed order.
     """
-    if critic.reward is not None:  # a reward model: its weights, input cut and tie band decide
-        tie = getattr(critic.reward.calibration, "tie_margin", None)
-        return [
-            f"model={critic.reward.identity}",
-            "verdict=reward",
-            f"truncate={critic.truncate}",
-            f"tie_margin={tie}",
-        ]
     template = critic.template_for(setting)
     plan = critic.plan
     parts = {

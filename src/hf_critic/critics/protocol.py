@@ -17,7 +17,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import datasets
 
@@ -58,6 +58,8 @@ class Critiques:
         identity: the critic's identity for these rows' setting (:meth:`CriticKind.identity`).
         unmatched: rows a recorded critic had no verdict for (positions in the rows judged).
         conflicting: rows a recorded critic matched by order among copies of one pair with different verdicts.
+        stats: the run's counts (a computed critic's :class:`~hf_critic.critic.output.RunStats`, whose ``summary()``
+            the commands print); None for a kind without them.
     """
 
     columns: dict[str, list]
@@ -66,6 +68,7 @@ class Critiques:
     identity: str = ""
     unmatched: list[int] = field(default_factory=list)
     conflicting: list[int] = field(default_factory=list)
+    stats: Any = None
 
     @property
     def statuses(self) -> list:
@@ -97,6 +100,9 @@ class CriticKind(ABC):
     #: The confidence kinds its :class:`Critiques` carry beyond :data:`hf_critic.selective.CONFIDENCE_KINDS` (a kind
     #: registered from outside names its own here; :func:`~hf_critic.critics.registry.register` adds them).
     confidence_kinds: ClassVar[tuple[str, ...]] = ()
+    #: True when its critiques hold written text (an explanation) a generator can revise from (the generative kinds;
+    #: a reward model writes none): what ``refine`` asks of its critics.
+    writes_explanation: ClassVar[bool] = False
     #: True for a baseline that needs no model (``longer-wins``): a jury's report lists it as the baseline.
     baseline: ClassVar[bool] = False
     #: A critic of several members (a jury): the members as cascade stages (a name, a critic, swap), else empty.
@@ -125,7 +131,9 @@ class CriticKind(ABC):
         )
 
     @abstractmethod
-    def judge(self, records: datasets.Dataset, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(
+        self, records: datasets.Dataset, *, swap: bool = False, source: str = "data", referenced: bool | None = None
+    ) -> Critiques:
         """Judge every row of ``records``.
 
         Args:
@@ -133,6 +141,8 @@ class CriticKind(ABC):
                 ``reference`` in the referenced settings).
             swap: judge both orders where the kind can (a computed generative critic); order-free kinds ignore it.
             source: the data's name, for messages.
+            referenced: force the referenced (True) or reference-free (False) setting; None: referenced exactly when
+                the rows have ``reference`` (:func:`setting_of`). Kinds that read no reference ignore it.
 
         Returns:
             :class:`Critiques`, one value per row in every column.

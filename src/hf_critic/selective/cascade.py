@@ -271,10 +271,10 @@ class RecordedVerdicts(CriticKind):
         columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
         return columns, [k for k, i in enumerate(found) if i is None], conflicting
 
-    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
         """The protocol's judging: :meth:`compare`'s columns, unmatched and conflicting rows; confidence kind
         ``recorded`` / ``constant`` for a published judge's labels, else the critique file's verdict source's; no
-        call. ``swap`` changes nothing (the files hold what they hold).
+        call. ``swap`` and ``referenced`` change nothing (the files hold what they hold).
 
         Raises:
             ValueError: see :meth:`match`.
