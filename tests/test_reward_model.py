@@ -44,8 +44,11 @@ def test_detection_from_files_alone(reward_folder, tmp_path):
     assert not is_reward_model(tmp_path / "missing")
 
 
-def test_a_reward_model_is_never_loaded_as_a_causal_lm(critic):
-    assert type(critic).__name__ == "RewardCritic" and not hasattr(critic, "backend")
+def test_a_reward_model_is_never_loaded_as_a_causal_lm(critic, reward_folder):
+    assert isinstance(critic, RewardCritic) and not hasattr(critic, "backend")  # Critic.from_pretrained's own kind
+    direct = RewardCritic.from_pretrained(str(reward_folder), progress=False, dtype="float32", tie_margin=0.5)
+    assert direct.kind == critic.kind == "reward" and direct.scorer.calibration.tie_margin == 0.5
+    assert direct.scorer.identity != critic.scorer.identity  # the tie band is part of what it is
     assert type(critic.scorer.model).__name__ == "LlamaForSequenceClassification"
     assert critic.verdict == "reward" and critic.kind == "reward" and not critic.writes_explanation
 

@@ -47,6 +47,11 @@ logger = logging.getLogger(__name__)
 class Critic(ComputedCritic):
     """Generate critiques (score or label plus explanation) with any :class:`~hf_critic.backends.Backend`.
 
+    Its :meth:`~hf_critic.critic.base.ComputedCritic.grade` and :meth:`~hf_critic.critic.base.ComputedCritic.compare`
+    are the Python API, :meth:`~hf_critic.critic.base.ComputedCritic.judge` the critic protocol's. A reward model is a
+    critic of its own kind, :class:`~hf_critic.critic.reward_critic.RewardCritic` (order-free, verdicts from rewards,
+    no text); :meth:`from_pretrained` returns one for a reward model's folder.
+
     Args:
         backend: where generations come from (e.g. :class:`~hf_critic.backends.transformers.TransformersBackend`).
         template: a registered family (:mod:`hf_critic.formats`: ``"critiquellm_v2"``, ``"mtbench"``), a built-in
@@ -75,9 +80,6 @@ class Critic(ComputedCritic):
             and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
             ``low_mass`` and no verdict (default :data:`~hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
-
-    A reward model is a critic of its own kind, :class:`~hf_critic.critic.reward_critic.RewardCritic` (order-free,
-    verdicts from rewards, no text); :meth:`from_pretrained` returns one for a reward model's folder.
 
     Raises:
         ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric

@@ -350,7 +350,8 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     """The identity of a stage's critic for a setting (:meth:`~hf_critic.critics.protocol.CriticKind.identity`: every
-    option that changes its verdicts and nothing else, :func:`hf_critic.critic.identity.verdict_options`, and swap;
+    option that changes its verdicts and nothing else, :func:`hf_critic.critic.identity.verdict_options` (a reward
+    critic's :func:`~hf_critic.critic.identity.reward_options`), and swap;
     or its recorded files' content, field, label map and the benchmark rows they follow; a jury's aggregate and its
     members' identities); 16 hex digits of SHA-256."""
     return stage.critic.identity(setting, swap=stage.swap)
