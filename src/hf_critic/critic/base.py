@@ -53,7 +53,7 @@ class ComputedCritic(CriticKind):
     """
 
     #: Its two names in :mod:`hf_critic.critics.registry`: judged here, and behind a server.
-    kinds: ClassVar[tuple[str, str]] = ("", "")
+    kind_names: ClassVar[tuple[str, str]] = ("", "")
     #: Order-free: both orders of a pair give the same verdict, so ``swap`` makes no second pass (a reward critic).
     order_free: ClassVar[bool] = False
 
@@ -64,9 +64,9 @@ class ComputedCritic(CriticKind):
 
     @property
     def kind(self) -> str:
-        """Its kind in :mod:`hf_critic.critics.registry`: the second of :attr:`kinds` when it judges on a server
+        """Its kind in :mod:`hf_critic.critics.registry`: the second of :attr:`kind_names` when it judges on a server
         (:attr:`served_client`), else the first."""
-        return self.kinds[self.served_client is not None]
+        return self.kind_names[self.served_client is not None]
 
     @property
     def served_client(self):

@@ -95,7 +95,7 @@ class Critic(ComputedCritic):
     #: Its critiques are written text a generator can revise from (``refine``).
     writes_explanation = True
     #: ``generative`` (a local model) or ``served`` (a chat model behind ``base_url=``).
-    kinds = ("generative", "served")
+    kind_names = ("generative", "served")
 
     def __init__(
         self,

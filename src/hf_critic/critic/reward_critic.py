@@ -74,7 +74,7 @@ class RewardCritic(ComputedCritic):
 
     order_free = True
     #: ``reward`` (a local reward model) or ``pooling`` (behind a vLLM pooling server).
-    kinds = ("reward", "pooling")
+    kind_names = ("reward", "pooling")
     #: A reward critic reads no criteria and writes in no language: what the shared template lookup asks.
     rubric: Rubric | None = None
 
