@@ -4,8 +4,9 @@ instead of testing its type.
 A kind (a generative critic and its read-out, a reward model, a served or pooling critic, recorded verdicts, the
 ``longer-wins`` baseline, a jury, or a kind of one's own) subclasses :class:`CriticKind`: it judges rows with
 :meth:`CriticKind.judge` into :class:`Critiques` (the verdict columns, each row's status, the confidence and its kind,
-the calls made, the rows a recorded critic had no verdict for, and the critic's identity) and names what changes its
-verdicts with :meth:`CriticKind.identity_parts`. The attributes with defaults here (:attr:`CriticKind.recorded`,
+the calls made, the rows a recorded critic had no verdict for, the critic's identity and a computed critic's run
+statistics) and names what changes its verdicts with :meth:`CriticKind.identity_parts`. The commands that judge rows
+(``grade``, ``compare``, ``meta-eval``, ``refine``) ask every critic through :meth:`CriticKind.judge` too. The attributes with defaults here (:attr:`CriticKind.recorded`,
 :attr:`CriticKind.members`, :attr:`CriticKind.fitted` ...) are the questions selective judging asks (Jung, Brahman,
 Choi, "Trust or Escalate", ICLR 2025, §3.3: a critic's confidence, a jury's members and fitted aggregate); a kind
 answers those that apply to it. Kinds are named in :mod:`hf_critic.critics.registry`.
