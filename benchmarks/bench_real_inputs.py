@@ -120,7 +120,7 @@ def reward_rows(args, pairs, roof, per_token) -> dict[str, float]:
     from hf_critic import Critic
 
     critic = Critic.from_pretrained("smollm2-135m-critic", batch_size=args.batch, progress=False)
-    scorer = critic.reward
+    scorer = critic.scorer
     encoded = [scorer.fit(p["question"], p[r], "middle")[0] for p in pairs for r in ("response_1", "response_2")]
     dtype = str(next(scorer.model.parameters()).dtype).removeprefix("torch.")
     out = {}

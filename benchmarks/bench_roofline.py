@@ -151,7 +151,7 @@ def reward_scoring(args, rows: list[dict], roof: Roofline) -> None:
     from hf_critic import Critic
 
     critic = Critic.from_pretrained("smollm2-135m-critic", batch_size=args.batch, progress=False)
-    scorer = critic.reward
+    scorer = critic.scorer
     lengths = [len(scorer.fit(r["question"], r["response"], critic.truncate)[0]) for r in rows]
     work = prefill_flops(scorer.model, lengths, outputs_per_row=0)
     dtype = str(next(scorer.model.parameters()).dtype).removeprefix("torch.")

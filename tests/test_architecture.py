@@ -67,10 +67,12 @@ FLOORS: dict[str, int] = {
     "critic.rewards": 4,
     "critic.inputs": 4,  # records rendered into prompts that fit the context window (truncation policies)
     "critic.readout": 4,  # the engines' verdict read-outs through the cache (probabilities, forced verdicts)
+    "critic.base": 4,  # what the computed critics share: grade / compare, the protocol's judge, the end of a run
     "criticbench": 4,  # CriticBench's prompts, files, scoring and report (answers generated through a cached backend)
     "backends.serving": 4,  # a project critic as a checkpoint vLLM serves (merged adapter, calibration), its commands
     # 5. the critic and the Eval-Instruct pipeline
-    "critic.core": 5,  # the Critic class
+    "critic.core": 5,  # the Critic class, the generative critic
+    "critic.reward_critic": 5,  # the RewardCritic class: a reward model as a critic (the registry names it to Critic)
     "critics.options": 5,  # the options of one computed critic, declared once (model, server, cache, pair)
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
     "critics.jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
@@ -665,7 +667,6 @@ NOT_YET_SPLIT: dict[str, str] = {
     "out when every critic kind implements one protocol",
     "hf_critic/commands/meta_eval.py": "its options and its run: the critic-comparison part is the one to move out",
     "hf_critic/commands/meta_eval.py run_meta_eval": "one step per benchmark and critic inline",
-    "hf_critic/critic/core.py": "the Critic class; grew with options refused before the model loads",
     "hf_critic/eval_instruct/stages/critiques.py referenced_to_reference_free": "the f_R2RF path written out",
     "hf_critic/reports/comparison_markdown.py _length_section": "a Markdown table written row by row",
     "hf_critic/meta_eval/verdict_sources.py pointwise_verdict_figures": "one figure after another",
@@ -876,3 +877,36 @@ def test_the_layout_check_finds_a_misplaced_test(tmp_path):
         (tmp_path / "tests" / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "tests" / name).write_text("")
     assert misplaced_tests(tmp_path / "tests", tmp_path / "src") == ["test_jury.py", "widgets/test_widget.py"]
+
+
+#: The commands that judge rows: they ask a critic through the protocol (``judge``), never its Python API.
+PROTOCOL_COMMANDS = ("hf_critic/commands/critique.py", "hf_critic/commands/meta_eval.py")
+
+
+def api_calls(trees: dict[str, ast.Module], methods: tuple[str, ...] = ("grade", "compare")) -> list[str]:
+    """Every call of a method named in ``methods`` (``critic.grade(...)``, ``x.y.compare(...)``) among ``trees``, as
+    ``"path:line .name("``."""
+    return [
+        f"{path}:{node.lineno} .{node.func.attr}("
+        for path, tree in trees.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in methods
+    ]
+
+
+def test_the_commands_judge_through_the_protocol():
+    """``grade``, ``compare`` and ``meta-eval`` judge with ``critic.judge(...)`` (:class:`hf_critic.critics.protocol.
+    CriticKind`), so every kind of critic runs there the same way; ``Critic.grade`` / ``compare`` are the Python API."""
+    trees = {path: tree for path, tree in _trees().items() if path in PROTOCOL_COMMANDS}
+    assert sorted(trees) == sorted(PROTOCOL_COMMANDS)
+    assert api_calls(trees) == []
+
+
+def test_the_protocol_check_finds_a_direct_call():
+    """The check can fail: a command calling ``critic.compare(...)`` and ``self.critic.grade(...)`` is reported; a
+    plain function named ``grade`` is not."""
+    code = "def run(critic, data):\n    critic.compare(data)\n    grade(data)\n    return self.critic.grade(data)\n"
+    assert api_calls({"hf_critic/commands/x.py": ast.parse(code)}) == [
+        "hf_critic/commands/x.py:2 .compare(",
+        "hf_critic/commands/x.py:4 .grade(",
+    ]

@@ -4,10 +4,12 @@
 ``from hf_critic import Critic`` works without loading torch and transformers for ``hf_critic.__version__``.
 Everything else is reached through its package (e.g. :mod:`hf_critic.selective`).
 
-Critics, every kind behind one protocol (``judge(records, swap=...) -> Critiques``):
+Critics, every kind behind one protocol (``judge(records, swap=..., referenced=...) -> Critiques``):
 
 * ``Critic``: :class:`~hf_critic.critic.core.Critic`, a generative critic (text critiques or the probability
-  read-out, local or served) or a reward model;
+  read-out, local or served); ``Critic.from_pretrained`` on a reward model gives a ``RewardCritic``;
+* ``RewardCritic``: :class:`~hf_critic.critic.reward_critic.RewardCritic`, a reward model as a critic (order-free,
+  verdicts from rewards, no text; local or behind a vLLM pooling server);
 * ``RewardModel``: :class:`~hf_critic.critics.reward.RewardModel`; ``ServedRewardModel``:
   :class:`~hf_critic.critic.rewards.ServedRewardModel` (behind vLLM's pooling endpoint);
 * ``RecordedVerdicts``: :class:`~hf_critic.selective.cascade.RecordedVerdicts`; ``Jury``:
@@ -51,6 +53,7 @@ from .meta_eval.modules import metric_path  # stdlib-only module: cheap to impor
 # public name differs).
 _LAZY = {
     "Critic": ".critic",
+    "RewardCritic": ".critic",
     "RewardModel": ".critics.reward",
     "ServedRewardModel": ".critic.rewards",
     "RecordedVerdicts": ".selective.cascade",

@@ -2,8 +2,9 @@
 
 For every record a critic writes a reference-free pointwise critique of the response, a generator rewrites the
 response given question, response and critique (:mod:`hf_critic.prompts.rewrite`), and ``rounds`` > 1 repeats
-critique -> rewrite on the rewrite. A judge (a :class:`~hf_critic.critic.Critic`, referenced for the records that
-have a reference) then grades the original responses and every rewrite in one batch per setting. The result is the
+critique -> rewrite on the rewrite. A judge (any computed critic, a :class:`~hf_critic.critic.Critic` or a
+:class:`~hf_critic.critic.RewardCritic`, judged through the protocol and referenced for the records that have a
+reference) then grades the original responses and every rewrite in one batch per setting. The result is the
 paper's Table 4 layout: one row per critic (the original responses first), one column per category plus the overall
 mean of the judge's scores, with the win / tie / lose of each rewrite against its original and the judge's own parse
 rate. A judge verdict that did not parse (or, read as a probability, carried too little mass) is counted and left out
@@ -29,8 +30,9 @@ from .backends.cache import GenerationCache
 from .backends.cached import CachedBackend
 from .core import schema
 from .core.errors import BadInputError
-from .critic import Critic
 from .critic.decoding import DecodingConfig
+from .critic.output import add_columns
+from .critics.protocol import CriticKind
 from .io import RecordError, check_fields
 from .prompts.rewrite import RewritePrompt, load_rewrite_prompt
 
@@ -200,7 +202,7 @@ class RefineResult:
         return "\n".join(lines)
 
 
-def _critique(critic: Critic, questions: list[str], responses: list[str | None], source: str):
+def _critique(critic: CriticKind, questions: list[str], responses: list[str | None], source: str):
     """Reference-free pointwise critiques of the responses that exist (None in, None out)."""
     keep = [i for i, r in enumerate(responses) if r is not None]
     out: list[dict | None] = [None] * len(responses)
@@ -209,13 +211,13 @@ def _critique(critic: Critic, questions: list[str], responses: list[str | None],
     data = datasets.Dataset.from_dict(
         {schema.QUESTION: [questions[i] for i in keep], schema.RESPONSE: [responses[i] for i in keep]}
     )
-    graded, stats = critic.grade(data, referenced=False, source=source, return_stats=True)
-    for i, row in zip(keep, graded, strict=True):
+    critiques = critic.judge(data, source=source, referenced=False)
+    for i, row in zip(keep, add_columns(data, critiques.columns), strict=True):
         out[i] = row
-    return out, stats.cached
+    return out, critiques.stats.cached
 
 
-def _judge(judge: Critic, rows: list[dict], source: str) -> int:
+def _judge(judge: CriticKind, rows: list[dict], source: str) -> int:
     """Grade every row's ``response`` in place (referenced where a reference exists); returns cache hits."""
     cached = 0
     for referenced in (True, False):
@@ -225,11 +227,10 @@ def _judge(judge: Critic, rows: list[dict], source: str) -> int:
         columns = {schema.QUESTION: [r["question"] for r in mine], schema.RESPONSE: [r["response"] for r in mine]}
         if referenced:
             columns[schema.REFERENCE] = [r["reference"] for r in mine]
-        graded, stats = judge.grade(
-            datasets.Dataset.from_dict(columns), referenced=referenced, source=source, return_stats=True
-        )
-        cached += stats.cached
-        for r, g in zip(mine, graded, strict=True):
+        data = datasets.Dataset.from_dict(columns)
+        critiques = judge.judge(data, source=source, referenced=referenced)
+        cached += critiques.stats.cached
+        for r, g in zip(mine, add_columns(data, critiques.columns), strict=True):
             ok = g[schema.CRITIQUE_STATUS] == schema.ParseStatus.OK.value
             r.update(
                 judge_score=g[schema.CRITIQUE_SCORE] if ok else None,
@@ -297,7 +298,7 @@ class _Rewriter:
 
 def _rewrite_rounds(
     name: str,
-    critic: Critic,
+    critic: CriticKind,
     data: _Records,
     rounds: int,
     rewriter: _Rewriter,
@@ -342,9 +343,9 @@ def _rewrite_rounds(
 
 def refine(
     records: datasets.Dataset | Sequence[Mapping[str, Any]],
-    critics: Mapping[str, Critic],
+    critics: Mapping[str, CriticKind],
     generator,
-    judge: Critic,
+    judge: CriticKind,
     *,
     rounds: int = 1,
     prompt: RewritePrompt | str = "en",
@@ -358,10 +359,12 @@ def refine(
     Args:
         records: rows with ``question`` and ``response``; optional ``reference`` (the judge's referenced setting for
             that row) and a category column (default ``category``; missing = one column ``all``).
-        critics: name -> critic writing the feedback (reference-free pointwise grading); names label the table rows.
+        critics: name -> critic writing the feedback (reference-free pointwise grading; a kind whose
+            ``writes_explanation`` is True: its critique text is the feedback); names label the table rows.
         generator: the :class:`~hf_critic.backends.base.Backend` that rewrites (any: the embedded model, a local
             folder, an OpenAI-compatible server).
-        judge: the critic grading originals and rewrites (its verdict mode, text or probability, is its own).
+        judge: the critic grading originals and rewrites, through its ``judge`` (a computed critic: its critiques
+            carry their run's stats; its verdict mode, text, probability or reward, is its own).
         rounds: critique -> rewrite iterations (>= 1); each round critiques the previous round's rewrite.
         prompt: the rewrite prompt, or a language / YAML file for :func:`~hf_critic.prompts.rewrite.load_rewrite_prompt`.
         decoding: the generator's decoding (default: greedy, 512 new tokens).

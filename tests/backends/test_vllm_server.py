@@ -152,12 +152,12 @@ def test_greedy_text_critiques_through_vllm_are_identical(servers, local_backend
 
 def reward_critics(servers):
     from hf_critic.backends.pooling import PoolingRewardClient
-    from hf_critic.critic import Critic
+    from hf_critic.critic import Critic, RewardCritic
     from hf_critic.critic.rewards import ServedRewardModel
 
     client = PoolingRewardClient(servers["pooling"].url, CRITIC)
     client.check()
-    served = Critic(None, reward=ServedRewardModel.for_client(client), cache_path=None)
+    served = RewardCritic(ServedRewardModel.for_client(client), cache_path=None)
     return served, Critic.from_pretrained(CRITIC, dtype="float32", cache_path=None, progress=False)
 
 
@@ -173,7 +173,7 @@ def test_the_served_reward_critic_judges_as_in_process_with_its_calibration_and_
     """``--model smollm2-135m-critic --pooling`` on the exported critic: its fitted score map (scores equal, not the
     unfitted sigmoid), its 256-token context (long Eval-P pairs cut as in-process), rewards within 1e-3, labels equal."""
     served, local = reward_critics(servers)
-    assert served.reward.context_length == local.reward.context_length == 256
+    assert served.scorer.context_length == local.scorer.context_length == 256
     for name in ("pointwise_referenced", "pairwise_referenced"):
         rows = examples(name)
         assert_same_rewards(judge(served, rows), judge(local, rows))

@@ -185,8 +185,7 @@ def test_the_probability_readout_sees_the_answer_as_text(backend):
 def test_rows_holding_control_tokens_are_counted_and_said():
     import datasets
 
-    from hf_critic.critic.core import count_control_tokens
-    from hf_critic.critic.output import RunStats
+    from hf_critic.critic.output import RunStats, count_control_tokens
 
     rows = datasets.Dataset.from_list(
         [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hf_critic.core import schema
-from hf_critic.critic import Critic
+from hf_critic.critic import Critic, RewardCritic
 from hf_critic.critic.decoding import DecodingConfig
 from hf_critic.selective.cascade import CascadeStage, RecordedVerdicts, critic_fingerprint
 from hf_critic.testing.servers import StubOpenAIServer
@@ -185,7 +185,7 @@ def test_a_reward_critics_tie_margin_changes_its_fingerprint():
 
     def stage(margin):
         reward = ServedRewardModel(PoolingRewardClient("http://127.0.0.1:1/v1", "rm"))
-        return CascadeStage("rm", Critic(None, reward=reward, tie_margin=margin))
+        return CascadeStage("rm", RewardCritic(reward, tie_margin=margin))
 
     assert critic_fingerprint(stage(0.0), PAIRWISE) != critic_fingerprint(stage(3.0), PAIRWISE)
     assert critic_fingerprint(stage(0.0), PAIRWISE) == critic_fingerprint(stage(0.0), PAIRWISE)
@@ -219,7 +219,7 @@ def _reward_fingerprint(folder) -> str:
 
     identity._MEMORY.clear()  # a new process: only the store and the files themselves answer
     reward = RewardModel.from_pretrained(str(folder), dtype="float32", progress=False)
-    return critic_fingerprint(CascadeStage("rm", Critic(None, reward=reward)), PAIRWISE)
+    return critic_fingerprint(CascadeStage("rm", RewardCritic(reward)), PAIRWISE)
 
 
 @pytest.fixture(scope="module")

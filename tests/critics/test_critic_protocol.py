@@ -181,13 +181,15 @@ def test_a_changed_option_of_the_new_kind_is_a_changed_critic_and_an_unknown_kin
 
 
 def test_the_registry_names_every_kind_and_refuses_what_is_no_kind():
-    from hf_critic.critic import Critic
+    from hf_critic.critic import Critic, RewardCritic
     from hf_critic.critics.jury import Jury, LongerWins
 
     assert kinds()[:7] == ["generative", "reward", "served", "pooling", "recorded", "longer-wins", "jury"]
     assert "distinct-words" in kinds() and critic_class("distinct-words") is DistinctWords
     assert all(issubclass(critic_class(name), CriticKind) for name in kinds())  # every built-in path resolves
-    assert critic_class("reward") is Critic and critic_class("jury") is Jury
+    assert critic_class("generative") is Critic and critic_class("served") is Critic
+    assert critic_class("reward") is RewardCritic and critic_class("pooling") is RewardCritic
+    assert critic_class("jury") is Jury
     assert critic_class("longer-wins") is LongerWins and LongerWins.kind == "longer-wins"
     with pytest.raises(ValueError, match="critic kind 'jury' is built in"):
         register("jury", DistinctWords)
@@ -249,13 +251,13 @@ def test_the_generative_critic_answers_the_protocol_in_both_tasks():
 
 
 def test_a_reward_critic_behind_a_pooling_server_says_its_kind_and_client():
-    """The kind a Critic is comes from what it judges with: a reward model served for pooling is ``pooling``, its
-    client the one ``compare --cascade`` re-checks; a served critic is no recorded one and has no members."""
+    """The kind a reward critic is comes from what it judges with: a reward model served for pooling is ``pooling``,
+    its client the one ``compare --cascade`` re-checks; a served critic is no recorded one and has no members."""
     from hf_critic.backends.pooling import PoolingRewardClient
-    from hf_critic.critic import Critic
+    from hf_critic.critic import RewardCritic
     from hf_critic.critic.rewards import ServedRewardModel
 
     client = PoolingRewardClient("http://127.0.0.1:1/v1", "rm")
-    critic = Critic(None, reward=ServedRewardModel(client))
+    critic = RewardCritic(ServedRewardModel(client))
     assert critic.kind == "pooling" and critic.served_client is client
     assert not critic.recorded and not critic.members and not critic.fitted and critic.counts is None

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from hf_critic import Critic
+from hf_critic import Critic, RewardCritic
 from hf_critic.core import schema
 from hf_critic.critic import ContextLengthError
 from hf_critic.critics.reward import (
@@ -44,10 +44,13 @@ def test_detection_from_files_alone(reward_folder, tmp_path):
     assert not is_reward_model(tmp_path / "missing")
 
 
-def test_a_reward_model_is_never_loaded_as_a_causal_lm(critic):
-    assert critic.reward is not None and critic.backend is None
-    assert type(critic.reward.model).__name__ == "LlamaForSequenceClassification"
-    assert critic.verdict == "reward"
+def test_a_reward_model_is_never_loaded_as_a_causal_lm(critic, reward_folder):
+    assert isinstance(critic, RewardCritic) and not hasattr(critic, "backend")  # Critic.from_pretrained's own kind
+    direct = RewardCritic.from_pretrained(str(reward_folder), progress=False, dtype="float32", tie_margin=0.5)
+    assert direct.kind == critic.kind == "reward" and direct.scorer.calibration.tie_margin == 0.5
+    assert direct.scorer.identity != critic.scorer.identity  # the tie band is part of what it is
+    assert type(critic.scorer.model).__name__ == "LlamaForSequenceClassification"
+    assert critic.verdict == "reward" and critic.kind == "reward" and not critic.writes_explanation
 
 
 def test_pointwise_scores_follow_the_rewards_on_the_templates_scale(critic):
@@ -79,7 +82,7 @@ def test_token_limited_batches_give_the_rewards_of_row_batches(critic):
     """Reward scoring is cut into batches by padded tokens, as the read-out is, outputs unchanged."""
     from hf_critic.backends.models import READOUT_BATCH_TOKENS
 
-    scorer = critic.reward
+    scorer = critic.scorer
     assert scorer.max_batch_tokens == READOUT_BATCH_TOKENS  # the default on a CPU
     responses = [GOOD, "Paris. " * 40, "", "It is Paris, the largest city of France. " * 12, "No."]
     inputs = [scorer.fit(QUESTION, r, "error")[0] for r in responses]
@@ -137,7 +140,7 @@ def test_cache_makes_a_rerun_free(critic, reward_folder, tmp_path):
     again = Critic.from_pretrained(
         str(reward_folder), cache_path=tmp_path / "c.sqlite", progress=False, dtype="float32"
     )
-    again.reward.score = None  # any model call would fail
+    again.scorer.score = None  # any model call would fail
     second = again.grade(rows)
     assert second[schema.CRITIQUE_REWARD] == first[schema.CRITIQUE_REWARD]
     assert again.last_stats.cached == 2
@@ -267,11 +270,11 @@ def test_non_finite_or_huge_tie_margins_are_refused_or_computed_not_overflowed(c
     label, d = pairwise_verdict(1.0, 0.0, tie_margin=1e6)  # exp(1e6) overflowed before: reported as a truncation
     assert label == 2 and d["tie"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="tie_margin=.*: must be a finite number"):
-        Critic(None, reward=critic.reward, tie_margin=float("nan"))
+        RewardCritic(critic.scorer, tie_margin=float("nan"))
 
 
 def test_a_reward_model_giving_nan_is_an_error_naming_the_row(critic):
-    critic.reward.score = lambda inputs: [0.5, float("nan")][: len(inputs)]
+    critic.scorer.score = lambda inputs: [0.5, float("nan")][: len(inputs)]
     rows = [{"question": QUESTION, "response": r} for r in (GOOD, BAD)]
     with pytest.raises(ValueError, match=r"gave reward nan for row 1 \(1 of 2"):
         critic.grade(rows, source="graded.jsonl")

@@ -116,19 +116,50 @@ def run(args: argparse.Namespace) -> int:
     prompts = len(records) * (2 if args.task == "compare" and args.swap else 1)
     critic = critic_from_args(args, args.model, inputs=prompts * decoding_from_args(args).num_return_sequences)
     started = time.perf_counter()
-    if args.task == "grade":
-        result, stats = critic.grade(records, referenced=args.referenced, source=args.data, return_stats=True)
-    else:
-        result, stats = critic.compare(
-            records, referenced=args.referenced, swap=args.swap, source=args.data, return_stats=True
-        )
+    result, critiques = judge_rows(
+        critic,
+        records,
+        args.task,
+        swap=args.task == "compare" and args.swap,
+        source=args.data,
+        referenced=args.referenced,
+    )
     elapsed = time.perf_counter() - started
     save_records(result, args.output)
     print(f"wrote {len(result)} rows to {args.output} in {elapsed:.1f} s")
-    print(f"critiques: {stats.summary()}")
+    print(f"critiques: {critiques.stats.summary()}")
     for line in _figures(result, args):
         print(line)
     return DONE
+
+
+def judge_rows(critic, records, task: str, *, swap: bool = False, source: str = "data", referenced=None):
+    """``records`` judged by ``critic`` through the protocol (:meth:`~hf_critic.critics.protocol.CriticKind.judge`)
+    as ``task`` says (``"grade"``: pointwise grading of ``response``, any pair's columns left unread; ``"compare"``:
+    pairwise comparison), and the rows with its critique columns (those of the data replaced).
+
+    Returns:
+        ``(rows with the critique columns, the Critiques)``.
+
+    Raises:
+        RecordError: rows without the task's columns (``compare`` on rows without a pair); see the critic's
+            ``judge``.
+    """
+    from ..core import schema
+    from ..critic.output import add_columns, as_dataset
+    from ..io import check_fields
+
+    data = as_dataset(records)
+    pair = [c for c in (schema.RESPONSE_1, schema.RESPONSE_2) if c in data.column_names]
+    wanted = schema.Task.POINTWISE if task == "grade" else schema.Task.PAIRWISE
+    if (wanted is schema.Task.PAIRWISE) != (schema.RESPONSE_1 in pair):  # the other task's rows
+        has_reference = schema.REFERENCE in data.column_names if referenced is None else referenced
+        fields = schema.Setting(wanted, has_reference).fields
+        if any(f not in data.column_names for f in fields):  # the message the task's own check writes
+            check_fields(data, fields, source)
+    judged = data.remove_columns(pair) if wanted is schema.Task.POINTWISE and pair else data
+    critiques = critic.judge(judged, swap=swap, source=source, referenced=referenced)
+    return add_columns(data, critiques.columns), critiques
 
 
 #: Bootstrap resamples (of the questions) behind the interval of the within-question accuracy ``grade`` prints.

@@ -312,6 +312,7 @@ def _verdicts_by_id(path: str, verdicts: list, ids: list[str], wanted, name: str
 def _critic_runs(args, benchmarks):
     """Run every --model (default: the embedded critic) on every benchmark; save the critiques."""
     from ..io import save_records
+    from .critique import judge_rows
 
     models = args.model or ([None] if not args.verdicts else [])
     runs = []
@@ -319,10 +320,10 @@ def _critic_runs(args, benchmarks):
         critic_name = "default-critic" if model is None else Path(model).name or model
         critic = critic_from_args(args, model)
         for name, data, _ in benchmarks:
-            if "response_1" in data.column_names:
-                critique, stats = critic.compare(data, swap=args.swap, source=name, return_stats=True)
-            else:
-                critique, stats = critic.grade(data, source=name, return_stats=True)
+            pairwise = "response_1" in data.column_names
+            critique, critiques = judge_rows(
+                critic, data, "compare" if pairwise else "grade", swap=pairwise and args.swap, source=name
+            )
             path = save_records(
                 critique, Path(args.output_dir) / "critiques" / _slug(critic_name) / f"{_slug(name)}.jsonl"
             )
@@ -331,7 +332,7 @@ def _critic_runs(args, benchmarks):
                 if ("response_1" in data.column_names)
                 else ""
             )
-            print(f"{critic_name} on {name}{orders}: {stats.summary()} -> {path}")
+            print(f"{critic_name} on {name}{orders}: {critiques.stats.summary()} -> {path}")
             runs.append((critic_name, name, critique))
     return runs
 
@@ -374,6 +375,7 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
     """Judge each benchmark again under its attacks (:func:`_plan_attacks`) with every --model, in the orders the
     main run judged (``--swap``); the robustness figures, each row saying its orders."""
     from ..meta_eval.attacks import attack_pairs, pairwise_robustness, pointwise_shift, render_attack, stood_by
+    from .critique import judge_rows
 
     results = []
     orders = "both" if args.swap else "one"
@@ -384,11 +386,15 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
             rows = data.to_list()
             if "response_1" in data.column_names:
                 family = _family(critic, "pairwise")
-                clean = stood_by(critic.compare(data, swap=args.swap, source=name), args.swap)
+                clean = stood_by(judge_rows(critic, data, "compare", swap=args.swap, source=name)[0], args.swap)
                 for attack in plan[name]:
-                    attacked = critic.compare(
-                        attack_pairs(rows, attack, family), swap=args.swap, source=f"{name} ({attack.name})"
-                    )
+                    attacked = judge_rows(
+                        critic,
+                        attack_pairs(rows, attack, family),
+                        "compare",
+                        swap=args.swap,
+                        source=f"{name} ({attack.name})",
+                    )[0]
                     figures = pairwise_robustness(
                         data[args.human_label],
                         clean,
@@ -407,11 +413,12 @@ def _attack_runs(args, benchmarks, plan: dict[str, list]) -> list[dict]:
                         }
                     )
             else:
-                graded = critic.grade([{**r, "response": r["reference"]} for r in rows], source=f"{name} (references)")
+                references = [{**r, "response": r["reference"]} for r in rows]
+                graded = critic.judge(references, source=f"{name} (references)").columns["critique_score"]
                 for attack in plan[name]:
                     free = [{**r, "response": render_attack(attack, "", None)} for r in rows]
-                    scores = critic.grade(free, source=f"{name} ({attack.name})")["critique_score"]
-                    figures = pointwise_shift(graded["critique_score"], scores)
+                    scores = critic.judge(free, source=f"{name} ({attack.name})").columns["critique_score"]
+                    figures = pointwise_shift(graded, scores)
                     results.append(
                         {
                             "critic": critic_name,
@@ -477,6 +484,8 @@ def _criticbench(args, specs: list[tuple[str, str]]) -> None:
     for model in args.model or ([None] if not args.predictions else []):
         critic_name = "default-critic" if model is None else Path(model).name or model
         critic = critic_from_args(args, model)
+        if not critic.writes_explanation:
+            raise BadInputError(f"--model {model}: a {critic.kind} critic writes no answers for CriticBench")
         for name, path in specs:
             prompts = criticbench_prompts(path, limit=args.limit)
             predictions, cached = answer_prompts(critic.backend, critic.decoding, critic.cache, prompts)

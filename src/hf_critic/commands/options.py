@@ -278,7 +278,8 @@ def critic_options_from_args(args: argparse.Namespace, model: str | None) -> Cri
 
 
 def critic_from_args(args: argparse.Namespace, model: str | None, inputs: int | None = None):
-    """A :class:`~hf_critic.critic.Critic` on ``model`` (None: the embedded default) configured by the model,
+    """A :class:`~hf_critic.critic.Critic` (a :class:`~hf_critic.critic.RewardCritic` for a reward model or
+    ``--pooling``) on ``model`` (None: the embedded default) configured by the model,
     endpoint, critic, cache and decoding options, built by :func:`hf_critic.critics.computed.build_computed` (as a
     critic of a cascade file is): on the server at ``--base-url`` when given, else locally on ``--engine``.
 

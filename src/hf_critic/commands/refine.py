@@ -178,18 +178,18 @@ def run_refine(args: argparse.Namespace) -> int:
         )
     critics = {name: critic_on(model) for name, model in _critic_specs(args.critic).items()}
     for name, critic in critics.items():
-        if critic.reward is not None:  # feedback is the critique's text, which a reward critic does not write
+        if not critic.writes_explanation:  # feedback is the critique's text, which a reward critic does not write
             raise BadInputError(
-                f"--critic {name}: a {critic.reward.kind} writes no critique for the generator to revise from "
+                f"--critic {name}: a {critic.engine.kind} writes no critique for the generator to revise from "
                 "(it can be the --judge)"
             )
     for critic in critics.values():
         if critic.plan == ("probability", "none"):
             # The generator revises from the written critique: read verdicts directly, but write the critique too.
             critic.plan = critic.plan._replace(mode=VerdictMode.BOTH)
-    generator = critic_on(args.generator).backend
-    if generator is None:
+    if not critic_on(args.generator).writes_explanation:
         raise BadInputError(f"--generator {args.generator}: a reward model cannot write a revision")
+    generator = critic_on(args.generator).backend
     if args.judge_verdict or args.judge_explanation:  # the judge's own verdict settings, on its own Critic
         overrides = {"verdict": args.judge_verdict or args.verdict, "explanation": args.judge_explanation}
         judge = critic_from_args(argparse.Namespace(**{**vars(args), **overrides}), args.judge)

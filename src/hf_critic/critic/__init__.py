@@ -9,7 +9,11 @@
 - :mod:`~hf_critic.critic.inputs`: records rendered into prompts that fit the context (truncation policies);
 - :mod:`~hf_critic.critic.readout`: the engines' read-outs of a verdict through the cache (probabilities, verdicts
   forced under a grammar);
-- :mod:`~hf_critic.critic.core`: :class:`Critic` itself, grading and comparison in the four settings.
+- :mod:`~hf_critic.critic.base`: what the computed critics share: grading, comparison and the protocol's judging,
+  the template of a setting, the end of every run (confidences, run statistics);
+- :mod:`~hf_critic.critic.reward_critic`: :class:`RewardCritic`, a reward model as a critic (order-free, no text);
+- :mod:`~hf_critic.critic.core`: :class:`Critic` itself, the generative critic: grading and comparison in the four
+  settings.
 
 The critic formats live in :mod:`hf_critic.formats`, the engines in :mod:`hf_critic.backends`.
 
@@ -22,8 +26,13 @@ from __future__ import annotations
 
 from .._lazy import lazy_names
 
-__all__ = ["TRUNCATE_POLICIES", "ContextLengthError", "Critic"]
+__all__ = ["TRUNCATE_POLICIES", "ContextLengthError", "Critic", "RewardCritic"]
 
 # Public names imported on first access (PEP 562): name -> submodule that defines it.
-_LAZY = {"Critic": ".core", "ContextLengthError": ".inputs", "TRUNCATE_POLICIES": ".inputs"}
+_LAZY = {
+    "Critic": ".core",
+    "RewardCritic": ".reward_critic",
+    "ContextLengthError": ".inputs",
+    "TRUNCATE_POLICIES": ".inputs",
+}
 __getattr__, __dir__ = lazy_names(__name__, _LAZY, globals())

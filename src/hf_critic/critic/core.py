@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
 
 import datasets
 
@@ -19,50 +18,39 @@ from ..backends.cached import CachedBackend, Generations
 from ..core import schema
 from ..core.errors import BadInputError
 from ..core.labels import swap_label
-from ..critics.protocol import CriticKind, Critiques, setting_of
-from ..formats import AUTO, DEFAULT_FAMILY, parse_output, pick_family
+from ..formats import DEFAULT_FAMILY, parse_output
 from ..io import check_fields
 from ..parsing import ParsedCritique
-from ..prompts import RESPONSE_FIELDS, PromptTemplate, resolve_template
+from ..prompts import RESPONSE_FIELDS, PromptTemplate
 from ..prompts.rubric import Rubric
-from ..selective import confidence_of, sample_labels
+from ..selective import sample_labels
+from .base import ComputedCritic, pick_template
 from .config import check_plan_options
 from .decoding import DecodingConfig, aggregate_labels, aggregate_scores
 from .grammars import verdict_grammar
-from .inputs import TRUNCATE_POLICIES, ContextLengthError, count_control_tokens, render_conversations
+from .inputs import TRUNCATE_POLICIES, render_conversations
 from .output import (
-    CritiqueRun,
     Judged,
     RunStats,
-    add_columns,
-    as_dataset,
     distribution_columns,
     pairwise_columns,
     probability_stats,
     run_stats,
 )
 from .readout import force_verdicts, read_verdicts
-from .rewards import (
-    NonFiniteRewardError,
-    RewardScorer,
-    compare_columns,
-    grade_columns,
-    refuse_for_generator,
-    refuse_for_reward,
-    with_tie_margin,
-)
-from .verdicts import (
-    DEFAULT_MIN_VERDICT_MASS,
-    VerdictMode,
-    VerdictPlan,
-    resolve_verdict,
-)
+from .rewards import refuse_for_generator
+from .verdicts import DEFAULT_MIN_VERDICT_MASS, resolve_verdict
 
 logger = logging.getLogger(__name__)
 
 
-class Critic(CriticKind):
+class Critic(ComputedCritic):
     """Generate critiques (score or label plus explanation) with any :class:`~hf_critic.backends.Backend`.
+
+    Its :meth:`~hf_critic.critic.base.ComputedCritic.grade` and :meth:`~hf_critic.critic.base.ComputedCritic.compare`
+    are the Python API, :meth:`~hf_critic.critic.base.ComputedCritic.judge` the critic protocol's. A reward model is a
+    critic of its own kind, :class:`~hf_critic.critic.reward_critic.RewardCritic` (order-free, verdicts from rewards,
+    no text); :meth:`from_pretrained` returns one for a reward model's folder.
 
     Args:
         backend: where generations come from (e.g. :class:`~hf_critic.backends.transformers.TransformersBackend`).
@@ -92,18 +80,11 @@ class Critic(CriticKind):
             and the prefix is appended after the explanation). None: what ``auto`` picks, else ``"first"``.
         min_verdict_mass: read-outs with less probability than this on the allowed verdicts get status
             ``low_mass`` and no verdict (default :data:`~hf_critic.critic.verdicts.DEFAULT_MIN_VERDICT_MASS`).
-        reward: an order-free reward critic (:class:`~hf_critic.critic.rewards.RewardScorer`: a reward model, one
-            behind a server): every verdict then comes from rewards (pointwise: the calibrated
-            reward; pairwise: the Rao-Kupper distribution of the two rewards, :mod:`hf_critic.critics.reward`), no text
-            is generated, and every option it cannot honour (text or probability verdicts, explanations, decoding,
-            rubric criteria, grammars, verdict mass, a reference) is refused with a ValueError naming it.
-        tie_margin: a reward critic's tie band in reward units, >= 0 (None: its calibration's).
 
     Raises:
         ValueError: an unknown truncation policy, ``constrain_verdict`` on a backend without grammars, or a rubric
             whose scores disagree with ``score_range``.
-        ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1], and an option
-            a reward critic cannot honour.
+        ValueError: also for an unknown verdict / explanation mode or a min_verdict_mass outside [0, 1].
 
     Examples:
         >>> critic = Critic.from_pretrained()  # doctest: +SKIP
@@ -111,9 +92,14 @@ class Critic(CriticKind):
         >>> graded[0]["critique_score"]  # doctest: +SKIP
     """
 
+    #: Its critiques are written text a generator can revise from (``refine``).
+    writes_explanation = True
+    #: ``generative`` (a local model) or ``served`` (a chat model behind ``base_url=``).
+    kind_names = ("generative", "served")
+
     def __init__(
         self,
-        backend: Backend | None,
+        backend: Backend,
         *,
         template: str = DEFAULT_FAMILY,
         language: str = "en",
@@ -126,17 +112,10 @@ class Critic(CriticKind):
         min_verdict_mass: float = DEFAULT_MIN_VERDICT_MASS,
         rubric: Rubric | None = None,
         score_range: tuple[int, int] | None = None,
-        reward: RewardScorer | None = None,
-        tie_margin: float | None = None,
     ):
         if truncate not in TRUNCATE_POLICIES:
             raise BadInputError(f"truncate must be one of {TRUNCATE_POLICIES}, got {truncate!r}")
-        self.reward = reward
-        if self.reward is not None:
-            refuse_for_reward(self.reward.kind, locals())
-            self.reward.calibration = with_tie_margin(self.reward.calibration, tie_margin)
-        else:
-            refuse_for_generator(tie_margin, constrain_verdict, backend.name, backend.supports_grammar)
+        refuse_for_generator(None, constrain_verdict, backend.name, backend.supports_grammar)
         if not 0 <= min_verdict_mass <= 1:
             raise BadInputError(f"min_verdict_mass must be in [0, 1], got {min_verdict_mass}")
         if rubric is not None and score_range is not None and tuple(score_range) != rubric.score_range:
@@ -146,11 +125,8 @@ class Critic(CriticKind):
             )
         self.constrain_verdict = constrain_verdict
         self.rubric, self.score_range = rubric, tuple(score_range) if score_range is not None else None
-        if self.reward is not None:
-            self.plan = VerdictPlan(VerdictMode.REWARD, "none")
-        else:
-            self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
-            check_plan_options(self.plan, explanation, min_verdict_mass, decoding)
+        self.plan = resolve_verdict(verdict, explanation, embedded=backend.embedded)
+        check_plan_options(self.plan, explanation, min_verdict_mass, decoding)
         self.min_verdict_mass = min_verdict_mass
         self.backend, self.template, self.language = backend, template, language
         self.decoding = decoding or DecodingConfig()
@@ -160,7 +136,7 @@ class Critic(CriticKind):
 
     @property
     def verdict(self) -> str:
-        """The resolved verdict mode: ``"text"``, ``"probability"``, ``"both"`` or ``"reward"``."""
+        """The resolved verdict mode: ``"text"``, ``"probability"`` or ``"both"``."""
         return self.plan.mode.value
 
     @property
@@ -170,50 +146,14 @@ class Critic(CriticKind):
 
     # ------------------------------------------------------------------ the critic protocol
     @property
-    def kind(self) -> str:
-        """Its kind in :mod:`hf_critic.critics.registry`: ``reward`` / ``pooling`` (a reward model, local or served)
-        or ``generative`` / ``served`` (a chat model, local or behind ``--base-url``)."""
-        served = self.served_client is not None
-        if self.reward is not None:
-            return "pooling" if served else "reward"
-        return "served" if served else "generative"
-
-    @property
-    def served_client(self):
-        """The client of the server it judges on (a chat model or a pooling reward model), else None."""
-        client = getattr(self.reward or self.backend, "client", None)
-        return client if hasattr(client, "identity") else None
-
-    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
-        """The protocol's judging (:class:`~hf_critic.critics.protocol.CriticKind`): :meth:`compare` on pairs (both
-        orders with ``swap``, unless a reward critic, which is order-free), else :meth:`grade`; its ``critique_*``
-        columns, their confidence (:func:`~hf_critic.selective.confidence_of`) and the calls made (rows x orders).
-
-        Raises:
-            ValueError: as :meth:`compare` / :meth:`grade`.
-        """
-        data = as_dataset(records)
-        setting = setting_of(data)
-        if setting.task is schema.Task.PAIRWISE:
-            judged = self.compare(data, swap=swap, source=source)
-        else:
-            judged = self.grade(data, source=source)
-        columns = {c: list(judged[c]) for c in judged.column_names if c.startswith("critique_")}
-        orders = 2 if swap and self.reward is None and setting.task is schema.Task.PAIRWISE else 1
-        return Critiques(
-            columns,
-            confidence_of(columns)[1],
-            calls=len(data) * orders,
-            identity=self.identity(setting, swap=swap),
-        )
+    def engine(self) -> Backend:
+        """What judges: its backend."""
+        return self.backend
 
     def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
-        """What changes its verdicts (:func:`~hf_critic.core.identity.verdict_options`, a reward critic's
-        :func:`~hf_critic.core.identity.reward_options`) and ``swap``."""
-        from ..core.identity import reward_options, verdict_options
+        """What changes its verdicts (:func:`~hf_critic.core.identity.verdict_options`) and ``swap``."""
+        from ..core.identity import verdict_options
 
-        if self.reward is not None:
-            return [*reward_options(self.reward, self.truncate), f"swap={swap}"]
         return [*verdict_options(self, setting), f"swap={swap}"]
 
     @classmethod
@@ -229,14 +169,17 @@ class Critic(CriticKind):
         progress: bool = True,
         gguf_recode: str = "auto",
         **kwargs,
-    ) -> Critic:
-        """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
+    ) -> ComputedCritic:
+        """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct); a
+        :class:`~hf_critic.critic.reward_critic.RewardCritic` for a reward model.
 
         Args:
             model: local folder, Hub id (fails fast when offline and not cached), ``.gguf`` file, PEFT adapter
                 folder, or the name of a built-in trained critic (:data:`hf_critic.backends.models.TRAINED_CRITICS`, e.g.
                 ``"smollm2-135m-critic"``, from the package's data, offline). A one-label sequence classifier (a
-                reward model, :func:`hf_critic.critics.reward.is_reward_model`) becomes a reward critic.
+                reward model, :func:`hf_critic.critics.reward.is_reward_model`) and a built-in trained critic become a
+                :class:`~hf_critic.critic.reward_critic.RewardCritic`
+                (:meth:`~hf_critic.critic.reward_critic.RewardCritic.from_pretrained`).
             engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
@@ -247,45 +190,42 @@ class Critic(CriticKind):
             gguf_recode: llama.cpp only: run a re-encoding of the GGUF that its CPU kernels multiply faster
                 (``"auto"``, ``"off"``, ``"Q8_0"``, ``"F32"``; :func:`hf_critic.backends.gguf_files.recoded_gguf`).
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
-                constrain_verdict, verdict, explanation, min_verdict_mass); ``template="auto"`` picks the family of a
+                constrain_verdict, verdict, explanation, min_verdict_mass) or the reward critic (its ``tie_margin``
+                too; a critic that generates text refuses it); ``template="auto"`` picks the family of a
                 known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
+
+        Returns:
+            A :class:`Critic`, or a :class:`~hf_critic.critic.reward_critic.RewardCritic` for a reward model.
 
         Raises:
             hf_critic.backends.models.ModelNotFoundError: the model cannot be found offline.
             ValueError: a trained critic asked to run on llama.cpp, or with ``gguf_recode`` (no GGUF runs); a
-                classifier with several labels; see also :class:`Critic`.
+                classifier with several labels; ``tie_margin`` for a model that generates text; see also
+                :class:`Critic`.
         """
         from ..backends import load_backend
         from ..backends.models import resolve_engine, trained_critic
-        from ..critics.reward import RewardModel, is_reward_model
+        from ..critics.registry import critic_class
+        from ..critics.reward import is_reward_model
 
-        if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
-            pick = pick_family(model, kwargs.get("language", "en"))
-            logger.info(pick.message)
-            kwargs.update(template=pick.family, language=pick.language)
+        kwargs = pick_template(model, kwargs)  # the family of a known published critic, from the model's name
 
-        trained = trained_critic(model)
-        if trained is not None or is_reward_model(model):  # a sequence-classification reward model
-            if engine not in ("auto", "transformers"):
-                raise BadInputError(f"{model} is a reward model: it runs on engine=transformers, not {engine}")
-            if gguf_recode != "auto":
-                raise BadInputError(
-                    f"gguf_recode={gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
-                )
-            if trained is not None:
-                model = trained.check_installed()
-                trained.note_licence()
-            reward = RewardModel.from_pretrained(
+        if trained_critic(model) is not None or is_reward_model(model):  # a sequence-classification reward model
+            return critic_class("reward").from_pretrained(  # its own kind, named by the registry
                 model,
-                dtype=dtype,
-                num_threads=num_threads,
+                engine=engine,
                 trust_remote_code=trust_remote_code,
                 batch_size=batch_size,
+                num_threads=num_threads,
+                dtype=dtype,
                 progress=progress,
+                gguf_recode=gguf_recode,
+                **kwargs,
             )
-            return cls(None, reward=reward, **kwargs)
         chosen = resolve_engine(engine, model, batch_size)  # what it cannot honour is refused before it loads
-        refuse_for_generator(kwargs.get("tie_margin"), kwargs.get("constrain_verdict"), chosen, chosen == "llamacpp")
+        refuse_for_generator(
+            kwargs.pop("tie_margin", None), kwargs.get("constrain_verdict"), chosen, chosen == "llamacpp"
+        )
         backend = load_backend(
             model,
             engine=engine,
@@ -298,57 +238,10 @@ class Critic(CriticKind):
         )
         return cls(backend, **kwargs)
 
-    # ----------------------------------------------------------------------------------- templates
-    def template_for(self, setting: schema.Setting) -> PromptTemplate:
-        """The template used for ``setting``.
-
-        The scale of pointwise grading is ``score_range``, else the rubric's scores (see :class:`Critic`).
-
-        Raises:
-            ValueError: a fixed template (name or file) written for another setting, an unknown family, a rubric
-                given to a template that takes none, or a scale the template cannot grade on.
-        """
-        template = resolve_template(self.template, setting, self.language)
-        if self.rubric is not None and "rubric" not in template.fields:
-            raise BadInputError(f"template {template.name!r} takes no rubric (prometheus2 does)")
-        scale = self.score_range or (self.rubric.score_range if self.rubric is not None else None)
-        if scale is not None and template.output.kind == "score":
-            template = template.with_scale(*scale)
-        return template
-
-    # ----------------------------------------------------------------------------------- public API
-    def grade(
-        self,
-        records: datasets.Dataset | Sequence[Mapping],
-        *,
-        referenced: bool | None = None,
-        source: str = "data",
-        return_stats: bool = False,
-    ) -> datasets.Dataset | CritiqueRun:
-        """Pointwise grading: a score (float in the template's range, e.g. [1, 10]) and explanation per response.
-
-        Args:
-            records: rows with ``question``, ``response`` and, for the referenced setting, ``reference``.
-            referenced: force the referenced (True) or reference-free (False) setting; None = referenced
-                exactly when a ``reference`` column is present.
-            source: name of the data used in error messages.
-            return_stats: also return the run's counts (parsed, unparsed, truncated, cached, ...).
-
-        Returns:
-            With ``return_stats``, a :class:`~hf_critic.critic.output.CritiqueRun` ``(critiques, stats)``; else the
-            critiques alone (the same counts are then in ``critic.last_stats`` until the next call). The critiques are
-            the input rows plus ``critique_score``, ``critique_explanation``, ``critique_generation``,
-            ``critique_status``, ``critique_dimensions`` (JSON or None), ``critique_truncated`` and, under
-            self-consistency, ``critique_samples``. Unparsed rows have score None and status
-            ``unparsed`` / ``out_of_range``; they are never given a default score.
-
-        Raises:
-            RecordError: a missing column or empty field (names the row and field).
-            ContextLengthError: an input too long for the model with ``truncate="error"``.
-        """
-        dataset = as_dataset(records)
-        if self.reward is not None:
-            return self._result(dataset, *self._grade_with_rewards(dataset, referenced, source), return_stats)
+    # ----------------------------------------------------------------------------------- grading, comparison
+    def _grade_columns(self, dataset: datasets.Dataset, referenced: bool | None, source: str):
+        """Pointwise grading's critique columns (:meth:`~hf_critic.critic.base.ComputedCritic.grade`): parsed text
+        verdicts or probability read-outs, ``(columns, stats, votes)``."""
         setting = schema.Setting(schema.Task.POINTWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
@@ -379,40 +272,11 @@ class Critic(CriticKind):
             columns[schema.CRITIQUE_STATUS] = [v.status.value for v in verdicts]
             columns.update(distribution_columns(verdicts))
             stats = self._probability_stats(verdicts, truncated, judged, stats)
-        return self._result(dataset, columns, stats, return_stats, votes)
+        return columns, stats, votes
 
-    def compare(
-        self,
-        records: datasets.Dataset | Sequence[Mapping],
-        *,
-        referenced: bool | None = None,
-        swap: bool = False,
-        source: str = "data",
-        return_stats: bool = False,
-    ) -> datasets.Dataset | CritiqueRun:
-        """Pairwise comparison: a label (0 = response 1 better, 1 = response 2 better, 2 = tie) and explanation.
-
-        Args:
-            records: rows with ``question``, ``response_1``, ``response_2`` and optionally ``reference``.
-            referenced: as in :meth:`grade`.
-            swap: also judge every pair with the responses in swapped order (position bias, CritiqueLLM v2
-                §4.4.2); the swapped verdict is mapped back to the original order.
-            source: name of the data used in error messages.
-            return_stats: as in :meth:`grade`.
-
-        Returns:
-            As in :meth:`grade` (:class:`~hf_critic.critic.output.CritiqueRun` with ``return_stats``); the critiques
-            are the input rows plus ``critique_label`` (int or None), ``critique_explanation``,
-            ``critique_generation``, ``critique_status``, ``critique_truncated`` and, with ``swap``,
-            ``critique_label_swapped`` (mapped back), ``critique_generation_swapped``,
-            ``critique_status_swapped`` and ``critique_consistent`` (None when either order is unparsed).
-
-        Raises:
-            RecordError, ContextLengthError: as in :meth:`grade`.
-        """
-        dataset = as_dataset(records)
-        if self.reward is not None:
-            return self._result(dataset, *self._compare_with_rewards(dataset, referenced, swap, source), return_stats)
+    def _compare_columns(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
+        """Pairwise comparison's critique columns (:meth:`~hf_critic.critic.base.ComputedCritic.compare`), both
+        orders in one generate call under ``swap``: ``(columns, stats, votes)``."""
         setting = schema.Setting(schema.Task.PAIRWISE, _is_referenced(dataset, referenced))
         template = self.template_for(setting)
         check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
@@ -460,80 +324,12 @@ class Critic(CriticKind):
                     columns[schema.text_column(name)] = columns[name]
             columns.update(pairwise_columns(judged.verdicts[:n], judged.verdicts[n:] if swap else None))
             stats = self._probability_stats(judged.verdicts, truncated, judged, stats)
-        return self._result(dataset, columns, stats, return_stats, votes)
+        return columns, stats, votes
 
     def _probability_stats(self, verdicts, truncated, judged: Judged, text: RunStats) -> RunStats:
         return probability_stats(
             verdicts, truncated, judged, text, min_mass=self.min_verdict_mass, keeps_text=self.plan.keeps_text
         )
-
-    def _result(self, dataset: datasets.Dataset, columns: dict, stats: RunStats, return_stats: bool, votes=None):
-        """The critiques (and stats): ``columns`` plus every verdict's ``critique_confidence``
-        (:func:`hf_critic.selective.confidence_of`; ``votes``: the text verdicts' samples per row), and the count of
-        inputs holding control-token strings."""
-        columns[schema.CRITIQUE_CONFIDENCE] = confidence_of(columns, votes=votes)[0]
-        engine = self.reward if self.reward is not None else self.backend
-        stats.keeps_text = bool(getattr(engine, "keeps_text", False))
-        stats.control_tokens = count_control_tokens(dataset, getattr(engine, "control_tokens", ()))
-        if stats.control_tokens and not stats.keeps_text:
-            logger.warning(
-                "%d input(s) hold chat control-token strings (e.g. <|im_end|>); the server tokenises the prompt itself "
-                "and may read them as control tokens, so the judged text could end its turn (see hf_critic.core.control_tokens)",
-                stats.control_tokens,
-            )
-        self.last_stats = stats
-        critiques = add_columns(dataset, columns)
-        return CritiqueRun(critiques, stats) if return_stats else critiques
-
-    # ----------------------------------------------------------------------------------- reward critics
-    def _grade_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, source: str):
-        """Pointwise grading by rewards (:func:`hf_critic.critic.rewards.grade_columns`) on the template's scale:
-        ``(columns, stats)``."""
-        template = self._reward_setting(dataset, schema.Task.POINTWISE, referenced, source)
-        if template.output.kind != "score":
-            raise BadInputError(f"template {template.name!r} does not grade on a score scale")
-        return self._reward_call(
-            grade_columns, source, dataset[schema.QUESTION], dataset[schema.RESPONSE], template.output.score_range
-        )
-
-    def _compare_with_rewards(self, dataset: datasets.Dataset, referenced: bool | None, swap: bool, source: str):
-        """Pairwise comparison by rewards (:func:`hf_critic.critic.rewards.compare_columns`), order-free:
-        ``(columns, stats)``."""
-        if self.template != DEFAULT_FAMILY:
-            raise BadInputError(
-                f"template={self.template}: a {self.reward.kind} compares by rewards and reads no template"
-            )
-        self._reward_setting(dataset, schema.Task.PAIRWISE, referenced, source)
-        return self._reward_call(
-            compare_columns,
-            source,
-            dataset[schema.QUESTION],
-            dataset[schema.RESPONSE_1],
-            dataset[schema.RESPONSE_2],
-            swap=swap,
-        )
-
-    def _reward_setting(self, dataset, task: schema.Task, referenced: bool | None, source: str) -> PromptTemplate:
-        """The reference-free setting's template (its scale); a reward critic reads no reference, and says so."""
-        if referenced:
-            raise BadInputError(
-                f"a {self.reward.kind} reads no reference: it scores the question and response alone (drop referenced=True)"
-            )
-        if schema.REFERENCE in dataset.column_names:
-            logger.warning(
-                "%s: the reference column is not shown to the %s (it reads no reference)", source, self.reward.kind
-            )
-        setting = schema.Setting(task, False)
-        check_fields(dataset, setting.fields, source, allow_empty=RESPONSE_FIELDS)
-        return self.template_for(setting)
-
-    def _reward_call(self, build, source, *args, **kwargs):
-        try:
-            return build(self.reward, *args, truncate=self.truncate, cache=self.cache, **kwargs)
-        except OverflowError as err:
-            raise ContextLengthError(f"{source}: {err} (truncate=middle cuts it, truncate=skip leaves it)") from None
-        except NonFiniteRewardError as err:
-            raise NonFiniteRewardError(f"{source}: {err}") from None
 
     # ----------------------------------------------------------------------------------- internals
     def _render(self, template: PromptTemplate, dataset: datasets.Dataset, source: str, swap: bool):

@@ -6,13 +6,11 @@ truncation policy (:data:`TRUNCATE_POLICIES`: cut the responses from the middle,
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 import datasets
 
 from ..backends.base import Backend
 from ..core import schema
-from ..core.control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
 from ..core.errors import BadInputError
 from ..io import RecordError
 from ..prompts import PromptTemplate, TemplateFieldError
@@ -108,14 +106,3 @@ def fit_prompt(
     for f in names:
         record[f] = backend.truncate_middle(record[f], -(-excess * lengths[f] // total) + 8)
     return template.render(record), True
-
-
-def count_control_tokens(dataset: datasets.Dataset, own: Sequence[str] = ()) -> int:
-    """Rows whose judged fields (question, response(s), reference) hold a chat control-token string: the common ones
-    (:data:`~hf_critic.core.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
-    tokens = (*COMMON_CONTROL_TOKENS, *own)
-    fields = [f for f in schema.JUDGED_FIELDS if f in dataset.column_names]
-    return sum(
-        any(isinstance(row[f], str) and find_control_tokens(row[f], tokens) for f in fields)
-        for row in dataset.select_columns(fields)
-    )

@@ -13,6 +13,7 @@ import datasets
 import numpy as np
 
 from ..core import schema
+from ..core.control_tokens import COMMON_CONTROL_TOKENS, find_control_tokens
 from ..parsing import ParsedCritique
 from .verdicts import (
     DEFAULT_MIN_VERDICT_MASS,
@@ -275,3 +276,14 @@ def add_columns(dataset: datasets.Dataset, columns: dict[str, list]) -> datasets
     for name, values in columns.items():
         dataset = dataset.add_column(name, values)
     return dataset
+
+
+def count_control_tokens(dataset: datasets.Dataset, own: Sequence[str] = ()) -> int:
+    """Rows whose judged fields (question, response(s), reference) hold a chat control-token string: the common ones
+    (:data:`~hf_critic.core.control_tokens.COMMON_CONTROL_TOKENS`) and the engine's ``own``."""
+    tokens = (*COMMON_CONTROL_TOKENS, *own)
+    fields = [f for f in schema.JUDGED_FIELDS if f in dataset.column_names]
+    return sum(
+        any(isinstance(row[f], str) and find_control_tokens(row[f], tokens) for f in fields)
+        for row in dataset.select_columns(fields)
+    )

@@ -7,6 +7,8 @@ two tasks, without an explanation). Two scorers share one interface (:class:`Rew
 * :class:`~hf_critic.critics.reward.RewardModel`: a local sequence-classification model (transformers / PEFT);
 * :class:`ServedRewardModel`: one behind vLLM's pooling endpoint (:mod:`hf_critic.backends.pooling`).
 
+The critic that judges with either is :class:`~hf_critic.critic.reward_critic.RewardCritic`.
+
 Every reward goes through the critique cache under the scorer's identity and the exact input it scored, so a killed
 run restarted recomputes nothing it finished. The critique columns are those of the other critics: ``critique_score``
 or ``critique_label``, ``critique_status``, ``critique_truncated``, the read-out columns (``critique_distribution``

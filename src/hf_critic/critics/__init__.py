@@ -1,9 +1,10 @@
 """Every kind of critic behind one protocol, and critics built from specs.
 
-* :mod:`~hf_critic.critics.protocol`: what a critic is asked (``judge(records, swap=...) -> Critiques``) and its
+* :mod:`~hf_critic.critics.protocol`: what a critic is asked (``judge(records, swap=..., referenced=...) -> Critiques``) and its
   identity; :mod:`~hf_critic.critics.registry`: the one place that maps a kind's name, as cascade files spell it, to
   its class;
-* the kinds besides the generative :class:`hf_critic.critic.Critic`: reward models (:mod:`.reward`), juries and
+* the kinds besides the generative :class:`hf_critic.critic.Critic` and the reward critic
+  :class:`hf_critic.critic.RewardCritic`: reward models' loading and calibration (:mod:`.reward`), juries and
   "longer wins" (:mod:`.jury`);
 * :mod:`.options` (the options of one computed critic, declared once), :mod:`.computed` (a computed critic built from
   them: the command line's and a spec's one builder) and :mod:`.specs` (a critic spec, as a cascade file holds it,

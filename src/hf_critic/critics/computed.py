@@ -1,8 +1,9 @@
 """A computed critic built from its options: the one builder the command line
 (:func:`hf_critic.commands.options.critic_from_args`) and a critic spec of a cascade file
 (:mod:`hf_critic.critics.specs`) both call, so the same options build the same critic: a local model
-(:meth:`~hf_critic.critic.Critic.from_pretrained`), a model behind an OpenAI-compatible server, or a reward model
-served as a vLLM pooling model.
+(:meth:`~hf_critic.critic.Critic.from_pretrained`: a :class:`~hf_critic.critic.Critic`, or a
+:class:`~hf_critic.critic.RewardCritic` for a reward model), a model behind an OpenAI-compatible server, or a reward
+model served as a vLLM pooling model (a :class:`~hf_critic.critic.RewardCritic`).
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ __all__ = ["build_computed", "check_template", "resolve_template"]
 
 
 def build_computed(options: CriticOptions, inputs: int | None = None):
-    """A :class:`~hf_critic.critic.Critic` configured by ``options``: on the server at ``endpoint.base_url`` when
-    given (scored through ``/pooling`` with ``endpoint.pooling``), else locally on ``model.engine``. The command line
+    """The computed critic configured by ``options``: a :class:`~hf_critic.critic.Critic` on the server at
+    ``endpoint.base_url`` when given, a :class:`~hf_critic.critic.RewardCritic` scored through its ``/pooling`` with
+    ``endpoint.pooling``, else one on a local model (``model.engine``; a reward model's folder is a reward critic). The command line
     (:func:`hf_critic.commands.options.critic_from_args`) and a critic spec both build critics here.
 
     Args:
@@ -28,10 +30,11 @@ def build_computed(options: CriticOptions, inputs: int | None = None):
 
     Raises:
         ModelNotFoundError, ValueError: as :meth:`~hf_critic.critic.Critic.from_pretrained`; a server option with a
-            local-engine option.
+            local-engine option; ``tie_margin`` for a chat model behind ``base_url``.
         hf_critic.backends.retry.EndpointError: the server is down or does not serve the model.
     """
-    from ..critic import Critic
+    from ..critic import Critic, RewardCritic
+    from ..critic.rewards import refuse_for_generator
 
     model, local = options.model.model, options.model
     template, language = resolve_template(options.critic.template, options.critic.language, model)
@@ -39,9 +42,11 @@ def build_computed(options: CriticOptions, inputs: int | None = None):
     cache = options.cache.path()
     kwargs = {**config.critic_kwargs(), "template": template, "decoding": options.decoding, "cache_path": cache}
     if options.endpoint.pooling:
-        return Critic(None, reward=_pooling_scorer(options), **kwargs)
+        return RewardCritic(_pooling_scorer(options), **kwargs)
     if options.endpoint.base_url:
-        return Critic(_endpoint_backend(options), **kwargs)
+        backend = _endpoint_backend(options)
+        refuse_for_generator(kwargs.pop("tie_margin"), False, backend.name, backend.supports_grammar)
+        return Critic(backend, **kwargs)
     return Critic.from_pretrained(
         model,
         engine=local.engine,

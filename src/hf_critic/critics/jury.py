@@ -62,9 +62,9 @@ class LongerWins(CriticKind):
             raise BadInputError(f"{where}: {LONGER_WINS} takes no options, got {sorted(options)}")
         return cls()
 
-    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
         """The protocol's judging: :meth:`compare`'s columns, confidence kind ``length``, no call (order-free:
-        ``swap`` changes nothing).
+        ``swap`` changes nothing; it reads no reference: ``referenced`` changes nothing either).
 
         Raises:
             ValueError: rows without ``response_1`` / ``response_2``.
@@ -167,11 +167,12 @@ class Jury(CriticKind):
         self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
         self._fit_share = self.fit_share if share is None else share
 
-    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
         """Every member on every row (each with its own swap; its confidences made keepable), then the aggregate.
 
         Args:
-            records: the rows; swap: unused (each member judges as its stage says); source: the data's name.
+            records: the rows; swap: unused (each member judges as its stage says); source: the data's name;
+            referenced: unused (a jury compares pairs, each member in the setting of the rows).
 
         Returns:
             :class:`~hf_critic.critics.protocol.Critiques`: ``critique_label`` (None where undecided),

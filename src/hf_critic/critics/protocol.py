@@ -4,8 +4,9 @@ instead of testing its type.
 A kind (a generative critic and its read-out, a reward model, a served or pooling critic, recorded verdicts, the
 ``longer-wins`` baseline, a jury, or a kind of one's own) subclasses :class:`CriticKind`: it judges rows with
 :meth:`CriticKind.judge` into :class:`Critiques` (the verdict columns, each row's status, the confidence and its kind,
-the calls made, the rows a recorded critic had no verdict for, and the critic's identity) and names what changes its
-verdicts with :meth:`CriticKind.identity_parts`. The attributes with defaults here (:attr:`CriticKind.recorded`,
+the calls made, the rows a recorded critic had no verdict for, the critic's identity and a computed critic's run
+statistics) and names what changes its verdicts with :meth:`CriticKind.identity_parts`. The commands that judge rows
+(``grade``, ``compare``, ``meta-eval``, ``refine``) ask every critic through :meth:`CriticKind.judge` too. The attributes with defaults here (:attr:`CriticKind.recorded`,
 :attr:`CriticKind.members`, :attr:`CriticKind.fitted` ...) are the questions selective judging asks (Jung, Brahman,
 Choi, "Trust or Escalate", ICLR 2025, §3.3: a critic's confidence, a jury's members and fitted aggregate); a kind
 answers those that apply to it. Kinds are named in :mod:`hf_critic.critics.registry`.
@@ -16,7 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import datasets
 
@@ -52,6 +53,8 @@ class Critiques:
         identity: the critic's identity for these rows' setting (:meth:`CriticKind.identity`).
         unmatched: rows a recorded critic had no verdict for (positions in the rows judged).
         conflicting: rows a recorded critic matched by order among copies of one pair with different verdicts.
+        stats: the run's counts (a computed critic's :class:`~hf_critic.critic.output.RunStats`, whose ``summary()``
+            the commands print); None for a kind without them.
     """
 
     columns: dict[str, list]
@@ -60,6 +63,7 @@ class Critiques:
     identity: str = ""
     unmatched: list[int] = field(default_factory=list)
     conflicting: list[int] = field(default_factory=list)
+    stats: Any = None
 
     @property
     def statuses(self) -> list:
@@ -91,6 +95,9 @@ class CriticKind(ABC):
     #: The confidence kinds its :class:`Critiques` carry beyond :data:`hf_critic.selective.CONFIDENCE_KINDS` (a kind
     #: registered from outside names its own here; :func:`~hf_critic.critics.registry.register` adds them).
     confidence_kinds: ClassVar[tuple[str, ...]] = ()
+    #: True when its critiques hold written text (an explanation) a generator can revise from (the generative kinds;
+    #: a reward model writes none): what ``refine`` asks of its critics.
+    writes_explanation: ClassVar[bool] = False
     #: True for a baseline that needs no model (``longer-wins``): a jury's report lists it as the baseline.
     baseline: ClassVar[bool] = False
     #: A critic of several members (a jury): the members as cascade stages (a name, a critic, swap), else empty.
@@ -119,7 +126,9 @@ class CriticKind(ABC):
         )
 
     @abstractmethod
-    def judge(self, records: datasets.Dataset, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(
+        self, records: datasets.Dataset, *, swap: bool = False, source: str = "data", referenced: bool | None = None
+    ) -> Critiques:
         """Judge every row of ``records``.
 
         Args:
@@ -127,6 +136,8 @@ class CriticKind(ABC):
                 ``reference`` in the referenced settings).
             swap: judge both orders where the kind can (a computed generative critic); order-free kinds ignore it.
             source: the data's name, for messages.
+            referenced: force the referenced (True) or reference-free (False) setting; None: referenced exactly when
+                the rows have ``reference`` (:func:`setting_of`). Kinds that read no reference ignore it.
 
         Returns:
             :class:`Critiques`, one value per row in every column.

@@ -1,9 +1,10 @@
 """The kinds of critic by name: the one place that maps a kind, as cascade files spell it, to its class.
 
 The built-in kinds are named here by where their class lives and imported on first use (naming a kind loads no
-engine; the classes stand above the protocol they implement): a generative critic and its read-out (``generative``),
-a reward model (``reward``), a critic behind an OpenAI-compatible server (``served``) or a pooling reward server
-(``pooling``) are all :class:`~hf_critic.critic.Critic` built from ``compare``'s options; ``recorded`` verdicts,
+engine; the classes stand above the protocol they implement): a generative critic and its read-out (``generative``)
+and a critic behind an OpenAI-compatible server (``served``) are :class:`~hf_critic.critic.Critic`, a reward model
+(``reward``) and one behind a vLLM pooling server (``pooling``) are
+:class:`~hf_critic.critic.reward_critic.RewardCritic`, all built from ``compare``'s options; ``recorded`` verdicts,
 the ``longer-wins`` baseline and a ``jury`` have their own classes. A new kind is one module: a
 :class:`~hf_critic.critics.protocol.CriticKind` subclass with a ``from_spec(options, where)`` classmethod, and one
 :func:`register` call; a cascade file then names it ``kind: NAME`` with its ``options:``.
@@ -23,9 +24,9 @@ __all__ = ["critic_class", "kinds", "register"]
 #: The built-in kinds: name -> ``module:class``, imported on first use.
 _BUILT_IN = {
     "generative": "hf_critic.critic.core:Critic",
-    "reward": "hf_critic.critic.core:Critic",
+    "reward": "hf_critic.critic.reward_critic:RewardCritic",
     "served": "hf_critic.critic.core:Critic",
-    "pooling": "hf_critic.critic.core:Critic",
+    "pooling": "hf_critic.critic.reward_critic:RewardCritic",
     "recorded": "hf_critic.selective.cascade:RecordedVerdicts",
     "longer-wins": "hf_critic.critics.jury:LongerWins",
     "jury": "hf_critic.critics.jury:Jury",

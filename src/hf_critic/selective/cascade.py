@@ -263,10 +263,10 @@ class RecordedVerdicts(CriticKind):
         columns[schema.CRITIQUE_STATUS] = [status(k, i) for k, i in enumerate(found)]
         return columns, [k for k, i in enumerate(found) if i is None], conflicting
 
-    def judge(self, records, *, swap: bool = False, source: str = "data") -> Critiques:
+    def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
         """The protocol's judging: :meth:`compare`'s columns, unmatched and conflicting rows; confidence kind
         ``recorded`` / ``constant`` for a published judge's labels, else the critique file's verdict source's; no
-        call. ``swap`` changes nothing (the files hold what they hold).
+        call. ``swap`` and ``referenced`` change nothing (the files hold what they hold).
 
         Raises:
             ValueError: see :meth:`match`.
@@ -342,7 +342,8 @@ def delta_shares(stages: Sequence[CascadeStage], where: str = "cascade") -> list
 
 def critic_fingerprint(stage: CascadeStage, setting: schema.Setting) -> str:
     """The identity of a stage's critic for a setting (:meth:`~hf_critic.critics.protocol.CriticKind.identity`: every
-    option that changes its verdicts and nothing else, :func:`hf_critic.core.identity.verdict_options`, and swap;
+    option that changes its verdicts and nothing else, :func:`hf_critic.core.identity.verdict_options` (a reward
+    critic's :func:`~hf_critic.core.identity.reward_options`), and swap;
     or its recorded files' content, field, label map and the benchmark rows they follow; a jury's aggregate and its
     members' identities); 16 hex digits of SHA-256."""
     return stage.critic.identity(setting, swap=stage.swap)
