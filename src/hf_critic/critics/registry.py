@@ -4,7 +4,8 @@ The built-in kinds are named here by where their class lives and imported on fir
 engine; the classes stand above the protocol they implement): a generative critic and its read-out (``generative``),
 a reward model (``reward``), a critic behind an OpenAI-compatible server (``served``) or a pooling reward server
 (``pooling``) are all :class:`~hf_critic.critic.Critic` built from ``compare``'s options; ``recorded`` verdicts,
-the ``longer-wins`` baseline and a ``jury`` have their own classes. A new kind is one module: a
+the baselines that need no model (``longer-wins``, ``label-prior``: :mod:`hf_critic.critics.baselines`) and a ``jury``
+have their own classes. A new kind is one module: a
 :class:`~hf_critic.critics.protocol.CriticKind` subclass with a ``from_spec(options, where)`` classmethod, and one
 :func:`register` call; a cascade file then names it ``kind: NAME`` with its ``options:``.
 """
@@ -27,8 +28,9 @@ _BUILT_IN = {
     "served": "hf_critic.critic.core:Critic",
     "pooling": "hf_critic.critic.core:Critic",
     "recorded": "hf_critic.selective.cascade:RecordedVerdicts",
-    "longer-wins": "hf_critic.critics.jury:LongerWins",
+    "longer-wins": "hf_critic.critics.baselines:LongerWins",
     "jury": "hf_critic.critics.jury:Jury",
+    "label-prior": "hf_critic.critics.baselines:LabelPrior",
 }
 _REGISTERED: dict[str, type[CriticKind]] = {}
 

@@ -267,6 +267,8 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
         _check_probes(c, where, path, labels, confidences)
     if c.confidence == "reward margin":
         _check_margins(c, where, path, labels, confidences)
+    if c.confidence == "label prior":
+        _check_label_prior(c, where, path, labels, confidences)
     if c.confidence == "fitted aggregate":
         _check_fitted_jury(c, where, path, labels, confidences)
     elif c.confidence in ("vote aggregate", "mean aggregate"):
@@ -321,6 +323,20 @@ def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, conf
 def _finite(value) -> bool:
     """A finite number (a margin: any sign and size)."""
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_label_prior(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A label prior: its entry's label and share, and that label at that share on every stored row (so the prior
+    a cascade judges with is the one its threshold was set on)."""
+    prior = c.jury.get("label_prior") if isinstance(c.jury, dict) else None
+    label, share = (prior.get("label"), prior.get("share")) if isinstance(prior, dict) else (None, None)
+    if not _label(label) or label is None or not _confidence(share) or share is None or share == 0:
+        raise BadInputError(
+            f"{path}: {where}.jury.label_prior must be {{label: 0 / 1 / 2, share in (0, 1]}}, got {_short(prior)}"
+        )
+    _compare_verdicts(
+        where, path, labels, confidences, [label] * len(labels), [share] * len(labels), f"its label prior {prior}"
+    )
 
 
 def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:

@@ -55,7 +55,8 @@ CONFIDENCE_KINDS = (
     "reward margin",
     "recorded",
     "constant",
-    "length",  # longer-wins: the relative length difference (hf_critic.critics.jury.LongerWins)
+    "length",  # longer-wins: the relative length difference (hf_critic.critics.baselines.LongerWins)
+    "label prior",  # label-prior: the prior label's share (hf_critic.critics.baselines.LabelPrior)
     "vote aggregate",  # juries (hf_critic.critics.jury.Jury): their aggregated probability
     "mean aggregate",
     "fitted aggregate",
