@@ -227,7 +227,7 @@ def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str
     for name, file, kind in FIGURES:
         rows = _rows(Path(folder) / file)
         if verdict == "text" and rows and not any(c in rows[0] for c in VERDICTS["text"]):
-            raise RecordError(f"{Path(folder) / file}: no text verdicts (critique_text_*); judge with --verdict both")
+            raise RecordError(f"{Path(folder) / file}: no text verdicts (critique_text_*); judge with verdict='both'")
         critic, length, n = (
             _pairwise(rows, kind == "two_way", verdict)
             if kind in ("two_way", "agreement")
