@@ -19,7 +19,6 @@ was read from (:mod:`hf_critic.critic.verdicts`). This module puts the verdict s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -78,7 +77,7 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
 
 
 def _distributions(values: Sequence[str | None]) -> list[dict[str, float] | None]:
-    return [None if v is None else json.loads(v) for v in values]
+    return [schema.read_distribution(v) for v in values]
 
 
 def _query_ids(dataset) -> list | None:
