@@ -141,8 +141,15 @@ def test_a_jury_member_is_fitted_through_calibrate_and_judges_with_its_stored_pr
     name = LABEL_NAMES[label]
     assert all(r["jury_members"]["label-prior"] == name for r in judged)
     assert [r["jury_members"]["distinct"] for r in judged] == [LABEL_NAMES[expected(r)[0]] for r in rows]
-    # a calibration file whose jury entry lost the member's prior is refused before any row is judged
     data = json.loads((tmp_path / "cal.json").read_text(encoding="utf-8"))
+    if how == "vote":  # a member's prior edited in the file is not the one its stored verdicts repeat
+        edited = json.loads(json.dumps(data))
+        edited["critics"][0]["jury"]["member_entries"]["label-prior"]["label_prior"]["label"] = 2
+        (tmp_path / "cal.json").write_text(json.dumps(edited), encoding="utf-8")
+        assert main(compare_argv(tmp_path, cascade, "edited.jsonl")) == 2
+        err = capsys.readouterr().err
+        assert "critics[0] (jury) member 'label-prior'.verdicts row 0" in err and "its label prior" in err
+    # a calibration file whose jury entry lost the member's prior is refused before any row is judged
     del data["critics"][0]["jury"]["member_entries"]
     (tmp_path / "cal.json").write_text(json.dumps(data), encoding="utf-8")
     assert main(compare_argv(tmp_path, cascade, "lost.jsonl")) == 2
