@@ -75,7 +75,8 @@ FLOORS: dict[str, int] = {
     "critic.reward_critic": 5,  # the RewardCritic class: a reward model as a critic (the registry names it to Critic)
     "critics.options": 5,  # the options of one computed critic, declared once (model, server, cache, pair)
     "critic": 5,  # the critic package's __init__: its public names, imported lazily from critic.core
-    "critics.jury": 5,  # critics judged as one (a jury of critics) and "longer wins" as a critic with a confidence
+    "critics.baselines": 4,  # the critics that need no model: "longer wins" and the label prior, with a confidence
+    "critics.jury": 5,  # critics judged as one (a jury of critics)
     "eval_instruct": 5,
     # 6. what uses a critic or its data
     "judgments": 6,

@@ -25,8 +25,10 @@ Keep the output out of version control (outputs/ is git-ignored): the source fil
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
+from hf_critic.core.errors import HfCriticError, command_line_message
 from hf_critic.judgments import BENCHMARKS, build_judgment_sft_data, save_judgment_sft_data
 
 
@@ -46,18 +48,23 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0, help="question split seed")
     args = parser.parse_args(argv)
 
-    configs, report = build_judgment_sft_data(
-        args.data_dir,
-        benchmarks=args.benchmarks,
-        prometheus=not args.no_prometheus,
-        test_fraction=args.test_fraction,
-        validation_fraction=args.validation_fraction,
-        seed=args.seed,
-    )
+    try:  # bad input (a missing or malformed file, named with its line): one line and exit 2, never a traceback
+        configs, report = build_judgment_sft_data(
+            args.data_dir,
+            benchmarks=args.benchmarks,
+            prometheus=not args.no_prometheus,
+            test_fraction=args.test_fraction,
+            validation_fraction=args.validation_fraction,
+            seed=args.seed,
+        )
+    except HfCriticError as err:
+        print(f"{Path(sys.argv[0]).name}: error: {command_line_message(err, parser)}", file=sys.stderr)
+        return 2
     print(report.summary())
     for path in save_judgment_sft_data(configs, args.output_dir):
         print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -198,7 +198,7 @@ def jury_aggregates(
 
 def _baselines(jury) -> set[str]:
     """The names of the jury's ``longer-wins`` members."""
-    from hf_critic.critics.jury import LongerWins
+    from hf_critic.critics.baselines import LongerWins
 
     return {m.name for m in jury.members if isinstance(m.critic, LongerWins)}
 

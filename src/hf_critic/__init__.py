@@ -13,7 +13,8 @@ Critics, every kind behind one protocol (``judge(records, swap=..., referenced=.
 * ``RewardModel``: :class:`~hf_critic.critics.reward.RewardModel`; ``ServedRewardModel``:
   :class:`~hf_critic.critic.rewards.ServedRewardModel` (behind vLLM's pooling endpoint);
 * ``RecordedVerdicts``: :class:`~hf_critic.selective.cascade.RecordedVerdicts`; ``Jury``:
-  :class:`~hf_critic.critics.jury.Jury`; ``LongerWins``: :class:`~hf_critic.critics.jury.LongerWins`;
+  :class:`~hf_critic.critics.jury.Jury`; ``LongerWins`` and ``LabelPrior``: the baselines that need no model,
+  :class:`~hf_critic.critics.baselines.LongerWins`, :class:`~hf_critic.critics.baselines.LabelPrior`;
 * ``CriticKind`` and ``Critiques``: :class:`~hf_critic.critics.protocol.CriticKind` (the protocol),
   :class:`~hf_critic.critics.protocol.Critiques` (what a critic returns); ``register_critic``:
   :func:`~hf_critic.critics.registry.register` (a kind of your own, by name).
@@ -58,7 +59,8 @@ _LAZY = {
     "ServedRewardModel": ".critic.rewards",
     "RecordedVerdicts": ".selective.cascade",
     "Jury": ".critics.jury",
-    "LongerWins": ".critics.jury",
+    "LongerWins": ".critics.baselines",
+    "LabelPrior": ".critics.baselines",
     "CriticKind": ".critics.protocol",
     "Critiques": ".critics.protocol",
     "register_critic": ".critics.registry:register",

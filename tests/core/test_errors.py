@@ -206,25 +206,31 @@ def _flags_in_raises(path: Path) -> list[str]:
     return found
 
 
-#: Library messages that still name a flag (no library argument of that name yet), as ``file:line flag``.
-_STILL_NAMING_FLAGS = {
-    "eval_instruct/pipeline.py --push-to-hub",  # the pipeline's argument is push=, the repo a config key
-    "loaders/generic.py --verdict-parser",  # the library's argument is parse= (a function), not a parser's name
-    "meta_eval/critic_extras.py --human-subset",  # PPISpec's fields (fraction, column) are not the flags' names
-    "meta_eval/critic_extras.py --ppi",
-    "meta_eval/critic_extras.py --ppi-labels",
-    "meta_eval/halves.py --verdict",  # names how the files read were made: a command to run again
-    "training/reward.py --data-dir",  # names a script's command line to run
-    "training/reward.py --output-dir",
-}
-
-
 def test_library_messages_name_arguments_not_flags():
     found = [hit for path in sorted(SRC.rglob("*.py")) for hit in _flags_in_raises(path)]
     assert any(hit.startswith("commands/") for hit in found)  # the scan sees flags where they belong
     outside = {re.sub(r":\d+ ", " ", hit) for hit in found if not hit.startswith(("commands/", "cli.py"))}
-    assert outside - _STILL_NAMING_FLAGS == set(), "name the argument (name=); the command line writes its flag"
-    assert _STILL_NAMING_FLAGS - outside == set(), "a message no longer names this flag: take it off the list"
+    assert outside == set(), "name the argument (name=); the command line writes its flag"
+
+
+def test_an_argument_the_command_line_spells_otherwise_is_written_as_that_flag():
+    """:data:`~hf_critic.core.errors.ARGUMENT_FLAGS`: only where the command has the flag it maps to."""
+    parser = cli.build_parser()
+    meta, compare = (help_flags(parser.commands[c].format_help()) for c in ("meta-eval", "compare"))
+    eval_instruct = help_flags(parser.commands["eval-instruct"].format_help())
+    assert flags_for_arguments("column='gold': no such column (have ['a'])", meta) == (
+        "--ppi-labels 'gold': no such column (have ['a'])"
+    )
+    assert flags_for_arguments("field 'v' must be text for parse= (a verdict parser), got 3", meta) == (
+        "field 'v' must be text for --verdict-parser (a verdict parser), got 3"
+    )
+    assert (
+        flags_for_arguments("needs fraction= (a share) or column=", meta)
+        == "needs --human-subset (a share) or --ppi-labels"
+    )
+    assert flags_for_arguments("push=True needs hub.repo_id", eval_instruct) == "--push-to-hub needs hub.repo_id"
+    # a command without the flag keeps the argument's name
+    assert flags_for_arguments("column='gold': no such column", compare) == "column='gold': no such column"
 
 
 def test_a_script_prints_the_message_with_its_own_flags():

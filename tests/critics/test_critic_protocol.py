@@ -182,9 +182,19 @@ def test_a_changed_option_of_the_new_kind_is_a_changed_critic_and_an_unknown_kin
 
 def test_the_registry_names_every_kind_and_refuses_what_is_no_kind():
     from hf_critic.critic import Critic, RewardCritic
-    from hf_critic.critics.jury import Jury, LongerWins
+    from hf_critic.critics.baselines import LongerWins
+    from hf_critic.critics.jury import Jury
 
-    assert kinds()[:7] == ["generative", "reward", "served", "pooling", "recorded", "longer-wins", "jury"]
+    assert kinds()[:8] == [
+        "generative",
+        "reward",
+        "served",
+        "pooling",
+        "recorded",
+        "longer-wins",
+        "jury",
+        "label-prior",
+    ]
     assert "distinct-words" in kinds() and critic_class("distinct-words") is DistinctWords
     assert all(issubclass(critic_class(name), CriticKind) for name in kinds())  # every built-in path resolves
     assert critic_class("generative") is Critic and critic_class("served") is Critic
@@ -202,7 +212,8 @@ def test_the_registry_names_every_kind_and_refuses_what_is_no_kind():
 def test_every_built_in_kind_answers_the_protocol_on_the_same_rows(tmp_path):
     """Recorded verdicts, longer-wins and a jury of them judge through one call and say their confidence kind, calls
     and identity; the recorded critic's unmatched rows are named by position."""
-    from hf_critic.critics.jury import Jury, LongerWins
+    from hf_critic.critics.baselines import LongerWins
+    from hf_critic.critics.jury import Jury
     from hf_critic.selective.cascade import CascadeStage, RecordedVerdicts
 
     rows = pairs(tmp_path)

@@ -81,7 +81,8 @@ def test_a_spec_and_a_command_line_build_the_same_critic(tmp_path):
 
 
 def test_each_kind_is_built_by_its_builder():
-    from hf_critic.critics.jury import Jury, LongerWins
+    from hf_critic.critics.baselines import LongerWins
+    from hf_critic.critics.jury import Jury
 
     baseline = read_spec("longer-wins", "f.yaml: critics[0]")
     assert (baseline.kind, baseline.name, baseline.swap) == ("baseline", "longer-wins", False)

@@ -425,7 +425,7 @@ def test_meta_eval_report_json_gains_the_risk_coverage_block(tmp_path, capsys):
 def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorded_block():
     import yaml
 
-    from hf_critic.critics.jury import LONGER_WINS
+    from hf_critic.critics.baselines import LONGER_WINS
 
     examples = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "cascades"
     local, then = (yaml.safe_load((examples / f).read_text()) for f in ("local_jury.yaml", "jury_then_autoj.yaml"))
@@ -448,7 +448,7 @@ def test_the_example_jury_files_name_their_members_and_copy_auto_j_13b_s_recorde
 
 
 def test_delta_shares_split_the_cascades_delta_as_the_file_says_and_the_calibration_records_them(tmp_path, capsys):
-    from hf_critic.critics.jury import LongerWins
+    from hf_critic.critics.baselines import LongerWins
     from hf_critic.selective import load_calibration
     from hf_critic.selective.cascade import CascadeStage, delta_shares
 

@@ -244,3 +244,95 @@ def test_refine_checks_its_output_dir_before_loading(tmp_path, capsys):
     assert main(["refine", "--data", str(data), "--output-dir", str(out), "--generator", NO_MODEL]) == 2
     assert "already holds rows.jsonl; pass --overwrite" in capsys.readouterr().err
     assert (out / "rows.jsonl").read_text() == "previous\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Malformed JSON in a user file: one line naming the file, the line and the JSON error, never a traceback
+# --------------------------------------------------------------------------------------------------
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_view_of_a_folder_whose_report_json_is_malformed_names_the_file_and_line(tmp_path, capsys):
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "report.md").write_text("# report\n", encoding="utf-8")
+    (folder / "report.json").write_text('{"runs": [\n  {"critic": oops}\n]}\n', encoding="utf-8")
+    assert main(["view", str(folder), "--output", str(tmp_path / "v.html")]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith(f"hf-critic view: error: {folder / 'report.json'}:2: malformed JSON (Expecting value)")
+
+
+def test_view_of_a_malformed_critiques_file_names_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "compared.jsonl"
+    path.write_text('{"question": "q", "critique_label": 0}\n{"question": \n', encoding="utf-8")
+    assert main(["view", str(path), "--output", str(tmp_path / "v.html")]) == 2
+    assert f"{path.name}:2: malformed JSON line (Expecting value)" in _one_error_line(capsys)
+
+
+def test_self_eval_with_a_malformed_combo_normalization_names_the_file_and_line_before_the_model(tmp_path, capsys):
+    data, combo = rows_file(tmp_path / "in.jsonl"), tmp_path / "combo.json"
+    combo.write_text('{"mean": [0.1,\n 0.2,,]}\n', encoding="utf-8")
+    argv = ["self-eval", "--model", NO_MODEL, "--data", str(data), "--output", str(tmp_path / "out.jsonl")]
+    assert main([*argv, "--combo-normalization", str(combo)]) == 2
+    err = _one_error_line(capsys)
+    assert f"{combo}:2: malformed JSON (Expecting value)" in err and NO_MODEL not in err
+
+
+def test_the_prometheus_feedback_of_the_gpt4_judgment_data_names_the_file_and_line(tmp_path):
+    from hf_critic.judgments import load_prometheus_feedback
+
+    path = tmp_path / "prometheus" / "mt_bench_eval.json"
+    path.parent.mkdir()
+    path.write_text('[\n  {"instruction": "x",\n   "gpt4_score": [5}\n]\n', encoding="utf-8")
+    with pytest.raises(RecordError, match=r"mt_bench_eval\.json:3: malformed JSON \(Expecting ',' delimiter\)$"):
+        load_prometheus_feedback(tmp_path, "mt_bench")
+
+
+def test_the_gpt4_judgment_data_script_says_bad_input_in_one_line(tmp_path, capsys):
+    import importlib.util
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "smollm2-135m" / "build_mtbench_data.py"
+    spec = importlib.util.spec_from_file_location("build_mtbench_data", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    bench = tmp_path / "selfeval" / "mt_bench"
+    (bench / "model_judgment").mkdir(parents=True)
+    (bench / "question.jsonl").write_text('{"question_id": 1, "category": "writing", "turns": ["Hi"]}\n{"q\n')
+    argv = ["--data-dir", str(tmp_path), "--benchmarks", "mt_bench", "--output-dir", str(tmp_path / "out")]
+    assert module.main(argv) == 2
+    assert f"{bench / 'question.jsonl'}:2: malformed JSON line" in _one_error_line(capsys)
+
+
+def test_read_json_names_the_file_and_line_of_every_way_a_json_file_is_bad(tmp_path):
+    from hf_critic.io import json_line, read_json
+
+    good = tmp_path / "good.json"
+    good.write_bytes(b'\xef\xbb\xbf{"a": [1, 2]}')  # a byte-order mark is read past
+    assert read_json(good) == {"a": [1, 2]}
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"a":\n "\xff"}')
+    with pytest.raises(RecordError, match=r"bad\.json:2: not UTF-8 text \(byte 0xff\)"):
+        read_json(bad)
+    with pytest.raises(RecordError, match=r"missing\.json: no such file$"):
+        read_json(tmp_path / "missing.json")
+    with pytest.raises(RecordError, match=r"f\.jsonl:7: malformed JSON line \(Expecting value\)$"):
+        json_line("oops", "f.jsonl:7")
+
+
+def test_a_malformed_verdict_distribution_in_a_critiques_file_is_bad_input_naming_the_column_and_value():
+    from hf_critic.core.errors import BadInputError
+    from hf_critic.core.schema import read_distribution
+    from hf_critic.meta_eval.agreement import pairwise_agreement
+    from hf_critic.selective.confidence import probability_confidence
+
+    assert read_distribution('{"response_1": 0.75, "response_2": 0.25}') == {"response_1": 0.75, "response_2": 0.25}
+    assert (
+        read_distribution(None) is None and read_distribution(float("nan")) is None and read_distribution(" ") is None
+    )
+    with pytest.raises(BadInputError, match=r"""critique_distribution '\{"response_1": 0.7,': not JSON \(Expecting"""):
+        pairwise_agreement([0, 1], [0, 1], two_way="on", distributions=['{"response_1": 0.7,', None])
+    with pytest.raises(BadInputError, match=r"critique_distribution: a verdict distribution must be a JSON object"):
+        probability_confidence("[0.5, 0.5]", 0)

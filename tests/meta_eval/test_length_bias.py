@@ -107,7 +107,7 @@ def test_longer_wins_is_the_one_length_baseline_of_the_critic_the_risk_coverage_
     "longer answer wins" are :func:`longer_wins`."""
     import datasets
 
-    from hf_critic.critics.jury import LongerWins
+    from hf_critic.critics.baselines import LongerWins
     from hf_critic.meta_eval.risk_coverage import LONGER_WINS, baseline_critics
 
     one, two = ["a b c", "a", "a b", ""], ["a", "a b c d", "x y", "a b"]

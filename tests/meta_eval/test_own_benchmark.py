@@ -219,6 +219,15 @@ def test_free_text_verdicts_parsed_with_a_named_template(tmp_path):
     assert metrics["n_unparsed"] == 1 and metrics["accuracy"] == 0.75  # unparsed counts as wrong
 
 
+def test_a_verdict_that_is_no_text_for_the_parser_names_the_flag_on_the_command_line(tmp_path, capsys):
+    verdicts = _jsonl(tmp_path / "v.jsonl", [{"judgement": "[[A]]"}, {"judgement": 3}, {"judgement": "[[B]]"}] * 2)
+    capsys.readouterr()
+    code, _, _ = _meta_eval(tmp_path, "--verdicts", f"j={verdicts}:judgement", "--verdict-parser", "mtbench")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "field 'judgement' must be text for --verdict-parser (a verdict parser), got 3" in err
+
+
 def test_order_column_maps_one_order_verdicts_back(tmp_path):
     """Each row judged in one order: with exchange = 1, 'A' (shown first) is the original response 2."""
     rows = [{"exchange": 0, "v": "A"}, {"exchange": 1, "v": "B"}, {"exchange": 1, "v": "A"}, {"exchange": 0, "v": "C"}]

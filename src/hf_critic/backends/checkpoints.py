@@ -15,6 +15,8 @@ import logging
 import os
 from pathlib import Path
 
+from ..core.errors import BadInputError
+
 logger = logging.getLogger(__name__)
 
 __all__ = ["dequantized_gguf_config", "drop_gguf_quantization"]
@@ -26,7 +28,10 @@ def _stale_gguf_entry(folder: Path) -> dict | None:
     path = folder / "config.json"
     if not path.is_file() or not any(folder.glob("*.safetensors")) or any(folder.glob("*.gguf")):
         return None
-    config = json.loads(path.read_text(encoding="utf-8"))
+    try:  # io stands on this floor: the one line read_json writes, written here
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise BadInputError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
     return config if (config.get("quantization_config") or {}).get("quant_method") == "gguf" else None
 
 

@@ -17,7 +17,7 @@ from .calibrate_report import (
     jury_entry,
     jury_lines,
     jury_refits,
-    prepare_juries,
+    prepare_fits,
     question_keys,
     threshold_rows,
 )
@@ -128,7 +128,7 @@ def _judged(args, stages, records):
     if (human < 0).any():
         raise BadInputError(f"{args.data}: {int((human < 0).sum())} rows have no human label in {gold!r}")
     check_fit_shares(stages, records, human.tolist(), args.cascade)  # before any critic runs
-    prepare_juries(stages, human.tolist(), question_keys(records))  # a fitted jury fits on these rows only
+    prepare_fits(stages, human.tolist(), question_keys(records))  # a fitted jury or a label prior fits on these rows
     runs = judge_all(stages, records, source=args.data)
     judged = []
     for stage, run in zip(stages, runs, strict=True):

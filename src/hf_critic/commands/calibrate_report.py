@@ -18,7 +18,7 @@ __all__ = [
     "jury_entry",
     "jury_lines",
     "jury_refits",
-    "prepare_juries",
+    "prepare_fits",
     "question_keys",
     "threshold_rows",
 ]
@@ -91,12 +91,12 @@ def check_fit_shares(stages, records, human, cascade: str) -> None:
             )
 
 
-def prepare_juries(stages, human, questions=None) -> None:
-    """Have every ``fitted`` jury fit its aggregate on the rows about to be judged (the calibration rows, whose human
-    label codes are ``human`` and questions ``questions``), and nothing else."""
+def prepare_fits(stages, human, questions=None) -> None:
+    """Hand every stage the rows about to be judged (the calibration rows, whose human label codes are ``human`` and
+    questions ``questions``: :meth:`~hf_critic.critics.protocol.CriticKind.calibrate_on`): a ``fitted`` jury fits its
+    aggregate there, a label prior (a stage, or a jury's member) its prior; other kinds fit nothing."""
     for stage in stages:
-        if stage.critic.fitted:
-            stage.critic.calibrate_on(human, questions)
+        stage.critic.calibrate_on(human, questions)
 
 
 def threshold_rows(stages, rows: int) -> np.ndarray:
@@ -108,12 +108,13 @@ def threshold_rows(stages, rows: int) -> np.ndarray:
 
 
 def jury_entry(stage, setting, held) -> dict | None:
-    """A jury stage's calibration-file entry (aggregate, members' fingerprints, fit with its fit rows; on the
-    threshold rows ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and
-    confidences, from which its verdicts there are re-derived on load); None for other stages."""
+    """A stage's own calibration-file entry (:meth:`~hf_critic.critics.protocol.CriticKind.calibration_entry`: a
+    label prior's prior; a jury's aggregate, members' fingerprints, fit with its fit rows and, on the threshold rows
+    ``held``, a fitted jury's members' features or a vote / mean jury's members' labels and confidences, from which
+    its verdicts there are re-derived on load); None for stages without one."""
     entry = stage.critic.calibration_entry(setting)
-    if entry is None:
-        return None
+    if entry is None or not stage.critic.members:
+        return entry
     if stage.critic.fitted:
         entry["threshold_features"] = jury_features(stage.critic.member_columns)[1][held].tolist()
     else:  # vote / mean: its members' verdicts, which its own are aggregated from again on load
@@ -185,8 +186,8 @@ def jury_refits(stages, human, questions=None) -> dict:
 
 
 def _without_baselines(jury, human, questions) -> tuple[list, list] | None:
-    """The jury's verdicts with its ``longer-wins`` members left out (a ``fitted`` one refit on the same rows);
-    None when it has no such member or no other."""
+    """The jury's verdicts with its baseline members (``longer-wins``, ``label-prior``) left out (a ``fitted`` one
+    refit on the same rows); None when it has no such member or no other."""
     kept = {m.name: jury.member_columns[m.name] for m in jury.members if not m.critic.baseline}
     if len(kept) in (0, len(jury.members)):
         return None
@@ -200,8 +201,9 @@ def _without_baselines(jury, human, questions) -> tuple[list, list] | None:
 
 
 def calibration_risk_coverage(stages, judged, records, human, held, *, resamples: int, seed: int):
-    """The risk-coverage blocks and curves of every stage, every jury member (``JURY/MEMBER``; a ``longer-wins`` member
-    is the baseline), every jury without its ``longer-wins`` members, and the baselines (``longer-wins``, the calibration rows' label prior), on the calibration rows.
+    """The risk-coverage blocks and curves of every stage, every jury member (``JURY/MEMBER``; a baseline member is
+    the baseline below), every jury without its baseline members (``JURY without longer-wins``, named by their
+    kinds), and the baselines (``longer-wins``, the calibration rows' label prior), on the calibration rows.
 
     A fitted jury is measured on the rows it was fitted on (in-sample): its out-of-sample figures are ``--splits``'
     success rate and ``meta-eval`` on held-out rows judged with ``compare --cascade``.
@@ -226,7 +228,8 @@ def calibration_risk_coverage(stages, judged, records, human, held, *, resamples
                 )
             without = _without_baselines(stage.critic, human, questions)
             if without is not None:
-                critics[f"{stage.name} without longer-wins"] = without
+                left_out = sorted({m.critic.kind for m in stage.critic.members if m.critic.baseline})
+                critics[f"{stage.name} without {', '.join(left_out)}"] = without
     pick = lambda values: [values[i] for i in held]  # noqa: E731
     return risk_coverage_report(
         {name: (pick(labels), pick(conf)) for name, (labels, conf) in critics.items()},

@@ -115,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
     """Load the data and the model, add the feature columns, write the output; returns 0."""
     import json
     import sys
-    from pathlib import Path
 
     import torch
 
@@ -123,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from ..backends.threads import num_threads_or_default
     from ..glassbox import ComboNormalization, GlassBoxEvaluator, resolve_features
     from ..glassbox.encoding import conversation_from_record
-    from ..io import RecordError, check_output, load_records, parse_columns, save_records, write_text
+    from ..io import RecordError, check_output, load_records, parse_columns, read_json, save_records, write_text
 
     if args.engine == "llamacpp":
         raise BadInputError(
@@ -135,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     turn = _turn(args.turn)
     combo = None
     if args.combo_normalization:
-        combo = ComboNormalization.from_dict(json.loads(Path(args.combo_normalization).read_text(encoding="utf-8")))
+        combo = ComboNormalization.from_dict(read_json(args.combo_normalization))
     records = load_records(args.data, parse_columns(args.columns), args.limit, split=args.split)
     for row, record in enumerate(records):  # bad rows are named with the file, before the model loads
         try:

@@ -77,6 +77,7 @@ SECTIONS_BY_PLACE: dict[str, str] = {
     "hf_critic.selective.cascade.delta_shares": "delta-share",
     "hf_critic.critics.specs._delta_share": "delta-share",
     "hf_critic.critics.jury": "juries",
+    "hf_critic.critics.baselines": "juries",  # longer-wins and label-prior: documented with the juries
     "hf_critic.selective.jury": "juries",
     "hf_critic.critics.specs._fit_share": "fit-share",
     "hf_critic.selective.jury.fit_rows": "fit-share",

@@ -30,6 +30,7 @@ __all__ = [
     "HfCriticError",
     "MissingExtraError",
     "ServerError",
+    "ARGUMENT_FLAGS",
     "ServerUnusableError",
     "ShortfallError",
     "command_line_message",
@@ -98,6 +99,15 @@ _ARGUMENT = re.compile(r"(?<![\w.\-?&/=])([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[
 # The long flags of an option's invocation in a help text (``  -m MODEL, --model MODEL``).
 _INVOCATION = re.compile(r"^ {2}(-.*?)(?: {2,}|$)", flags=re.MULTILINE)
 
+#: Library arguments that the command line types under another name, ``{argument: flag}``: the rewrite uses one only
+#: where the command has that flag and none of the argument's own spelling.
+ARGUMENT_FLAGS = {
+    "push": "--push-to-hub",  # run_eval_instruct(push=True): eval-instruct's --push-to-hub ORG/NAME
+    "parse": "--verdict-parser",  # the generic loader's verdict parser (parse=): meta-eval's --verdict-parser
+    "fraction": "--human-subset",  # PPISpec(fraction=): meta-eval's --human-subset
+    "column": "--ppi-labels",  # PPISpec(column=): meta-eval's --ppi-labels
+}
+
 
 def help_flags(help_text: str) -> frozenset[str]:
     """The long flags a command's ``--help`` lists in its options' invocations (``--tie-margin``, ``--no-swap``).
@@ -114,8 +124,10 @@ def help_flags(help_text: str) -> frozenset[str]:
 def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
     """``message`` with every argument named as ``name=`` written as the command's flag instead: ``tie_margin=-1: must
     be >= 0`` -> ``--tie-margin -1: must be >= 0``, ``needs human_subset= or ppi_labels=`` -> ``needs --human-subset or
-    --ppi-labels``, ``swap=True`` -> ``--swap``, ``swap=False`` -> ``--no-swap`` (or ``without --swap``). A name with
-    no flag of that spelling in ``flags`` stays as it is, and so does ``name=`` inside a dotted name, a flag or a URL.
+    --ppi-labels``, ``swap=True`` -> ``--swap``, ``swap=False`` -> ``--no-swap`` (or ``without --swap``). An argument
+    the command types otherwise is written as its flag of :data:`ARGUMENT_FLAGS` (``parse=`` -> ``--verdict-parser``)
+    where the command has that flag. A name with no flag of that spelling in ``flags`` stays as it is, and so does
+    ``name=`` inside a dotted name, a flag or a URL.
 
     Args:
         message: a library error's message (library messages name arguments, never flags).
@@ -129,6 +141,8 @@ def flags_for_arguments(message: str, flags: frozenset[str]) -> str:
         name, value = match.groups()
         spelled = "--" + name.replace("_", "-")
         negated = "--no-" + name.replace("_", "-")
+        if spelled not in flags and ARGUMENT_FLAGS.get(name) in flags:
+            spelled = ARGUMENT_FLAGS[name]
         if spelled not in flags:
             return negated if value == "False" and negated in flags else match.group(0)
         if value == "False":

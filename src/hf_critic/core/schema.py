@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import json
+import math
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import BadInputError
@@ -188,3 +191,30 @@ def text_column(name: str) -> str:
     """The ``--verdict both`` column holding the text verdict's value of critique column ``name``
     (``critique_label`` -> ``critique_text_label``)."""
     return name.replace("critique_", "critique_text_", 1)
+
+
+def read_distribution(value, column: str = CRITIQUE_DISTRIBUTION):
+    """A verdict distribution as a critique file holds it (JSON text in ``critique_distribution``, or the mapping
+    once read): ``{label or score: probability}``; None for None, NaN or blank text.
+
+    Args:
+        value: the cell's value; column: its column, for the message.
+
+    Raises:
+        BadInputError: text that is not JSON, or a value that is no object (one line naming the column, the value and
+            the JSON error).
+    """
+    if (
+        value is None
+        or (isinstance(value, float) and math.isnan(value))
+        or (isinstance(value, str) and not value.strip())
+    ):
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as err:
+            raise BadInputError(f"{column} {value[:60]!r}: not JSON ({err.msg})") from None
+    if not isinstance(value, Mapping):
+        raise BadInputError(f"{column}: a verdict distribution must be a JSON object or a mapping, got {value!r:.60}")
+    return value

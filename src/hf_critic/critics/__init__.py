@@ -4,8 +4,8 @@
   identity; :mod:`~hf_critic.critics.registry`: the one place that maps a kind's name, as cascade files spell it, to
   its class;
 * the kinds besides the generative :class:`hf_critic.critic.Critic` and the reward critic
-  :class:`hf_critic.critic.RewardCritic`: reward models' loading and calibration (:mod:`.reward`), juries and
-  "longer wins" (:mod:`.jury`);
+  :class:`hf_critic.critic.RewardCritic`: reward models' loading and calibration (:mod:`.reward`), juries
+  (:mod:`.jury`), and the baselines that need no model, "longer wins" and the label prior (:mod:`.baselines`);
 * :mod:`.options` (the options of one computed critic, declared once), :mod:`.computed` (a computed critic built from
   them: the command line's and a spec's one builder) and :mod:`.specs` (a critic spec, as a cascade file holds it,
   built into a critic without the command line; :func:`~hf_critic.critics.specs.load_cascade`).

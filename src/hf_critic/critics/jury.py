@@ -1,5 +1,4 @@
-"""Critics that combine or need no model: a jury of critics judged as one critic, and "longer wins" as a critic with
-a confidence.
+"""A jury of critics judged as one critic.
 
 A cascade file's stage may be a jury (:mod:`hf_critic.critics.specs`)::
 
@@ -13,7 +12,8 @@ A cascade file's stage may be a jury (:mod:`hf_critic.critics.specs`)::
             options: {template: mtbench, verdict: probability, explanation: none, swap: true, dtype: float32}
           - longer-wins
 
-Each member is any critic a cascade file supports (computed, reward, served, recorded) or ``longer-wins``; the
+Each member is any critic a cascade file supports (computed, reward, served, recorded) or a baseline (``longer-wins``,
+``label-prior``: :mod:`hf_critic.critics.baselines`, a member whose prior is fitted on the jury's own fit rows); the
 aggregation is :mod:`hf_critic.selective.jury` (vote, mean, or a logistic regression fitted by ``hf-critic
 calibrate`` on half of its calibration questions only, the thresholds set on the other half, stored in the
 calibration file with the members' fingerprints and refused when a member changed). The jury's rows keep every member's verdict (``jury_members``).
@@ -21,7 +21,6 @@ calibration file with the members' fingerprints and refused when a member change
 
 from __future__ import annotations
 
-import datasets
 import numpy as np
 
 from ..core import schema
@@ -29,70 +28,15 @@ from ..core.errors import BadInputError, CriticChangedError
 from ..core.identity import jury_identity
 from ..core.labels import LABEL_NAMES
 from ..critic.output import as_dataset
-from ..meta_eval.length import longer_wins
 from ..selective.jury import AGGREGATES, FIT_SHARE, JuryCounts, JuryFit, aggregate, fit_jury, fit_rows
 from .protocol import CriticKind, Critiques, setting_of
 
-__all__ = ["JURY_MEMBERS", "LONGER_WINS", "Jury", "LongerWins"]
+__all__ = ["JURY_MEMBERS", "MEMBER_ENTRIES", "Jury"]
 
 #: The column of a jury's rows that keeps each member's verdict: ``{member: label name or None}``.
 JURY_MEMBERS = "jury_members"
-#: How a cascade file names the length baseline.
-LONGER_WINS = "longer-wins"
-
-
-class LongerWins(CriticKind):
-    """ "The longer response wins" as a critic (a baseline with a confidence): the verdicts and confidences of
-    :func:`~hf_critic.meta_eval.length.longer_wins` (a tie on equal lengths, a confidence monotone in the relative
-    length difference), as the meta-evaluation's baseline judges. No model, no call, order-free."""
-
-    kind = LONGER_WINS
-    baseline = True
-    #: What identifies it in a fingerprint (lengths in words).
-    fingerprint_source = "baseline|longer-wins|words"
-
-    @classmethod
-    def from_spec(cls, options: dict, where: str) -> LongerWins:
-        """The baseline from a cascade file's ``options:`` (it takes none).
-
-        Raises:
-            ValueError: any option (naming ``where``).
-        """
-        if options:
-            raise BadInputError(f"{where}: {LONGER_WINS} takes no options, got {sorted(options)}")
-        return cls()
-
-    def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
-        """The protocol's judging: :meth:`compare`'s columns, confidence kind ``length``, no call (order-free:
-        ``swap`` changes nothing; it reads no reference: ``referenced`` changes nothing either).
-
-        Raises:
-            ValueError: rows without ``response_1`` / ``response_2``.
-        """
-        dataset = as_dataset(records)
-        return Critiques(self.compare(dataset), "length", 0, self.identity(setting_of(dataset), swap=swap))
-
-    def identity_parts(self, setting: schema.Setting, *, swap: bool = False) -> list[str]:
-        """What decides its verdicts: lengths in words (:attr:`fingerprint_source`)."""
-        return [self.fingerprint_source]
-
-    def compare(self, dataset: datasets.Dataset) -> dict[str, list]:
-        """The verdicts of ``dataset``'s pairs.
-
-        Returns:
-            ``{"critique_label", "critique_confidence", "critique_status"}``, one value per row.
-
-        Raises:
-            ValueError: rows without ``response_1`` / ``response_2``.
-        """
-        if schema.RESPONSE_1 not in dataset.column_names or schema.RESPONSE_2 not in dataset.column_names:
-            raise BadInputError(f"{LONGER_WINS}: needs pairs (response_1, response_2)")
-        labels, confidences = longer_wins(dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2])
-        return {
-            schema.CRITIQUE_LABEL: labels.tolist(),
-            schema.CRITIQUE_CONFIDENCE: confidences.tolist(),
-            schema.CRITIQUE_STATUS: [schema.ParseStatus.OK.value] * len(dataset),
-        }
+#: The key of a jury's calibration entry that keeps its members' own entries (a label prior's): ``{member: entry}``.
+MEMBER_ENTRIES = "member_entries"
 
 
 class Jury(CriticKind):
@@ -150,22 +94,40 @@ class Jury(CriticKind):
         return self.how == "fitted"
 
     def check_calibration(self, entry: dict | None, setting: schema.Setting, path: str) -> None:
-        """:meth:`load_fit` with the members' identities in ``setting``."""
+        """:meth:`load_fit` with the members' identities in ``setting``, then each member's own part of the entry
+        (:data:`MEMBER_ENTRIES`: a label prior's) handed to it."""
         self.load_fit(entry, self.member_identities(setting), path)
+        entries = entry.get(MEMBER_ENTRIES) or {}
+        for member in self.members:
+            member.critic.check_calibration(entries.get(member.name), setting, f"{path}: {self.where}")
 
     def calibration_entry(self, setting: schema.Setting) -> dict:
-        """:meth:`fit_entry` with the members' identities in ``setting``."""
-        return self.fit_entry(self.member_identities(setting))
+        """:meth:`fit_entry` with the members' identities in ``setting``, and the members' own entries (a label
+        prior's) under :data:`MEMBER_ENTRIES` where any has one."""
+        entry = self.fit_entry(self.member_identities(setting))
+        members = {m.name: m.critic.calibration_entry(setting) for m in self.members}
+        members = {name: e for name, e in members.items() if e is not None}
+        if members:
+            entry[MEMBER_ENTRIES] = members
+        return entry
 
     def calibrate_on(self, human, questions=None, share: float | None = None) -> None:
         """Fit the ``fitted`` aggregate on the rows of the next :meth:`judge` call, whose human labels are ``human``
         (label codes, one per row of those rows) and questions ``questions`` (None: one question a row): on the rows
         of ``share`` of the questions (:func:`~hf_critic.selective.jury.fit_rows`; None: :attr:`fit_share`; 1: every
         row, where no threshold is set on these rows), kept in :attr:`fit_rows`. ``hf-critic calibrate`` calls it
-        with its calibration rows only and sets its thresholds on the other rows."""
+        with its calibration rows only and sets its thresholds on the other rows.
+
+        Every member is handed the same labels (a label prior fits its prior on them): a ``fitted`` jury's members
+        on its fit rows only, a ``vote`` / ``mean`` jury's (which fits nothing) on every row."""
+        share = self.fit_share if share is None else share
+        for member in self.members:
+            member.critic.calibrate_on(human, questions, share if self.fitted else 1)
+        if not self.fitted:
+            return
         self._fit_labels = list(human)
         self._fit_groups = list(range(len(self._fit_labels))) if questions is None else list(questions)
-        self._fit_share = self.fit_share if share is None else share
+        self._fit_share = share
 
     def judge(self, records, *, swap: bool = False, source: str = "data", referenced: bool | None = None) -> Critiques:
         """Every member on every row (each with its own swap; its confidences made keepable), then the aggregate.

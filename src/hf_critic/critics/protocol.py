@@ -2,7 +2,7 @@
 instead of testing its type.
 
 A kind (a generative critic and its read-out, a reward model, a served or pooling critic, recorded verdicts, the
-``longer-wins`` baseline, a jury, or a kind of one's own) subclasses :class:`CriticKind`: it judges rows with
+``longer-wins`` and ``label-prior`` baselines, a jury, or a kind of one's own) subclasses :class:`CriticKind`: it judges rows with
 :meth:`CriticKind.judge` into :class:`Critiques` (the verdict columns, each row's status, the confidence and its kind,
 the calls made, the rows a recorded critic had no verdict for, the critic's identity and a computed critic's run
 statistics) and names what changes its verdicts with :meth:`CriticKind.identity_parts`. The commands that judge rows
@@ -98,7 +98,8 @@ class CriticKind(ABC):
     #: True when its critiques hold written text (an explanation) a generator can revise from (the generative kinds;
     #: a reward model writes none): what ``refine`` asks of its critics.
     writes_explanation: ClassVar[bool] = False
-    #: True for a baseline that needs no model (``longer-wins``): a jury's report lists it as the baseline.
+    #: True for a baseline that needs no model (``longer-wins``, ``label-prior``): a jury's report lists it as a
+    #: baseline.
     baseline: ClassVar[bool] = False
     #: A critic of several members (a jury): the members as cascade stages (a name, a critic, swap), else empty.
     members: Sequence = ()
@@ -168,13 +169,15 @@ class CriticKind(ABC):
         return None
 
     def calibrate_on(self, human, questions=None, share: float | None = None) -> None:
-        """Fit its aggregate on the rows of the next :meth:`judge` (human label codes ``human``); nothing for a kind
-        without one."""
+        """Fit what it fits on calibration rows (a fitted jury's aggregate, a label prior) on the rows of the next
+        :meth:`judge`: their human label codes ``human``, their questions ``questions`` (None: one a row), on the
+        rows of ``share`` of the questions (None: its own default; 1: every row); ``hf-critic calibrate`` calls it
+        on every stage before judging. Nothing for a kind that fits nothing."""
         return None
 
     def check_calibration(self, entry: dict | None, setting: schema.Setting, path: str) -> None:
-        """Check its part of a calibration file's entry (a jury's members and fit) and take what it needs from it;
-        nothing for a kind without one.
+        """Check its part of a calibration file's entry (a jury's members and fit, a label prior) and take what it
+        needs from it; nothing for a kind without one.
 
         Raises:
             ValueError: one line naming ``path`` and what changed since calibration.
@@ -182,5 +185,6 @@ class CriticKind(ABC):
         return None
 
     def calibration_entry(self, setting: schema.Setting) -> dict | None:
-        """Its own part of a calibration file's entry (a jury's aggregate, members' identities and fit); None."""
+        """Its own part of a calibration file's entry (a jury's aggregate, members' identities and fit, a label
+        prior), kept in the entry's ``jury`` field; None."""
         return None

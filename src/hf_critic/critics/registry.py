@@ -5,7 +5,8 @@ engine; the classes stand above the protocol they implement): a generative criti
 and a critic behind an OpenAI-compatible server (``served``) are :class:`~hf_critic.critic.Critic`, a reward model
 (``reward``) and one behind a vLLM pooling server (``pooling``) are
 :class:`~hf_critic.critic.reward_critic.RewardCritic`, all built from ``compare``'s options; ``recorded`` verdicts,
-the ``longer-wins`` baseline and a ``jury`` have their own classes. A new kind is one module: a
+the baselines that need no model (``longer-wins``, ``label-prior``: :mod:`hf_critic.critics.baselines`) and a ``jury``
+have their own classes. A new kind is one module: a
 :class:`~hf_critic.critics.protocol.CriticKind` subclass with a ``from_spec(options, where)`` classmethod, and one
 :func:`register` call; a cascade file then names it ``kind: NAME`` with its ``options:``.
 """
@@ -28,8 +29,9 @@ _BUILT_IN = {
     "served": "hf_critic.critic.core:Critic",
     "pooling": "hf_critic.critic.reward_critic:RewardCritic",
     "recorded": "hf_critic.selective.cascade:RecordedVerdicts",
-    "longer-wins": "hf_critic.critics.jury:LongerWins",
+    "longer-wins": "hf_critic.critics.baselines:LongerWins",
     "jury": "hf_critic.critics.jury:Jury",
+    "label-prior": "hf_critic.critics.baselines:LabelPrior",
 }
 _REGISTERED: dict[str, type[CriticKind]] = {}
 

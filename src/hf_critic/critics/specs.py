@@ -22,8 +22,10 @@ Recorded critics may instead name ``critiques: FILE``, the output of an earlier 
 ``gold_label_map:``, ``label_columns:``, ``aggregate:``, ``coerce_text:`` (``label_map:`` is the verdict files'
 convention). Paths are read from the working directory.
 
-A critic may also be ``baseline: longer-wins`` (the longer response wins, with a confidence; the bare string
-``longer-wins`` is short for ``{name: longer-wins, baseline: longer-wins}``), or a jury of critics judged as one
+A critic may also be a baseline that needs no model (:mod:`hf_critic.critics.baselines`): ``baseline: longer-wins``
+(the longer response wins, with a confidence) or ``baseline: label-prior`` (the calibration rows' most frequent human
+label, at its share; fitted by ``hf-critic calibrate``), the bare string ``longer-wins`` short for ``{name:
+longer-wins, baseline: longer-wins}`` (and ``label-prior`` likewise); or a jury of critics judged as one
 (:mod:`hf_critic.critics.jury`)::
 
       - name: local-jury
@@ -166,7 +168,7 @@ def read_spec(entry: Any, where: str, in_jury: bool = False) -> CriticSpec:
     checked; nothing is loaded.
 
     Args:
-        entry: the mapping (or the bare string ``longer-wins``).
+        entry: the mapping (or a baseline's bare name, ``longer-wins`` / ``label-prior``).
         where: the file and the entry's index, e.g. ``"cascade.yaml: critics[0]"``.
         in_jury: the entry is a jury's member (no jury, no ``delta_share``).
 
@@ -174,10 +176,10 @@ def read_spec(entry: Any, where: str, in_jury: bool = False) -> CriticSpec:
         ValueError: one line naming ``where``, the critic and the key or value: no name, an unknown key, two kinds,
             an option ``compare`` lacks or refuses, a malformed ``recorded:`` / ``jury:``.
     """
-    from .jury import LONGER_WINS
+    from .baselines import BASELINES
 
-    if entry == LONGER_WINS:
-        entry = {"name": LONGER_WINS, "baseline": LONGER_WINS}
+    if isinstance(entry, str) and entry in BASELINES:
+        entry = {"name": entry, "baseline": entry}
     if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"].strip():
         raise BadInputError(f"{where}: each critic needs a name")
     if in_jury and "delta_share" in entry:
@@ -234,10 +236,10 @@ def _read_computed(options, where: str, name: str, in_jury: bool) -> CriticOptio
 
 
 def _read_baseline(baseline, where: str, name: str, in_jury: bool) -> str:
-    from .jury import LONGER_WINS
+    from .baselines import BASELINES
 
-    if baseline != LONGER_WINS:
-        raise BadInputError(f"{where}: baseline must be {LONGER_WINS!r}, got {baseline!r}")
+    if baseline not in BASELINES:
+        raise BadInputError(f"{where}: baseline must be one of {', '.join(BASELINES)}, got {baseline!r}")
     return baseline
 
 
@@ -327,7 +329,8 @@ def build_critic(spec: CriticSpec, rows: int | None = None):
 
     Returns:
         A :class:`~hf_critic.critic.Critic` (computed), :class:`~hf_critic.selective.cascade.RecordedVerdicts`,
-        :class:`~hf_critic.critics.jury.LongerWins` or :class:`~hf_critic.critics.jury.Jury`.
+        a baseline (:class:`~hf_critic.critics.baselines.LongerWins`, :class:`~hf_critic.critics.baselines.LabelPrior`),
+        a :class:`~hf_critic.critics.jury.Jury` or a registered kind.
 
     Raises:
         ValueError, ModelNotFoundError, RecordError: what the kind's builder raises (a model that does not load,
@@ -349,7 +352,7 @@ def _build_computed(spec: CriticSpec, rows: int | None):
 
 
 def _build_baseline(spec: CriticSpec, rows: int | None):
-    return critic_class(spec.settings)()
+    return critic_class(spec.settings).from_spec({}, f"{spec.where} ({spec.name})")
 
 
 def _build_registered(spec: CriticSpec, rows: int | None):

@@ -405,7 +405,7 @@ def run_eval_instruct(
             written; the dataset and its card are not, and nothing is pushed.
     """
     if push and not config.hub.repo_id:
-        raise BadInputError("push to the Hub needs hub.repo_id (or --push-to-hub ORG/NAME)")
+        raise BadInputError("push=True needs hub.repo_id, the Hub dataset ORG/NAME to push to")
     echo = echo or (lambda line: print(line, file=sys.stderr, flush=True))
     out_dir = Path(config.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

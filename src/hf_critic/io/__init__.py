@@ -4,7 +4,7 @@ errors name file, line, field.
 The package's parts, one idea each:
 
 - :mod:`~hf_critic.io.records`: reading (:func:`load_records`, the one loader; :func:`read_json_rows`,
-  :func:`iter_rows`, :func:`load_saved`);
+  :func:`read_json`, :func:`json_line`, :func:`iter_rows`, :func:`load_saved`);
 - :mod:`~hf_critic.io.columns`: the record's columns (``--columns`` and ``--label-map`` parsed, renames and joins,
   :func:`check_fields`);
 - :mod:`~hf_critic.io.outputs`: writing safely (:func:`check_output` / :func:`check_output_dir` before any model
@@ -19,7 +19,7 @@ from __future__ import annotations
 from .columns import TEXT_FIELDS, check_fields, join_fields, parse_columns, parse_label_map, rename_columns
 from .errors import OutputError, RecordError
 from .outputs import OUTPUT_SUFFIXES, atomic_path, check_output, check_output_dir, save_records, write_text
-from .records import BOM, DATA_FILE_BUILDERS, iter_rows, load_records, load_saved, read_json_rows
+from .records import BOM, DATA_FILE_BUILDERS, iter_rows, json_line, load_records, load_saved, read_json, read_json_rows
 
 __all__ = [
     "BOM",
@@ -34,10 +34,12 @@ __all__ = [
     "check_output_dir",
     "iter_rows",
     "join_fields",
+    "json_line",
     "load_records",
     "load_saved",
     "parse_columns",
     "parse_label_map",
+    "read_json",
     "read_json_rows",
     "rename_columns",
     "save_records",

@@ -1,6 +1,6 @@
 """Reading records: data files, globs, local folders and Hub ids through `datasets`, the one loader of hf-critic
-(:func:`load_records`), and the rows of a JSON or JSONL file with their line (:func:`read_json_rows`); errors name the
-file, the line and the field.
+(:func:`load_records`), the rows of a JSON or JSONL file with their line (:func:`read_json_rows`), and one JSON file or
+line as a value (:func:`read_json`, :func:`json_line`); errors name the file, the line and the field.
 """
 
 from __future__ import annotations
@@ -35,6 +35,45 @@ BOM = b"\xef\xbb\xbf"
 _DISK_MARKERS = ("dataset_dict.json", "state.json", "dataset_info.json")
 
 
+def json_line(line: str, where: str) -> Any:
+    """One line of a JSONL file as its value.
+
+    Args:
+        line: the line's text; where: ``"<path>:<line>"``, for the message.
+
+    Raises:
+        RecordError: malformed JSON, one line naming ``where`` and the JSON error.
+    """
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{where}: malformed JSON line ({err.msg})") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON value of a local file (a report, a config, a benchmark's JSON file); a leading byte-order mark is
+    dropped.
+
+    Raises:
+        RecordError: a missing file or a folder, bytes that are not UTF-8, or malformed JSON: one line naming the file,
+            the line and the JSON error (``"<path>:<line>: malformed JSON (<error>)"``).
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise RecordError(f"{path}: is a directory, not a JSON file" if path.is_dir() else f"{path}: no such file")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        start = err.start + (len(BOM) if raw.startswith(BOM) else 0)
+        line = raw[:start].count(b"\n") + 1
+        raise RecordError(f"{path}:{line}: not UTF-8 text (byte 0x{raw[start]:02x}); save the file as UTF-8") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RecordError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
+
+
 def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any]]]:
     """Rows of a local ``.jsonl`` (one object per line) or ``.json`` (an array of objects, or one object of arrays).
 
@@ -53,19 +92,13 @@ def read_json_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict[str, Any
                 line = _utf8(raw[len(BOM) :] if number == 1 and raw.startswith(BOM) else raw, path, number)
                 if not line.strip():
                     continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise RecordError(f"{path}:{number}: malformed JSON line ({err.msg})") from None
+                row = json_line(line, f"{path}:{number}")
                 if not isinstance(row, dict):
                     raise RecordError(f"{path}:{number}: expected a JSON object, got {type(row).__name__}")
                 yield f"{path}:{number}", row
         return
     _check_text(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))  # "-sig": a leading byte-order mark is dropped
-    except json.JSONDecodeError as err:
-        raise RecordError(f"{path}:{err.lineno}: malformed JSON ({err.msg})") from None
+    data = read_json(path)
     if isinstance(data, dict) and data and all(isinstance(v, list) for v in data.values()):
         n = len(next(iter(data.values())))
         data = [{k: v[i] for k, v in data.items()} for i in range(n)]  # columnar JSON

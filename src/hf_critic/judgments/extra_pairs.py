@@ -15,7 +15,6 @@ Rows have the ``pairwise_preference`` columns :func:`hf_critic.training.reward.p
 from __future__ import annotations
 
 import gzip
-import json
 import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.schema import query_id
-from ..io import RecordError
+from ..io import RecordError, json_line
 
 __all__ = [
     "HH_RLHF_SOURCE",
@@ -87,7 +86,7 @@ def hh_rlhf_pairs(path: str | os.PathLike) -> tuple[list[dict], dict[str, int]]:
         lines = [line for line in handle if line.strip()]
     for i, line in enumerate(lines):
         where = f"{path}[row {i}]"
-        raw = json.loads(line)
+        raw = json_line(line, where)
         if not isinstance(raw.get("chosen"), str) or not isinstance(raw.get("rejected"), str):
             raise RecordError(f"{where}: 'chosen' and 'rejected' must be dialogue strings")
         (question, chosen), (other, rejected) = (_split_last_turn(raw[k], where) for k in ("chosen", "rejected"))

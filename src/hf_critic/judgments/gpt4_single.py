@@ -16,6 +16,7 @@ import datasets
 
 from ..core.errors import BadInputError
 from ..core.schema import QUESTION, REFERENCE, RESPONSE
+from ..io import read_json
 from ..loaders.fastchat import read_judgments
 from ..prompts import get_template
 
@@ -150,7 +151,7 @@ def load_prometheus_feedback(data_dir: str | Path, benchmark: str) -> list[dict]
     if benchmark not in PROMETHEUS_FILES:
         raise BadInputError(f"unknown benchmark {benchmark!r}; expected one of {tuple(PROMETHEUS_FILES)}")
     path = Path(data_dir) / "prometheus" / PROMETHEUS_FILES[benchmark]
-    items = json.loads(path.read_text(encoding="utf-8"))
+    items = read_json(path)
     records = []
     for index, item in enumerate(items):
         match = _PROMETHEUS_PROMPT.search(item["instruction"])

@@ -378,7 +378,9 @@ def row_verdicts(
             verdicts = []
             for (where, _), value in zip(rows, values, strict=True):
                 if value is not None and not isinstance(value, str):
-                    raise RecordError(f"{where}: field {field!r} must be text for --verdict-parser, got {value!r}")
+                    raise RecordError(
+                        f"{where}: field {field!r} must be text for parse= (a verdict parser), got {value!r}"
+                    )
                 parsed = parse(value) if value is not None else None
                 verdicts.append(None if parsed is None else parsed.label if task == "pairwise" else parsed.score)
         elif task == "pairwise":

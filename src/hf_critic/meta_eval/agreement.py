@@ -50,7 +50,6 @@ in ``n_missing_references``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
@@ -59,6 +58,7 @@ import numpy as np
 
 from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, UNPARSED, normalize_labels, swap_codes
+from ..core.schema import read_distribution
 from .grouped import _factorize
 
 __all__ = [
@@ -87,11 +87,9 @@ _R1, _R2 = LABEL_NAMES[RESPONSE_1_WINS], LABEL_NAMES[RESPONSE_2_WINS]
 
 def _margin_of_distribution(value: Any) -> float:
     """P(response 1 better) - P(response 2 better) of one distribution (JSON text or mapping); NaN for None."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    d = read_distribution(value)
+    if d is None:
         return math.nan
-    d = json.loads(value) if isinstance(value, str) else value
-    if not isinstance(d, Mapping):
-        raise BadInputError(f"a verdict distribution must be a JSON object or a mapping, got {value!r}")
     return float(d.get(_R1, 0.0)) - float(d.get(_R2, 0.0))
 
 

@@ -127,11 +127,13 @@ def _ppi_rows(dataset, gold: np.ndarray, spec: PPISpec, values) -> tuple[np.ndar
     """``(gold to report, labelled mask, what the labelled rows are)`` for a :class:`PPISpec`."""
     if spec.column:
         if spec.column not in dataset.column_names:
-            raise BadInputError(f"--ppi-labels {spec.column!r}: no such column (have {dataset.column_names})")
+            raise BadInputError(f"column={spec.column!r}: no such column (have {dataset.column_names})")
         column = values(dataset[spec.column])
         return column, np.isfinite(column), f"human labels of column {spec.column!r}"
     if spec.fraction is None:
-        raise BadInputError("--ppi needs --human-subset FRACTION or --ppi-labels COLUMN")
+        raise BadInputError(
+            "a PPISpec needs the human-labelled rows: fraction= (a share drawn at random) or column= (human labels)"
+        )
     labelled = draw_human_subset(len(gold), spec.fraction, spec.seed) & np.isfinite(gold)
     return gold, labelled, f"simulation: {spec.fraction:g} of the rows drawn as human-labelled (seed {spec.seed})"
 

@@ -16,7 +16,6 @@ they read the whole file); :func:`heldout_figures` reads the critique files of
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import warnings
@@ -27,7 +26,7 @@ import numpy as np
 from ..core.errors import BadInputError
 from ..core.labels import TIE
 from ..core.schema import query_id
-from ..io import RecordError
+from ..io import RecordError, read_json, read_json_rows
 from ..loaders import load_benchmark
 from .agreement import two_way_decisions
 from .length import longer_wins, response_lengths
@@ -111,7 +110,7 @@ def load_split(folder: str | os.PathLike) -> dict[str, dict[str, list[str]]]:
         path = Path(folder) / f"{name}.json"
         if not path.is_file():
             raise RecordError(f"{path}: no split file for {name}")
-        halves = json.loads(path.read_text(encoding="utf-8"))
+        halves = read_json(path)
         if set(halves) != set(HALVES):
             raise RecordError(f"{path}: expected the halves {list(HALVES)}, found {sorted(halves)}")
         both = set(halves["dev"]) & set(halves["test"])
@@ -139,7 +138,7 @@ def half_of(folder: str | os.PathLike) -> str:
 def _rows(path: Path) -> list[dict]:
     if not path.is_file():
         raise RecordError(f"{path}: no critique file")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [row for _, row in read_json_rows(path)]
 
 
 def _pairwise(rows: list[dict], two_way: bool, verdict: str = "run") -> tuple[float, float, int]:
@@ -227,7 +226,7 @@ def heldout_figures(folder: str | os.PathLike, verdict: str = "run") -> dict[str
     for name, file, kind in FIGURES:
         rows = _rows(Path(folder) / file)
         if verdict == "text" and rows and not any(c in rows[0] for c in VERDICTS["text"]):
-            raise RecordError(f"{Path(folder) / file}: no text verdicts (critique_text_*); judge with --verdict both")
+            raise RecordError(f"{Path(folder) / file}: no text verdicts (critique_text_*); judge with verdict='both'")
         critic, length, n = (
             _pairwise(rows, kind == "two_way", verdict)
             if kind in ("two_way", "agreement")
@@ -253,14 +252,14 @@ def training_facts(folder: str | os.PathLike) -> dict[str, float] | None:
     state = Path(model_file.read_text(encoding="utf-8").strip()) / "trainer_state.json"
     if not state.is_file():
         return None
-    history = json.loads(state.read_text(encoding="utf-8")).get("log_history", [])
+    history = read_json(state).get("log_history", [])
     final = next((entry for entry in reversed(history) if "train_runtime" in entry), None)
     if final is None or not final.get("train_runtime"):
         return None
     seen = final["train_samples_per_second"] * final["train_runtime"]  # rounded by transformers to 3 decimals
     results = state.with_name("train_results.json")  # the recipes' own count: training rows x epochs
     if results.is_file():
-        counted = json.loads(results.read_text(encoding="utf-8"))
+        counted = read_json(results)
         if "train_samples" in counted and "epoch" in counted:
             seen = counted["train_samples"] * counted["epoch"]
     return {"seen": round(seen), "wall_s": final["train_runtime"], "per_hour": 3600 * seen / final["train_runtime"]}

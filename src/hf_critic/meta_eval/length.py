@@ -5,8 +5,8 @@ al., 2024, "Length-Controlled AlpacaEval"), and LLM judges favour the answer sho
 Language Models are not Fair Evaluators"). A critic's agreement with humans means something only beside what length
 or position alone achieve on the same rows:
 
-* :func:`pairwise_baselines`: "always response 1", the label prior (the most frequent human label), "longer wins"
-  and "shorter wins" as pairwise verdicts, scored as the critic is (first-order agreement, Cohen's kappa, the
+* :func:`pairwise_baselines`: "always response 1", the label prior (the most frequent human label,
+  :func:`label_prior`: the one home of that baseline), "longer wins" and "shorter wins" as pairwise verdicts, scored as the critic is (first-order agreement, Cohen's kappa, the
   two-way accuracy); :func:`length_verdicts` gives the length verdicts themselves and :func:`longer_wins` "longer
   wins" as a critic with a confidence (the one home of the length baseline);
 * :func:`pointwise_length_baseline`: the answer's length as its score (text-level and row-level correlation,
@@ -40,6 +40,7 @@ from .correlation import critique_correlation
 
 __all__ = [
     "LENGTH_TIES",
+    "label_prior",
     "length_credits",
     "length_confidence",
     "length_controlled_agreement",
@@ -92,7 +93,7 @@ def length_confidence(
     It grows monotonically with the relative length difference: 0.5 for equal lengths (the verdict is then a tie),
     1.0 when one response is empty and the other is not. This makes "longer wins" a critic with a confidence, so its
     risk-coverage (:mod:`hf_critic.selective.risk_coverage`) and a jury that counts length as a member
-    (:mod:`hf_critic.critics.jury`) can be measured like any critic's.
+    (:mod:`hf_critic.critics.baselines`, :mod:`hf_critic.critics.jury`) can be measured like any critic's.
 
     Args:
         response_1: the first response's text or length, shape ``(n,)``.
@@ -162,6 +163,30 @@ def _lengths(values) -> np.ndarray:
 _BASELINE_KEYS = ("first_order_agreement", "cohen_kappa", "two_way_accuracy")
 
 
+def label_prior(references: Sequence[Any] | np.ndarray, *, name: str = "references") -> tuple[int, float]:
+    """The label prior: the most frequent human label and its share, the baseline that answers it on every pair (the
+    one home of that baseline: :func:`pairwise_baselines`, the risk-coverage baselines and the ``label-prior`` critic
+    of cascades and juries all take it from here).
+
+    Args:
+        references: the human labels, shape ``(n,)``, any spelling :func:`~hf_critic.core.labels.normalize_labels`
+            reads; pairs without one are left out.
+        name: what to call ``references`` in error messages.
+
+    Returns:
+        ``(label, share)``: the label code of :mod:`hf_critic.core.labels` (equal counts go to the lower code:
+        response 1, then response 2, then tie) and its share among the labelled pairs, in (0, 1]; ``(0, nan)`` when
+        no pair has a label.
+
+    Raises:
+        ValueError: an unknown label.
+    """
+    ref = normalize_labels(references, name=name)
+    counts = np.bincount(ref[ref >= 0], minlength=3)
+    prior, total = int(np.argmax(counts)), int(counts.sum())
+    return prior, float(counts[prior] / total) if total else math.nan
+
+
 def pairwise_baselines(
     references: Sequence[Any] | np.ndarray,
     response_1: Sequence[str | None] | np.ndarray | None = None,
@@ -195,8 +220,7 @@ def pairwise_baselines(
     """
     ref = normalize_labels(references, name="references")
     n = len(ref)
-    counts = np.bincount(ref[ref >= 0], minlength=3)
-    prior = int(np.argmax(counts))
+    prior = label_prior(ref[ref >= 0])[0]
     verdicts = {"always_response_1": np.full(n, RESPONSE_1_WINS), "label_prior": np.full(n, prior)}
     if response_1 is not None and response_2 is not None:
         verdicts["longer_wins"] = length_verdicts(response_1, response_2)

@@ -26,7 +26,6 @@ human-only estimate would need to be as narrow as the PPI one (``n_equivalent``,
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Hashable, Sequence
 from typing import Any
@@ -37,6 +36,7 @@ from scipy import stats
 
 from ..core.errors import BadInputError
 from ..core.labels import LABEL_NAMES, RESPONSE_1_WINS, RESPONSE_2_WINS, TIE, normalize_labels
+from ..core.schema import read_distribution
 from .bootstrap import TOO_SMALL
 
 __all__ = [
@@ -269,7 +269,7 @@ def win_predictions(
         r1, r2, tie = (LABEL_NAMES[k] for k in (RESPONSE_1_WINS, RESPONSE_2_WINS, TIE))
         values = []
         for d in distributions:
-            d = json.loads(d) if isinstance(d, str) else d
+            d = read_distribution(d)
             total = sum(float(d.get(k, 0.0)) for k in (r1, r2, tie)) if d else 0.0
             values.append((float(d.get(r1, 0.0)) + float(d.get(tie, 0.0)) / 2) / total if total > 0 else np.nan)
         first = np.where(np.isfinite(values), np.asarray(values, dtype=np.float64), first)

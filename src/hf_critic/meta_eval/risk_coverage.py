@@ -12,7 +12,7 @@ The baselines are critics with a confidence:
 * ``longer-wins``: the longer response (in words) wins, with confidence ``0.5 + 0.5 * |l1 - l2| / max(l1, l2)``
   (:func:`~hf_critic.meta_eval.length.longer_wins`); equal lengths are a tie verdict at confidence 0.5;
 * ``label-prior``: always the most frequent human label of the rows it is given (in ``calibrate``: the calibration
-  rows), at a constant confidence (that label's share): its curve is flat at its error rate, its AURC that rate.
+  rows; :func:`~hf_critic.meta_eval.length.label_prior`), at a constant confidence (that label's share): its curve is flat at its error rate, its AURC that rate.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ..selective.risk_coverage import (
     risk_coverage_curve,
 )
 from .bootstrap import bootstrap_intervals
-from .length import longer_wins
+from .length import label_prior, longer_wins
 
 __all__ = ["LABEL_PRIOR", "LONGER_WINS", "baseline_critics", "risk_coverage_block", "risk_coverage_report"]
 
@@ -111,14 +111,13 @@ def baseline_critics(
         ValueError: no human label at all, or different lengths.
     """
     gold = normalize_labels(human, name="human labels")
-    counts = np.bincount(gold[gold >= 0], minlength=3)
-    if not counts.sum():
+    if not (gold >= 0).any():
         raise BadInputError("baselines need at least one human label")
-    prior = int(np.argmax(counts))
+    prior, share = label_prior(gold[gold >= 0])
     out = {}
     if response_1 is not None and response_2 is not None:
         out[LONGER_WINS] = longer_wins(response_1, response_2)
-    out[LABEL_PRIOR] = (np.full(len(gold), prior), np.full(len(gold), counts[prior] / counts.sum()))
+    out[LABEL_PRIOR] = (np.full(len(gold), prior), np.full(len(gold), share))
     return out
 
 

@@ -19,7 +19,6 @@ was read from (:mod:`hf_critic.critic.verdicts`). This module puts the verdict s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +30,7 @@ from ..core.labels import LABEL_NAMES, TIE, normalize_labels
 from .agreement import TWO_WAY_MODES, pairwise_agreement
 from .bootstrap import format_interval
 from .correlation import critique_correlation
-from .length import pairwise_baselines, pointwise_length_baseline
+from .length import label_prior, pairwise_baselines, pointwise_length_baseline
 from .within_question import within_question_accuracy
 
 __all__ = ["expected_calibration_error", "pairwise_verdict_figures", "pointwise_verdict_figures"]
@@ -78,7 +77,7 @@ def expected_calibration_error(confidences: Sequence[float], correct: Sequence[b
 
 
 def _distributions(values: Sequence[str | None]) -> list[dict[str, float] | None]:
-    return [None if v is None else json.loads(v) for v in values]
+    return [schema.read_distribution(v) for v in values]
 
 
 def _query_ids(dataset) -> list | None:
@@ -260,7 +259,7 @@ def pairwise_verdict_figures(dataset, label: str = "label", n_bins: int = 10, tw
         lengths = pairwise_baselines(human, dataset[schema.RESPONSE_1], dataset[schema.RESPONSE_2], two_way=mode)
         for key in ("longer_wins", "shorter_wins"):
             out[key] = {k: v for k, v in lengths[key].items() if k in ("first_order_agreement", "two_way_accuracy")}
-    out.update(_label_baselines(counts, n, on))
+    out.update(_label_baselines(counts, label_prior(labels)[0], n, on))
     return out
 
 
@@ -278,13 +277,13 @@ def _pairwise_calibration(dataset, human: np.ndarray, swap: bool, n_bins: int) -
     return expected_calibration_error(conf, correct, n_bins)
 
 
-def _label_baselines(counts: np.ndarray, n: int, on: bool) -> dict[str, Any]:
-    """The baselines that need no critic, from the human labels' ``counts`` over ``n`` pairs: ``always_response_1``
-    and ``label_prior`` (their first-order agreement; with the two-way figures ``on``, their two-way accuracy and
+def _label_baselines(counts: np.ndarray, prior: int, n: int, on: bool) -> dict[str, Any]:
+    """The baselines that need no critic, from the human labels' ``counts`` over ``n`` pairs and their label prior
+    ``prior`` (a label code, :func:`~hf_critic.meta_eval.length.label_prior`): ``always_response_1`` and
+    ``label_prior`` (their first-order agreement; with the two-way figures ``on``, their two-way accuracy and
     ``two_way_n``, the pairs without a gold tie)."""
     out: dict[str, Any] = {}
     out["always_response_1"] = {"first_order_agreement": float(counts[0] / n) if n else float("nan")}
-    prior = int(np.argmax(counts))
     out["label_prior"] = {
         "first_order_agreement": float(counts[prior] / n) if n else float("nan"),
         "label": LABEL_NAMES[prior],

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from ..core.errors import BadInputError
-from ..io import RecordError
+from ..io import RecordError, json_line, read_json, read_json_rows
 from ..meta_eval.halves import BENCHMARKS, HALVES, benchmark_keys
 
 __all__ = ["save_split", "write_half"]
@@ -33,8 +33,8 @@ def _filter_jsonl(source: Path, target: Path, question_ids: set[str]) -> int:
     """Copy the lines of a FastChat JSONL file whose ``question_id`` is in ``question_ids``; returns their count."""
     lines = [
         line
-        for line in source.read_text(encoding="utf-8").splitlines()
-        if line.strip() and str(json.loads(line)["question_id"]) in question_ids
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), start=1)
+        if line.strip() and str(json_line(line, f"{source}:{number}")["question_id"]) in question_ids
     ]
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
@@ -67,9 +67,9 @@ def write_half(
             continue
         keys = benchmark_keys(name, source)
         if fmt == "prometheus":
-            raw = json.loads(source.read_text(encoding="utf-8"))
+            raw = read_json(source)
         else:
-            raw = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+            raw = [row for _, row in read_json_rows(source)]
         if len(raw) != len(keys):
             raise RecordError(f"{source}: {len(raw)} rows in the file but {len(keys)} loaded: cannot split by row")
         kept = [row for row, key in zip(raw, keys, strict=True) if key in wanted]

@@ -21,6 +21,7 @@ from pathlib import Path
 import datasets
 
 from ..core.errors import BadInputError
+from ..io import read_json
 
 __all__ = ["Figures", "Run", "RowSet", "load_run", "parse_run_spec", "read_figures"]
 
@@ -89,14 +90,18 @@ def parse_run_spec(spec: str) -> tuple[str | None, str | None, str]:
 
 
 def read_figures(folder: Path) -> Figures:
-    """The report files of ``folder``: its PNG plots, report.md and report.json (each where present)."""
+    """The report files of ``folder``: its PNG plots, report.md and report.json (each where present).
+
+    Raises:
+        RecordError: a report.json that is no JSON (naming the file and the line).
+    """
     figures = Figures(str(folder))
     for png in sorted(folder.glob("*.png")):
         figures.images[png.name] = png.read_bytes()
     if (folder / "report.md").is_file():
         figures.markdown = (folder / "report.md").read_text(encoding="utf-8")
-    if (folder / "report.json").is_file():
-        figures.summary = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    if (folder / "report.json").is_file():  # malformed: RecordError naming the file and the line
+        figures.summary = read_json(folder / "report.json")
     return figures
 
 

@@ -97,8 +97,10 @@ class CriticThreshold:
             this critic's calibration rows (the next confidence below ``threshold``, or the first one tested when
             none passed); None when no tested candidate failed. It is what makes ``threshold`` checkable: the file's
             alpha must pass at ``threshold`` and fail there (:func:`hf_critic.selective.claim.check_claim`).
-        jury: a jury's aggregate, members (name and fingerprint) and fitted aggregate
-            (:meth:`hf_critic.critics.jury.Jury.fit_entry`), else None; a fitted one also carries the rows it was fitted on
+        jury: the critic's own entry (:meth:`~hf_critic.critics.protocol.CriticKind.calibration_entry`): a label
+            prior's ``{"label_prior": {"label", "share", "rows"}}``, or a jury's aggregate, members (name and
+            fingerprint), fitted aggregate (:meth:`hf_critic.critics.jury.Jury.fit_entry`) and its members' own
+            entries (``member_entries``); else None; a fitted one also carries the rows it was fitted on
             (``fit_rows``: features, human labels, cross-validation folds) and its members' features on the
             threshold rows (``threshold_features``), from which the fit and the jury's verdicts are re-derived; a
             vote or mean one its members' labels and confidences there (``threshold_members``).

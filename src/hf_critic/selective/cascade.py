@@ -297,7 +297,7 @@ class CascadeStage:
         name: its name in the calibration file, the ``critique_critic`` column and the summary.
         critic: any kind of critic (:class:`~hf_critic.critics.protocol.CriticKind`: a
             :class:`~hf_critic.critic.Critic`, :class:`RecordedVerdicts`, a :class:`~hf_critic.critics.jury.Jury`,
-            :class:`~hf_critic.critics.jury.LongerWins`, or a kind of :mod:`hf_critic.critics.registry`).
+            a baseline of :mod:`hf_critic.critics.baselines`, or a kind of :mod:`hf_critic.critics.registry`).
         swap: judge both orders (a computed critic; its confidence then covers both).
         price_per_call: money per request (any currency), for the summary's cost; None: not priced.
         logistic: a reward critic's fitted ``(slope, intercept)`` of its margin confidence (from the calibration).

@@ -22,7 +22,8 @@ and each critic's delta, must give every threshold, n, k, bound, failed candidat
 states. A reward critic's confidences must be its stored margins through its ``logistic`` (slope > 0, so the ranking
 is the margin's). A fitted jury's fit is made again from its stored fit rows (:func:`~hf_critic.selective.jury.
 refit_difference`) and its verdicts and confidences on the threshold rows again from its members' stored features;
-a vote or mean jury's verdicts are aggregated again from its members' stored labels and confidences.
+a vote or mean jury's verdicts are aggregated again from its members' stored labels and confidences; a label prior's
+stored verdicts (a stage's, or a vote or mean jury member's) must all be its stored label at its stored share.
 So a threshold, a bound, a removed failed candidate, negated jury weights or a reversed logistic are refused: what
 no edit of the derived fields can fake is an edit of the observations themselves (the verdicts and labels): the
 file vouches for its arithmetic, not for its rows; a served critic's rows are re-checked at run time
@@ -267,6 +268,8 @@ def _stored_verdicts(c: CriticThreshold, where: str, path: str, rows: int) -> tu
         _check_probes(c, where, path, labels, confidences)
     if c.confidence == "reward margin":
         _check_margins(c, where, path, labels, confidences)
+    if c.confidence == "label prior":
+        _check_label_prior(c, where, path, labels, confidences)
     if c.confidence == "fitted aggregate":
         _check_fitted_jury(c, where, path, labels, confidences)
     elif c.confidence in ("vote aggregate", "mean aggregate"):
@@ -321,6 +324,24 @@ def _check_margins(c: CriticThreshold, where: str, path: str, labels: list, conf
 def _finite(value) -> bool:
     """A finite number (a margin: any sign and size)."""
     return not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
+
+
+def _check_label_prior(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
+    """A label prior: its entry's label and share, and that label at that share on every stored row (so the prior
+    a cascade judges with is the one its threshold was set on)."""
+    prior = c.jury.get("label_prior") if isinstance(c.jury, dict) else None
+    _check_prior(prior, f"{where}.jury.label_prior", where, path, labels, confidences)
+
+
+def _check_prior(prior, field: str, where: str, path: str, labels: list, confidences: list) -> None:
+    """A stored label prior (``field``) is a label with a share in (0, 1], and ``labels`` / ``confidences`` (its
+    verdicts on the threshold rows) repeat it on every row."""
+    label, share = (prior.get("label"), prior.get("share")) if isinstance(prior, dict) else (None, None)
+    if not _label(label) or label is None or not _confidence(share) or share is None or share == 0:
+        raise BadInputError(f"{path}: {field} must be {{label: 0 / 1 / 2, share in (0, 1]}}, got {_short(prior)}")
+    _compare_verdicts(
+        where, path, labels, confidences, [label] * len(labels), [share] * len(labels), f"its label prior {prior}"
+    )
 
 
 def _check_fitted_jury(c: CriticThreshold, where: str, path: str, labels: list, confidences: list) -> None:
@@ -380,6 +401,13 @@ def _check_aggregate(c: CriticThreshold, where: str, path: str, labels: list, co
         name: {schema.CRITIQUE_LABEL: m["labels"], schema.CRITIQUE_CONFIDENCE: m["confidences"]}
         for name, m in members.items()
     }
+    for name, own in (entry.get("member_entries") or {}).items():  # a label-prior member's prior: its stored verdicts
+        if isinstance(own, dict) and "label_prior" in own and name in members:
+            field = f"{where}.jury.member_entries[{name!r}].label_prior"
+            stored = members[name]
+            _check_prior(
+                own["label_prior"], field, f"{where} member {name!r}", path, stored["labels"], stored["confidences"]
+            )
     made_labels, made_confidences, _ = aggregate(how, columns)
     _compare_verdicts(where, path, labels, confidences, made_labels, made_confidences, f"its members' {how}")
 

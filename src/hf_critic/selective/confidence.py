@@ -24,7 +24,6 @@ A verdict that is missing (unparsed, skipped, low mass) has no confidence (None)
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -55,7 +54,8 @@ CONFIDENCE_KINDS = (
     "reward margin",
     "recorded",
     "constant",
-    "length",  # longer-wins: the relative length difference (hf_critic.critics.jury.LongerWins)
+    "length",  # longer-wins: the relative length difference (hf_critic.critics.baselines.LongerWins)
+    "label prior",  # label-prior: the prior label's share (hf_critic.critics.baselines.LabelPrior)
     "vote aggregate",  # juries (hf_critic.critics.jury.Jury): their aggregated probability
     "mean aggregate",
     "fitted aggregate",
@@ -94,8 +94,7 @@ def probability_confidence(distribution: Mapping[str, float] | str | None, decid
     Returns:
         A probability in [0, 1], or None without a distribution.
     """
-    if isinstance(distribution, str):
-        distribution = json.loads(distribution)
+    distribution = schema.read_distribution(distribution)
     if not distribution:
         return None
     if decided is None:

@@ -20,7 +20,6 @@ Everything here is arithmetic on the members' critique columns; running the memb
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -117,8 +116,7 @@ def _decide(p: float | None) -> tuple[int | None, float | None]:
 
 def _difference(distribution) -> float | None:
     """``P(response 1) - P(response 2)`` of a read-out distribution (JSON or mapping), None without one."""
-    if isinstance(distribution, str):
-        distribution = json.loads(distribution)
+    distribution = schema.read_distribution(distribution)
     if not distribution:
         return None
     return float(

@@ -16,6 +16,7 @@ from trl import ScriptArguments as TrlScriptArguments
 
 from ..core.errors import BadInputError
 from ..formats import DEFAULT_FAMILY
+from ..io import read_json
 
 __all__ = [
     "ScriptArguments",
@@ -72,7 +73,10 @@ class ScriptArguments(TrlScriptArguments):
 
     def __post_init__(self):
         if isinstance(self.dataset_mixture, str):
-            self.dataset_mixture = json.loads(self.dataset_mixture)
+            try:
+                self.dataset_mixture = json.loads(self.dataset_mixture)
+            except json.JSONDecodeError as err:
+                raise BadInputError(f"dataset_mixture={self.dataset_mixture!r}: not JSON ({err.msg})") from None
         if self.dataset_mixture is None and self.dataset_name is None and not self.dry_run:
             raise BadInputError("give dataset_mixture (recommended) or dataset_name")
 
@@ -263,7 +267,7 @@ def _plugin(path: str | os.PathLike, ds: dict, mixed_precision: str):
     from accelerate.utils import DeepSpeedPlugin
 
     if "deepspeed_config_file" in ds:
-        config = json.loads((Path(path).parent / ds["deepspeed_config_file"]).read_text())
+        config = read_json(Path(path).parent / ds["deepspeed_config_file"])  # names the file and the line
         plugin = DeepSpeedPlugin(hf_ds_config=config)
     else:
         known = {

@@ -374,8 +374,8 @@ def load_pairs(script_args: RewardScriptArguments, *, seed: int) -> dict[str, da
     folder = Path(script_args.dataset_name) / (script_args.dataset_config or "")
     if not folder.exists():
         raise FileNotFoundError(
-            f"{folder}: no judgment data; build it with `python scripts/smollm2-135m/build_judgment_data.py "
-            "--data-dir ../shared/data --output-dir outputs/judgment_data`"
+            f"{folder}: no judgment data; build it with scripts/smollm2-135m/build_judgment_data.py "
+            "(data_dir=../shared/data, output_dir=outputs/judgment_data)"
         )
     data = datasets.load_from_disk(str(folder))
     out = {}
