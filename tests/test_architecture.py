@@ -1,8 +1,20 @@
-"""The package's floors: every import between hf_critic's packages and top-level modules goes down, never up.
+"""The house rules: the package's floors, and one home for each idea.
 
-A unit is a top-level module (``hf_critic.core.labels``) or a subpackage (``hf_critic.meta_eval``) of ``src/hf_critic``, or a
-module of the critic package (``critic.verdicts``, see :func:`_unit`). Each one has a floor in :data:`FLOORS`; a module may import from units on lower floors only (imports inside one unit are
-its own business). A new unit must be given a floor here, which is where a newcomer reads the house's plan.
+**Floors.** Every import between hf_critic's packages and top-level modules goes down, never up. A unit is a top-level
+module (``hf_critic.refine``), a subpackage (``hf_critic.meta_eval``), or a module of a split package (``critic``,
+``critics``, ``core``; see :func:`_unit`). Each one has a floor in :data:`FLOORS`; a module may import from units on
+lower floors only (imports inside one unit are its own business). A new unit must be given a floor here, which is where
+a newcomer reads the house's plan.
+
+**One home each** (every rule with a self-test that shows it can fail):
+
+* the critic protocol: no ``isinstance`` on a critic kind outside the registry, and the commands judge through
+  ``judge`` (never ``.grade(`` / ``.compare(``);
+* identity: only :mod:`hf_critic.core.identity` hashes a critic (:data:`HASHING_MODULES`);
+* options: each flag of ``hf-critic`` is declared in one place, and no library module parses argv;
+* errors: every exception is a kind of the one tree (``hf_critic.core.errors``), exit codes are named in one module;
+* statistics write no file (reports do), recipes are configs, sizes are capped, tests sit where their package is, and
+  no issue numbers anywhere.
 """
 
 from __future__ import annotations
@@ -911,3 +923,115 @@ def test_the_protocol_check_finds_a_direct_call():
         "hf_critic/commands/x.py:2 .compare(",
         "hf_critic/commands/x.py:4 .grade(",
     ]
+
+
+# ------------------------------------------------------------------------------------------------ options
+def _parsed_modules():
+    """``(hf_critic/..., tree)`` of every module, sorted."""
+    for path in sorted((SRC / "hf_critic").rglob("*.py")):
+        yield path.relative_to(SRC).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+
+
+#: Modules outside ``commands/`` that parse argv of their own: the ``hf-critic`` entry point and the ``python -m``
+#: scripts of test servers and GGUF files (each a ``main()``), not the library.
+SCRIPTS = {
+    "hf_critic/cli.py",
+    "hf_critic/formats/__main__.py",
+    "hf_critic/testing/servers.py",
+    "hf_critic/backends/llamacpp.py",
+}
+
+
+def test_no_library_module_uses_argparse_or_imports_the_command_line():
+    offenders = []
+    for name, tree in _parsed_modules():
+        if name.startswith("hf_critic/commands/") or name in SCRIPTS:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                targets = [("." * node.level) + (node.module or "")]
+            else:
+                continue
+            bad = [
+                t for t in targets if t == "argparse" or t.startswith(("hf_critic.commands", ".")) and "commands" in t
+            ]
+            offenders += [f"{name}:{node.lineno} imports {t}" for t in bad]
+    assert offenders == []
+
+
+def _declared_flags(modules) -> dict[str, list[str]]:
+    """{flag: where declared} over ``modules`` (``(name, tree)``): the fields of option dataclasses (a field declared
+    with help text) and the ``add_argument`` calls."""
+    found: dict[str, list[str]] = {}
+    for name, tree in modules:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
+                for flag in _dataclass_flags(node):
+                    found.setdefault(flag, []).append(f"{name}:{node.name}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                for arg in node.args:
+                    if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+                        found.setdefault(arg.value, []).append(f"{name}:{node.lineno}")
+    return found
+
+
+def _dataclass_flags(node: ast.ClassDef) -> list[str]:
+    """The flags of a dataclass's option fields (declared with help text): ``--<field-name>`` or the field's flag."""
+    flags = []
+    for item in node.body:
+        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+            text = ast.unparse(item.value)
+            if "help" in text or text.startswith(("_opt(", "option_field(")):
+                flags.append(_flag_of(item.value) or "--" + item.target.id.replace("_", "-"))
+    return flags
+
+
+def _flag_of(value: ast.expr) -> str | None:
+    """A field's ``flag`` (a keyword, or a key of its metadata), or None."""
+    for node in ast.walk(value):
+        if isinstance(node, ast.keyword) and node.arg == "flag" and isinstance(node.value, ast.Constant):
+            return node.value.value
+        if isinstance(node, ast.Dict):
+            for key, item in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "flag" and isinstance(item, ast.Constant):
+                    return item.value
+    return None
+
+
+#: Where the options of ``hf-critic`` are declared: the critic's option dataclasses and the commands (the scripts of
+#: SCRIPTS and the training recipes' TRL parser, ``training/config.py``, are other programs with flags of their own).
+CLI_OPTION_HOMES = (
+    "hf_critic/critic/config.py",
+    "hf_critic/critic/decoding.py",
+    "hf_critic/critics/",
+    "hf_critic/commands/",
+)
+
+#: Flags two commands take for different things (not one option declared twice), with what each means.
+SAME_FLAG_OTHER_OPTION = {
+    "--seed": "calibrate: the seed of its random calibration / test splits; elsewhere: the decoding seed",
+    "--turn": "self-eval: the assistant turn(s) scored (last, all or a number); elsewhere: FastChat's MT-Bench turn",
+}
+
+
+def test_each_option_flag_is_declared_in_one_place():
+    found = _declared_flags((name, tree) for name, tree in _parsed_modules() if name.startswith(CLI_OPTION_HOMES))
+    assert {"--model", "--template", "--decoding", "--swap", "--data", "--cache", "--cascade"} <= set(found)
+    assert "--strategy" not in found  # a field's own flag name is its flag
+    twice = {flag: places for flag, places in found.items() if len(places) > 1}
+    assert {flag: len(places) for flag, places in twice.items() if flag in SAME_FLAG_OTHER_OPTION} == {
+        "--seed": 2,
+        "--turn": 2,
+    }
+    assert {flag: places for flag, places in twice.items() if flag not in SAME_FLAG_OTHER_OPTION} == {}
+
+
+def test_the_flag_scan_finds_a_flag_declared_twice():
+    """The check can fail: a field and an ``add_argument`` of the same flag are two places."""
+    field = ast.parse(
+        "@dataclass\nclass PairOptions:\n    swap: bool = _opt('both orders', False, action='store_true')\n"
+    )
+    call = ast.parse("parser.add_argument('--swap', action='store_true', help='both orders')")
+    assert _declared_flags([("a.py", field), ("b.py", call)]) == {"--swap": ["a.py:PairOptions", "b.py:1"]}
