@@ -180,8 +180,10 @@ def test_cli_reads_critique_files_of_several_critics(tmp_path, capsys):
 
 
 def test_cli_runs_a_critic_on_benchmarks(tmp_path, monkeypatch):
-    """The wiring of a run: benchmark loaded, Critic.grade / compare(swap=True) called, critiques saved."""
+    """The wiring of a run: benchmark loaded, each critic judged through the protocol (pointwise rows, then pairs with
+    swap=True), critiques saved."""
     from hf_critic import critic as critic_module
+    from hf_critic.critics.protocol import Critiques
 
     calls = []
 
@@ -193,17 +195,14 @@ def test_cli_runs_a_critic_on_benchmarks(tmp_path, monkeypatch):
             calls.append(("load", model, kwargs["decoding"].max_new_tokens))
             return cls()
 
-        def grade(self, data, source="data", return_stats=False):
-            calls.append(("grade", source, len(data)))
-            out = data.add_column(schema.CRITIQUE_SCORE, [2.0 * s for s in data["human_score"]])
-            return (out, self.stats) if return_stats else out
-
-        def compare(self, data, swap=False, source="data", return_stats=False):
-            calls.append(("compare", source, swap))
-            out = data.add_column(schema.CRITIQUE_LABEL, data["label"]).add_column(
-                schema.CRITIQUE_LABEL_SWAPPED, data["label"]
-            )
-            return (out, self.stats) if return_stats else out
+        def judge(self, data, *, swap=False, source="data", referenced=None):
+            if schema.RESPONSE_1 in data.column_names:
+                calls.append(("compare", source, swap))
+                columns = {schema.CRITIQUE_LABEL: data["label"], schema.CRITIQUE_LABEL_SWAPPED: data["label"]}
+            else:
+                calls.append(("grade", source, len(data)))
+                columns = {schema.CRITIQUE_SCORE: [2.0 * s for s in data["human_score"]]}
+            return Critiques(columns, None, calls=len(data), stats=self.stats)
 
     monkeypatch.setattr(critic_module, "Critic", FakeCritic)
     point = tmp_path / "p.jsonl"
