@@ -184,12 +184,13 @@ def _modules():
 
 
 #: Modules outside ``commands/`` that parse argv of their own: the ``hf-critic`` entry point and the ``python -m``
-#: scripts of test servers and GGUF files (each a ``main()``), not the library.
+#: scripts of test servers and GGUF files, and the vLLM worker run with vLLM's Python (each a ``main()``), not the library.
 SCRIPTS = {
     "hf_critic/cli.py",
     "hf_critic/formats/__main__.py",
     "hf_critic/testing/servers.py",
     "hf_critic/backends/llamacpp.py",
+    "hf_critic/backends/vllm_worker.py",
 }
 
 

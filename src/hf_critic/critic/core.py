@@ -225,6 +225,8 @@ class Critic(CriticKind):
         dtype: str = "auto",
         progress: bool = True,
         gguf_recode: str = "auto",
+        tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
         **kwargs,
     ) -> Critic:
         """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct).
@@ -234,7 +236,8 @@ class Critic(CriticKind):
                 folder, or the name of a built-in trained critic (:data:`hf_critic.backends.models.TRAINED_CRITICS`, e.g.
                 ``"smollm2-135m-critic"``, from the package's data, offline). A one-label sequence classifier (a
                 reward model, :func:`hf_critic.critics.reward.is_reward_model`) becomes a reward critic.
-            engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
+            engine: ``"auto"``, ``"transformers"``, ``"llamacpp"`` or ``"vllm"`` (see
+                :func:`hf_critic.backends.load_backend`); ``auto`` takes the engine measured fastest for the job.
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
             num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
@@ -243,6 +246,7 @@ class Critic(CriticKind):
             progress: show progress bars.
             gguf_recode: llama.cpp only: run a re-encoding of the GGUF that its CPU kernels multiply faster
                 (``"auto"``, ``"off"``, ``"Q8_0"``, ``"F32"``; :func:`hf_critic.backends.gguf_files.recoded_gguf`).
+            tensor_parallel_size, data_parallel_size: vLLM's parallelism (engine ``vllm`` only).
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
                 constrain_verdict, verdict, explanation, min_verdict_mass); ``template="auto"`` picks the family of a
                 known published critic from ``model``'s name (:func:`hf_critic.formats.pick_family`), and logs it.
@@ -254,45 +258,35 @@ class Critic(CriticKind):
         """
         from ..backends import load_backend
         from ..backends.models import resolve_engine, trained_critic
-        from ..critics.reward import RewardModel, is_reward_model
+        from ..critics.reward import is_reward_model
 
         if kwargs.get("template") == AUTO:  # the family of a known published critic, from the model's name
             pick = pick_family(model, kwargs.get("language", "en"))
             logger.info(pick.message)
             kwargs.update(template=pick.family, language=pick.language)
 
+        local = {"dtype": dtype, "batch_size": batch_size, "progress": progress, "num_threads": num_threads}
+        local.update(trust_remote_code=trust_remote_code, tensor_parallel_size=tensor_parallel_size)
+        local.update(data_parallel_size=data_parallel_size)  # how the model runs, for either kind
         trained = trained_critic(model)
         if trained is not None or is_reward_model(model):  # a sequence-classification reward model
-            if engine not in ("auto", "transformers"):
-                raise BadInputError(f"{model} is a reward model: it runs on engine=transformers, not {engine}")
+            if engine not in ("auto", "transformers", "vllm"):
+                raise BadInputError(f"{model} is a reward model: it runs on engine=transformers or vllm, not {engine}")
             if gguf_recode != "auto":
                 raise BadInputError(
                     f"gguf_recode={gguf_recode}: {model} is a reward model on transformers; no GGUF runs"
                 )
+            chosen = resolve_engine(engine, model, batch_size, job="reward")
             if trained is not None:
                 model = trained.check_installed()
                 trained.note_licence()
-            reward = RewardModel.from_pretrained(
-                model,
-                dtype=dtype,
-                num_threads=num_threads,
-                trust_remote_code=trust_remote_code,
-                batch_size=batch_size,
-                progress=progress,
-            )
-            return cls(None, reward=reward, **kwargs)
-        chosen = resolve_engine(engine, model, batch_size)  # what it cannot honour is refused before it loads
+            from ..backends.serving import load_reward_scorer
+
+            return cls(None, reward=load_reward_scorer(model, engine=chosen, **local), **kwargs)
+        job = "text" if kwargs.get("verdict") in ("text", "both") else "readout"
+        chosen = resolve_engine(engine, model, batch_size, job=job)  # what it cannot honour is refused before it loads
         refuse_for_generator(kwargs.get("tie_margin"), kwargs.get("constrain_verdict"), chosen, chosen == "llamacpp")
-        backend = load_backend(
-            model,
-            engine=engine,
-            trust_remote_code=trust_remote_code,
-            num_threads=num_threads,
-            dtype=dtype,
-            batch_size=batch_size,
-            progress=progress,
-            gguf_recode=gguf_recode,
-        )
+        backend = load_backend(model, engine=chosen, gguf_recode=gguf_recode, **local)
         return cls(backend, **kwargs)
 
     # ----------------------------------------------------------------------------------- templates

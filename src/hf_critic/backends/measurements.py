@@ -1,0 +1,50 @@
+"""The engines measured against each other, by CPU class and job: what ``engine="auto"`` chooses from.
+
+``benchmarks/bench_engines.py`` runs the three jobs of a critic on Auto-J Eval-P pairs (one order: a row is a pair)
+through every engine in one run: ``text`` (greedy text critiques), ``readout`` (the probability read-out of the
+embedded critic) and ``reward`` (the shipped reward critic ``smollm2-135m-critic``). Each figure is pairs per second
+of the whole job **with the engine's start** (loading the model, vLLM's engine start), as a user who runs one command
+pays it. ``served`` is a vLLM server started for the job (``base_url=``); it is recorded beside the in-process engines
+but never chosen by ``auto`` (a server is something a user starts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+__all__ = ["CHOOSABLE", "ENGINE_MEASUREMENTS", "JOBS", "fastest_engine"]
+
+JOBS = ("text", "readout", "reward")
+#: The engines ``auto`` may choose (in-process ones).
+CHOOSABLE = ("transformers", "llamacpp", "vllm")
+
+#: pairs/s by CPU class -> job -> Eval-P pairs -> engine (module docstring). Measured on 2026-12-02 on this project's
+#: machine (2-core AMD EPYC, AVX-512 BF16, no AMX), shared with other jobs: the load averages and commands are in
+#: docs/performance.md ("Engines").
+ENGINE_MEASUREMENTS: dict[str, dict[str, dict[int, dict[str, float]]]] = {}
+
+
+def fastest_engine(
+    table: Mapping[str, Mapping[int, Mapping[str, float]]],
+    job: str,
+    installed: Collection[str],
+    rows: int | None = None,
+) -> str | None:
+    """The installed engine measured fastest for ``job``, at the measured size nearest ``rows``.
+
+    Args:
+        table: one CPU class's :data:`ENGINE_MEASUREMENTS` (``{job: {pairs: {engine: pairs/s}}}``).
+        job: one of :data:`JOBS`.
+        installed: the engines that can run here (of :data:`CHOOSABLE`).
+        rows: the rows (pairs, or graded responses) the run will judge, when known; None: the smallest measured size (the start counts most
+            there, so a slow-starting engine is chosen only where it wins even then).
+
+    Returns:
+        The engine, or None when no installed engine was measured for ``job`` (the caller keeps its default).
+    """
+    sizes = sorted(table.get(job, {}))
+    if not sizes:
+        return None
+    size = sizes[0] if rows is None else min(sizes, key=lambda s: (abs(s - rows), s))
+    figures = {e: r for e, r in table[job][size].items() if e in installed and e in CHOOSABLE}
+    return max(figures, key=lambda e: (figures[e], e == "transformers")) if figures else None
