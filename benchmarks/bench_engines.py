@@ -5,7 +5,8 @@ On the first A and B pairs of Auto-J Eval-P (``--pairs A,B``, default 24,240; ``
 (``--engines``), as a user runs it from the Python API with the engine's defaults here:
 
 - ``text``: greedy text critiques of the embedded critic (``--verdict text``, ``--max-new-tokens``, default 64);
-- ``readout``: the embedded critic's probability read-out (``--verdict probability``);
+- ``readout``: the embedded critic's probability read-out right after the prompt (``--verdict probability
+  --explanation none``);
 - ``reward``: the shipped reward critic ``smollm2-135m-critic`` (both responses of every pair).
 
 Engines: ``transformers`` (``dtype="auto"``), ``llamacpp`` (the shipped GGUF, re-encoded as auto does; text and
@@ -14,8 +15,8 @@ virtualenv, started for the job; the critic talks to it over HTTP). Each figure 
 start** (model load, vLLM's engine start, a server's start), and apart: the start and the judging, in seconds; pairs/s;
 and the ratio against transformers on the same job in the same run. Every vLLM process is stopped before the next one
 starts (one at a time). The CPU, its flags and the load average at the start and after every job are printed: a busy
-machine lowers every figure. ``--json FILE`` writes the figures as :data:`hf_critic.backends.measurements.
-ENGINE_MEASUREMENTS` keeps them (``{job: {pairs: {engine: pairs/s}}}``).
+machine lowers every figure. ``--json FILE`` writes the figures as
+``hf_critic.backends.measurements.ENGINE_MEASUREMENTS`` keeps them (``{job: {pairs: {engine: pairs/s}}}``).
 
     .venv/bin/python benchmarks/bench_engines.py [--pairs 24,240] [--jobs text,readout,reward]
         [--engines transformers,llamacpp,vllm,served] [--max-new-tokens 64] [--json FILE]
@@ -44,7 +45,8 @@ def critic_options(job: str, max_new_tokens: int) -> dict:
     """The Critic options of a job (no cache: every run generates)."""
     if job == "text":
         return {"verdict": "text", "decoding": DecodingConfig(max_new_tokens=max_new_tokens), "cache_path": None}
-    return {"verdict": "probability", "cache_path": None} if job == "readout" else {"cache_path": None}
+    readout = {"verdict": "probability", "explanation": "none", "cache_path": None}
+    return readout if job == "readout" else {"cache_path": None}
 
 
 def local_critic(job: str, engine: str, args):

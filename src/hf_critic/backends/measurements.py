@@ -19,9 +19,15 @@ JOBS = ("text", "readout", "reward")
 CHOOSABLE = ("transformers", "llamacpp", "vllm")
 
 #: pairs/s by CPU class -> job -> Eval-P pairs -> engine (module docstring). Measured on 2026-12-02 on this project's
-#: machine (2-core AMD EPYC, AVX-512 BF16, no AMX), shared with other jobs: the load averages and commands are in
-#: docs/performance.md ("Engines").
-ENGINE_MEASUREMENTS: dict[str, dict[str, dict[int, dict[str, float]]]] = {}
+#: machine (2-core AMD EPYC, AVX-512 BF16, no AMX), shared with other jobs, 24 pairs only: the load averages and
+#: commands are in docs/performance.md ("Engines, job by job"). The AMX Xeon and 240 pairs were not measured.
+ENGINE_MEASUREMENTS: dict[str, dict[str, dict[int, dict[str, float]]]] = {
+    "avx512_bf16": {
+        "text": {24: {"transformers": 0.069, "llamacpp": 0.151, "vllm": 0.233, "served": 0.198}},
+        "readout": {24: {"transformers": 0.140, "llamacpp": 0.054, "vllm": 0.216, "served": 0.209}},
+        "reward": {24: {"transformers": 1.521, "vllm": 0.340, "served": 0.342}},
+    },
+}
 
 
 def fastest_engine(

@@ -9,11 +9,12 @@ separate process also keeps vLLM's start (tens of seconds, minutes on a loaded C
 memory out of this one; :func:`shared_worker` starts one worker per model and options per process, reused by every
 critic of a run.
 
-hf-critic tokenises every prompt itself, as the transformers engine does (:class:`~hf_critic.backends.tokenized.
-TokenizedPrompts`), and sends token ids: the same chat template, the judged text's control-token strings kept as text,
-the same ids; completions come back as token ids and are decoded here. Greedy critiques therefore equal the
-transformers engine's in float32 token for token, and the read-out asks vLLM for the exact log-probabilities of the
-verdict tokens (``SamplingParams(logprob_token_ids=...)``: no top-k cut), node by node of the verdict trie.
+hf-critic tokenises every prompt itself, as the transformers engine does
+(:class:`~hf_critic.backends.tokenized.TokenizedPrompts`), and sends token ids: the same chat template, the judged
+text's control-token strings kept as text, the same ids; completions come back as token ids and are decoded here.
+Greedy critiques therefore equal the transformers engine's in float32 token for token, and the read-out asks vLLM for
+the exact log-probabilities of the verdict tokens (``SamplingParams(logprob_token_ids=...)``: no top-k cut), node by
+node of the verdict trie.
 
 vLLM's own parallelism passes through: ``tensor_parallel_size`` (a model split across devices) and
 ``data_parallel_size`` (replicas), and any further ``vllm.LLM`` keyword in ``llm_args``.
@@ -40,19 +41,18 @@ from ..critic.verdicts import VerdictReadout
 from . import vllm_protocol as protocol
 from .base import Backend, Messages
 from .tokenized import TokenizedPrompts
-from .vllm_venv import VLLM_VENV_ENV, check_vllm_installed, vllm_python
+from .vllm_venv import check_vllm_installed
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "CPU_LLM_ARGS",
-    "VLLM_VENV_ENV",
     "VllmBackend",
     "VllmWorker",
-    "check_vllm_installed",
+    "engine_llm_args",
+    "sampling_params",
     "shared_worker",
     "stop_workers",
-    "vllm_python",
 ]
 
 #: ``vllm.LLM`` keywords of the CPU build: float32 weights (exact parity with the transformers engine), the context
@@ -69,7 +69,7 @@ class VllmWorker:
         runner: ``"generate"`` or ``"pooling"`` (a one-label sequence classifier: rewards).
         llm_args: ``vllm.LLM`` keywords (default :data:`CPU_LLM_ARGS`); ``tensor_parallel_size``,
             ``data_parallel_size`` and the rest pass through as given.
-        python: vLLM's Python (default :func:`vllm_python`).
+        python: vLLM's Python (default :func:`hf_critic.backends.vllm_venv.vllm_python`).
         log: file for the worker's own output (vLLM's logs; default: ``vllm-worker.log`` in hf-critic's cache folder).
         kv_cache_gib: ``VLLM_CPU_KVCACHE_SPACE`` unless the environment sets it (GiB of KV cache on a CPU).
         start_timeout: seconds to wait for the engine to load (minutes on a loaded CPU).
@@ -323,7 +323,7 @@ class VllmBackend(TokenizedPrompts, Backend):
             tensor_parallel_size, data_parallel_size: vLLM's parallelism (>= 1).
             trust_remote_code: run the model repository's code, in vLLM too.
             llm_args: further ``vllm.LLM`` keywords, over the defaults (:func:`engine_llm_args`).
-            python: vLLM's Python (default :func:`vllm_python`).
+            python: vLLM's Python (default :func:`hf_critic.backends.vllm_venv.vllm_python`).
 
         Raises:
             MissingExtraError: vLLM is not installed (``make vllm``).
