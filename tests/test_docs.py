@@ -488,7 +488,9 @@ def test_committed_reports_match_a_rerun():
     """``scripts/build_results_docs.py --check``: the committed reports are what their commands print today."""
     # the committed commands read ../shared/data as written (relative to the checkout), not $HF_CRITIC_SHARED_DATA
     if not (REPO.parent / "shared" / "data" / "autoj").is_dir():
-        pytest.skip("../shared/data/autoj (Auto-J's recorded verdicts, where the committed commands read them) is absent")
+        pytest.skip(
+            "../shared/data/autoj (Auto-J's recorded verdicts, where the committed commands read them) is absent"
+        )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO / "src")}
     done = subprocess.run(
         [sys.executable, "scripts/build_results_docs.py", "--check"],

@@ -215,11 +215,12 @@ def test_resolve_engine(monkeypatch, tmp_path):
     assert models.resolve_engine("auto", "critic.Q4_K_M.gguf") == "llamacpp"
     assert models.resolve_engine("auto", str(tmp_path)) == "transformers"
     assert models.resolve_engine("llamacpp", str(tmp_path)) == "llamacpp"
-    with pytest.raises(ValueError, match="unknown engine 'vllm'"):
-        models.resolve_engine("vllm", None)
+    with pytest.raises(ValueError, match="unknown engine 'tgi'"):
+        models.resolve_engine("tgi", None)
     with pytest.raises(ValueError, match="runs on engine=llamacpp"):
         models.resolve_engine("transformers", "x.gguf")
-    # the embedded critic: the engine measured faster on this CPU class at this batch size
+    # the embedded critic where the engine table has no figure: the engine measured faster at this batch size
+    monkeypatch.setattr("hf_critic.backends.measurements.ENGINE_MEASUREMENTS", {})
     for flags in (ZEN4, AMX):
         monkeypatch.setattr(models, "cpu_flags", lambda flags=flags: flags)
         expected = {b: "llamacpp" if models._llamacpp_faster(b, flags) else "transformers" for b in (1, 4, 8)}

@@ -18,22 +18,24 @@ from pathlib import Path
 
 import pytest
 
-from hf_critic.backends.serving import VLLM_VENV_ENV, VllmServerProcess, export_critic, vllm_python
-from tests.conftest import REPO_ROOT, shared_data_dir
+from hf_critic.backends.serving import VllmServerProcess, export_critic
+from tests.backends._vllm_parity import (
+    EXAMPLES,
+    PROBABILITY_TOLERANCE,
+    SETS,
+    assert_same_readouts,
+    eval_p_pairs,
+    examples,
+    judge,
+    vllm_python_or_skip,
+)
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-PYTHON = vllm_python(os.environ.get(VLLM_VENV_ENV) or REPO_ROOT / ".venv-vllm")
-if not PYTHON.is_file():
-    pytest.skip(
-        f"no vLLM virtualenv at {PYTHON.parent.parent} (run `make vllm`, or set ${VLLM_VENV_ENV} to one)",
-        allow_module_level=True,
-    )
+PYTHON = vllm_python_or_skip()
 
 CRITIC = "smollm2-135m-critic"
-EXAMPLES = REPO_ROOT / "examples"
-EVAL_P_PAIRS = 24
-PROBABILITY_TOLERANCE = REWARD_TOLERANCE = 1e-3
+REWARD_TOLERANCE = PROBABILITY_TOLERANCE
 
 
 @pytest.fixture(scope="module")
@@ -75,42 +77,6 @@ def served_backend(server):
     from hf_critic.backends.openai import OpenAIBackend
 
     return OpenAIBackend.connect(server.url, server.folder, progress=False)
-
-
-def eval_p_pairs() -> list[dict]:
-    """The first 24 Auto-J Eval-P pairs (skips when the shared data is absent)."""
-    path = shared_data_dir() / "autoj" / "test" / "testdata_pairwise.jsonl"
-    if not path.is_file():
-        pytest.skip(f"Auto-J Eval-P not found at {path} (set HF_CRITIC_SHARED_DATA to its folder)")
-    from hf_critic.loaders import load_autoj_eval_p
-
-    return load_autoj_eval_p(path).select(range(EVAL_P_PAIRS)).to_list()
-
-
-def examples(name: str) -> list[dict]:
-    return [json.loads(line) for line in (EXAMPLES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
-def judge(critic, rows: list[dict]) -> list[dict]:
-    """Grade pointwise rows, compare pairwise rows (both orders); the critiques as dicts."""
-    if "response_1" in rows[0]:
-        return critic.compare(rows, swap=True).to_list()
-    return critic.grade(rows).to_list()
-
-
-def assert_same_readouts(served: list[dict], local: list[dict]) -> None:
-    """Every row's read-out distribution within 1e-3 and the same label; scores within 1e-3 x the scale."""
-    for i, (s, loc) in enumerate(zip(served, local, strict=True)):
-        assert s["critique_status"] == loc["critique_status"] == "ok", i
-        p, q = json.loads(s["critique_distribution"]), json.loads(loc["critique_distribution"])
-        assert p.keys() == q.keys() and max(abs(p[k] - q[k]) for k in p) < PROBABILITY_TOLERANCE, (i, p, q)
-        if "critique_label" in s:
-            assert s["critique_label"] == loc["critique_label"], i
-        else:
-            assert s["critique_score"] == pytest.approx(loc["critique_score"], abs=10 * PROBABILITY_TOLERANCE), i
-
-
-SETS = ["pointwise_referenced", "pointwise_reference_free", "pairwise_referenced", "pairwise_reference_free"]
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -408,7 +408,7 @@ def auto_dtype(batch_size: int = 8, flags: dict[str, bool] | None = None):
     return torch.float32
 
 
-ENGINES = ("auto", "transformers", "llamacpp")
+ENGINES = ("auto", "transformers", "llamacpp", "vllm")
 
 
 def is_gguf_path(model: str | os.PathLike | None) -> bool:
@@ -416,40 +416,70 @@ def is_gguf_path(model: str | os.PathLike | None) -> bool:
     return model is not None and str(model).lower().endswith(".gguf")
 
 
-def resolve_engine(engine: str, model: str | os.PathLike | None, batch_size: int = 8) -> str:
-    """The engine that runs ``model``: ``"transformers"`` or ``"llamacpp"``.
+def resolve_engine(
+    engine: str, model: str | os.PathLike | None, batch_size: int = 8, *, job: str = "text", rows: int | None = None
+) -> str:
+    """The engine that runs ``model``: ``"transformers"``, ``"llamacpp"`` or ``"vllm"``.
 
     ``"auto"``: a ``.gguf`` file runs on llama.cpp (transformers could only de-quantise it to float32); a model
-    folder or Hub id on transformers. The embedded default critic (``model`` None) exists as both (the GGUF file
-    and its de-quantised copy, the same weights): ``auto`` takes llama.cpp where the measurements in
-    :data:`MEASUREMENTS` show it faster at that batch size (at batch 1: 0.63 against 0.29 critiques/s on the AMD
-    EPYC, 0.69 against 0.43 on this project's AMX Xeon; from batch 4 on transformers in bfloat16 wins on the
-    Xeon, from batch 8 on on the EPYC),
-    else transformers; llama.cpp only when ``xllamacpp`` is installed.
+    folder or Hub id on transformers. The embedded default critic (``model`` None) and the shipped trained critics
+    take the installed engine measured fastest for ``job`` on this CPU class
+    (:data:`hf_critic.backends.measurements.ENGINE_MEASUREMENTS`, start included) for runs at least as long as the
+    measurement (``rows``; a shorter run, or one of unknown length, is not charged a figure measured on more rows,
+    where vLLM's start weighed less); where that table has no figure,
+    the embedded critic takes llama.cpp where :data:`MEASUREMENTS` show it faster at that batch size (at batch 1: 0.63
+    against 0.29 critiques/s on the AMD EPYC, 0.69 against 0.43 on the AMX Xeon), else transformers. On a GPU, auto
+    keeps transformers (not measured there).
 
     Args:
         engine: one of :data:`ENGINES`.
         model: ``--model`` (None: the default critic).
         batch_size: the batch size generation will run at.
+        job: ``"text"``, ``"readout"`` or ``"reward"`` (what the critic will run).
+        rows: the rows the run will judge, when known (the measured size nearest it decides).
 
     Raises:
-        ValueError: an unknown engine, or ``transformers`` asked for a ``.gguf`` path.
+        ValueError: an unknown engine, ``transformers`` or ``vllm`` asked for a ``.gguf`` path.
+        MissingExtraError: ``vllm`` asked where vLLM's virtualenv is missing (names ``make vllm``).
     """
-    import importlib.util
-
     import torch
 
     if engine not in ENGINES:
         raise BadInputError(f"unknown engine {engine!r}; use one of {', '.join(ENGINES)}")
-    if engine == "transformers" and is_gguf_path(model):
+    if engine in ("transformers", "vllm") and is_gguf_path(model):
         raise BadInputError(f"{model}: a GGUF file runs on engine=llamacpp (or pass the model's folder or Hub id)")
+    if engine == "vllm":
+        from .vllm_venv import check_vllm_installed
+
+        check_vllm_installed()
     if engine != "auto":
         return engine
     if is_gguf_path(model):
         return "llamacpp"
-    if model is not None or torch.cuda.is_available() or importlib.util.find_spec("xllamacpp") is None:
+    if (model is not None and trained_critic(model) is None) or torch.cuda.is_available():
         return "transformers"
-    return "llamacpp" if _llamacpp_faster(batch_size, cpu_flags()) else "transformers"
+    from .measurements import ENGINE_MEASUREMENTS, fastest_engine
+
+    flags = cpu_flags()
+    measured = fastest_engine(ENGINE_MEASUREMENTS.get(cpu_class(flags), {}), job, installed_engines(), rows)
+    if measured is not None:
+        return measured
+    if model is not None or "llamacpp" not in installed_engines():
+        return "transformers"
+    return "llamacpp" if _llamacpp_faster(batch_size, flags) else "transformers"
+
+
+def installed_engines() -> set[str]:
+    """The local engines that can run here: transformers always, llama.cpp with ``xllamacpp``, vLLM with its own
+    virtualenv (:func:`hf_critic.backends.vllm_venv.vllm_python`)."""
+    from .vllm_venv import vllm_python
+
+    found = {"transformers"}
+    if importlib.util.find_spec("xllamacpp") is not None:
+        found.add("llamacpp")
+    if vllm_python().is_file():
+        found.add("vllm")
+    return found
 
 
 def cpu_class(flags: dict[str, bool]) -> str:

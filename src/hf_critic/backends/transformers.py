@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Sequence
 
@@ -12,11 +11,11 @@ import torch
 from tqdm.auto import tqdm
 from transformers import DynamicCache, GenerationConfig
 
-from ..core.control_tokens import control_tokens, encode_rendered, encode_text, render_chat
+from ..core.control_tokens import control_tokens
 from ..core.errors import BadInputError
 from ..core.identity import model_identity
 from ..critic.decoding import DecodingConfig
-from ..critic.verdicts import TokenTrie, VerdictReadout, verdict_spellings
+from ..critic.verdicts import VerdictReadout
 from ..formats import published_chat_format
 from .base import Backend, Messages
 from .models import batch_token_budget, load_model, model_digest, resolve_model
@@ -30,11 +29,12 @@ from .prefill import (
     takes_prefilled_cache,
 )
 from .threads import num_threads_or_default
+from .tokenized import TokenizedPrompts
 
 logger = logging.getLogger(__name__)
 
 
-class TransformersBackend(Backend):
+class TransformersBackend(TokenizedPrompts, Backend):
     """Generate critiques with a local model: chat template, length-sorted left-padded batches, progress bar.
 
     The judged text's control-token strings (``<|im_end|>`` inside an answer) are encoded as text, the template's own
@@ -130,30 +130,6 @@ class TransformersBackend(Backend):
             logger.info("%s: using the published %s input format (hf_critic.formats)", model, family)
         return cls(lm, tokenizer, name=name, identity=content, **kwargs)
 
-    def _prompt_text(self, conversation: Messages) -> str:
-        """The chat-templated prompt with the messages' control-token strings marked as data
-        (:func:`hf_critic.core.control_tokens.render_chat`; encode it with :meth:`_encode`)."""
-        return render_chat(self.tokenizer, conversation, add_generation_prompt=True)
-
-    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of rendered prompts: the template's control tokens real, the judged text's kept as text."""
-        return encode_rendered(self.tokenizer, list(texts))
-
-    def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` without special tokens (special-token strings in it count as the text they are)."""
-        return len(encode_text(self.tokenizer, text))
-
-    def prompt_tokens(self, conversation: Messages) -> int:
-        """Tokens of the chat-templated prompt, generation prompt included."""
-        return len(self._encode([self._prompt_text(conversation)])[0])
-
-    def truncate_middle(self, text: str, num_tokens: int) -> str:
-        """Remove ``num_tokens`` tokens from the middle of ``text`` and mark the cut with " ... "."""
-        ids = encode_text(self.tokenizer, text)
-        keep = max(len(ids) - num_tokens, 0)
-        head, tail = keep - keep // 2, keep // 2
-        return self.tokenizer.decode(ids[:head]) + " ... " + (self.tokenizer.decode(ids[-tail:]) if tail else "")
-
     def _shared_prefix(self, encoded: Sequence[Sequence[int]]) -> list[int]:
         """The token prefix every prompt of a call starts with (each keeps one token of its own), or ``[]`` when it is
         shorter than :data:`hf_critic.backends.prefill.MIN_SHARED_PREFIX` or the model cannot take a prefilled cache."""
@@ -221,20 +197,6 @@ class TransformersBackend(Backend):
         return results
 
     # ------------------------------------------------------------------------------------ verdict read-out
-    def _verdict_trie(self, continuations: Sequence[str], verdicts: Sequence[str]) -> TokenTrie:
-        """Token paths of every verdict spelling as they continue the rows' common tail (BPE merges across the
-        boundary are what the model would see), else as tokenised alone."""
-        tail = os.path.commonprefix([c[::-1] for c in continuations])[::-1][-32:]
-        anchor = self.tokenizer(tail, add_special_tokens=False)["input_ids"] if tail else []
-        paths = {}
-        for verdict in verdicts:
-            paths[verdict] = []
-            for spelling in verdict_spellings(verdict):
-                ids = self.tokenizer(tail + spelling, add_special_tokens=False)["input_ids"]
-                alone = ids[len(anchor) :] if ids[: len(anchor)] == anchor else []
-                paths[verdict].append(alone or self.tokenizer(spelling, add_special_tokens=False)["input_ids"])
-        return TokenTrie(paths)
-
     @torch.inference_mode()
     def verdict_probabilities(
         self, conversations: Sequence[Messages], continuations: Sequence[str], verdicts: Sequence[str]

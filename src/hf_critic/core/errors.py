@@ -78,14 +78,16 @@ class MissingExtraError(HfCriticError, ImportError):
         message: what needs the package and which package, one line.
         extra: hf-critic's extra that installs it (``"report"``); the message ends with
             ``pip install 'hf-critic[EXTRA]'`` when it does not already say so.
+        fix: the command that installs it instead, where no extra can (vLLM lives in its own virtualenv:
+            ``make vllm``).
 
     Attributes:
         extra: the extra's name.
     """
 
-    def __init__(self, message: str, *, extra: str):
+    def __init__(self, message: str, *, extra: str, fix: str | None = None):
         self.extra = extra
-        fix = f"pip install 'hf-critic[{extra}]'"
+        fix = fix or f"pip install 'hf-critic[{extra}]'"
         super().__init__(message if fix in message else f"{message}: {fix}")
 
 

@@ -168,6 +168,9 @@ class Critic(ComputedCritic):
         dtype: str = "auto",
         progress: bool = True,
         gguf_recode: str = "auto",
+        tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
+        rows: int | None = None,
         **kwargs,
     ) -> ComputedCritic:
         """A critic on a local model (None = the embedded default critic, SmolLM2-135M-Instruct); a
@@ -180,7 +183,8 @@ class Critic(ComputedCritic):
                 reward model, :func:`hf_critic.critics.reward.is_reward_model`) and a built-in trained critic become a
                 :class:`~hf_critic.critic.reward_critic.RewardCritic`
                 (:meth:`~hf_critic.critic.reward_critic.RewardCritic.from_pretrained`).
-            engine: ``"auto"``, ``"transformers"`` or ``"llamacpp"`` (see :func:`hf_critic.backends.load_backend`).
+            engine: ``"auto"``, ``"transformers"``, ``"llamacpp"`` or ``"vllm"`` (see
+                :func:`hf_critic.backends.load_backend`); ``auto`` takes the engine measured fastest for the job.
             trust_remote_code: run the model repository's code; only when explicitly asked.
             batch_size: conversations per generate call (llama.cpp: parallel slots).
             num_threads: CPU threads >= 1 (default: OMP_NUM_THREADS when set, else one per physical core).
@@ -189,6 +193,9 @@ class Critic(ComputedCritic):
             progress: show progress bars.
             gguf_recode: llama.cpp only: run a re-encoding of the GGUF that its CPU kernels multiply faster
                 (``"auto"``, ``"off"``, ``"Q8_0"``, ``"F32"``; :func:`hf_critic.backends.gguf_files.recoded_gguf`).
+            tensor_parallel_size, data_parallel_size: vLLM's parallelism (engine ``vllm`` only).
+            rows: the prompts the run will judge, when known: ``engine="auto"`` takes an engine measured faster only
+                for runs at least as large as its measurement (a short run does not pay vLLM's start); None: as short.
             **kwargs: passed to :class:`Critic` (template, language, decoding, truncate, cache_path,
                 constrain_verdict, verdict, explanation, min_verdict_mass) or the reward critic (its ``tie_margin``
                 too; a critic that generates text refuses it); ``template="auto"`` picks the family of a
@@ -210,32 +217,19 @@ class Critic(ComputedCritic):
 
         kwargs = pick_template(model, kwargs)  # the family of a known published critic, from the model's name
 
+        local = {"dtype": dtype, "batch_size": batch_size, "progress": progress, "num_threads": num_threads}
+        local.update(trust_remote_code=trust_remote_code, tensor_parallel_size=tensor_parallel_size)
+        local.update(data_parallel_size=data_parallel_size)  # how the model runs, for either kind
         if trained_critic(model) is not None or is_reward_model(model):  # a sequence-classification reward model
             return critic_class("reward").from_pretrained(  # its own kind, named by the registry
-                model,
-                engine=engine,
-                trust_remote_code=trust_remote_code,
-                batch_size=batch_size,
-                num_threads=num_threads,
-                dtype=dtype,
-                progress=progress,
-                gguf_recode=gguf_recode,
-                **kwargs,
+                model, engine=engine, gguf_recode=gguf_recode, rows=rows, **local, **kwargs
             )
-        chosen = resolve_engine(engine, model, batch_size)  # what it cannot honour is refused before it loads
+        job = "text" if kwargs.get("verdict") in ("text", "both") else "readout"
+        chosen = resolve_engine(engine, model, batch_size, job=job, rows=rows)  # refused before it loads
         refuse_for_generator(
             kwargs.pop("tie_margin", None), kwargs.get("constrain_verdict"), chosen, chosen == "llamacpp"
         )
-        backend = load_backend(
-            model,
-            engine=engine,
-            trust_remote_code=trust_remote_code,
-            num_threads=num_threads,
-            dtype=dtype,
-            batch_size=batch_size,
-            progress=progress,
-            gguf_recode=gguf_recode,
-        )
+        backend = load_backend(model, engine=chosen, gguf_recode=gguf_recode, **local)
         return cls(backend, **kwargs)
 
     # ----------------------------------------------------------------------------------- grading, comparison

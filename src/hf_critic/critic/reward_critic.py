@@ -117,6 +117,9 @@ class RewardCritic(ComputedCritic):
         dtype: str = "auto",
         progress: bool = True,
         gguf_recode: str = "auto",
+        tensor_parallel_size: int = 1,
+        data_parallel_size: int = 1,
+        rows: int | None = None,
         **kwargs,
     ) -> RewardCritic:
         """The reward critic of a local reward model: a one-label sequence classifier (folder, Hub id in the local
@@ -125,10 +128,13 @@ class RewardCritic(ComputedCritic):
 
         Args:
             model: the reward model.
-            engine: ``"auto"`` or ``"transformers"`` (a reward model runs on transformers only).
+            engine: ``"auto"``, ``"transformers"`` or ``"vllm"`` (vLLM's pooling runner); ``auto`` takes the engine
+                measured fastest for reward critics (:func:`hf_critic.backends.models.resolve_engine`).
             trust_remote_code, batch_size, num_threads, dtype, progress: as in
                 :meth:`~hf_critic.critics.reward.RewardModel.from_pretrained`.
             gguf_recode: must stay ``"auto"`` (no GGUF runs).
+            tensor_parallel_size, data_parallel_size: vLLM's parallelism (engine ``vllm`` only).
+            rows: the rows the run will judge, when known (see :meth:`hf_critic.critic.Critic.from_pretrained`).
             **kwargs: passed to :class:`RewardCritic` (``template="auto"`` picks the family of ``model``'s name for
                 the score scale, :func:`hf_critic.formats.pick_family`).
 
@@ -137,26 +143,22 @@ class RewardCritic(ComputedCritic):
             ValueError: another engine, a ``gguf_recode``, a classifier with several labels, or an option a reward
                 critic cannot honour.
         """
-        from ..backends.models import trained_critic
-        from ..critics.reward import RewardModel
+        from ..backends.models import resolve_engine, trained_critic
+        from ..backends.serving import load_reward_scorer
 
-        if engine not in ("auto", "transformers"):
-            raise BadInputError(f"{model} is a reward model: it runs on engine=transformers, not {engine}")
+        if engine not in ("auto", "transformers", "vllm"):
+            raise BadInputError(f"{model} is a reward model: it runs on engine=transformers or vllm, not {engine}")
         if gguf_recode != "auto":
             raise BadInputError(f"gguf_recode={gguf_recode}: {model} is a reward model on transformers; no GGUF runs")
+        chosen = resolve_engine(engine, model, batch_size, job="reward", rows=rows)
         kwargs = pick_template(model, kwargs)
         trained = trained_critic(model)
         if trained is not None:
             model = trained.check_installed()
             trained.note_licence()
-        scorer = RewardModel.from_pretrained(
-            model,
-            dtype=dtype,
-            num_threads=num_threads,
-            trust_remote_code=trust_remote_code,
-            batch_size=batch_size,
-            progress=progress,
-        )
+        local = {"dtype": dtype, "batch_size": batch_size, "progress": progress, "num_threads": num_threads}
+        local.update(trust_remote_code=trust_remote_code, tensor_parallel_size=tensor_parallel_size)
+        scorer = load_reward_scorer(model, engine=chosen, data_parallel_size=data_parallel_size, **local)
         return cls(scorer, **kwargs)
 
     @property

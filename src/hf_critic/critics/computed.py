@@ -56,6 +56,9 @@ def build_computed(options: CriticOptions, inputs: int | None = None):
         dtype=local.dtype,
         progress=local.progress,
         gguf_recode=local.gguf_recode,
+        tensor_parallel_size=local.tensor_parallel_size,
+        data_parallel_size=local.data_parallel_size,
+        rows=inputs,
         **kwargs,
     )
 

@@ -49,8 +49,9 @@ _opt = option_field
 
 @dataclass
 class ModelOptions:
-    """The local model and how it runs: ``--model``, ``--engine``, ``--trust-remote-code``, ``--batch-size``,
-    ``--threads``, ``--dtype``, ``--gguf-recode``, ``--progress``."""
+    """The local model and how it runs: ``--model``, ``--engine``, ``--tensor-parallel-size``,
+    ``--data-parallel-size``, ``--trust-remote-code``, ``--batch-size``, ``--threads``, ``--dtype``, ``--gguf-recode``,
+    ``--progress``."""
 
     model: str | None = _opt(
         "local folder, Hub id, .gguf file or PEFT adapter folder (default: the embedded SmolLM2-135M-Instruct); "
@@ -58,11 +59,19 @@ class ModelOptions:
         None,
     )
     engine: str = _opt(
-        "what runs the model here: transformers, or llama.cpp for GGUF files (default: auto = llama.cpp for "
-        ".gguf, transformers for folders and Hub ids; for the embedded critic the faster one measured on this CPU "
-        "class at --batch-size)",
+        "what runs the model here: transformers, llama.cpp for GGUF files, or vllm (vLLM's offline engine from its "
+        "own virtualenv, `make vllm`) (default: auto = llama.cpp for .gguf, transformers for folders and Hub ids; "
+        "for the embedded and shipped critics the installed engine measured fastest on this CPU class for the job)",
         "auto",
-        choices=["auto", "transformers", "llamacpp"],
+        choices=["auto", "transformers", "llamacpp", "vllm"],
+    )
+    tensor_parallel_size: int = _opt(
+        "--engine vllm: vLLM's tensor parallelism, the devices one model is split across (default: 1)",
+        1,
+        type=positive_int,
+    )
+    data_parallel_size: int = _opt(
+        "--engine vllm: vLLM's data parallelism, the model's replicas (default: 1)", 1, type=positive_int
     )
     trust_remote_code: bool = _opt("run the model repository's own code (e.g. ChatGLM3)", False, action="store_true")
     batch_size: int = _opt("inputs per model call, at least 1 (default: 8)", 8, type=positive_int)
