@@ -63,7 +63,7 @@ def served_critic(job: str, args, stack):
     """The critic of ``job`` on a vLLM server started for it (``stack`` collects what to stop)."""
     from hf_critic.backends.models import default_model_dir
     from hf_critic.backends.serving import VllmServerProcess, export_critic
-    from hf_critic.critic import Critic
+    from hf_critic.critic import Critic, RewardCritic
 
     log = Path(tempfile.gettempdir()) / f"bench-engines-{job}.log"
     if job == "reward":
@@ -75,7 +75,7 @@ def served_critic(job: str, args, stack):
         stack.append(server.start().wait())
         client = PoolingRewardClient(server.url, CRITIC, batch_size=args.batch)
         client.check()
-        return Critic(None, reward=ServedRewardModel.for_client(client), cache_path=None)
+        return RewardCritic(ServedRewardModel.for_client(client), cache_path=None)
     from hf_critic.backends.openai import OpenAIBackend
 
     server = VllmServerProcess(default_model_dir(), log=log)

@@ -127,8 +127,8 @@ def assert_same_rewards(ours: list[dict], local: list[dict]) -> None:
 
 def test_the_reward_critic_on_vllm_judges_as_on_transformers_with_its_calibration_and_context():
     ours, local = reward_critics()
-    assert ours.reward.context_length == local.reward.context_length == 256
-    assert ours.reward.identity.removesuffix("|engine:vllm") == local.reward.identity
+    assert ours.scorer.context_length == local.scorer.context_length == 256
+    assert ours.scorer.identity.removesuffix("|engine:vllm") == local.scorer.identity
     for name in ("pointwise_referenced", "pairwise_referenced"):
         rows = examples(name)
         assert_same_rewards(judge(ours, rows), judge(local, rows))
